@@ -1,0 +1,100 @@
+// flashtune/status.h — the outcome of every fallible flashtune call.
+//
+// A Status is either OK or an error: a code, a one-line message, and the context a
+// user needs to act on it (the variant URI, the compiler options, the NVRTC log or the
+// driver's message). Result<T> is a value or the Status explaining why there is none.
+// No flashtune library call throws or aborts on bad input; it returns a Status.
+//
+// Thread safety: value types; distinct objects may be used from different threads.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace flashtune {
+
+enum class Code {
+  kOk = 0,
+  kInvalidArgument,  // the caller passed something outside the allowed values
+  kNotFound,         // a file, database row, device or variant does not exist
+  kCompileError,     // NVRTC rejected a source (log attached)
+  kNoDriver,         // libcuda.so.1 could not be loaded
+  kNoDevice,         // the driver loaded but reports no usable device
+  kDriverError,      // a CUDA driver call failed (call, error name and message attached)
+  kOutOfResources,   // launch refused: registers, shared memory or threads exceed the device
+  kWrongResult,      // a kernel's output disagreed with the reference
+  kFault,            // a kernel faulted (illegal address, ...); the context is poisoned
+  kTimeout,          // a kernel or worker did not finish in time
+  kDatabaseError,    // SQLite reported an error
+  kCorrupt,          // a file exists but is not what it should be (cache entry, database)
+  kIoError,          // reading or writing a file failed
+  kUnsupported,      // valid request this build or device cannot serve
+  kInternal,         // a flashtune bug
+};
+
+// Stable lower-case name, used in logs, the database and the CLI ("compile_error", ...).
+std::string_view CodeName(Code code);
+
+class Status {
+ public:
+  Status() = default;  // OK
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // Optional context, attached by whoever knows it; empty when unknown.
+  const std::string& variant_uri() const { return variant_uri_; }
+  const std::string& options() const { return options_; }
+  const std::string& log() const { return log_; }
+  Status& WithVariant(std::string uri) { variant_uri_ = std::move(uri); return *this; }
+  Status& WithOptions(std::string options) { options_ = std::move(options); return *this; }
+  Status& WithLog(std::string log) { log_ = std::move(log); return *this; }
+
+  // "compile_error: <message> [variant=...] [options=...]\n<log>" — everything a user needs.
+  std::string ToString() const;
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+  std::string variant_uri_;
+  std::string options_;
+  std::string log_;
+};
+
+// A value of type T, or the Status saying why there is none. Never holds an OK status.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : data_(std::move(value)) {}                 // NOLINT: implicit by design
+  Result(Status status) : data_(std::move(status)) {}          // NOLINT: must not be OK
+
+  bool ok() const { return std::holds_alternative<T>(data_); }
+  // The error; an OK Status when this holds a value.
+  Status status() const { return ok() ? Status() : std::get<Status>(data_); }
+
+  // Precondition: ok().
+  T& value() & { return std::get<T>(data_); }
+  const T& value() const& { return std::get<T>(data_); }
+  T&& value() && { return std::get<T>(std::move(data_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  std::variant<T, Status> data_;
+};
+
+}  // namespace flashtune
+
+// Returns the Status from the enclosing function when `expr` is not OK.
+#define FT_RETURN_IF_ERROR(expr)                 \
+  do {                                           \
+    ::flashtune::Status ft_status_ = (expr);     \
+    if (!ft_status_.ok()) return ft_status_;     \
+  } while (0)
