@@ -97,7 +97,7 @@ Result<Driver*> Driver::Load(const std::string& library) {
   if (handle == nullptr) {
     const char* why = ::dlerror();
     return Status(Code::kNoDriver,
-                  "no CUDA driver found (" + library + ": " + (why ? why : "unknown dlopen error") +
+                  "no CUDA driver found (" + (why ? std::string(why) : library + ": dlopen failed") +
                       "); GPU work needs the NVIDIA driver");
   }
   auto api = std::make_unique<detail::CudaApi>();
