@@ -83,7 +83,8 @@ int RunCompile(const std::vector<std::string>& args) {
   std::printf("  spill stores:    %d bytes\n", r.spill_store_bytes);
   std::printf("  spill loads:     %d bytes\n", r.spill_load_bytes);
   std::printf("  stack frame:     %d bytes\n", r.stack_frame_bytes);
-  std::printf("  constant bank 0: %d bytes\n", r.const_bytes);
+  // ptxas reports cmem only on some arches (not sm_90); print it only when it did.
+  if (r.const_bytes > 0) std::printf("  constant bank 0: %d bytes\n", r.const_bytes);
   std::printf("  options:         %s\n", cubin->options.c_str());
   if (!output.empty()) {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);

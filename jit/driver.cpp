@@ -52,8 +52,10 @@ Code CodeFor(CUresult r) {
 std::string ErrorText(const detail::CudaApi& api, CUresult r, const char* call) {
   const char* name = nullptr;
   const char* text = nullptr;
-  if (api.cuGetErrorName(r, &name) != CUDA_SUCCESS || name == nullptr) name = "CUDA_ERROR_UNKNOWN_CODE";
-  if (api.cuGetErrorString(r, &text) != CUDA_SUCCESS || text == nullptr) text = "no description";
+  // Unknown codes (a newer driver, or the toolkit's stub library) keep their number.
+  const std::string number = "CUresult " + std::to_string(static_cast<int>(r));
+  if (api.cuGetErrorName(r, &name) != CUDA_SUCCESS || name == nullptr) name = number.c_str();
+  if (api.cuGetErrorString(r, &text) != CUDA_SUCCESS || text == nullptr) text = "no description from the driver";
   return std::string(call) + " failed: " + name + ": " + text;
 }
 
@@ -114,7 +116,8 @@ Result<Driver*> Driver::Load(const std::string& library) {
 
   int version = 0;
   if (api->cuDriverGetVersion(&version) != CUDA_SUCCESS) version = 0;
-  const std::string version_text = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  const std::string version_text =
+      version > 0 ? std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) : "of unknown version";
   if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
     std::string text = ErrorText(*api, r, "cuInit");
     ::dlclose(handle);

@@ -146,3 +146,21 @@ TEST(Cli, CompileErrorShowsNvrtcLogOnStderr) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, BinaryDoesNotLinkLibcuda) {
+  // The driver is dlopen'ed so the CLI runs on machines without one.
+  FILE* pipe = ::popen("readelf -d '" FLASHTUNE_CLI_PATH "' 2>/dev/null", "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string dynamic;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) dynamic.append(buffer, n);
+  ::pclose(pipe);
+  if (dynamic.find("NEEDED") == std::string::npos) GTEST_SKIP() << "readelf unavailable";
+  EXPECT_EQ(dynamic.find("libcuda"), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("libnvrtc"), std::string::npos) << dynamic;
+}
+
+}  // namespace

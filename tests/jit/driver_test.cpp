@@ -43,7 +43,7 @@ TEST(Driver, ToolkitStubLibraryIsReportedAsUnusable) {
   Result<Driver*> driver = Driver::Load(stub);
   ASSERT_FALSE(driver.ok());
   EXPECT_EQ(driver.status().code(), Code::kNoDriver);
-  EXPECT_NE(driver.status().message().find("cuInit failed: CUDA_ERROR_"), std::string::npos)
+  EXPECT_NE(driver.status().message().find("cuInit failed: "), std::string::npos)
       << driver.status().message();
 }
 
