@@ -304,10 +304,10 @@ Result<Function> Module::GetFunction(const std::string& name) const {
 }
 
 Status Function::SetMaxDynamicSharedMemory(int bytes) {
-  Status s = driver_->Check(
-      driver_->api().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
-      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-  if (!s.ok() && s.code() == Code::kDriverError) {
+  const CUresult r =
+      driver_->api().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  Status s = driver_->Check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  if (r == CUDA_ERROR_INVALID_VALUE && bytes > 0) {
     // The driver answers CUDA_ERROR_INVALID_VALUE when static + dynamic exceed the opt-in limit.
     return Status(Code::kOutOfResources, "kernel '" + name_ + "' cannot get " + std::to_string(bytes) +
                                              " bytes of dynamic shared memory: " + s.message());
