@@ -324,6 +324,24 @@ Result<int64_t> Database::FindProblem(const Problem& p) {
   return Status(Code::kNotFound, "problem " + p.ToString() + " is not in '" + path_ + "'");
 }
 
+Result<int64_t> Database::FindDevice(const DeviceInfo& d) {
+  Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
+  q.Bind(1, d.uuid).Bind(2, d.driver_version);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kNotFound, "device " + d.uuid + " (driver " + d.driver_version + ") is not in '" + path_ + "'");
+}
+
+Result<int64_t> Database::FindToolchain(const ToolchainInfo& t) {
+  Stmt q(db_, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kNotFound, "toolchain is not in '" + path_ + "'");
+}
+
 Result<int64_t> Database::RecordTrial(int64_t device_id, int64_t toolchain_id, const TrialRecord& t) {
   if (t.phase != "search" && t.phase != "retime")
     return Status(Code::kInvalidArgument, "trial phase '" + t.phase + "': allowed search, retime");
@@ -594,11 +612,17 @@ Result<std::string> Database::Export(ExportFormat format) {
   }
   Stmt q(db_, kExportSelect);
   std::string out;
-  for (int c = 0; c < q.Columns(); ++c) out += (c ? "," : "") + q.ColumnName(c);
+  for (int c = 0; c < q.Columns(); ++c) {
+    if (c) out += ',';
+    out += q.ColumnName(c);
+  }
   out += "\n";
   Status st;
   while (q.Step(&st)) {
-    for (int c = 0; c < q.Columns(); ++c) out += (c ? "," : "") + CsvField(q.Text(c));
+    for (int c = 0; c < q.Columns(); ++c) {
+      if (c) out += ',';
+      out += CsvField(q.Text(c));
+    }
     out += "\n";
   }
   if (!st.ok()) return st;

@@ -186,6 +186,8 @@ class Database {
   Result<int64_t> UpsertToolchain(const ToolchainInfo& toolchain);
   Result<int64_t> UpsertProblem(const Problem& problem);
   Result<int64_t> FindProblem(const Problem& problem);  // kNotFound when absent
+  Result<int64_t> FindDevice(const DeviceInfo& device);  // by uuid + driver; kNotFound when absent
+  Result<int64_t> FindToolchain(const ToolchainInfo& toolchain);  // kNotFound when absent
 
   // Records one trial in its own transaction (problem and variant rows created as needed).
   // Returns the trial id.
