@@ -60,6 +60,9 @@ class Measurer {
   virtual Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants);
 };
 
+// This build's toolchain: NVRTC version, flashtune version, sha256 of the embedded templates.
+ToolchainInfo CurrentToolchain();
+
 // The candidates of a problem (the search space). The GPU build passes EnumerateSpace.
 using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&)>;
 
