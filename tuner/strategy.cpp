@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "flashtune/tuner.h"
@@ -43,16 +44,15 @@ class Exhaustive final : public Strategy {
   }
 };
 
-// One parameter changed by one step (block_m, block_n, warps, stages).
-bool Neighbours(const Variant& a, const Variant& b) {
-  auto step = [](int x, int y) { return x == y ? 0 : (x == 2 * y || y == 2 * x) ? 1 : 2; };
-  int d = step(a.block_m, b.block_m) + step(a.block_n, b.block_n) + step(a.warps, b.warps) +
-          (a.stages == b.stages ? 0 : std::abs(a.stages - b.stages) == 1 ? 1 : 2);
-  return d == 1;
+// Steps between two variants: log2 ratio of tile sizes and warps, plus the stage difference.
+double Steps(const Variant& a, const Variant& b) {
+  return std::abs(std::log2(double(a.block_m) / b.block_m)) + std::abs(std::log2(double(a.block_n) / b.block_n)) +
+         std::abs(std::log2(double(a.warps) / b.warps)) + std::abs(a.stages - b.stages);
 }
 
 class Budgeted final : public Strategy {
  public:
+  static constexpr double kOptimism = 0.05;  // assumed gain of an untried parameter value (5%)
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
   Status Search(SearchContext& ctx) override {
@@ -62,7 +62,7 @@ class Budgeted final : public Strategy {
     int64_t spent = 0;
     std::vector<Variant> pending = RankByCost(ctx.problem(), ctx.unmeasured());
     auto allowed = [&] { return spent < own && ctx.budget_left() != 0 && !pending.empty(); };
-    auto measure = [&](const Variant& v) -> Status {
+    auto measure = [&](Variant v) -> Status {  // by value: erasing from pending must not move it
       pending.erase(std::find(pending.begin(), pending.end(), v));
       ++spent;
       auto r = ctx.Measure(v);
@@ -72,24 +72,50 @@ class Budgeted final : public Strategy {
     // Seed: the cost model's top picks (a third of the budget, at least 2).
     const int64_t seeds = std::max<int64_t>(2, own / 3);
     while (allowed() && spent < seeds) FT_RETURN_IF_ERROR(measure(pending.front()));
-    // Local search: the best-ranked untried neighbour of the fastest ok results, best first.
+    // Model-guided search: an additive model of log(time) with one effect per parameter value
+    // (mean over ok results having that value), optimistic for values not tried yet so each
+    // parameter's untried values get explored. Measure the pending candidate it predicts fastest;
+    // ties go to the closest to the best result, then to the cost model. The last third of the
+    // budget measures the closest neighbours of the best instead (a local polish).
     while (allowed()) {
-      std::vector<CandidateResult> ok;
-      for (const auto& r : ctx.results())
-        if (r.ok()) ok.push_back(r);
-      std::sort(ok.begin(), ok.end(), [](const CandidateResult& a, const CandidateResult& b) {
-        return a.measurement.median_us < b.measurement.median_us;
-      });
-      const Variant* next = nullptr;
-      for (const auto& best : ok) {
-        for (const Variant& v : pending)
-          if (Neighbours(best.variant, v)) {
-            next = &v;
-            break;
-          }
-        if (next) break;
+      std::map<std::pair<int, int>, std::pair<double, int>> sums;  // (param, value) -> (sum log t, n)
+      double total = 0;
+      int n = 0;
+      const CandidateResult* best = nullptr;
+      for (const auto& r : ctx.results()) {
+        if (!r.ok() || !(r.measurement.median_us > 0)) continue;
+        double lt = std::log(r.measurement.median_us);
+        total += lt;
+        ++n;
+        const int values[4] = {r.variant.block_m, r.variant.block_n, r.variant.warps, r.variant.stages};
+        for (int k = 0; k < 4; ++k) {
+          auto& e = sums[{k, values[k]}];
+          e.first += lt;
+          ++e.second;
+        }
+        if (!best || r.measurement.median_us < best->measurement.median_us) best = &r;
       }
-      if (!next) next = &pending.front();  // no neighbour left: fall back to the model's order
+      const Variant* next = &pending.front();  // nothing ok yet: the model's order
+      const bool refine = spent >= own - own / 3;
+      if (best) {
+        const double mean = total / n;
+        double best_pred = 1e30, best_steps = 1e30;
+        for (const Variant& v : pending) {  // pending is in cost order: first minimum wins ties
+          const int values[4] = {v.block_m, v.block_n, v.warps, v.stages};
+          double pred = 0;
+          for (int k = 0; k < 4; ++k) {
+            auto it = sums.find({k, values[k]});
+            pred += it == sums.end() ? -kOptimism : it->second.first / it->second.second - mean;
+          }
+          double steps = Steps(best->variant, v);
+          if (refine) pred = steps;  // the last third of the budget polishes around the best
+          if (pred < best_pred - 1e-12 || (std::abs(pred - best_pred) <= 1e-12 && steps < best_steps)) {
+            best_pred = pred;
+            best_steps = steps;
+            next = &v;
+          }
+        }
+      }
       Variant chosen = *next;
       FT_RETURN_IF_ERROR(measure(chosen));
     }
