@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -232,7 +234,15 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
     return db;
   }
   // WAL lets readers proceed while a tuner writes; it persists in the file.
-  FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA journal_mode = WAL"));
+  // Switching to WAL needs a moment of exclusive access and does not wait on busy_timeout: when
+  // another process is opening the same new file, retry until the timeout.
+  for (int waited = 0;; waited += 10) {
+    Status wal = Exec(raw, "PRAGMA journal_mode = WAL");
+    if (wal.ok()) break;
+    int rc = sqlite3_errcode(raw) & 0xff;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= options.busy_timeout_ms) return wal;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
   // NORMAL in WAL mode: a killed process loses nothing committed; only a power cut may lose the
   // last transactions. FULL would fsync every trial.
