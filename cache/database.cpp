@@ -280,7 +280,7 @@ Result<int> Database::SchemaVersion() {
   return st;
 }
 
-Result<int64_t> Database::UpsertDevice(const DeviceInfo& d) {
+Result<int64_t> Database::UpsertDevice(const DeviceRecord& d) {
   if (d.uuid.empty()) return Status(Code::kInvalidArgument, "device uuid is empty");
   Transaction tx(db_);
   FT_RETURN_IF_ERROR(tx.status());
@@ -337,7 +337,7 @@ Result<int64_t> Database::FindProblem(const Problem& p) {
   return Status(Code::kNotFound, "problem " + p.ToString() + " is not in '" + path_ + "'");
 }
 
-Result<int64_t> Database::FindDevice(const DeviceInfo& d) {
+Result<int64_t> Database::FindDevice(const DeviceRecord& d) {
   Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
   q.Bind(1, d.uuid).Bind(2, d.driver_version);
   Status st;
@@ -493,7 +493,7 @@ Result<std::optional<WinnerRow>> Database::WinnerFor(int64_t device_id, int64_t 
   return std::optional<WinnerRow>();
 }
 
-Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceInfo& d, const ToolchainInfo& t, const BucketKey& b) {
+Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, const ToolchainInfo& t, const BucketKey& b) {
   Stmt q(db_, (std::string(kWinnerSelect) +
                "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"
                " AND t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=? AND w.bucket=?"
@@ -506,7 +506,7 @@ Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceInfo& d, const
   return std::optional<WinnerRow>();
 }
 
-Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceInfo& d, const ToolchainInfo& t,
+Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceRecord& d, const ToolchainInfo& t,
                                                              const BucketKey& b) {
   Stmt q(db_, (std::string(kWinnerSelect) +
                "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"

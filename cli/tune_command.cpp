@@ -201,7 +201,7 @@ int RunTune(const std::vector<std::string>& args) {
   }
 
   if (vm.count("dry-run")) {
-    DeviceInfo device = measurers.empty() ? DeviceInfo{} : measurers[0]->Device();
+    DeviceRecord device = measurers.empty() ? DeviceRecord{} : measurers[0]->Device();
     ToolchainInfo toolchain = measurers.empty() ? CurrentToolchain() : measurers[0]->Toolchain();
     auto plan = PlanTuning(options, device, toolchain);
     if (!plan.ok()) return Fail(plan.status());

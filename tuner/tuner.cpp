@@ -41,7 +41,7 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-std::string ModelKey(const DeviceInfo& d) {
+std::string ModelKey(const DeviceRecord& d) {
   return d.name + "|" + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + "|" +
          std::to_string(d.sm_count) + "|" + d.driver_version;
 }
@@ -160,7 +160,7 @@ class Context final : public SearchContext {
 Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strategy, int64_t device_id,
                int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem, ProblemSummary& s) {
   const TuneOptions& o = *shared.options;
-  const DeviceInfo device = measurer.Device();
+  const DeviceRecord device = measurer.Device();
   const ToolchainInfo toolchain = measurer.Toolchain();
   s.problem = problem;
   s.device = device.name + " " + device.uuid;
@@ -425,7 +425,7 @@ Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr
   return summary;
 }
 
-Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceInfo& device,
+Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceRecord& device,
                                               const ToolchainInfo& toolchain) {
   if (!options.enumerate) return Status(Code::kInvalidArgument, "PlanTuning: options.enumerate is not set");
   std::unique_ptr<Database> db;

@@ -36,7 +36,7 @@ namespace flashtune {
 inline constexpr int kSchemaVersion = 2;
 
 // The GPU a trial ran on. Identity of a physical GPU: uuid + driver_version.
-struct DeviceInfo {
+struct DeviceRecord {
   std::string name;  // "NVIDIA H200"
   std::string uuid;  // "GPU-..."
   int cc_major = 0;
@@ -182,11 +182,11 @@ class Database {
   Result<int> SchemaVersion();
 
   // Insert-or-find. Return the row id.
-  Result<int64_t> UpsertDevice(const DeviceInfo& device);
+  Result<int64_t> UpsertDevice(const DeviceRecord& device);
   Result<int64_t> UpsertToolchain(const ToolchainInfo& toolchain);
   Result<int64_t> UpsertProblem(const Problem& problem);
   Result<int64_t> FindProblem(const Problem& problem);  // kNotFound when absent
-  Result<int64_t> FindDevice(const DeviceInfo& device);  // by uuid + driver; kNotFound when absent
+  Result<int64_t> FindDevice(const DeviceRecord& device);  // by uuid + driver; kNotFound when absent
   Result<int64_t> FindToolchain(const ToolchainInfo& toolchain);  // kNotFound when absent
 
   // Records one trial in its own transaction (problem and variant rows created as needed).
@@ -208,11 +208,11 @@ class Database {
                                              const BucketKey& bucket);
   // The fastest winner for `bucket` measured on a GPU of the same model (name, cc, SM count)
   // and driver version, with exactly this toolchain; nullopt when none.
-  Result<std::optional<WinnerRow>> FindWinner(const DeviceInfo& device, const ToolchainInfo& toolchain,
+  Result<std::optional<WinnerRow>> FindWinner(const DeviceRecord& device, const ToolchainInfo& toolchain,
                                               const BucketKey& bucket);
   // Like FindWinner but, when the exact bucket has none, the winner of the nearest bucket of the
   // same dtype, D and causal (ties: the smaller median); nullopt when the class has none.
-  Result<std::optional<WinnerRow>> FindNearestWinner(const DeviceInfo& device,
+  Result<std::optional<WinnerRow>> FindNearestWinner(const DeviceRecord& device,
                                                      const ToolchainInfo& toolchain,
                                                      const BucketKey& bucket);
   Result<std::vector<WinnerRow>> ListWinners();

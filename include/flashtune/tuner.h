@@ -49,7 +49,7 @@ struct Measurement {
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  virtual DeviceInfo Device() const = 0;
+  virtual DeviceRecord Device() const = 0;
   virtual ToolchainInfo Toolchain() const = 0;
   // Compiles, verifies and times `variant` on `problem`. A failing candidate is an OK Result
   // whose Measurement.status says why; an error Result means the measurer itself cannot go on
@@ -202,7 +202,7 @@ struct DryRunProblem {
   std::vector<Variant> to_measure;
   size_t recorded = 0;
 };
-Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceInfo& device,
+Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceRecord& device,
                                               const ToolchainInfo& toolchain);
 
 // Replay: a Measurer that answers from recorded rows (CSV with a header, or a JSON array of
@@ -214,7 +214,7 @@ Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const 
 class ReplayMeasurer : public Measurer {
  public:
   struct Options {
-    DeviceInfo device = {"replay", "replay-0", 9, 0, 132, "replay"};
+    DeviceRecord device = {"replay", "replay-0", 9, 0, 132, "replay"};
     ToolchainInfo toolchain = {"replay", "replay", "replay"};
     int delay_ms = 0;  // sleep per measurement, to make runs observable (kill -9 tests)
   };
@@ -223,7 +223,7 @@ class ReplayMeasurer : public Measurer {
   static Result<std::unique_ptr<ReplayMeasurer>> FromText(std::string_view text, std::string_view source,
                                                           Options options);
 
-  DeviceInfo Device() const override { return options_.device; }
+  DeviceRecord Device() const override { return options_.device; }
   ToolchainInfo Toolchain() const override { return options_.toolchain; }
   // kNotFound (error Result) when nothing was recorded for (problem, variant).
   Result<Measurement> Measure(const Problem& problem, const Variant& variant) override;

@@ -14,7 +14,7 @@ namespace {
 
 using testing::TempDir;
 
-const DeviceInfo kH200{"NVIDIA H200", "GPU-aaaa", 9, 0, 132, "580.65"};
+const DeviceRecord kH200{"NVIDIA H200", "GPU-aaaa", 9, 0, 132, "580.65"};
 const ToolchainInfo kTc{"13.0", "0.1.0", "tplhash1"};
 
 Problem P(int64_t n, bool causal = false) { return Problem{DType::kBF16, 128, causal, 16384 / n, n, n, 16, 16}; }
@@ -191,12 +191,12 @@ TEST(Database, StaleRowsNeverWinners) {
   Problem p = P(4096);
   BucketKey b = BucketOf(p);
   // Winners recorded on another model, another driver, and another template hash.
-  DeviceInfo a100{"NVIDIA A100", "GPU-bbbb", 8, 0, 108, "580.65"};
-  DeviceInfo old_driver = kH200;
+  DeviceRecord a100{"NVIDIA A100", "GPU-bbbb", 8, 0, 108, "580.65"};
+  DeviceRecord old_driver = kH200;
   old_driver.driver_version = "550.10";
   ToolchainInfo old_tpl = kTc;
   old_tpl.template_hash = "tplhash0";
-  struct Row { DeviceInfo d; ToolchainInfo t; double us; };
+  struct Row { DeviceRecord d; ToolchainInfo t; double us; };
   for (const Row& r : {Row{a100, kTc, 10}, Row{old_driver, kTc, 11}, Row{kH200, old_tpl, 12}}) {
     int64_t dev = *(*db)->UpsertDevice(r.d), tc = *(*db)->UpsertToolchain(r.t);
     ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(64, 64), r.us)).ok());
@@ -209,7 +209,7 @@ TEST(Database, StaleRowsNeverWinners) {
   ASSERT_TRUE(near.ok());
   EXPECT_FALSE(near->has_value());
   // The current one, on a sibling GPU of the same model, is found.
-  DeviceInfo sibling = kH200;
+  DeviceRecord sibling = kH200;
   sibling.uuid = "GPU-cccc";
   int64_t dev = *(*db)->UpsertDevice(sibling), tc = *(*db)->UpsertToolchain(kTc);
   ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(128, 64), 20)).ok());
@@ -263,7 +263,7 @@ TEST(Database, ExportMergeRoundTrip) {
   ASSERT_TRUE((*a)->SetWinner(dev, tc, P(4096), V(128, 128), "src-" + V(128, 128).Uri(), 280, 1).ok());
   ASSERT_TRUE((*a)->PutCubin(CubinRecord{"s", "sm_90a", "", "13.0", {'x'}, 1, 2, 0, ""}).ok());
   // b has its own row first, so ids differ between the files.
-  DeviceInfo other = kH200;
+  DeviceRecord other = kH200;
   other.uuid = "GPU-zzzz";
   int64_t bdev = *(*b)->UpsertDevice(other), btc = *(*b)->UpsertToolchain(ToolchainInfo{"12.9", "0.0.1", "x"});
   ASSERT_TRUE((*b)->RecordTrial(bdev, btc, Ok(P(512), V(64, 64), 10)).ok());
