@@ -1,0 +1,44 @@
+// flashtune/gpu_measurer.h — the tuner's real Measurer: compiles a variant with NVRTC (through
+// the cubin cache), then verifies and times it on one GPU inside a supervised worker process.
+//
+// Per candidate, in the worker: load the cubin; run it on two ragged verification shapes of
+// the problem's class (GQA, Nq != Nk, rows that see no key when causal) and compare with the
+// float64 CPU reference (‖o−ref‖/‖ref‖ ≤ 1e-2 bf16, 2e-3 fp16; lse within 1e-3); run it on the
+// timed shape and compare with the trusted variant's output (DefaultVariant of the class,
+// itself checked against the reference); then time it: warm-up by time, at least 20 launches
+// bracketed by CUDA events, inputs rotated across enough copies to exceed the L2 three times,
+// median and IQR. Outputs are poisoned (NaN) before every checked run.
+// A compile error, an out-of-resources launch, a wrong result, a fault and a timeout each
+// come back as a Measurement whose status says so; after a fault or a timeout the worker is
+// restarted, so the run goes on.
+//
+// The parent process never initialises CUDA (a forked child could not use it otherwise).
+//
+// Thread safety: one GpuMeasurer per thread; several may run at once on different GPUs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flashtune/tuner.h"
+
+namespace flashtune {
+
+struct GpuMeasurerOptions {
+  std::string cache_dir;      // cubin cache ("" = default, "-" = off)
+  int compile_threads = 0;    // 0 = all cores
+  int min_reps = 20;          // timed launches, at least
+  int max_reps = 100;         // and at most
+  double warmup_ms = 25;      // warm-up by time before timing
+  double timing_ms = 150;     // stop adding reps past this much kernel time (after min_reps)
+  double timeout_s = 60;      // per candidate, in the worker; then it is killed: kTimeout
+};
+
+// One measurer per requested device ordinal; an empty list means every GPU.
+// kNoDriver / kNoDevice when there is none; kInvalidArgument naming `devices` for an ordinal
+// that does not exist.
+Result<std::vector<std::unique_ptr<Measurer>>> MakeGpuMeasurers(const std::vector<int>& devices,
+                                                                const GpuMeasurerOptions& options = {});
+
+}  // namespace flashtune

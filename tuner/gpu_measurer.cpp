@@ -1,0 +1,194 @@
+#include "flashtune/gpu_measurer.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "flashtune/compiler.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "tuner/gpu_protocol.h"
+
+namespace flashtune {
+namespace {
+
+using detail::WorkerProcess;
+
+class GpuMeasurer final : public Measurer {
+ public:
+  GpuMeasurer(int ordinal, const GpuMeasurerOptions& options)
+      : ordinal_(ordinal), options_(options), compiler_(Compiler::Options{options.cache_dir, options.compile_threads}) {}
+
+  // Starts the worker and learns the device from it.
+  Result<detail::HelloReply> Start() {
+    auto worker = WorkerProcess::Start(
+        [ordinal = ordinal_](int in, int out) { return detail::GpuWorkerMain(in, out, ordinal); });
+    if (!worker.ok()) return worker.status();
+    worker_ = std::move(*worker);
+    auto frame = worker_->Call(detail::EncodeHelloRequest(), std::chrono::seconds(120));
+    if (!frame.ok()) return frame.status();
+    auto hello = detail::DecodeHelloReply(*frame);
+    if (!hello.ok()) return hello.status();
+    if (!hello->status.ok()) return hello->status;
+    device_ = hello->device;
+    driver_version_ = hello->driver_version;
+    return hello;
+  }
+
+  DeviceRecord Device() const override {
+    DeviceRecord d;
+    d.name = device_.name;
+    d.uuid = device_.uuid;
+    d.cc_major = device_.cc_major;
+    d.cc_minor = device_.cc_minor;
+    d.sm_count = device_.sm_count;
+    d.driver_version = driver_version_;
+    return d;
+  }
+  ToolchainInfo Toolchain() const override { return CurrentToolchain(); }
+
+  Result<Measurement> Measure(const Problem& problem, const Variant& variant) override {
+    return Run(problem, variant, /*verify=*/true);
+  }
+
+  Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
+    std::vector<Measurement> out;
+    for (const Variant& v : variants) {
+      auto m = Run(problem, v, /*verify=*/false);  // finalists were verified when first measured
+      if (!m.ok()) return m.status();
+      out.push_back(*m);
+    }
+    return out;
+  }
+
+ private:
+  struct Compiled {
+    Result<Cubin> cubin = Status(Code::kInternal, "not compiled");
+    std::string source_hash;
+  };
+
+  // Compiles the whole space of the problem's class at once, in parallel, the first time the
+  // class is seen; later candidates of the class come from memory.
+  void CompileClass(const ProblemClass& cls) {
+    const std::string key = std::string(DTypeName(cls.dtype)) + std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
+    if (!compiled_classes_.insert(key).second) return;
+    SpaceOptions space_options;
+    space_options.max_smem_bytes = device_.max_smem_per_block_optin;
+    std::vector<Variant> variants;
+    if (auto space = EnumerateSpace(cls, space_options); space.ok()) variants = *space;
+    variants.push_back(DefaultVariant(cls, device_.max_smem_per_block_optin));
+    std::vector<CompileRequest> requests;
+    std::vector<std::string> uris;
+    for (const Variant& v : variants) {
+      if (compiled_.count(v.Uri())) continue;
+      auto source = GenerateSource(v);
+      if (!source.ok()) {
+        compiled_[v.Uri()].cubin = source.status();
+        continue;
+      }
+      compiled_[v.Uri()].source_hash = source->sha256;
+      requests.push_back(CompileRequest{source->uri, source->text, device_.Arch(), {}});
+      uris.push_back(source->uri);
+    }
+    auto results = compiler_.CompileMany(requests);
+    for (size_t i = 0; i < results.size(); ++i) compiled_[uris[i]].cubin = std::move(results[i]);
+  }
+
+  const Compiled& CompiledFor(const Variant& v) {
+    CompileClass(ClassOf(v));
+    Compiled& c = compiled_[v.Uri()];
+    if (!c.cubin.ok() && c.cubin.status().code() == Code::kInternal && c.source_hash.empty()) {
+      // Outside the enumerated space (a hand-picked variant): compile it alone.
+      auto source = GenerateSource(v);
+      if (!source.ok()) {
+        c.cubin = source.status();
+      } else {
+        c.source_hash = source->sha256;
+        c.cubin = compiler_.Compile(CompileRequest{source->uri, source->text, device_.Arch(), {}});
+      }
+    }
+    return c;
+  }
+
+  Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify) {
+    Measurement m;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Compiled& candidate = CompiledFor(variant);
+    m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    m.source_hash = candidate.source_hash;
+    if (!candidate.cubin.ok()) {
+      m.status = candidate.cubin.status();
+      return m;
+    }
+    const Cubin& cubin = *candidate.cubin;
+    m.registers = cubin.resources.registers;
+    m.spill_bytes = cubin.resources.spill_store_bytes + cubin.resources.spill_load_bytes;
+    m.smem_bytes = static_cast<int>(SharedMemoryBytes(variant));
+
+    const Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin);
+    const Compiled& trusted = CompiledFor(trusted_variant);
+    if (!trusted.cubin.ok()) return Status(trusted.cubin.status()).WithVariant(trusted_variant.Uri());
+
+    if (!worker_ || !worker_->alive()) {
+      auto restarted = Start();
+      if (!restarted.ok()) return restarted.status();
+    }
+    detail::MeasureRequest request;
+    request.problem = problem;
+    request.candidate = variant;
+    request.candidate_cubin.assign(cubin.image.begin(), cubin.image.end());
+    request.trusted = trusted_variant;
+    request.trusted_cubin.assign(trusted.cubin->image.begin(), trusted.cubin->image.end());
+    request.verify = verify;
+    request.options = options_;
+    auto frame = worker_->Call(detail::EncodeMeasureRequest(request),
+                               std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000)));
+    if (!frame.ok()) {
+      // The worker faulted hard or hung; it is dead now and restarts on the next candidate.
+      m.status = Status(frame.status()).WithVariant(variant.Uri());
+      return m;
+    }
+    auto reply = detail::DecodeMeasureReply(*frame);
+    if (!reply.ok()) return reply.status();
+    m.status = reply->status;
+    m.median_us = reply->median_us;
+    m.iqr_us = reply->iqr_us;
+    m.reps = reply->reps;
+    if (reply->registers > 0) m.registers = reply->registers;
+    if (m.status.code() == Code::kFault) worker_.reset();  // it exits after a fault; reap it now
+    return m;
+  }
+
+  int ordinal_;
+  GpuMeasurerOptions options_;
+  Compiler compiler_;
+  std::unique_ptr<WorkerProcess> worker_;
+  DeviceInfo device_;
+  std::string driver_version_;
+  std::set<std::string> compiled_classes_;
+  std::map<std::string, Compiled> compiled_;
+};
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<Measurer>>> MakeGpuMeasurers(const std::vector<int>& devices,
+                                                                const GpuMeasurerOptions& options) {
+  std::vector<int> ordinals = devices;
+  std::vector<std::unique_ptr<Measurer>> out;
+  if (ordinals.empty()) {
+    auto first = std::make_unique<GpuMeasurer>(0, options);
+    auto hello = first->Start();
+    if (!hello.ok()) return hello.status();
+    out.push_back(std::move(first));
+    for (int i = 1; i < hello->device_count; ++i) ordinals.push_back(i);
+  }
+  for (int ordinal : ordinals) {
+    auto m = std::make_unique<GpuMeasurer>(ordinal, options);
+    auto hello = m->Start();
+    if (!hello.ok()) return hello.status();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace flashtune

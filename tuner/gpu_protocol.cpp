@@ -1,0 +1,130 @@
+#include "tuner/gpu_protocol.h"
+
+namespace flashtune::detail {
+
+static void PutStatus(FrameWriter& w, const Status& s) {
+  w.I64(static_cast<int64_t>(s.code())).Str(s.message()).Str(s.variant_uri()).Str(s.log());
+}
+static Status GetStatus(FrameReader& r) {
+  const auto code = static_cast<Code>(r.I64());
+  std::string message = r.Str(), uri = r.Str(), log = r.Str();
+  if (code == Code::kOk) return Status::Ok();
+  Status s(code, std::move(message));
+  if (!uri.empty()) s.WithVariant(std::move(uri));
+  if (!log.empty()) s.WithLog(std::move(log));
+  return s;
+}
+static void PutProblem(FrameWriter& w, const Problem& p) {
+  w.I64(static_cast<int64_t>(p.dtype)).I64(p.head_dim).I64(p.causal).I64(p.batch).I64(p.seqlen_q).I64(p.seqlen_k)
+      .I64(p.heads_q).I64(p.heads_kv);
+}
+static Problem GetProblem(FrameReader& r) {
+  Problem p;
+  p.dtype = static_cast<DType>(r.I64());
+  p.head_dim = static_cast<int>(r.I64());
+  p.causal = r.I64() != 0;
+  p.batch = r.I64();
+  p.seqlen_q = r.I64();
+  p.seqlen_k = r.I64();
+  p.heads_q = r.I64();
+  p.heads_kv = r.I64();
+  return p;
+}
+static void PutVariant(FrameWriter& w, const Variant& v) {
+  w.I64(static_cast<int64_t>(v.dtype)).I64(v.head_dim).I64(v.causal).I64(v.block_m).I64(v.block_n).I64(v.warps)
+      .I64(v.stages);
+}
+static Variant GetVariant(FrameReader& r) {
+  Variant v;
+  v.dtype = static_cast<DType>(r.I64());
+  v.head_dim = static_cast<int>(r.I64());
+  v.causal = r.I64() != 0;
+  v.block_m = static_cast<int>(r.I64());
+  v.block_n = static_cast<int>(r.I64());
+  v.warps = static_cast<int>(r.I64());
+  v.stages = static_cast<int>(r.I64());
+  return v;
+}
+static Status Broken(const char* what) { return Status(Code::kInternal, std::string("malformed ") + what + " frame"); }
+
+std::string EncodeHelloRequest() { return FrameWriter().I64(kHelloMessage).data(); }
+
+std::string EncodeHelloReply(const HelloReply& h) {
+  FrameWriter w;
+  PutStatus(w, h.status);
+  const DeviceInfo& d = h.device;
+  w.I64(h.device_count).Str(h.driver_version).I64(d.ordinal).Str(d.name).Str(d.uuid).I64(d.cc_major).I64(d.cc_minor)
+      .I64(d.sm_count).I64(d.max_smem_per_block_optin).I64(d.l2_bytes).I64(d.clock_khz);
+  return w.data();
+}
+
+Result<HelloReply> DecodeHelloReply(const std::string& frame) {
+  FrameReader r(frame);
+  HelloReply h;
+  h.status = GetStatus(r);
+  h.device_count = static_cast<int>(r.I64());
+  h.driver_version = r.Str();
+  DeviceInfo& d = h.device;
+  d.ordinal = static_cast<int>(r.I64());
+  d.name = r.Str();
+  d.uuid = r.Str();
+  d.cc_major = static_cast<int>(r.I64());
+  d.cc_minor = static_cast<int>(r.I64());
+  d.sm_count = static_cast<int>(r.I64());
+  d.max_smem_per_block_optin = static_cast<int>(r.I64());
+  d.l2_bytes = static_cast<int>(r.I64());
+  d.clock_khz = static_cast<int>(r.I64());
+  if (!r.ok()) return Broken("hello reply");
+  return h;
+}
+
+std::string EncodeMeasureRequest(const MeasureRequest& m) {
+  FrameWriter w;
+  w.I64(kMeasureMessage);
+  PutProblem(w, m.problem);
+  PutVariant(w, m.candidate);
+  w.Str(m.candidate_cubin);
+  PutVariant(w, m.trusted);
+  w.Str(m.trusted_cubin).I64(m.verify);
+  const GpuMeasurerOptions& o = m.options;
+  w.I64(o.min_reps).I64(o.max_reps).F64(o.warmup_ms).F64(o.timing_ms);
+  return w.data();
+}
+
+Result<MeasureRequest> DecodeMeasureRequest(FrameReader& r) {
+  MeasureRequest m;
+  m.problem = GetProblem(r);
+  m.candidate = GetVariant(r);
+  m.candidate_cubin = r.Str();
+  m.trusted = GetVariant(r);
+  m.trusted_cubin = r.Str();
+  m.verify = r.I64() != 0;
+  m.options.min_reps = static_cast<int>(r.I64());
+  m.options.max_reps = static_cast<int>(r.I64());
+  m.options.warmup_ms = r.F64();
+  m.options.timing_ms = r.F64();
+  if (!r.ok()) return Broken("measure request");
+  return m;
+}
+
+std::string EncodeMeasureReply(const MeasureReply& m) {
+  FrameWriter w;
+  PutStatus(w, m.status);
+  w.F64(m.median_us).F64(m.iqr_us).I64(m.reps).I64(m.registers).I64(m.local_bytes);
+  return w.data();
+}
+
+Result<MeasureReply> DecodeMeasureReply(const std::string& frame) {
+  FrameReader r(frame);
+  MeasureReply m;
+  m.status = GetStatus(r);
+  m.median_us = r.F64();
+  m.iqr_us = r.F64();
+  m.reps = static_cast<int>(r.I64());
+  m.registers = static_cast<int>(r.I64());
+  m.local_bytes = static_cast<int>(r.I64());
+  if (!r.ok()) return Broken("measure reply");
+  return m;
+}
+
+}  // namespace flashtune::detail

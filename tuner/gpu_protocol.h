@@ -1,0 +1,54 @@
+// Messages between the GpuMeasurer (parent) and its GPU worker process (child).
+#pragma once
+
+#include <string>
+
+#include "flashtune/driver.h"
+#include "flashtune/gpu_measurer.h"
+#include "flashtune/status.h"
+#include "flashtune/variant.h"
+#include "tuner/worker_process.h"
+
+namespace flashtune::detail {
+
+enum MessageKind : int64_t { kHelloMessage = 1, kMeasureMessage = 2 };
+
+struct HelloReply {
+  Status status;
+  int device_count = 0;
+  DeviceInfo device;
+  std::string driver_version;  // "13.0"
+};
+
+struct MeasureRequest {
+  Problem problem;
+  Variant candidate;
+  std::string candidate_cubin;
+  Variant trusted;  // the class's DefaultVariant, whose output the candidate must match
+  std::string trusted_cubin;
+  bool verify = true;  // false when re-timing already verified finalists
+  GpuMeasurerOptions options;
+};
+
+struct MeasureReply {
+  Status status;
+  double median_us = 0;
+  double iqr_us = 0;
+  int reps = 0;
+  int registers = 0;
+  int local_bytes = 0;
+};
+
+std::string EncodeHelloRequest();
+std::string EncodeHelloReply(const HelloReply& reply);
+Result<HelloReply> DecodeHelloReply(const std::string& frame);
+std::string EncodeMeasureRequest(const MeasureRequest& request);
+Result<MeasureRequest> DecodeMeasureRequest(FrameReader& reader);
+std::string EncodeMeasureReply(const MeasureReply& reply);
+Result<MeasureReply> DecodeMeasureReply(const std::string& frame);
+
+// The worker's main loop for GPU `ordinal`; returns its exit code. Exits after replying to a
+// request whose kernel faulted, because the CUDA context is then unusable.
+int GpuWorkerMain(int request_fd, int reply_fd, int ordinal);
+
+}  // namespace flashtune::detail

@@ -1,0 +1,350 @@
+// The GPU worker process: verifies and times one candidate per request (see gpu_measurer.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashtune/kernel.h"
+#include "flashtune/reference.h"
+#include "flashtune/space.h"
+#include "tuner/gpu_protocol.h"
+
+namespace flashtune::detail {
+namespace {
+
+double OutputTolerance(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 2e-3; }
+constexpr double kLseTolerance = 1e-3;
+
+Cubin CubinFromImage(const std::string& image, const Variant& variant) {
+  Cubin cubin;
+  cubin.name = variant.Uri();
+  cubin.image.assign(image.begin(), image.end());
+  return cubin;
+}
+
+// Device copies of a [B, N, H, D] problem's tensors, contiguous.
+struct DeviceTensors {
+  DeviceBuffer q, k, v, o, lse;
+};
+
+Result<DeviceBuffer> Alloc(const Context& context, size_t bytes) { return DeviceBuffer::Allocate(context, bytes); }
+
+ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
+  ForwardArgs a;
+  a.dtype = p.dtype;
+  a.head_dim = p.head_dim;
+  a.causal = p.causal;
+  a.batch = p.batch;
+  a.seqlen_q = p.seqlen_q;
+  a.seqlen_k = p.seqlen_k;
+  a.heads_q = p.heads_q;
+  a.heads_kv = p.heads_kv;
+  a.q_strides = a.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
+  a.k_strides = a.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+  if (t != nullptr) {
+    a.q = reinterpret_cast<const void*>(t->q.get());
+    a.k = reinterpret_cast<const void*>(t->k.get());
+    a.v = reinterpret_cast<const void*>(t->v.get());
+    a.o = reinterpret_cast<void*>(t->o.get());
+    a.lse = reinterpret_cast<float*>(t->lse.get());
+  }
+  return a;
+}
+
+size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
+size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
+size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
+
+// ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf (an unwritten, poisoned element).
+double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = BitsToFloat(a[i], dtype), y = BitsToFloat(b[i], dtype);
+    if (!std::isfinite(x)) return INFINITY;
+    diff += (x - y) * (x - y);
+    norm += y * y;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+std::string Format(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// A small ragged shape of a problem class, its host inputs and float64 reference answer.
+struct VerifyCase {
+  Problem problem;
+  std::vector<uint16_t> q, k, v;
+  ReferenceOutput expected;
+  DeviceTensors device;
+};
+
+class GpuWorker {
+ public:
+  explicit GpuWorker(int ordinal) : ordinal_(ordinal) {}
+
+  HelloReply Hello() {
+    HelloReply reply;
+    reply.status = Init();
+    if (reply.status.ok()) {
+      reply.device_count = driver_->device_count();
+      reply.device = info_;
+      reply.driver_version = driver_->VersionString();
+    }
+    return reply;
+  }
+
+  MeasureReply Measure(const MeasureRequest& request) {
+    MeasureReply reply;
+    reply.status = Init();
+    if (!reply.status.ok()) return reply;
+    auto kernel = Kernel::Load(*context_, CubinFromImage(request.candidate_cubin, request.candidate), request.candidate);
+    if (!kernel.ok()) {
+      reply.status = kernel.status();
+      return reply;
+    }
+    if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.registers = *regs;
+    if (auto local = kernel->function().LocalBytes(); local.ok()) reply.local_bytes = *local;
+    reply.status = PrepareTimedInputs(request.problem);
+    if (reply.status.ok() && request.verify) reply.status = Verify(*kernel, request);
+    if (reply.status.ok()) reply.status = Time(*kernel, request.problem, request.options, reply);
+    if (!reply.status.ok()) reply.status.WithVariant(request.candidate.Uri());
+    return reply;
+  }
+
+ private:
+  Status Init() {
+    if (context_) return Status::Ok();
+    auto driver = Driver::Load();
+    if (!driver.ok()) return driver.status();
+    driver_ = *driver;
+    if (driver_->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
+    if (ordinal_ < 0 || ordinal_ >= driver_->device_count())
+      return Status(Code::kInvalidArgument, "devices: GPU " + std::to_string(ordinal_) + " does not exist (this machine has " +
+                                                std::to_string(driver_->device_count()) + ")");
+    auto info = driver_->Device(ordinal_);
+    if (!info.ok()) return info.status();
+    info_ = *info;
+    auto context = Context::Primary(*driver_, ordinal_);
+    if (!context.ok()) return context.status();
+    context_ = std::make_unique<Context>(std::move(*context));
+    FT_RETURN_IF_ERROR(context_->MakeCurrent());
+    auto stream = Stream::Create(*context_);
+    if (!stream.ok()) return stream.status();
+    stream_ = std::make_unique<Stream>(std::move(*stream));
+    for (int i = 0; i < 2 * kMaxEvents; ++i) {
+      auto event = Event::Create(*context_);
+      if (!event.ok()) return event.status();
+      events_.push_back(std::move(*event));
+    }
+    return Status::Ok();
+  }
+
+  Status Upload(DeviceTensors& t, const Problem& p, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
+                const std::vector<uint16_t>& v) {
+    auto dq = Alloc(*context_, q.size() * 2), dk = Alloc(*context_, k.size() * 2), dv = Alloc(*context_, v.size() * 2);
+    auto dout = Alloc(*context_, QElems(p) * 2), dlse = Alloc(*context_, LseElems(p) * 4);
+    for (const Status& s : {dq.status(), dk.status(), dv.status(), dout.status(), dlse.status()}) FT_RETURN_IF_ERROR(s);
+    t = DeviceTensors{std::move(*dq), std::move(*dk), std::move(*dv), std::move(*dout), std::move(*dlse)};
+    FT_RETURN_IF_ERROR(t.q.CopyFromHost(q.data(), q.size() * 2));
+    FT_RETURN_IF_ERROR(t.k.CopyFromHost(k.data(), k.size() * 2));
+    return t.v.CopyFromHost(v.data(), v.size() * 2);
+  }
+
+  // Poisons o and lse with NaN, launches, and waits.
+  Status RunPoisoned(const Kernel& kernel, const Problem& p, DeviceTensors& t, const DeviceTensors* inputs) {
+    FT_RETURN_IF_ERROR(t.o.MemsetAsync(0xFF, stream_->get()));
+    FT_RETURN_IF_ERROR(t.lse.MemsetAsync(0xFF, stream_->get()));
+    ForwardArgs args = ArgsFor(p, inputs ? inputs : &t);
+    args.o = reinterpret_cast<void*>(t.o.get());
+    args.lse = reinterpret_cast<float*>(t.lse.get());
+    FT_RETURN_IF_ERROR(kernel.Launch(args, stream_->get()));
+    return stream_->Synchronize();
+  }
+
+  // Two ragged shapes per class: GQA with Nq < Nk, and MQA with Nq > Nk (rows that see no key
+  // when causal). Sizes avoid multiples of every tile.
+  Result<std::vector<VerifyCase>*> CasesFor(const Problem& timed) {
+    const std::string key = std::string(DTypeName(timed.dtype)) + std::to_string(timed.head_dim) + (timed.causal ? "c" : "f");
+    auto it = cases_.find(key);
+    if (it != cases_.end()) return &it->second;
+    std::vector<VerifyCase> cases(2);
+    cases[0].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 1, 257, 385, 4, 2};
+    cases[1].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 2, 385, 130, 2, 1};
+    uint64_t seed = 1234;
+    for (VerifyCase& c : cases) {
+      c.q.resize(QElems(c.problem));
+      c.k.resize(KElems(c.problem));
+      c.v.resize(KElems(c.problem));
+      FillRandom(c.q, c.problem.dtype, seed++);
+      FillRandom(c.k, c.problem.dtype, seed++);
+      FillRandom(c.v, c.problem.dtype, seed++);
+      ForwardArgs host = ArgsFor(c.problem, nullptr);
+      host.q = c.q.data();
+      host.k = c.k.data();
+      host.v = c.v.data();
+      auto expected = ReferenceForward(host);
+      if (!expected.ok()) return expected.status();
+      c.expected = std::move(*expected);
+      FT_RETURN_IF_ERROR(Upload(c.device, c.problem, c.q, c.k, c.v));
+    }
+    return &(cases_[key] = std::move(cases));
+  }
+
+  Status CheckAgainstReference(const Kernel& kernel, std::vector<VerifyCase>& cases, const std::string& who) {
+    for (VerifyCase& c : cases) {
+      FT_RETURN_IF_ERROR(RunPoisoned(kernel, c.problem, c.device, nullptr));
+      std::vector<uint16_t> o(QElems(c.problem));
+      std::vector<float> lse(LseElems(c.problem));
+      FT_RETURN_IF_ERROR(c.device.o.CopyToHost(o.data(), o.size() * 2));
+      FT_RETURN_IF_ERROR(c.device.lse.CopyToHost(lse.data(), lse.size() * 4));
+      const ForwardArgs layout = ArgsFor(c.problem, nullptr);
+      const double err = RelativeL2Error(GatherOutput(layout, o.data()), c.expected.o);
+      const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
+      if (!(err <= OutputTolerance(c.problem.dtype)) || !lse_cmp.Within(kLseTolerance)) {
+        return Status(Code::kWrongResult, who + " disagrees with the float64 reference on " + c.problem.ToString() +
+                                              ": |o-ref|/|ref| = " + Format(err) + " (tolerance " +
+                                              Format(OutputTolerance(c.problem.dtype)) + "), lse max error " +
+                                              Format(lse_cmp.max_error) + ", lse -inf mismatches " +
+                                              std::to_string(lse_cmp.infinity_mismatches));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Verify(const Kernel& kernel, const MeasureRequest& request) {
+    auto cases = CasesFor(request.problem);
+    if (!cases.ok()) return cases.status();
+    FT_RETURN_IF_ERROR(CheckAgainstReference(kernel, **cases, "the candidate"));
+    // The trusted output of the timed shape: the class's default variant, itself checked first.
+    const std::string problem_key = request.problem.ToString();
+    if (trusted_key_ != problem_key) {
+      auto trusted = Kernel::Load(*context_, CubinFromImage(request.trusted_cubin, request.trusted), request.trusted);
+      if (!trusted.ok()) return Status(Code::kInternal, "trusted variant failed to load: " + trusted.status().ToString());
+      Status checked = CheckAgainstReference(*trusted, **cases, "the trusted variant " + request.trusted.Uri());
+      if (!checked.ok()) return checked;
+      FT_RETURN_IF_ERROR(RunPoisoned(*trusted, request.problem, output_, &inputs_[0]));
+      trusted_output_.resize(QElems(request.problem));
+      FT_RETURN_IF_ERROR(output_.o.CopyToHost(trusted_output_.data(), trusted_output_.size() * 2));
+      trusted_key_ = problem_key;
+    }
+    FT_RETURN_IF_ERROR(RunPoisoned(kernel, request.problem, output_, &inputs_[0]));
+    std::vector<uint16_t> o(QElems(request.problem));
+    FT_RETURN_IF_ERROR(output_.o.CopyToHost(o.data(), o.size() * 2));
+    const double err = RelativeError16(o, trusted_output_, request.problem.dtype);
+    if (!(err <= OutputTolerance(request.problem.dtype)))
+      return Status(Code::kWrongResult, "output on the timed shape differs from the trusted variant " +
+                                            request.trusted.Uri() + ": relative error " + Format(err));
+    return Status::Ok();
+  }
+
+  // Random inputs for the timed shape, replicated so one pass over the copies exceeds 3x L2.
+  Status PrepareTimedInputs(const Problem& p) {
+    const std::string key = p.ToString();
+    if (inputs_key_ == key) return Status::Ok();
+    inputs_.clear();
+    inputs_key_.clear();
+    trusted_key_.clear();
+    std::vector<uint16_t> q(QElems(p)), k(KElems(p)), v(KElems(p));
+    FillRandom(q, p.dtype, 11);
+    FillRandom(k, p.dtype, 12);
+    FillRandom(v, p.dtype, 13);
+    const double set_bytes = 2.0 * (2 * q.size() + 2 * k.size());
+    const int sets = std::clamp(int(std::ceil(3.0 * info_.l2_bytes / set_bytes)), 1, 8);
+    inputs_.resize(sets);
+    for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v));
+    output_ = DeviceTensors{};
+    FT_RETURN_IF_ERROR(Upload(output_, p, {0}, {0}, {0}));
+    inputs_key_ = key;
+    return Status::Ok();
+  }
+
+  Status Time(const Kernel& kernel, const Problem& p, const GpuMeasurerOptions& o, MeasureReply& reply) {
+    auto launch = [&](size_t i) {
+      DeviceTensors& t = inputs_[i % inputs_.size()];
+      ForwardArgs args = ArgsFor(p, &t);
+      return kernel.Launch(args, stream_->get());
+    };
+    // Warm up by time: clocks ramp, caches and TLBs settle.
+    const auto start = std::chrono::steady_clock::now();
+    size_t n = 0;
+    while (n < 3 || std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < o.warmup_ms) {
+      FT_RETURN_IF_ERROR(launch(n++));
+      FT_RETURN_IF_ERROR(stream_->Synchronize());
+    }
+    const int max_reps = std::clamp(o.max_reps, 1, kMaxEvents);
+    const int min_reps = std::clamp(o.min_reps, 1, max_reps);
+    std::vector<double> times;
+    double total_ms = 0;
+    while (int(times.size()) < max_reps && (int(times.size()) < min_reps || total_ms < o.timing_ms)) {
+      const size_t batch = std::min<size_t>(std::max(min_reps, 10), max_reps - times.size());
+      for (size_t i = 0; i < batch; ++i) {
+        FT_RETURN_IF_ERROR(events_[2 * i].Record(stream_->get()));
+        FT_RETURN_IF_ERROR(launch(n++));
+        FT_RETURN_IF_ERROR(events_[2 * i + 1].Record(stream_->get()));
+      }
+      FT_RETURN_IF_ERROR(stream_->Synchronize());
+      for (size_t i = 0; i < batch; ++i) {
+        auto ms = Event::ElapsedMs(events_[2 * i], events_[2 * i + 1]);
+        if (!ms.ok()) return ms.status();
+        times.push_back(*ms * 1000.0);
+        total_ms += *ms;
+      }
+    }
+    std::sort(times.begin(), times.end());
+    auto quantile = [&](double f) { return times[std::min(times.size() - 1, size_t(f * (times.size() - 1) + 0.5))]; };
+    reply.median_us = quantile(0.5);
+    reply.iqr_us = quantile(0.75) - quantile(0.25);
+    reply.reps = int(times.size());
+    return Status::Ok();
+  }
+
+  static constexpr int kMaxEvents = 128;
+  int ordinal_;
+  Driver* driver_ = nullptr;
+  DeviceInfo info_;
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<Stream> stream_;
+  std::vector<Event> events_;
+  std::map<std::string, std::vector<VerifyCase>> cases_;
+  std::string inputs_key_;
+  std::vector<DeviceTensors> inputs_;
+  DeviceTensors output_;
+  std::string trusted_key_;
+  std::vector<uint16_t> trusted_output_;
+};
+
+}  // namespace
+
+int GpuWorkerMain(int request_fd, int reply_fd, int ordinal) {
+  GpuWorker worker(ordinal);
+  for (;;) {
+    auto frame = ReadFrame(request_fd, std::chrono::milliseconds(-1));
+    if (!frame.ok()) return 0;  // the parent closed the pipe: done
+    FrameReader reader(*frame);
+    const int64_t kind = reader.I64();
+    if (kind == kHelloMessage) {
+      if (!WriteFrame(reply_fd, EncodeHelloReply(worker.Hello())).ok()) return 0;
+      continue;
+    }
+    MeasureReply reply;
+    auto request = kind == kMeasureMessage ? DecodeMeasureRequest(reader)
+                                           : Result<MeasureRequest>(Status(Code::kInternal, "unknown request kind"));
+    if (request.ok()) {
+      reply = worker.Measure(*request);
+    } else {
+      reply.status = request.status();
+    }
+    if (!WriteFrame(reply_fd, EncodeMeasureReply(reply)).ok()) return 0;
+    if (reply.status.code() == Code::kFault) return 3;  // the context is poisoned: restart fresh
+  }
+}
+
+}  // namespace flashtune::detail
