@@ -1,0 +1,385 @@
+// FlashAttention-2 forward kernel template (flashtune).
+//
+// One thread block owns one B_r x D tile of O for its whole life (queries outermost) and
+// walks the K/V blocks of its (batch, head) from the last to the first, keeping an
+// unnormalised fp32 accumulator that is rescaled by exp2(m - m') per step and divided by
+// the row sum once at the end. Each warp owns B_r / warps query rows (split-Q): no
+// shared-memory reduction. S = Q K^T and O += P V run on mma.sync m16n8k16 with fp32
+// accumulation; P stays in registers as the A operand of the second MMA. K/V tiles arrive
+// by cp.async into `kStages` shared-memory buffers; rows are padded by 16 bytes so that
+// ldmatrix rows fall into distinct banks.
+//
+// Self-contained: no toolkit header, conversions and tensor-core ops through inline PTX,
+// so NVRTC needs nothing but this text. The generator prepends a constexpr prologue
+// (namespace ft_config, FT_KERNEL_NAME) and `#line 1`; without it the defaults below let the
+// file compile on its own.
+//
+// Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (strides in elements, last dim
+// contiguous), lse [B, Hq, Nq] fp32 (optional). Causal masks align bottom-right: query i
+// sees keys j <= i + Nk - Nq. A row that sees no key gets o = 0 and lse = -inf.
+
+#ifndef FT_CONFIG_PROVIDED
+#define FT_KERNEL_NAME fa2_fwd_bf16_d128_br128_bc64_w4_s2_full
+namespace ft_config {
+constexpr bool kBf16 = true;
+constexpr int kHeadDim = 128;
+constexpr int kBlockM = 128;
+constexpr int kBlockN = 64;
+constexpr int kWarps = 4;
+constexpr int kStages = 2;
+constexpr bool kCausal = false;
+constexpr int kSmemBytes = (kBlockM + 2 * kStages * kBlockN) * (kHeadDim + 8) * 2;
+}  // namespace ft_config
+#endif
+
+namespace ft {
+
+using namespace ft_config;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef long long i64;
+
+// Mirrors flashtune::detail::KernelParams (generator/kernel_abi.h).
+struct FtParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;
+  i64 q_stride[3];  // batch, seq, head — elements
+  i64 k_stride[3];
+  i64 v_stride[3];
+  i64 o_stride[3];
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  float scale_log2;
+};
+
+constexpr int kRowStride = kHeadDim + 8;  // elements; the 16-byte pad spreads ldmatrix rows over banks
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = kBlockM / kWarps;
+constexpr int kMTiles = kRowsPerWarp / 16;  // 16-row MMA tiles per warp
+constexpr int kNTiles = kBlockN / 8;        // 8-key column tiles of S
+constexpr int kDTiles = kHeadDim / 8;       // 8-wide column tiles of O
+constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks per row
+
+static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256,
+              "head dim must be one of 32, 64, 96, 128, 160, 192, 224, 256");
+static_assert(kBlockM == 64 || kBlockM == 128, "block_m (B_r) must be 64 or 128");
+static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "block_n (B_c) must be 32, 64 or 128");
+static_assert(kWarps == 4 || kWarps == 8, "warps must be 4 or 8");
+static_assert(kBlockM % (kWarps * 16) == 0,
+              "block_m must be a multiple of 16 * warps: each warp owns whole 16-row MMA tiles");
+static_assert(kStages >= 1 && kStages <= 3, "stages must be 1, 2 or 3");
+static_assert(kSmemBytes == (kBlockM + 2 * kStages * kBlockN) * kRowStride * 2,
+              "kSmemBytes disagrees with the template's shared-memory layout");
+static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
+
+__device__ __forceinline__ u32 smem_address(const void* p) {
+  u32 a;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16-byte global -> shared copy; src_bytes = 0 zero-fills (rows past the sequence end).
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// d += a * b on one m16n8k16 tile, fp32 accumulation.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  if constexpr (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats -> one register of two 16-bit values, `lo` in the low half.
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+  u32 r;
+  if constexpr (kBf16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float fast_log2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+#define kNegInf __int_as_float(0xff800000)
+
+// Copies rows [row0, row0 + kRows) of a [N, D] slice (row stride in elements) into a padded
+// shared tile; rows at or past `rows_valid` are zero-filled so no NaN can leak into the MMAs.
+template <int kRows>
+__device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, int row0, int rows_valid) {
+  constexpr int kChunks = kRows * kChunksPerRow;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads == 0 || c < kChunks) {
+      const int r = c / kChunksPerRow;
+      const int col = (c % kChunksPerRow) * 8;
+      const bool valid = row0 + r < rows_valid;
+      const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
+      cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+    }
+  }
+}
+
+}  // namespace ft
+
+extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const ft::FtParams p) {
+  using namespace ft;
+  extern __shared__ __align__(16) unsigned char smem[];
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  // Causal: the last query blocks see the most keys; launch them first.
+  const int m_block = kCausal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+  const int head = blockIdx.y;
+  const int batch = blockIdx.z;
+  const int kv_head = head / (p.heads_q / p.heads_kv);
+  const int Nq = p.seqlen_q;
+  const int Nk = p.seqlen_k;
+  const int m0 = m_block * kBlockM;
+  const int diag = Nk - Nq;  // query i sees keys j <= i + diag
+
+  int n_blocks = (Nk + kBlockN - 1) / kBlockN;
+  if (kCausal) {
+    const int last_row = min(m0 + kBlockM, Nq) - 1;
+    const int last_key = last_row + diag;
+    n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / kBlockN + 1);
+  }
+
+  const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[2];
+  const u16* k = static_cast<const u16*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[2];
+  const u16* v = static_cast<const u16*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[2];
+  u16* o = static_cast<u16*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[2];
+  float* lse = p.lse ? p.lse + ((i64)batch * p.heads_q + head) * Nq : nullptr;
+
+  u16* sQ = reinterpret_cast<u16*>(smem);
+  const u32 sQ_addr = smem_address(sQ);
+  const u32 sK_addr = sQ_addr + kBlockM * kRowStride * 2;
+  const u32 sV_addr = sK_addr + kStages * kBlockN * kRowStride * 2;
+  constexpr u32 kStageBytes = kBlockN * kRowStride * 2;
+
+  const int warp_row0 = warp * kRowsPerWarp;  // first row of this warp within the block
+
+  float acc_o[kMTiles][kDTiles][4];
+  float row_max[kMTiles][2];  // running max of scores, already times scale*log2(e)
+  float row_sum[kMTiles][2];  // this thread's share of the row sum (reduced across the quad at the end)
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mi][dt][e] = 0.f;
+    row_max[mi][0] = row_max[mi][1] = kNegInf;
+    row_sum[mi][0] = row_sum[mi][1] = 0.f;
+  }
+
+  if (n_blocks > 0) {
+    load_tile<kBlockM>(sQ_addr, q, p.q_stride[1], m0, Nq);
+    cp_async_commit();
+    // Each K/V block is two commit groups (K, then V) so S = QK^T can start before V lands.
+    auto issue_block = [&](int it) {
+      if (it < n_blocks) {
+        const int n0 = (n_blocks - 1 - it) * kBlockN;
+        const u32 stage = (u32)(it % kStages) * kStageBytes;
+        load_tile<kBlockN>(sK_addr + stage, k, p.k_stride[1], n0, Nk);
+        cp_async_commit();
+        load_tile<kBlockN>(sV_addr + stage, v, p.v_stride[1], n0, Nk);
+        cp_async_commit();
+      } else {
+        cp_async_commit();  // empty groups keep the wait counts uniform
+        cp_async_commit();
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue_block(s);
+
+    const float scale_log2 = p.scale_log2;
+    for (int it = 0; it < n_blocks; ++it) {
+      const int n0 = (n_blocks - 1 - it) * kBlockN;
+      const u32 stage = (u32)(it % kStages) * kStageBytes;
+      __syncthreads();  // every warp is done with the buffer the next prefetch overwrites
+      issue_block(it + kStages - 1);
+      cp_async_wait<2 * (kStages - 1) + 1>();  // Q and this block's K have landed
+      __syncthreads();
+
+      float acc_s[kMTiles][kNTiles][4];
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < kNTiles; ++nj)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_s[mi][nj][e] = 0.f;
+
+#pragma unroll
+      for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+        u32 a[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi)
+          ldmatrix_x4(a[mi], sQ_addr + (u32)(((warp_row0 + mi * 16 + (lane % 16)) * kRowStride + ks * 16 +
+                                              (lane / 16) * 8) * 2));
+#pragma unroll
+        for (int nj = 0; nj < kNTiles; nj += 2) {
+          u32 b[4];
+          ldmatrix_x4(b, sK_addr + stage +
+                             (u32)(((nj * 8 + (lane / 16) * 8 + (lane % 8)) * kRowStride + ks * 16 +
+                                    ((lane / 8) % 2) * 8) * 2));
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816(acc_s[mi][nj], a[mi], b[0], b[1]);
+            mma_16816(acc_s[mi][nj + 1], a[mi], b[2], b[3]);
+          }
+        }
+      }
+
+      // Only blocks that cross the sequence end or this warp's causal diagonal mask per element.
+      const bool need_mask = (n0 + kBlockN > Nk) || (kCausal && n0 + kBlockN - 1 > m0 + warp_row0 + diag);
+      if (need_mask) {
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+          for (int nj = 0; nj < kNTiles; ++nj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int row = m0 + warp_row0 + mi * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+              const int col = n0 + nj * 8 + 2 * (lane % 4) + (e & 1);
+              if (col >= Nk || (kCausal && col > row + diag)) acc_s[mi][nj][e] = kNegInf;
+            }
+      }
+
+      // Online softmax in the exp2 domain; scale*log2(e) folded into one FMA per score.
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float mx = kNegInf;
+#pragma unroll
+          for (int nj = 0; nj < kNTiles; ++nj) mx = fmaxf(mx, fmaxf(acc_s[mi][nj][2 * r], acc_s[mi][nj][2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(row_max[mi][r], mx * scale_log2);
+          // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
+          const float m_base = m_new == kNegInf ? 0.f : m_new;
+          const float correction = fast_exp2(row_max[mi][r] - m_base);
+          row_max[mi][r] = m_new;
+          float sum = 0.f;
+#pragma unroll
+          for (int nj = 0; nj < kNTiles; ++nj) {
+            const float p0 = fast_exp2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
+            const float p1 = fast_exp2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
+            acc_s[mi][nj][2 * r] = p0;
+            acc_s[mi][nj][2 * r + 1] = p1;
+            sum += p0 + p1;
+          }
+          row_sum[mi][r] = row_sum[mi][r] * correction + sum;
+#pragma unroll
+          for (int dt = 0; dt < kDTiles; ++dt) {
+            acc_o[mi][dt][2 * r] *= correction;
+            acc_o[mi][dt][2 * r + 1] *= correction;
+          }
+        }
+      }
+
+      cp_async_wait<2 * (kStages - 1)>();  // this block's V has landed
+      __syncthreads();
+
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        u32 pa[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) {
+          pa[mi][0] = pack2(acc_s[mi][2 * kk][0], acc_s[mi][2 * kk][1]);
+          pa[mi][1] = pack2(acc_s[mi][2 * kk][2], acc_s[mi][2 * kk][3]);
+          pa[mi][2] = pack2(acc_s[mi][2 * kk + 1][0], acc_s[mi][2 * kk + 1][1]);
+          pa[mi][3] = pack2(acc_s[mi][2 * kk + 1][2], acc_s[mi][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dt = 0; dt < kDTiles; dt += 2) {
+          u32 b[4];
+          ldmatrix_x4_trans(b, sV_addr + stage +
+                                   (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
+                                          (dt + lane / 16) * 8) * 2));
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816(acc_o[mi][dt], pa[mi], b[0], b[1]);
+            mma_16816(acc_o[mi][dt + 1], pa[mi], b[2], b[3]);
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+  }
+
+  // Epilogue: divide by the row sum once, stage this warp's rows of O through its own rows of
+  // the Q tile (no other warp reads them), then write 16-byte coalesced chunks.
+  __syncwarp();
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[mi][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int local_row = warp_row0 + mi * 16 + lane / 4 + r * 8;
+      if (lse != nullptr && lane % 4 == 0 && m0 + local_row < Nq)
+        lse[m0 + local_row] = sum > 0.f ? (row_max[mi][r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; ++dt) {
+        const u32 packed = pack2(acc_o[mi][dt][2 * r] * inv, acc_o[mi][dt][2 * r + 1] * inv);
+        *reinterpret_cast<u32*>(sQ + local_row * kRowStride + dt * 8 + 2 * (lane % 4)) = packed;
+      }
+    }
+  }
+  __syncwarp();
+  constexpr int kWarpChunks = kRowsPerWarp * kChunksPerRow;
+#pragma unroll
+  for (int c = lane; c < kWarpChunks; c += 32) {
+    const int local_row = warp_row0 + c / kChunksPerRow;
+    const int col = (c % kChunksPerRow) * 8;
+    if (m0 + local_row < Nq) {
+      const uint4 chunk = *reinterpret_cast<const uint4*>(sQ + local_row * kRowStride + col);
+      *reinterpret_cast<uint4*>(o + (i64)(m0 + local_row) * p.o_stride[1] + col) = chunk;
+    }
+  }
+}
