@@ -82,6 +82,7 @@ bool ParseField(std::string_view field, std::string_view prefix, int* out) {
   if (field.substr(0, prefix.size()) != prefix) return false;
   std::string_view digits = field.substr(prefix.size());
   if (digits.empty() || digits.size() > 6 || (digits.size() > 1 && digits[0] == '0')) return false;
+  if (digits[0] < '0' || digits[0] > '9') return false;  // from_chars would take a '-'
   int value = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (ec != std::errc() || ptr != digits.data() + digits.size()) return false;

@@ -161,7 +161,9 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
   const HostView v{a.v, element, a.v_strides};
   const int64_t B = a.batch, Nq = a.seqlen_q, Nk = a.seqlen_k, Hq = a.heads_q, D = a.head_dim;
   const int64_t group = a.heads_q / a.heads_kv;
-  const double scale = a.EffectiveScale();
+  // The default scale in double: the reference should not inherit float's rounding of 1/sqrt(D).
+  const double scale =
+      a.softmax_scale != 0.0f ? double(a.softmax_scale) : 1.0 / std::sqrt(double(a.head_dim));
 
   ReferenceOutput out;
   out.o.assign(size_t(B * Nq * Hq * D), 0.0);
