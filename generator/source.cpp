@@ -1,7 +1,6 @@
 // Variant -> Source: the generated prologue plus the embedded template.
 #include "flashtune/source.h"
 
-#include <limits>
 #include <string>
 
 #include "flashtune/hash.h"
@@ -32,8 +31,9 @@ std::string GeneratePrologue(const Variant& v) {
 }
 
 Result<Source> GenerateSource(const Variant& variant) {
-  // Shared memory is checked per target by the caller (EnumerateSpace / the tuner).
-  Status valid = CheckVariant(variant, std::numeric_limits<int64_t>::max());
+  // Only the largest opt-in limit here (the template asserts it too); the per-target limit is
+  // the caller's (EnumerateSpace / the tuner).
+  Status valid = CheckVariant(variant, kLargestMaxSmemBytes);
   if (!valid.ok()) return valid.WithVariant(variant.Uri());
   const auto& templates = detail::EmbeddedTemplates();
   auto it = templates.find(std::string(kForwardTemplateName));

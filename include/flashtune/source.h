@@ -28,9 +28,9 @@ struct Source {
 // The template file the FA-2 forward variants are generated from.
 inline constexpr std::string_view kForwardTemplateName = "fa2_fwd.cuh";
 
-// Builds the source of `variant`. kInvalidArgument (from CheckVariant, without a shared-memory
-// limit: that depends on the target) when the variant is not valid; kInternal when the
-// template was not embedded in this build.
+// Builds the source of `variant`. kInvalidArgument (from CheckVariant against the largest
+// opt-in limit of any target, kLargestMaxSmemBytes; the per-target limit is the caller's) when
+// the variant is not valid; kInternal when the template was not embedded in this build.
 Result<Source> GenerateSource(const Variant& variant);
 
 // The generated prologue alone (ends with the `#line 1 "fa2_fwd.cuh"` line). No validation:

@@ -35,6 +35,8 @@ ProblemClass ClassOf(const Variant& variant);
 
 // Opt-in shared-memory limit of the H100/H200 (sm_90): the default target.
 inline constexpr int64_t kDefaultMaxSmemBytes = 232448;
+// The largest opt-in limit of any target MaxSharedMemoryForArch knows (the template asserts it).
+inline constexpr int64_t kLargestMaxSmemBytes = 232448;
 
 // The axes of the space. Every value must itself be allowed (see CheckVariant); combinations
 // that break a rule are pruned.

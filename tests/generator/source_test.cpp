@@ -90,11 +90,17 @@ TEST(Source, RejectsInvalidVariantWithItsUri) {
             std::string::npos);
 }
 
-TEST(Source, GeneratesVariantsBeyondAnyOneTargetsSharedMemory) {
-  // 128x128 with 3 stages at d128 exceeds every target; the source is still generated and
-  // the shared-memory check is the caller's (per target).
+TEST(Source, ChecksSharedMemoryAgainstTheLargestTarget) {
+  // 126 KB: too much for sm_86, fine for sm_90. The per-target check is the caller's.
   Variant v{DType::kF16, 64, false, 128, 128, 4, 3};
+  ASSERT_FALSE(CheckVariant(v, MaxSharedMemoryForArch("sm_86")).ok());
   EXPECT_TRUE(GenerateSource(v).ok());
+  // 462 KB fits no target (and the template would static_assert).
+  v = {DType::kF16, 256, false, 128, 128, 4, 3};
+  auto s = GenerateSource(v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("exceeds max_smem_bytes (232448)"), std::string::npos)
+      << s.status().message();
 }
 
 TEST(Source, TemplateHashCoversTheEmbeddedTemplates) {

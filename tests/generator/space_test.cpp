@@ -163,6 +163,15 @@ TEST(Space, ArchLimits) {
   EXPECT_EQ(MaxSharedMemoryForArch("sm_70"), 0);
   EXPECT_EQ(MaxSharedMemoryForArch("garbage"), 0);
   EXPECT_NE(KnownArchs().find("sm_90a"), std::string::npos);
+  // Every known arch's limit is within the largest one (GenerateSource's check).
+  std::string archs = KnownArchs() + ", ";
+  int n = 0;
+  for (size_t pos; (pos = archs.find(", ")) != std::string::npos; archs.erase(0, pos + 2), ++n) {
+    const int64_t limit = MaxSharedMemoryForArch(archs.substr(0, pos));
+    EXPECT_GT(limit, 0) << archs.substr(0, pos);
+    EXPECT_LE(limit, kLargestMaxSmemBytes) << archs.substr(0, pos);
+  }
+  EXPECT_GE(n, 5);
 }
 
 TEST(ProblemClass, FromProblemAndVariant) {
