@@ -175,16 +175,26 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
   auto worker = [&] {
     std::vector<double> scores(static_cast<size_t>(Nk));
     std::vector<double> acc(static_cast<size_t>(D));
+    std::vector<double> q_row(static_cast<size_t>(D));
+    // This item's K and V, converted once: the inner loops then stream contiguous doubles.
+    std::vector<double> k_head(static_cast<size_t>(Nk * D)), v_head(static_cast<size_t>(Nk * D));
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t b = item / Hq, h = item % Hq, hk = h / group;
+      for (int64_t j = 0; j < Nk; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          k_head[size_t(j * D + d)] = k.At(b, j, hk, d);
+          v_head[size_t(j * D + d)] = v.At(b, j, hk, d);
+        }
       for (int64_t i = 0; i < Nq; ++i) {
         // Bottom-right aligned causal mask: keys 0 .. i + Nk - Nq are visible.
         const int64_t visible = a.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
         if (visible == 0) continue;  // o stays 0, lse stays -inf
+        for (int64_t d = 0; d < D; ++d) q_row[size_t(d)] = q.At(b, i, h, d);
         double m = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < visible; ++j) {
+          const double* k_row = &k_head[size_t(j * D)];
           double dot = 0.0;
-          for (int64_t d = 0; d < D; ++d) dot += q.At(b, i, h, d) * k.At(b, j, hk, d);
+          for (int64_t d = 0; d < D; ++d) dot += q_row[size_t(d)] * k_row[d];
           scores[size_t(j)] = dot * scale;
           m = std::max(m, scores[size_t(j)]);
         }
@@ -192,8 +202,9 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < visible; ++j) {
           const double p = std::exp(scores[size_t(j)] - m);
+          const double* v_row = &v_head[size_t(j * D)];
           l += p;
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += p * v.At(b, j, hk, d);
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += p * v_row[d];
         }
         double* o_row = &out.o[size_t(((b * Nq + i) * Hq + h) * D)];
         for (int64_t d = 0; d < D; ++d) o_row[d] = acc[size_t(d)] / l;
