@@ -65,6 +65,8 @@ constexpr int kMTiles = kRowsPerWarp / 16;  // 16-row MMA tiles per warp
 constexpr int kNTiles = kBlockN / 8;        // 8-key column tiles of S
 constexpr int kDTiles = kHeadDim / 8;       // 8-wide column tiles of O
 constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks per row
+// Keep Q's MMA fragments in registers when they cost at most 32 registers per thread.
+constexpr bool kQInRegisters = kMTiles * kHeadDim <= 128;
 
 static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256,
               "head dim must be one of 32, 64, 96, 128, 160, 192, 224, 256");
@@ -233,15 +235,34 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
     };
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) issue_block(s);
+    // Small Q tiles stay in registers for the whole K/V loop instead of being re-read per block.
+    u32 q_frag[kHeadDim / 16][kMTiles][4];  // dead (and removed) unless kQInRegisters
+    auto q_fragment_address = [&](int mi, int ks) {
+      return sQ_addr + (u32)(((warp_row0 + mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2);
+    };
+    auto load_q_fragments = [&]() {
+#pragma unroll
+      for (int ks = 0; ks < kHeadDim / 16; ++ks)
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) ldmatrix_x4(q_frag[ks][mi], q_fragment_address(mi, ks));
+    };
 
     const float scale_log2 = p.scale_log2;
     for (int it = 0; it < n_blocks; ++it) {
       const int n0 = (n_blocks - 1 - it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
-      __syncthreads();  // every warp is done with the buffer the next prefetch overwrites
-      issue_block(it + kStages - 1);
-      cp_async_wait<2 * (kStages - 1) + 1>();  // Q and this block's K have landed
-      __syncthreads();
+      if constexpr (kStages == 1) {
+        __syncthreads();  // every warp is done with the only buffer before it is refilled
+        issue_block(it);
+        cp_async_wait<1>();  // Q and this block's K have landed
+        __syncthreads();
+      } else {
+        cp_async_wait<2 * (kStages - 2) + 1>();  // Q and this block's K have landed
+        // Past this barrier every warp has finished block it-1, so its buffer can be refilled.
+        __syncthreads();
+        issue_block(it + kStages - 1);
+      }
+      if (it == 0 && kQInRegisters) load_q_fragments();
 
       float acc_s[kMTiles][kNTiles][4];
 #pragma unroll
@@ -253,11 +274,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
 
 #pragma unroll
       for (int ks = 0; ks < kHeadDim / 16; ++ks) {
-        u32 a[kMTiles][4];
+        u32 a_smem[kMTiles][4];
+        if constexpr (!kQInRegisters) {
 #pragma unroll
-        for (int mi = 0; mi < kMTiles; ++mi)
-          ldmatrix_x4(a[mi], sQ_addr + (u32)(((warp_row0 + mi * 16 + (lane % 16)) * kRowStride + ks * 16 +
-                                              (lane / 16) * 8) * 2));
+          for (int mi = 0; mi < kMTiles; ++mi) ldmatrix_x4(a_smem[mi], q_fragment_address(mi, ks));
+        }
+        const u32(&a)[kMTiles][4] = kQInRegisters ? q_frag[ks] : a_smem;
 #pragma unroll
         for (int nj = 0; nj < kNTiles; nj += 2) {
           u32 b[4];

@@ -1,0 +1,781 @@
+// The SQLite tuning database; see include/flashtune/database.h.
+#include "flashtune/database.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "cache/sqlite_util.h"
+
+namespace flashtune {
+
+using detail::Exec;
+using detail::SqliteError;
+using detail::Stmt;
+using detail::Transaction;
+
+namespace {
+
+constexpr const char* kNow = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
+
+// Version 1: the first released schema. Fresh files are created as version 1 and migrated, so
+// the migration path runs on every new database, not only on old files.
+const char* kSchemaV1 = R"sql(
+CREATE TABLE devices(
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, uuid TEXT NOT NULL, cc_major INTEGER NOT NULL,
+  cc_minor INTEGER NOT NULL, sm_count INTEGER NOT NULL, driver_version TEXT NOT NULL,
+  UNIQUE(uuid, driver_version));
+CREATE TABLE toolchains(
+  id INTEGER PRIMARY KEY, nvrtc_version TEXT NOT NULL, generator_version TEXT NOT NULL,
+  template_hash TEXT NOT NULL, UNIQUE(nvrtc_version, generator_version, template_hash));
+CREATE TABLE problems(
+  id INTEGER PRIMARY KEY, dtype TEXT NOT NULL, head_dim INTEGER NOT NULL, causal INTEGER NOT NULL,
+  batch INTEGER NOT NULL, seqlen_q INTEGER NOT NULL, seqlen_k INTEGER NOT NULL,
+  heads_q INTEGER NOT NULL, heads_kv INTEGER NOT NULL, bucket TEXT NOT NULL,
+  q_bucket INTEGER NOT NULL, k_bucket INTEGER NOT NULL, bh_bucket INTEGER NOT NULL,
+  UNIQUE(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv));
+CREATE TABLE variants(
+  id INTEGER PRIMARY KEY, uri TEXT NOT NULL, params TEXT NOT NULL, source_hash TEXT NOT NULL,
+  UNIQUE(uri, source_hash));
+CREATE TABLE trials(
+  id INTEGER PRIMARY KEY,
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  toolchain_id INTEGER NOT NULL REFERENCES toolchains(id),
+  problem_id INTEGER NOT NULL REFERENCES problems(id),
+  variant_id INTEGER NOT NULL REFERENCES variants(id),
+  status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '',
+  median_us REAL, iqr_us REAL, tflops REAL, reps INTEGER NOT NULL DEFAULT 0,
+  registers INTEGER NOT NULL DEFAULT 0, smem_bytes INTEGER NOT NULL DEFAULT 0,
+  spill_bytes INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL);
+CREATE INDEX trials_by_key ON trials(device_id, toolchain_id, problem_id);
+CREATE TABLE winners(
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  toolchain_id INTEGER NOT NULL REFERENCES toolchains(id),
+  bucket TEXT NOT NULL, dtype TEXT NOT NULL, head_dim INTEGER NOT NULL, causal INTEGER NOT NULL,
+  q_bucket INTEGER NOT NULL, k_bucket INTEGER NOT NULL, bh_bucket INTEGER NOT NULL,
+  problem_id INTEGER NOT NULL REFERENCES problems(id),
+  variant_id INTEGER NOT NULL REFERENCES variants(id),
+  median_us REAL NOT NULL, tflops REAL NOT NULL, updated_at TEXT NOT NULL,
+  PRIMARY KEY(device_id, toolchain_id, bucket));
+CREATE TABLE cubins(
+  source_hash TEXT NOT NULL, arch TEXT NOT NULL, options TEXT NOT NULL, nvrtc_version TEXT NOT NULL,
+  image BLOB NOT NULL, registers INTEGER NOT NULL, smem_bytes INTEGER NOT NULL,
+  spill_bytes INTEGER NOT NULL, log TEXT NOT NULL, created_at TEXT NOT NULL,
+  PRIMARY KEY(source_hash, arch, options, nvrtc_version));
+PRAGMA user_version = 1;
+)sql";
+
+// Version 2 adds: compile time, measurement phase (search / retime) and run id on trials, and
+// the tuning_runs table (how long tuning took).
+const char* kMigrate1To2 = R"sql(
+ALTER TABLE trials ADD COLUMN compile_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'search';
+ALTER TABLE trials ADD COLUMN run_id INTEGER;
+CREATE TABLE tuning_runs(
+  id INTEGER PRIMARY KEY, device_id INTEGER, toolchain_id INTEGER, strategy TEXT NOT NULL,
+  started_at TEXT NOT NULL, ended_at TEXT, problems INTEGER NOT NULL DEFAULT 0,
+  measured INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0, winners INTEGER NOT NULL DEFAULT 0);
+PRAGMA user_version = 2;
+)sql";
+
+Code CodeFromName(std::string_view name) {
+  for (int c = 0; c <= int(Code::kInternal); ++c)
+    if (CodeName(Code(c)) == name) return Code(c);
+  return Code::kInternal;
+}
+
+std::string VariantParams(const Variant& v) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "{\"dtype\":\"%s\",\"head_dim\":%d,\"causal\":%s,\"block_m\":%d,\"block_n\":%d,"
+                "\"warps\":%d,\"stages\":%d}",
+                std::string(DTypeName(v.dtype)).c_str(), v.head_dim, v.causal ? "true" : "false",
+                v.block_m, v.block_n, v.warps, v.stages);
+  return buf;
+}
+
+// problems columns p.dtype .. p.heads_kv starting at `c`.
+Problem ReadProblem(const Stmt& s, int c) {
+  Problem p;
+  auto dt = ParseDType(s.Text(c));
+  p.dtype = dt.ok() ? *dt : DType::kBF16;
+  p.head_dim = int(s.Int(c + 1));
+  p.causal = s.Int(c + 2) != 0;
+  p.batch = s.Int(c + 3);
+  p.seqlen_q = s.Int(c + 4);
+  p.seqlen_k = s.Int(c + 5);
+  p.heads_q = s.Int(c + 6);
+  p.heads_kv = s.Int(c + 7);
+  return p;
+}
+
+constexpr const char* kProblemCols = "p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv";
+
+Result<int64_t> UpsertProblemIn(sqlite3* db, const Problem& p) {
+  Status s = ValidateProblem(p);
+  if (!s.ok()) return s;
+  BucketKey b = BucketOf(p);
+  Stmt ins(db,
+           "INSERT INTO problems(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,"
+           " bucket, q_bucket, k_bucket, bh_bucket) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
+  ins.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
+      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv)
+      .Bind(9, BucketString(b)).Bind(10, b.seqlen_q_bucket).Bind(11, b.seqlen_k_bucket)
+      .Bind(12, b.batch_heads_bucket);
+  FT_RETURN_IF_ERROR(ins.Run());
+  Stmt q(db,
+         "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
+         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
+  q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
+      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kInternal, "problem row vanished after insert");
+}
+
+Result<int64_t> UpsertVariantIn(sqlite3* db, const Variant& v, const std::string& source_hash) {
+  std::string uri = v.Uri();
+  Stmt ins(db, "INSERT INTO variants(uri, params, source_hash) VALUES(?,?,?) ON CONFLICT DO NOTHING");
+  ins.Bind(1, uri).Bind(2, VariantParams(v)).Bind(3, source_hash);
+  FT_RETURN_IF_ERROR(ins.Run());
+  Stmt q(db, "SELECT id FROM variants WHERE uri=? AND source_hash=?");
+  q.Bind(1, uri).Bind(2, source_hash);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kInternal, "variant row vanished after insert");
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Shared by Export: every trial with its context, replay columns first.
+constexpr const char* kExportSelect = R"sql(
+SELECT p.dtype AS dtype, p.head_dim AS head_dim, p.causal AS causal, p.batch AS batch,
+       p.seqlen_q AS seqlen_q, p.seqlen_k AS seqlen_k, p.heads_q AS heads_q, p.heads_kv AS heads_kv,
+       v.uri AS variant, t.status AS status, t.median_us AS median_us, t.iqr_us AS iqr_us,
+       t.reps AS reps, t.registers AS registers, t.smem_bytes AS smem_bytes,
+       t.spill_bytes AS spill_bytes, t.message AS message, t.tflops AS tflops,
+       t.compile_ms AS compile_ms, t.phase AS phase, v.source_hash AS source_hash,
+       p.bucket AS bucket, d.name AS device, d.uuid AS device_uuid, d.cc_major AS cc_major,
+       d.cc_minor AS cc_minor, d.sm_count AS sm_count, d.driver_version AS driver_version,
+       tc.nvrtc_version AS nvrtc_version, tc.generator_version AS generator_version,
+       tc.template_hash AS template_hash, t.created_at AS created_at, t.id AS trial_id
+FROM trials t JOIN problems p ON p.id = t.problem_id JOIN variants v ON v.id = t.variant_id
+     JOIN devices d ON d.id = t.device_id JOIN toolchains tc ON tc.id = t.toolchain_id
+ORDER BY t.id)sql";
+
+}  // namespace
+
+Result<ExportFormat> ParseExportFormat(std::string_view text) {
+  if (text == "csv") return ExportFormat::kCsv;
+  if (text == "json") return ExportFormat::kJson;
+  return Status(Code::kInvalidArgument, "--format '" + std::string(text) + "': allowed csv, json");
+}
+
+std::string DefaultDatabasePath() {
+  const char* env = std::getenv("FLASHTUNE_DB");
+  return env && *env ? std::string(env) : std::string("./flashtune.db");
+}
+
+Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOptions options) {
+  std::error_code ec;
+  bool exists = std::filesystem::exists(path, ec);
+  if (options.read_only && !exists) return Status(Code::kNotFound, "database '" + path + "' does not exist");
+  if (exists && std::filesystem::is_directory(path, ec))
+    return Status(Code::kInvalidArgument, "database path '" + path + "' is a directory");
+  int flags = options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::unique_ptr<Database> db(new Database(path, raw));
+  if (rc != SQLITE_OK) return SqliteError(raw, "open database '" + path + "'");
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  sqlite3_extended_result_codes(raw, 1);
+
+  // Read before any write: a file that is not SQLite fails here, untouched.
+  auto corrupt = [&](const std::string& why) {
+    return Status(Code::kCorrupt, "database '" + path + "' is not a flashtune database: " + why +
+                                      " (the file was left unchanged)");
+  };
+  int version = 0;
+  int64_t tables = 0;
+  {
+    Stmt v(raw, "PRAGMA user_version");
+    Status st;
+    if (!v.Step(&st)) return st.code() == Code::kCorrupt ? corrupt(st.message()) : st;
+    version = int(v.Int(0));
+    Stmt t(raw, "SELECT count(*) FROM sqlite_schema WHERE type='table'");
+    if (!t.Step(&st)) return st.code() == Code::kCorrupt ? corrupt(st.message()) : st;
+    tables = t.Int(0);
+  }
+  if (version == 0 && tables > 0) return corrupt("it has tables but no flashtune schema version");
+  if (version > kSchemaVersion)
+    return Status(Code::kUnsupported, "database '" + path + "' has schema version " + std::to_string(version) +
+                                          "; this flashtune knows up to " + std::to_string(kSchemaVersion));
+  if (options.read_only) {
+    if (version == 0) return corrupt("empty file");
+    FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
+    return db;
+  }
+  // WAL lets readers proceed while a tuner writes; it persists in the file.
+  // Switching to WAL needs a moment of exclusive access and does not wait on busy_timeout: when
+  // another process is opening the same new file, retry until the timeout.
+  for (int waited = 0;; waited += 10) {
+    Status wal = Exec(raw, "PRAGMA journal_mode = WAL");
+    if (wal.ok()) break;
+    int rc = sqlite3_errcode(raw) & 0xff;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= options.busy_timeout_ms) return wal;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
+  // NORMAL in WAL mode: a killed process loses nothing committed; only a power cut may lose the
+  // last transactions. FULL would fsync every trial.
+  FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA synchronous = NORMAL"));
+  if (version < kSchemaVersion) {
+    Transaction tx(raw);
+    FT_RETURN_IF_ERROR(tx.status());
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    Stmt v(raw, "PRAGMA user_version");
+    Status st;
+    if (!v.Step(&st)) return st;
+    version = int(v.Int(0));
+    if (version == 0) {
+      FT_RETURN_IF_ERROR(Exec(raw, kSchemaV1));
+      version = 1;
+    }
+    if (version == 1) {
+      Status m = Exec(raw, kMigrate1To2);
+      if (!m.ok()) return Status(m.code(), "migrating '" + path + "' from schema 1 to 2: " + m.message());
+      version = 2;
+    }
+    FT_RETURN_IF_ERROR(tx.Commit());
+  }
+  return db;
+}
+
+Database::~Database() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Result<int> Database::SchemaVersion() {
+  Stmt v(db_, "PRAGMA user_version");
+  Status st;
+  if (v.Step(&st)) return int(v.Int(0));
+  return st;
+}
+
+Result<int64_t> Database::UpsertDevice(const DeviceRecord& d) {
+  if (d.uuid.empty()) return Status(Code::kInvalidArgument, "device uuid is empty");
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  Stmt ins(db_,
+           "INSERT INTO devices(name, uuid, cc_major, cc_minor, sm_count, driver_version) VALUES(?,?,?,?,?,?)"
+           " ON CONFLICT DO NOTHING");
+  ins.Bind(1, d.name).Bind(2, d.uuid).Bind(3, d.cc_major).Bind(4, d.cc_minor).Bind(5, d.sm_count)
+      .Bind(6, d.driver_version);
+  FT_RETURN_IF_ERROR(ins.Run());
+  Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
+  q.Bind(1, d.uuid).Bind(2, d.driver_version);
+  Status st;
+  if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "device row vanished") : st;
+  int64_t id = q.Int(0);
+  FT_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<int64_t> Database::UpsertToolchain(const ToolchainInfo& t) {
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  Stmt ins(db_,
+           "INSERT INTO toolchains(nvrtc_version, generator_version, template_hash) VALUES(?,?,?)"
+           " ON CONFLICT DO NOTHING");
+  ins.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
+  FT_RETURN_IF_ERROR(ins.Run());
+  Stmt q(db_, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
+  Status st;
+  if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "toolchain row vanished") : st;
+  int64_t id = q.Int(0);
+  FT_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<int64_t> Database::UpsertProblem(const Problem& p) {
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  auto id = UpsertProblemIn(db_, p);
+  if (!id.ok()) return id;
+  FT_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<int64_t> Database::FindProblem(const Problem& p) {
+  Stmt q(db_,
+         "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
+         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
+  q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
+      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kNotFound, "problem " + p.ToString() + " is not in '" + path_ + "'");
+}
+
+Result<int64_t> Database::FindDevice(const DeviceRecord& d) {
+  Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
+  q.Bind(1, d.uuid).Bind(2, d.driver_version);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kNotFound, "device " + d.uuid + " (driver " + d.driver_version + ") is not in '" + path_ + "'");
+}
+
+Result<int64_t> Database::FindToolchain(const ToolchainInfo& t) {
+  Stmt q(db_, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return Status(Code::kNotFound, "toolchain is not in '" + path_ + "'");
+}
+
+Result<int64_t> Database::RecordTrial(int64_t device_id, int64_t toolchain_id, const TrialRecord& t) {
+  if (t.phase != "search" && t.phase != "retime")
+    return Status(Code::kInvalidArgument, "trial phase '" + t.phase + "': allowed search, retime");
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  auto pid = UpsertProblemIn(db_, t.problem);
+  if (!pid.ok()) return pid.status();
+  auto vid = UpsertVariantIn(db_, t.variant, t.source_hash);
+  if (!vid.ok()) return vid.status();
+  double tflops = t.tflops;
+  if (t.status == Code::kOk && tflops == 0 && t.median_us > 0) tflops = t.problem.Flops() / (t.median_us * 1e6);
+  Stmt ins(db_,
+           (std::string("INSERT INTO trials(device_id, toolchain_id, problem_id, variant_id, status, message,"
+                        " median_us, iqr_us, tflops, reps, registers, smem_bytes, spill_bytes, compile_ms,"
+                        " phase, run_id, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,") +
+            kNow + ")").c_str());
+  ins.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, *pid).Bind(4, *vid)
+      .Bind(5, std::string(CodeName(t.status))).Bind(6, t.message).Bind(7, t.median_us).Bind(8, t.iqr_us)
+      .Bind(9, t.status == Code::kOk ? tflops : 0.0).Bind(10, t.reps).Bind(11, t.registers)
+      .Bind(12, t.smem_bytes).Bind(13, t.spill_bytes).Bind(14, t.compile_ms).Bind(15, t.phase);
+  if (t.run_id > 0) ins.Bind(16, t.run_id);
+  FT_RETURN_IF_ERROR(ins.Run());
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  FT_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<std::vector<TrialRow>> Database::TrialsForProblem(int64_t problem_id, int64_t device_id,
+                                                         int64_t toolchain_id) {
+  Stmt q(db_, (std::string("SELECT t.id, t.problem_id, t.device_id, t.toolchain_id, d.name, v.uri, v.source_hash,"
+                           " t.status, t.message, t.median_us, t.iqr_us, t.tflops, t.reps, t.registers,"
+                           " t.smem_bytes, t.spill_bytes, t.compile_ms, t.phase, coalesce(t.run_id, 0),"
+                           " t.created_at, ") + kProblemCols +
+                   " FROM trials t JOIN variants v ON v.id = t.variant_id JOIN devices d ON d.id = t.device_id"
+                   " JOIN problems p ON p.id = t.problem_id"
+                   " WHERE t.problem_id = ?1 AND (?2 = 0 OR t.device_id = ?2) AND (?3 = 0 OR t.toolchain_id = ?3)"
+                   " ORDER BY (t.status = 'ok') DESC, CASE WHEN t.status = 'ok' THEN t.median_us END ASC, t.id")
+                      .c_str());
+  q.Bind(1, problem_id).Bind(2, device_id).Bind(3, toolchain_id);
+  std::vector<TrialRow> rows;
+  Status st;
+  while (q.Step(&st)) {
+    TrialRow r;
+    r.id = q.Int(0);
+    r.problem_id = q.Int(1);
+    r.device_id = q.Int(2);
+    r.toolchain_id = q.Int(3);
+    r.device_name = q.Text(4);
+    r.variant_uri = q.Text(5);
+    auto v = Variant::FromUri(r.variant_uri);
+    if (v.ok()) r.trial.variant = *v;
+    r.trial.source_hash = q.Text(6);
+    r.status_name = q.Text(7);
+    r.trial.status = CodeFromName(r.status_name);
+    r.trial.message = q.Text(8);
+    r.trial.median_us = q.Double(9);
+    r.trial.iqr_us = q.Double(10);
+    r.trial.tflops = q.Double(11);
+    r.trial.reps = int(q.Int(12));
+    r.trial.registers = int(q.Int(13));
+    r.trial.smem_bytes = int(q.Int(14));
+    r.trial.spill_bytes = int(q.Int(15));
+    r.trial.compile_ms = q.Double(16);
+    r.trial.phase = q.Text(17);
+    r.trial.run_id = q.Int(18);
+    r.created_at = q.Text(19);
+    r.trial.problem = ReadProblem(q, 20);
+    rows.push_back(std::move(r));
+  }
+  if (!st.ok()) return st;
+  return rows;
+}
+
+Status Database::SetWinner(int64_t device_id, int64_t toolchain_id, const Problem& problem, const Variant& variant,
+                           const std::string& source_hash, double median_us, double tflops) {
+  if (!(median_us > 0)) return Status(Code::kInvalidArgument, "winner median_us must be > 0");
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  auto pid = UpsertProblemIn(db_, problem);
+  if (!pid.ok()) return pid.status();
+  auto vid = UpsertVariantIn(db_, variant, source_hash);
+  if (!vid.ok()) return vid.status();
+  // A winner must be backed by an ok trial of this device, toolchain, problem and variant.
+  Stmt ok(db_, "SELECT count(*) FROM trials WHERE device_id=? AND toolchain_id=? AND problem_id=? AND variant_id=?"
+               " AND status='ok'");
+  ok.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, *pid).Bind(4, *vid);
+  Status st;
+  if (!ok.Step(&st)) return st;
+  if (ok.Int(0) == 0)
+    return Status(Code::kInvalidArgument, "winner " + variant.Uri() + " has no ok trial for " + problem.ToString());
+  BucketKey b = BucketOf(problem);
+  Stmt ins(db_, (std::string("INSERT OR REPLACE INTO winners(device_id, toolchain_id, bucket, dtype, head_dim, causal,"
+                             " q_bucket, k_bucket, bh_bucket, problem_id, variant_id, median_us, tflops, updated_at)"
+                             " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,") + kNow + ")").c_str());
+  ins.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, BucketString(b)).Bind(4, std::string(DTypeName(b.dtype)))
+      .Bind(5, b.head_dim).Bind(6, b.causal).Bind(7, b.seqlen_q_bucket).Bind(8, b.seqlen_k_bucket)
+      .Bind(9, b.batch_heads_bucket).Bind(10, *pid).Bind(11, *vid).Bind(12, median_us).Bind(13, tflops);
+  FT_RETURN_IF_ERROR(ins.Run());
+  return tx.Commit();
+}
+
+namespace {
+
+constexpr const char* kWinnerSelect =
+    "SELECT w.device_id, w.toolchain_id, w.problem_id, w.bucket, v.uri, v.source_hash, w.median_us, w.tflops,"
+    " w.updated_at, p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv"
+    " FROM winners w JOIN variants v ON v.id = w.variant_id JOIN problems p ON p.id = w.problem_id"
+    " JOIN devices d ON d.id = w.device_id JOIN toolchains t ON t.id = w.toolchain_id ";
+
+WinnerRow ReadWinner(const Stmt& q) {
+  WinnerRow w;
+  w.device_id = q.Int(0);
+  w.toolchain_id = q.Int(1);
+  w.problem_id = q.Int(2);
+  auto b = ParseBucketKey(q.Text(3));
+  if (b.ok()) w.bucket = *b;
+  w.variant_uri = q.Text(4);
+  auto v = Variant::FromUri(w.variant_uri);
+  if (v.ok()) w.variant = *v;
+  w.source_hash = q.Text(5);
+  w.median_us = q.Double(6);
+  w.tflops = q.Double(7);
+  w.updated_at = q.Text(8);
+  w.problem = ReadProblem(q, 9);
+  return w;
+}
+
+}  // namespace
+
+Result<std::optional<WinnerRow>> Database::WinnerFor(int64_t device_id, int64_t toolchain_id, const BucketKey& bucket) {
+  Stmt q(db_, (std::string(kWinnerSelect) + "WHERE w.device_id=? AND w.toolchain_id=? AND w.bucket=?").c_str());
+  q.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, BucketString(bucket));
+  Status st;
+  if (q.Step(&st)) return std::optional<WinnerRow>(ReadWinner(q));
+  if (!st.ok()) return st;
+  return std::optional<WinnerRow>();
+}
+
+Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, const ToolchainInfo& t, const BucketKey& b) {
+  Stmt q(db_, (std::string(kWinnerSelect) +
+               "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"
+               " AND t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=? AND w.bucket=?"
+               " ORDER BY w.median_us LIMIT 1").c_str());
+  q.Bind(1, d.name).Bind(2, d.cc_major).Bind(3, d.cc_minor).Bind(4, d.sm_count).Bind(5, d.driver_version)
+      .Bind(6, t.nvrtc_version).Bind(7, t.generator_version).Bind(8, t.template_hash).Bind(9, BucketString(b));
+  Status st;
+  if (q.Step(&st)) return std::optional<WinnerRow>(ReadWinner(q));
+  if (!st.ok()) return st;
+  return std::optional<WinnerRow>();
+}
+
+Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceRecord& d, const ToolchainInfo& t,
+                                                             const BucketKey& b) {
+  Stmt q(db_, (std::string(kWinnerSelect) +
+               "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"
+               " AND t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=?"
+               " AND w.dtype=? AND w.head_dim=? AND w.causal=?").c_str());
+  q.Bind(1, d.name).Bind(2, d.cc_major).Bind(3, d.cc_minor).Bind(4, d.sm_count).Bind(5, d.driver_version)
+      .Bind(6, t.nvrtc_version).Bind(7, t.generator_version).Bind(8, t.template_hash)
+      .Bind(9, std::string(DTypeName(b.dtype))).Bind(10, b.head_dim).Bind(11, b.causal);
+  std::optional<WinnerRow> best;
+  Status st;
+  while (q.Step(&st)) {
+    WinnerRow w = ReadWinner(q);
+    w.distance = BucketDistance(b, w.bucket);
+    if (w.distance < 0) continue;
+    if (!best || w.distance < best->distance || (w.distance == best->distance && w.median_us < best->median_us))
+      best = w;
+  }
+  if (!st.ok()) return st;
+  return best;
+}
+
+Result<std::vector<WinnerRow>> Database::ListWinners() {
+  Stmt q(db_, (std::string(kWinnerSelect) + "ORDER BY w.bucket, w.device_id").c_str());
+  std::vector<WinnerRow> out;
+  Status st;
+  while (q.Step(&st)) out.push_back(ReadWinner(q));
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<ProblemRow>> Database::ListProblems() {
+  Stmt q(db_, (std::string("SELECT p.id, p.bucket, ") + kProblemCols +
+               ", (SELECT count(*) FROM trials t WHERE t.problem_id = p.id),"
+               " (SELECT count(*) FROM trials t WHERE t.problem_id = p.id AND t.status = 'ok'),"
+               " (SELECT v.uri FROM trials t JOIN variants v ON v.id = t.variant_id WHERE t.problem_id = p.id"
+               "   AND t.status = 'ok' ORDER BY t.median_us LIMIT 1),"
+               " (SELECT min(t.median_us) FROM trials t WHERE t.problem_id = p.id AND t.status = 'ok')"
+               " FROM problems p ORDER BY p.id").c_str());
+  std::vector<ProblemRow> out;
+  Status st;
+  while (q.Step(&st)) {
+    ProblemRow r;
+    r.id = q.Int(0);
+    r.bucket = q.Text(1);
+    r.problem = ReadProblem(q, 2);
+    r.trials = q.Int(10);
+    r.ok_trials = q.Int(11);
+    r.best_variant = q.Text(12);
+    r.best_median_us = q.Double(13);
+    out.push_back(std::move(r));
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
+Status Database::PutCubin(const CubinRecord& c) {
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  Stmt ins(db_, (std::string("INSERT OR REPLACE INTO cubins(source_hash, arch, options, nvrtc_version, image,"
+                             " registers, smem_bytes, spill_bytes, log, created_at) VALUES(?,?,?,?,?,?,?,?,?,") +
+                 kNow + ")").c_str());
+  ins.Bind(1, c.source_hash).Bind(2, c.arch).Bind(3, c.options).Bind(4, c.nvrtc_version).BindBlob(5, c.image)
+      .Bind(6, c.registers).Bind(7, c.smem_bytes).Bind(8, c.spill_bytes).Bind(9, c.log);
+  FT_RETURN_IF_ERROR(ins.Run());
+  return tx.Commit();
+}
+
+Result<CubinRecord> Database::GetCubin(const std::string& source_hash, const std::string& arch,
+                                       const std::string& options, const std::string& nvrtc_version) {
+  Stmt q(db_, "SELECT image, registers, smem_bytes, spill_bytes, log FROM cubins WHERE source_hash=? AND arch=?"
+              " AND options=? AND nvrtc_version=?");
+  q.Bind(1, source_hash).Bind(2, arch).Bind(3, options).Bind(4, nvrtc_version);
+  Status st;
+  if (!q.Step(&st)) {
+    if (!st.ok()) return st;
+    return Status(Code::kNotFound, "no cubin for source " + source_hash + " arch " + arch + " nvrtc " + nvrtc_version);
+  }
+  CubinRecord c{source_hash, arch, options, nvrtc_version, q.Blob(0), int(q.Int(1)), int(q.Int(2)), int(q.Int(3)),
+                q.Text(4)};
+  return c;
+}
+
+Result<int64_t> Database::BeginRun(int64_t device_id, int64_t toolchain_id, const std::string& strategy) {
+  Stmt ins(db_, (std::string("INSERT INTO tuning_runs(device_id, toolchain_id, strategy, started_at) VALUES(?,?,?,") +
+                 kNow + ")").c_str());
+  ins.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, strategy);
+  FT_RETURN_IF_ERROR(ins.Run());
+  return int64_t(sqlite3_last_insert_rowid(db_));
+}
+
+Status Database::EndRun(int64_t run_id, const RunCounts& c) {
+  Stmt up(db_, (std::string("UPDATE tuning_runs SET ended_at=") + kNow +
+                ", problems=?, measured=?, failed=?, skipped=?, winners=? WHERE id=?").c_str());
+  up.Bind(1, c.problems).Bind(2, c.measured).Bind(3, c.failed).Bind(4, c.skipped).Bind(5, c.winners).Bind(6, run_id);
+  return up.Run();
+}
+
+Result<std::string> Database::Export(ExportFormat format) {
+  if (format == ExportFormat::kJson) {
+    Stmt q(db_, (std::string("SELECT coalesce(json_group_array(json_object("
+                             "'dtype', dtype, 'head_dim', head_dim, 'causal', causal, 'batch', batch,"
+                             " 'seqlen_q', seqlen_q, 'seqlen_k', seqlen_k, 'heads_q', heads_q, 'heads_kv', heads_kv,"
+                             " 'variant', variant, 'status', status, 'median_us', median_us, 'iqr_us', iqr_us,"
+                             " 'reps', reps, 'registers', registers, 'smem_bytes', smem_bytes,"
+                             " 'spill_bytes', spill_bytes, 'message', message, 'tflops', tflops,"
+                             " 'compile_ms', compile_ms, 'phase', phase, 'source_hash', source_hash,"
+                             " 'bucket', bucket, 'device', device, 'device_uuid', device_uuid,"
+                             " 'cc_major', cc_major, 'cc_minor', cc_minor, 'sm_count', sm_count,"
+                             " 'driver_version', driver_version, 'nvrtc_version', nvrtc_version,"
+                             " 'generator_version', generator_version, 'template_hash', template_hash,"
+                             " 'created_at', created_at, 'trial_id', trial_id)), '[]') FROM (") +
+                 kExportSelect + ")").c_str());
+    Status st;
+    if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "export returned no row") : st;
+    return q.Text(0) + "\n";
+  }
+  Stmt q(db_, kExportSelect);
+  std::string out;
+  for (int c = 0; c < q.Columns(); ++c) {
+    if (c) out += ',';
+    out += q.ColumnName(c);
+  }
+  out += "\n";
+  Status st;
+  while (q.Step(&st)) {
+    for (int c = 0; c < q.Columns(); ++c) {
+      if (c) out += ',';
+      out += CsvField(q.Text(c));
+    }
+    out += "\n";
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<MergeStats> Database::Merge(const std::string& other_path) {
+  {
+    // Validates the other file (kCorrupt, kNotFound) without writing to it.
+    auto other = Database::Open(other_path, OpenOptions{true, 10000});
+    if (!other.ok()) return other.status();
+    auto v = (*other)->SchemaVersion();
+    if (!v.ok()) return v.status();
+    if (*v != kSchemaVersion)
+      return Status(Code::kUnsupported, "merge: '" + other_path + "' has schema version " + std::to_string(*v) +
+                                            "; open it with this flashtune once (it migrates) and merge again");
+  }
+  // Only read from: every statement below writes to main.
+  Stmt attach(db_, "ATTACH DATABASE ? AS other");
+  attach.Bind(1, other_path);
+  FT_RETURN_IF_ERROR(attach.Run());
+  MergeStats stats;
+  Status result = [&]() -> Status {
+    Transaction tx(db_);
+    FT_RETURN_IF_ERROR(tx.status());
+    FT_RETURN_IF_ERROR(Exec(db_,
+        "INSERT OR IGNORE INTO devices(name, uuid, cc_major, cc_minor, sm_count, driver_version)"
+        " SELECT name, uuid, cc_major, cc_minor, sm_count, driver_version FROM other.devices;"
+        "INSERT OR IGNORE INTO toolchains(nvrtc_version, generator_version, template_hash)"
+        " SELECT nvrtc_version, generator_version, template_hash FROM other.toolchains;"
+        "INSERT OR IGNORE INTO problems(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,"
+        " bucket, q_bucket, k_bucket, bh_bucket) SELECT dtype, head_dim, causal, batch, seqlen_q, seqlen_k,"
+        " heads_q, heads_kv, bucket, q_bucket, k_bucket, bh_bucket FROM other.problems;"
+        "INSERT OR IGNORE INTO variants(uri, params, source_hash) SELECT uri, params, source_hash FROM other.variants;"));
+    // Maps the other file's ids to ours through the natural keys.
+    const std::string joins =
+        " JOIN other.devices od ON od.id = o.device_id JOIN main.devices d ON d.uuid = od.uuid AND "
+        "d.driver_version = od.driver_version"
+        " JOIN other.toolchains otc ON otc.id = o.toolchain_id JOIN main.toolchains tc ON"
+        " tc.nvrtc_version = otc.nvrtc_version AND tc.generator_version = otc.generator_version AND"
+        " tc.template_hash = otc.template_hash"
+        " JOIN other.problems op ON op.id = o.problem_id JOIN main.problems p ON p.dtype = op.dtype AND"
+        " p.head_dim = op.head_dim AND p.causal = op.causal AND p.batch = op.batch AND p.seqlen_q = op.seqlen_q"
+        " AND p.seqlen_k = op.seqlen_k AND p.heads_q = op.heads_q AND p.heads_kv = op.heads_kv"
+        " JOIN other.variants ov ON ov.id = o.variant_id JOIN main.variants v ON v.uri = ov.uri AND"
+        " v.source_hash = ov.source_hash ";
+    Stmt trials(db_, ("INSERT INTO main.trials(device_id, toolchain_id, problem_id, variant_id, status, message,"
+                      " median_us, iqr_us, tflops, reps, registers, smem_bytes, spill_bytes, compile_ms, phase,"
+                      " created_at) SELECT d.id, tc.id, p.id, v.id, o.status, o.message, o.median_us, o.iqr_us,"
+                      " o.tflops, o.reps, o.registers, o.smem_bytes, o.spill_bytes, o.compile_ms, o.phase,"
+                      " o.created_at FROM other.trials o" + joins +
+                      "WHERE NOT EXISTS (SELECT 1 FROM main.trials x WHERE x.device_id = d.id AND"
+                      " x.toolchain_id = tc.id AND x.problem_id = p.id AND x.variant_id = v.id AND"
+                      " x.phase = o.phase AND x.created_at = o.created_at AND x.status = o.status AND"
+                      " x.median_us IS o.median_us)").c_str());
+    FT_RETURN_IF_ERROR(trials.Run());
+    stats.trials_added = sqlite3_changes(db_);
+    Stmt winners(db_, ("INSERT OR IGNORE INTO main.winners(device_id, toolchain_id, bucket, dtype, head_dim, causal,"
+                       " q_bucket, k_bucket, bh_bucket, problem_id, variant_id, median_us, tflops, updated_at)"
+                       " SELECT d.id, tc.id, o.bucket, o.dtype, o.head_dim, o.causal, o.q_bucket, o.k_bucket,"
+                       " o.bh_bucket, p.id, v.id, o.median_us, o.tflops, o.updated_at FROM other.winners o" +
+                       joins).c_str());
+    FT_RETURN_IF_ERROR(winners.Run());
+    stats.winners_added = sqlite3_changes(db_);
+    FT_RETURN_IF_ERROR(Exec(db_,
+        "INSERT OR IGNORE INTO main.cubins SELECT source_hash, arch, options, nvrtc_version, image, registers,"
+        " smem_bytes, spill_bytes, log, created_at FROM other.cubins"));
+    stats.cubins_added = sqlite3_changes(db_);
+    return tx.Commit();
+  }();
+  Exec(db_, "DETACH DATABASE other");
+  if (!result.ok()) return result;
+  return stats;
+}
+
+Result<PruneStats> Database::Prune(const ToolchainInfo& current) {
+  Transaction tx(db_);
+  FT_RETURN_IF_ERROR(tx.status());
+  PruneStats s;
+  const std::string cur =
+      "(SELECT id FROM toolchains WHERE nvrtc_version = ?1 AND generator_version = ?2 AND template_hash = ?3)";
+  auto run = [&](const std::string& sql, int64_t* count) -> Status {
+    Stmt st(db_, sql.c_str());
+    st.Bind(1, current.nvrtc_version).Bind(2, current.generator_version).Bind(3, current.template_hash);
+    FT_RETURN_IF_ERROR(st.Run());
+    if (count) *count += sqlite3_changes(db_);
+    return Status::Ok();
+  };
+  FT_RETURN_IF_ERROR(run("DELETE FROM trials WHERE toolchain_id IS NOT " + cur +
+                             " OR device_id NOT IN (SELECT id FROM devices)", &s.trials_removed));
+  FT_RETURN_IF_ERROR(run("DELETE FROM winners WHERE toolchain_id IS NOT " + cur +
+                             " OR device_id NOT IN (SELECT id FROM devices)", &s.winners_removed));
+  FT_RETURN_IF_ERROR(run("DELETE FROM cubins WHERE nvrtc_version != ?1 AND ?2 = ?2 AND ?3 = ?3", &s.cubins_removed));
+  FT_RETURN_IF_ERROR(run("DELETE FROM toolchains WHERE id IS NOT " + cur, &s.toolchains_removed));
+  FT_RETURN_IF_ERROR(tx.Commit());
+  return s;
+}
+
+Result<CheckReport> Database::Check(const ToolchainInfo& current) {
+  CheckReport r;
+  Status st;
+  {
+    Stmt q(db_, "PRAGMA integrity_check");
+    std::string msg;
+    while (q.Step(&st)) {
+      if (!msg.empty()) msg += "; ";
+      msg += q.Text(0);
+    }
+    if (!st.ok()) {
+      r.integrity_ok = false;
+      r.integrity_message = st.message();
+      return r;
+    }
+    r.integrity_ok = msg == "ok";
+    r.integrity_message = msg;
+  }
+  auto v = SchemaVersion();
+  if (!v.ok()) return v.status();
+  r.schema_version = *v;
+  const std::string cur =
+      "(SELECT id FROM toolchains WHERE nvrtc_version = ?1 AND generator_version = ?2 AND template_hash = ?3)";
+  auto count = [&](const std::string& sql, int64_t* out) -> Status {
+    Stmt q(db_, sql.c_str());
+    q.Bind(1, current.nvrtc_version).Bind(2, current.generator_version).Bind(3, current.template_hash);
+    Status s;
+    if (q.Step(&s)) *out = q.Int(0);
+    return s;
+  };
+  FT_RETURN_IF_ERROR(count("SELECT count(*) FROM trials WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3", &r.trials));
+  FT_RETURN_IF_ERROR(count("SELECT count(*) FROM trials WHERE toolchain_id IS NOT " + cur, &r.stale_trials));
+  FT_RETURN_IF_ERROR(count("SELECT count(*) FROM winners WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3", &r.winners));
+  FT_RETURN_IF_ERROR(count("SELECT count(*) FROM winners WHERE toolchain_id IS NOT " + cur, &r.stale_winners));
+  Stmt q(db_, "SELECT nvrtc_version, generator_version, template_hash FROM toolchains WHERE NOT"
+              " (nvrtc_version = ?1 AND generator_version = ?2 AND template_hash = ?3) ORDER BY id");
+  q.Bind(1, current.nvrtc_version).Bind(2, current.generator_version).Bind(3, current.template_hash);
+  while (q.Step(&st))
+    r.stale_toolchains.push_back("nvrtc " + q.Text(0) + " / generator " + q.Text(1) + " / templates " +
+                                 q.Text(2).substr(0, 12));
+  if (!st.ok()) return st;
+  return r;
+}
+
+}  // namespace flashtune

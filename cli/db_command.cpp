@@ -1,0 +1,192 @@
+// `flashtune db`: inspect and maintain the tuning database.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.h"
+#include "flashtune/database.h"
+#include "flashtune/tuner.h"
+
+namespace po = boost::program_options;
+
+namespace flashtune::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: flashtune db <list|show|export|merge|prune|check> [--db FILE] [options]\n"
+    "  list                          problems with trial counts and best variant\n"
+    "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
+    "                                one problem's trials, ranked\n"
+    "  export --format csv|json [--output FILE]\n"
+    "  merge OTHER.db                bring another database's rows in (idempotent)\n"
+    "  prune                         drop trials/winners/cubins of other toolchains\n"
+    "  check                         integrity check + staleness against this build's toolchain\n"
+    "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
+
+int Fail(const std::string& sub, const Status& s) {
+  std::fprintf(stderr, "flashtune db %s: %s\n", sub.c_str(), s.ToString().c_str());
+  return s.code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+int RunDb(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fprintf(args.empty() ? stderr : stdout, "%s", kUsage);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string sub = args[0];
+  static const char* kSubs[] = {"list", "show", "export", "merge", "prune", "check"};
+  bool known = false;
+  for (const char* s : kSubs) known |= sub == s;
+  if (!known) {
+    std::fprintf(stderr, "flashtune db: unknown subcommand '%s'; allowed: list, show, export, merge, prune, check\n",
+                 sub.c_str());
+    return kExitUsage;
+  }
+  std::string db_path, format, output, dtype = "bf16", nvrtc, gen, tpl;
+  int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
+  int causal = 0;
+  std::vector<std::string> positional;
+  po::options_description desc("options");
+  desc.add_options()
+      ("db", po::value(&db_path), "database file")
+      ("format", po::value(&format), "csv | json")
+      ("output,o", po::value(&output), "write to FILE instead of stdout")
+      ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal), "")
+      ("batch", po::value(&batch), "") ("nq", po::value(&nq), "") ("nk", po::value(&nk), "")
+      ("hq", po::value(&hq), "") ("hkv", po::value(&hkv), "")
+      ("nvrtc-version", po::value(&nvrtc), "") ("generator-version", po::value(&gen), "")
+      ("template-hash", po::value(&tpl), "")
+      ("args", po::value(&positional), "");
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
+                  .options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), e.what(), kUsage);
+    return kExitUsage;
+  }
+  if (db_path.empty()) db_path = DefaultDatabasePath();
+  ToolchainInfo current = CurrentToolchain();
+  if (!nvrtc.empty()) current.nvrtc_version = nvrtc;
+  if (!gen.empty()) current.generator_version = gen;
+  if (!tpl.empty()) current.template_hash = tpl;
+
+  if (sub == "merge" && positional.size() != 1) {
+    std::fprintf(stderr, "flashtune db merge: expected exactly one OTHER.db\n");
+    return kExitUsage;
+  }
+  if (sub != "merge" && sub != "show" && !positional.empty()) {
+    std::fprintf(stderr, "flashtune db %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
+    return kExitUsage;
+  }
+  ExportFormat fmt = ExportFormat::kCsv;
+  if (sub == "export") {
+    auto f = ParseExportFormat(format);
+    if (!f.ok()) return Fail(sub, f.status());
+    fmt = *f;
+  }
+  const bool writes = sub == "merge" || sub == "prune";
+  auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000});
+  if (!db.ok()) return Fail(sub, db.status());
+
+  if (sub == "list") {
+    auto rows = (*db)->ListProblems();
+    if (!rows.ok()) return Fail(sub, rows.status());
+    std::printf("%5s  %-46s %-26s %7s %5s  %-44s %10s\n", "id", "problem", "bucket", "trials", "ok", "best",
+                "median_us");
+    for (const auto& r : *rows)
+      std::printf("%5lld  %-46s %-26s %7lld %5lld  %-44s %10.2f\n", (long long)r.id, r.problem.ToString().c_str(),
+                  r.bucket.c_str(), (long long)r.trials, (long long)r.ok_trials,
+                  r.best_variant.empty() ? "-" : r.best_variant.c_str(), r.best_median_us);
+    auto winners = (*db)->ListWinners();
+    if (!winners.ok()) return Fail(sub, winners.status());
+    std::printf("%zu problem(s), %zu winner(s)\n", rows->size(), winners->size());
+    return kExitOk;
+  }
+  if (sub == "show") {
+    int64_t id = 0;
+    if (positional.size() == 1) {
+      try {
+        size_t used = 0;
+        id = std::stoll(positional[0], &used);
+        if (used != positional[0].size()) throw std::invalid_argument("trailing");
+      } catch (...) {
+        std::fprintf(stderr, "flashtune db show: '%s' is not a problem id\n", positional[0].c_str());
+        return kExitUsage;
+      }
+    } else if (positional.empty() && head_dim > 0 && nq > 0) {
+      auto dt = ParseDType(dtype, "--dtype");
+      if (!dt.ok()) return Fail(sub, dt.status());
+      Problem p{*dt, int(head_dim), causal != 0, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
+                hq > 0 ? hq : 2048 / head_dim, 0};
+      p.heads_kv = hkv > 0 ? hkv : p.heads_q;
+      auto found = (*db)->FindProblem(p);
+      if (!found.ok()) return Fail(sub, found.status());
+      id = *found;
+    } else {
+      std::fprintf(stderr, "flashtune db show: give a problem id, or --head-dim and --nq (and --dtype, --causal, "
+                           "--batch, --nk, --hq, --hkv)\n");
+      return kExitUsage;
+    }
+    auto rows = (*db)->TrialsForProblem(id);
+    if (!rows.ok()) return Fail(sub, rows.status());
+    if (rows->empty()) return Fail(sub, Status(Code::kNotFound, "problem " + std::to_string(id) + " has no trials"));
+    std::printf("problem %lld: %s\n", (long long)id, (*rows)[0].trial.problem.ToString().c_str());
+    std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
+                "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");
+    int rank = 0;
+    for (const auto& r : *rows) {
+      const TrialRecord& t = r.trial;
+      std::printf("%4d  %-44s %-16s %10.2f %8.2f %8.1f %5d %5d %7d %6s  %s%s%s\n", ++rank, r.variant_uri.c_str(),
+                  r.status_name.c_str(), t.median_us, t.iqr_us, t.tflops, t.reps, t.registers, t.smem_bytes,
+                  t.phase.c_str(), r.device_name.c_str(), t.message.empty() ? "" : ": ", t.message.c_str());
+    }
+    return kExitOk;
+  }
+  if (sub == "export") {
+    auto text = (*db)->Export(fmt);
+    if (!text.ok()) return Fail(sub, text.status());
+    if (output.empty()) {
+      std::fwrite(text->data(), 1, text->size(), stdout);
+    } else {
+      std::ofstream f(output, std::ios::binary);
+      f << *text;
+      if (!f) return Fail(sub, Status(Code::kIoError, "cannot write '" + output + "'"));
+    }
+    return kExitOk;
+  }
+  if (sub == "merge") {
+    auto stats = (*db)->Merge(positional[0]);
+    if (!stats.ok()) return Fail(sub, stats.status());
+    std::printf("merged '%s': %lld trial(s), %lld winner(s), %lld cubin(s) added\n", positional[0].c_str(),
+                (long long)stats->trials_added, (long long)stats->winners_added, (long long)stats->cubins_added);
+    return kExitOk;
+  }
+  if (sub == "prune") {
+    auto stats = (*db)->Prune(current);
+    if (!stats.ok()) return Fail(sub, stats.status());
+    std::printf("pruned: %lld trial(s), %lld winner(s), %lld cubin(s), %lld toolchain(s) removed\n",
+                (long long)stats->trials_removed, (long long)stats->winners_removed,
+                (long long)stats->cubins_removed, (long long)stats->toolchains_removed);
+    return kExitOk;
+  }
+  // check
+  auto report = (*db)->Check(current);
+  if (!report.ok()) return Fail(sub, report.status());
+  std::printf("integrity: %s\nschema version: %d\ntrials: %lld (%lld stale)\nwinners: %lld (%lld stale)\n",
+              report->integrity_message.c_str(), report->schema_version, (long long)report->trials,
+              (long long)report->stale_trials, (long long)report->winners, (long long)report->stale_winners);
+  for (const auto& t : report->stale_toolchains) std::printf("stale toolchain: %s\n", t.c_str());
+  return report->integrity_ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+FT_CLI_COMMAND("db", "inspect and maintain the tuning database (list, show, export, merge, prune, check)",
+               RunDb);
+
+}  // namespace flashtune::cli

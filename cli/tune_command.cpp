@@ -1,0 +1,240 @@
+// `flashtune tune`: tune a problem set into the database. Without a GPU backend it runs on
+// recorded timings (--replay FILE) or lists the work (--dry-run).
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "flashtune/database.h"
+#include "flashtune/problem_set.h"
+#include "flashtune/tuner.h"
+
+namespace po = boost::program_options;
+
+namespace flashtune::cli {
+namespace {
+
+// ---- GPU backend hooks: the lead replaces these two with the real GPU measurer and space. ----
+// One Measurer per selected device (`devices` empty = all devices).
+Result<std::vector<std::unique_ptr<Measurer>>> MakeGpuMeasurers(const std::vector<int>& devices) {
+  (void)devices;
+  return Status(Code::kUnsupported, "GPU measurement is not built into this flashtune yet; use --replay FILE or --dry-run");
+}
+EnumerateFn DefaultEnumerate() {
+  return [](const Problem& p) -> Result<std::vector<Variant>> { return TemporaryEnumerateSpace(p); };
+}
+// -----------------------------------------------------------------------------------------------
+
+template <typename T>
+Result<std::vector<T>> SplitList(const std::string& text, const char* what, Result<T> (*parse)(std::string_view)) {
+  std::vector<T> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto v = parse(item);
+    if (!v.ok()) return Status(Code::kInvalidArgument, std::string(what) + ": " + v.status().message());
+    out.push_back(*v);
+  }
+  if (out.empty()) return Status(Code::kInvalidArgument, std::string(what) + ": empty list");
+  return out;
+}
+
+// Built with += : g++ 12 warns falsely (-Wrestrict) on "lit" + std::string(view) here.
+std::string Quoted(std::string_view s, const char* rest) {
+  std::string out = "'";
+  out += s;
+  out += "'";
+  out += rest;
+  return out;
+}
+
+Result<int64_t> ParsePositive(std::string_view s) {
+  int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 0)
+    return Status(Code::kInvalidArgument, Quoted(s, " is not a non-negative integer"));
+  return v;
+}
+Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
+Result<bool> ParseBool(std::string_view s) {
+  if (s == "1" || s == "true" || s == "causal") return true;
+  if (s == "0" || s == "false" || s == "full") return false;
+  return Status(Code::kInvalidArgument, Quoted(s, ": allowed 0, 1"));
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "flashtune tune: %s\n", s.ToString().c_str());
+  return s.code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+int RunTune(const std::vector<std::string>& args) {
+  po::options_description desc("flashtune tune [options]");
+  std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
+      devices, replay;
+  int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
+  int top_k = 3, delay_ms = 0;
+  desc.add_options()
+      ("help,h", "show this help")
+      ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
+      ("dtypes", po::value(&dtypes), "comma list of bf16,f16 (default both)")
+      ("head-dims", po::value(&head_dims), "comma list (default 64,128)")
+      ("causal", po::value(&causal), "comma list of 0,1 (default 0,1)")
+      ("seqlens", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
+      ("seqlens-k", po::value(&seqlens_k), "Nk values crossed with every Nq (default Nk = Nq)")
+      ("hidden", po::value(&hidden), "Hq * D (default 2048)")
+      ("tokens", po::value(&tokens), "B * Nq (default 16384)")
+      ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
+      ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
+      ("strategy", po::value(&strategy)->default_value("exhaustive"), "exhaustive | budgeted")
+      ("budget-per-problem", po::value(&per_problem), "N measurements, P% of the space, or Ns/Nm")
+      ("budget-total", po::value(&total), "N measurements or Ns/Nm over the whole run")
+      ("devices", po::value(&devices)->default_value("all"), "all | comma list of device indices")
+      ("retune", "re-measure problems that already have a winner, and recorded candidates")
+      ("dry-run", "list what would be compiled and measured; measure nothing")
+      ("replay", po::value(&replay), "measure from recorded timings (CSV/JSON as written by `db export`)")
+      ("replay-delay-ms", po::value(&delay_ms), "sleep per replayed measurement (testing)")
+      ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashtune tune: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  TuneOptions options;
+  options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
+  options.strategy = strategy;
+  options.retune = vm.count("retune") > 0;
+  options.retime_top_k = top_k;
+  {
+    auto s = MakeStrategy(strategy);
+    if (!s.ok()) return Fail(s.status());
+    auto pp = ParseBudget(per_problem, "--budget-per-problem");
+    if (!pp.ok()) return Fail(pp.status());
+    options.per_problem = *pp;
+    auto tt = ParseBudget(total, "--budget-total");
+    if (!tt.ok()) return Fail(tt.status());
+    if (tt->fraction >= 0) return Fail(Status(Code::kInvalidArgument, "--budget-total: a percentage is only allowed per problem"));
+    options.total = *tt;
+  }
+  std::vector<int> device_list;
+  if (devices != "all") {
+    auto d = SplitList<int64_t>(devices, "--devices", ParsePositive);
+    if (!d.ok()) return Fail(Status(Code::kInvalidArgument, d.status().message() + "; allowed: all or e.g. 0,1"));
+    for (int64_t x : *d) device_list.push_back(int(x));
+  }
+
+  // Measurers: replay or GPU.
+  std::vector<std::unique_ptr<Measurer>> measurers;
+  std::unique_ptr<ReplayMeasurer> replay_space;
+  if (!replay.empty()) {
+    size_t n = device_list.empty() ? 1 : device_list.size();
+    for (size_t i = 0; i < n; ++i) {
+      ReplayMeasurer::Options ro;
+      ro.device.uuid = "replay-" + std::to_string(device_list.empty() ? 0 : device_list[i]);
+      ro.delay_ms = delay_ms;
+      auto m = ReplayMeasurer::FromFile(replay, ro);
+      if (!m.ok()) return Fail(m.status());
+      measurers.push_back(std::move(*m));
+    }
+    auto m = ReplayMeasurer::FromFile(replay, {});
+    if (!m.ok()) return Fail(m.status());
+    replay_space = std::move(*m);
+    options.enumerate = [space = replay_space.get()](const Problem& p) -> Result<std::vector<Variant>> {
+      return space->Variants(p);
+    };
+  } else {
+    options.enumerate = DefaultEnumerate();
+  }
+
+  // Problems: a file, else the options, else (replay without shape options) the recorded ones.
+  const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens") ||
+                           vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
+  if (!set_file.empty()) {
+    auto ps = LoadProblemSetFile(set_file);
+    if (!ps.ok()) return Fail(ps.status());
+    options.problems = *ps;
+  } else if (replay_space && !shape_given) {
+    options.problems = replay_space->Problems();
+  } else {
+    ProblemSetOptions pso;
+    if (vm.count("dtypes")) {
+      auto v = SplitList<DType>(dtypes, "--dtypes", ParseDTypeItem);
+      if (!v.ok()) return Fail(v.status());
+      pso.dtypes = *v;
+    }
+    if (vm.count("head-dims")) {
+      auto v = SplitList<int64_t>(head_dims, "--head-dims", ParsePositive);
+      if (!v.ok()) return Fail(v.status());
+      pso.head_dims.assign(v->begin(), v->end());
+    }
+    if (vm.count("causal")) {
+      auto v = SplitList<bool>(causal, "--causal", ParseBool);
+      if (!v.ok()) return Fail(v.status());
+      pso.causal = *v;
+    }
+    if (vm.count("seqlens")) {
+      auto v = SplitList<int64_t>(seqlens, "--seqlens", ParsePositive);
+      if (!v.ok()) return Fail(v.status());
+      pso.seqlens = *v;
+    }
+    if (vm.count("seqlens-k")) {
+      auto v = SplitList<int64_t>(seqlens_k, "--seqlens-k", ParsePositive);
+      if (!v.ok()) return Fail(v.status());
+      pso.seqlens_k = *v;
+    }
+    pso.hidden = hidden;
+    pso.tokens = tokens;
+    pso.heads_kv = heads_kv;
+    auto ps = MakeProblemSet(pso);
+    if (!ps.ok()) return Fail(ps.status());
+    options.problems = *ps;
+  }
+
+  if (vm.count("dry-run")) {
+    DeviceRecord device = measurers.empty() ? DeviceRecord{} : measurers[0]->Device();
+    ToolchainInfo toolchain = measurers.empty() ? CurrentToolchain() : measurers[0]->Toolchain();
+    auto plan = PlanTuning(options, device, toolchain);
+    if (!plan.ok()) return Fail(plan.status());
+    size_t total_candidates = 0, skipped = 0;
+    for (const auto& p : *plan) {
+      std::printf("%s  [%s]  %s\n", p.problem.ToString().c_str(), p.bucket.c_str(),
+                  p.skipped ? "skip (winner present)"
+                            : (std::to_string(p.to_measure.size()) + " to compile and measure" +
+                               (p.recorded ? ", " + std::to_string(p.recorded) + " already recorded" : ""))
+                                  .c_str());
+      for (const Variant& v : p.to_measure) std::printf("    %s\n", v.Uri().c_str());
+      total_candidates += p.to_measure.size();
+      skipped += p.skipped;
+    }
+    std::printf("%zu problem(s), %zu skipped, %zu candidate(s) to compile and measure (strategy %s may measure fewer)\n",
+                plan->size(), skipped, total_candidates, strategy.c_str());
+    return kExitOk;
+  }
+
+  if (measurers.empty()) {
+    auto gpu = MakeGpuMeasurers(device_list);
+    if (!gpu.ok()) return Fail(gpu.status());
+    measurers = std::move(*gpu);
+  }
+  auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
+  options.progress = progress.get();
+  auto summary = Tune(options, std::move(measurers));
+  if (!summary.ok()) return Fail(summary.status());
+  return summary->errors > 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+FT_CLI_COMMAND("tune", "tune a problem set on this machine's GPUs into the database", RunTune);
+
+}  // namespace flashtune::cli

@@ -1,0 +1,255 @@
+// flashtune/database.h — the tuning database: one SQLite file holding devices, toolchains,
+// problems, variants, every trial the tuner ran, the winners per device × toolchain × bucket,
+// compiled cubins, and the tuning runs.
+//
+// File: the path given, else $FLASHTUNE_DB, else ./flashtune.db (DefaultDatabasePath()).
+// Schema: versioned with PRAGMA user_version (kSchemaVersion); older files are migrated on open
+// (read-write) inside one transaction; a newer version than this build knows is kUnsupported.
+// Journal: WAL, busy_timeout 10 s, foreign keys on. Every write is its own transaction, so a
+// killed tuner loses at most the trial in flight, and several processes may write one file.
+// A file that is not a flashtune SQLite database is kCorrupt naming the path; it is never
+// modified.
+//
+// Winners are keyed by the physical device and the toolchain that measured them; FindWinner
+// matches on the GPU model (name, compute capability, SM count) and driver version and on the
+// whole toolchain (NVRTC version, generator version, template hash), so rows measured on another
+// GPU model, driver or template are never returned.
+//
+// Thread safety: a Database object owns one SQLite connection and is NOT thread-safe; use one
+// object per thread (each Open() makes a new connection; many may share one file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashtune/problem_set.h"
+#include "flashtune/status.h"
+#include "flashtune/variant.h"
+
+struct sqlite3;
+
+namespace flashtune {
+
+inline constexpr int kSchemaVersion = 2;
+
+// The GPU a trial ran on. Identity of a physical GPU: uuid + driver_version.
+struct DeviceRecord {
+  std::string name;  // "NVIDIA H200"
+  std::string uuid;  // "GPU-..."
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::string driver_version;  // "13.0" / "580.65"
+};
+
+// What produced the kernels: a change in any field makes earlier timings stale.
+struct ToolchainInfo {
+  std::string nvrtc_version;      // "13.0"
+  std::string generator_version;  // flashtune's version
+  std::string template_hash;      // sha256 over the embedded templates
+  bool operator==(const ToolchainInfo&) const = default;
+};
+
+// One measured (or failed) candidate, as recorded.
+struct TrialRecord {
+  Problem problem;
+  Variant variant;
+  std::string source_hash;  // sha256 of the emitted source ("" when unknown, e.g. replay)
+  Code status = Code::kOk;
+  std::string message;      // error text for failures
+  double median_us = 0;
+  double iqr_us = 0;
+  double tflops = 0;        // 0 for failures; computed from Problem::Flops() when 0 and ok
+  int reps = 0;
+  int registers = 0;
+  int smem_bytes = 0;
+  int spill_bytes = 0;      // spill stores + loads
+  double compile_ms = 0;
+  std::string phase = "search";  // "search" (first measurement) or "retime" (re-timing of finalists)
+  int64_t run_id = 0;       // tuning_runs.id, 0 for none
+};
+
+// A trial as read back, with its ids and context.
+struct TrialRow {
+  int64_t id = 0;
+  int64_t problem_id = 0;
+  int64_t device_id = 0;
+  int64_t toolchain_id = 0;
+  std::string device_name;
+  TrialRecord trial;
+  std::string variant_uri;
+  std::string status_name;  // CodeName(trial.status)
+  std::string created_at;
+};
+
+struct WinnerRow {
+  int64_t device_id = 0;
+  int64_t toolchain_id = 0;
+  int64_t problem_id = 0;
+  BucketKey bucket;
+  Problem problem;  // the problem that was tuned for this bucket
+  Variant variant;
+  std::string variant_uri;
+  std::string source_hash;
+  double median_us = 0;
+  double tflops = 0;
+  std::string updated_at;
+  int distance = 0;  // BucketDistance from the requested bucket (FindNearestWinner)
+};
+
+struct ProblemRow {
+  int64_t id = 0;
+  Problem problem;
+  std::string bucket;
+  int64_t trials = 0;
+  int64_t ok_trials = 0;
+  std::string best_variant;  // fastest ok search/retime trial, "" when none
+  double best_median_us = 0;
+};
+
+struct CubinRecord {
+  std::string source_hash;
+  std::string arch;          // "sm_90a"
+  std::string options;       // NVRTC options joined by spaces
+  std::string nvrtc_version;
+  std::vector<char> image;
+  int registers = 0;
+  int smem_bytes = 0;
+  int spill_bytes = 0;
+  std::string log;
+};
+
+struct RunCounts {
+  int64_t problems = 0;
+  int64_t measured = 0;
+  int64_t failed = 0;
+  int64_t skipped = 0;
+  int64_t winners = 0;
+};
+
+struct MergeStats {
+  int64_t trials_added = 0;
+  int64_t winners_added = 0;
+  int64_t cubins_added = 0;
+};
+
+struct PruneStats {
+  int64_t trials_removed = 0;
+  int64_t winners_removed = 0;
+  int64_t cubins_removed = 0;
+  int64_t toolchains_removed = 0;
+};
+
+struct CheckReport {
+  bool integrity_ok = false;
+  std::string integrity_message;  // "ok" or SQLite's first complaints
+  int schema_version = 0;
+  int64_t trials = 0;
+  int64_t stale_trials = 0;   // measured with another toolchain than the current one
+  int64_t winners = 0;
+  int64_t stale_winners = 0;
+  std::vector<std::string> stale_toolchains;  // "nvrtc 12.4 / gen 0.0.9 / tpl abcd…"
+};
+
+enum class ExportFormat { kCsv, kJson };
+// Parses "csv" / "json"; kInvalidArgument naming the allowed values.
+Result<ExportFormat> ParseExportFormat(std::string_view text);
+
+// $FLASHTUNE_DB when set and non-empty, else "./flashtune.db".
+std::string DefaultDatabasePath();
+
+class Database {
+ public:
+  struct OpenOptions {
+    bool read_only = false;     // read-only never creates, never migrates
+    int busy_timeout_ms = 10000;
+  };
+
+  // Opens (read-write: creating if absent) and migrates to kSchemaVersion.
+  // Errors: kCorrupt (not a SQLite file, or not a flashtune schema) naming the path, the file
+  // untouched; kNotFound (read-only and absent); kUnsupported (newer schema);
+  // kDatabaseError otherwise.
+  static Result<std::unique_ptr<Database>> Open(const std::string& path, OpenOptions options);
+  static Result<std::unique_ptr<Database>> Open(const std::string& path) { return Open(path, OpenOptions{}); }
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& path() const { return path_; }
+  Result<int> SchemaVersion();
+
+  // Insert-or-find. Return the row id.
+  Result<int64_t> UpsertDevice(const DeviceRecord& device);
+  Result<int64_t> UpsertToolchain(const ToolchainInfo& toolchain);
+  Result<int64_t> UpsertProblem(const Problem& problem);
+  Result<int64_t> FindProblem(const Problem& problem);  // kNotFound when absent
+  Result<int64_t> FindDevice(const DeviceRecord& device);  // by uuid + driver; kNotFound when absent
+  Result<int64_t> FindToolchain(const ToolchainInfo& toolchain);  // kNotFound when absent
+
+  // Records one trial in its own transaction (problem and variant rows created as needed).
+  // Returns the trial id.
+  Result<int64_t> RecordTrial(int64_t device_id, int64_t toolchain_id, const TrialRecord& trial);
+
+  // Trials of one problem, ranked: ok trials by median ascending, then failures by time.
+  // device_id / toolchain_id 0 means any.
+  Result<std::vector<TrialRow>> TrialsForProblem(int64_t problem_id, int64_t device_id = 0,
+                                                 int64_t toolchain_id = 0);
+
+  // Writes (replaces) the winner of `bucket` for this device and toolchain.
+  // kInvalidArgument when the trial data says the winner is not ok.
+  Status SetWinner(int64_t device_id, int64_t toolchain_id, const Problem& problem,
+                   const Variant& variant, const std::string& source_hash, double median_us,
+                   double tflops);
+  // The winner for this physical device row and toolchain row (used by the tuner to skip).
+  Result<std::optional<WinnerRow>> WinnerFor(int64_t device_id, int64_t toolchain_id,
+                                             const BucketKey& bucket);
+  // The fastest winner for `bucket` measured on a GPU of the same model (name, cc, SM count)
+  // and driver version, with exactly this toolchain; nullopt when none.
+  Result<std::optional<WinnerRow>> FindWinner(const DeviceRecord& device, const ToolchainInfo& toolchain,
+                                              const BucketKey& bucket);
+  // Like FindWinner but, when the exact bucket has none, the winner of the nearest bucket of the
+  // same dtype, D and causal (ties: the smaller median); nullopt when the class has none.
+  Result<std::optional<WinnerRow>> FindNearestWinner(const DeviceRecord& device,
+                                                     const ToolchainInfo& toolchain,
+                                                     const BucketKey& bucket);
+  Result<std::vector<WinnerRow>> ListWinners();
+
+  Result<std::vector<ProblemRow>> ListProblems();
+
+  // Cubin cache. GetCubin: kNotFound when absent.
+  Status PutCubin(const CubinRecord& cubin);
+  Result<CubinRecord> GetCubin(const std::string& source_hash, const std::string& arch,
+                               const std::string& options, const std::string& nvrtc_version);
+
+  // Tuning runs: BeginRun returns the run id; EndRun stores the end time and counts.
+  Result<int64_t> BeginRun(int64_t device_id, int64_t toolchain_id, const std::string& strategy);
+  Status EndRun(int64_t run_id, const RunCounts& counts);
+
+  // All trials joined with problem, variant, device and toolchain. The CSV/JSON has the replay
+  // columns (dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, variant,
+  // status, median_us, iqr_us, reps, registers, smem_bytes, spill_bytes, message, ...) so an
+  // export can be fed back to the replay measurer.
+  Result<std::string> Export(ExportFormat format);
+
+  // Brings in every row of another flashtune database (ATTACH; insert-or-ignore on natural
+  // keys). Idempotent: merging the same file twice adds nothing the second time.
+  // kCorrupt/kNotFound for a bad `other_path`.
+  Result<MergeStats> Merge(const std::string& other_path);
+
+  // Removes trials, winners and cubins not made by `current` (and trials of devices no longer
+  // in the devices table); winners of the current toolchain are kept.
+  Result<PruneStats> Prune(const ToolchainInfo& current);
+
+  // PRAGMA integrity_check plus the staleness of trials and winners relative to `current`.
+  Result<CheckReport> Check(const ToolchainInfo& current);
+
+ private:
+  Database(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace flashtune

@@ -1,0 +1,82 @@
+// flashtune/problem_set.h — the problems a tuning run covers, and the bucketing rule that maps
+// any problem to the tuned entry the runtime uses.
+//
+// A problem set is the cross product dtype × head dim × causal × sequence length, sized like
+// FA-2's benchmark (hidden = Hq·D fixed, B·N fixed), or a list read from a problem-set file.
+//
+// Bucketing rule (shared by the tuner when it stores winners and the runtime when it looks them
+// up): dtype, head dim and causal are exact; Nq, Nk and B·Hq are each bucketed to the next power
+// of two, stored as the exponent: bucket(n) = ceil(log2(n)), so 512 → 9, 513..1024 → 10.
+// Two buckets of the same (dtype, D, causal) are `BucketDistance` apart (sum of exponent gaps).
+//
+// Problem-set file format (one problem per line, '#' starts a comment, blank lines ignored):
+//   dtype=bf16 d=128 causal=1 batch=4 nq=4096 nk=4096 hq=16 hkv=16
+// Fields are key=value separated by spaces, in any order. Required: dtype, d, nq, and either
+// batch and hq, or tokens and hidden (batch = tokens/nq, hq = hidden/d). Optional: causal (0/1,
+// default 0), nk (default nq), hkv (default hq). Errors name the file, line and field.
+//
+// Thread safety: free functions on value types; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flashtune/status.h"
+#include "flashtune/variant.h"
+
+namespace flashtune {
+
+struct ProblemSetOptions {
+  std::vector<DType> dtypes = {DType::kBF16, DType::kF16};
+  std::vector<int> head_dims = {64, 128};
+  std::vector<bool> causal = {false, true};
+  std::vector<int64_t> seqlens = {512, 1024, 2048, 4096, 8192, 16384};  // Nq
+  // Empty: Nk = Nq. Otherwise every Nq is crossed with every Nk here.
+  std::vector<int64_t> seqlens_k;
+  int64_t hidden = 2048;   // Hq = hidden / D
+  int64_t tokens = 16384;  // B = tokens / Nq (at least 1)
+  int64_t heads_kv = 0;    // 0: Hkv = Hq (MHA); otherwise GQA/MQA with this many K/V heads
+};
+
+// The cross product described by `options`, in the order dtype, D, causal, Nq, Nk.
+// OK with at least one problem, or kInvalidArgument naming the option and the allowed values
+// (e.g. a head dim the template does not support, hidden not divisible by D, Hq % Hkv != 0).
+Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
+
+// Checks one problem: supported dtype/D, all sizes >= 1 and < 2^31, Hq % Hkv == 0.
+// OK, or kInvalidArgument naming the field.
+Status ValidateProblem(const Problem& problem);
+
+// Parses the problem-set file format above. `source` names the text in errors ("set.txt").
+// OK with the problems in file order, or kInvalidArgument "set.txt:3: field 'd': ..." .
+Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source);
+// Reads and parses `path`; kIoError when it cannot be read.
+Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path);
+// The problem in the file format (one line, no newline); ParseProblemSet reads it back.
+std::string FormatProblemLine(const Problem& problem);
+
+// ceil(log2(n)) for n >= 1; 0 for n <= 1.
+int Log2Ceil(int64_t n);
+
+struct BucketKey {
+  DType dtype = DType::kBF16;
+  int head_dim = 128;
+  bool causal = false;
+  int seqlen_q_bucket = 0;     // Log2Ceil(Nq)
+  int seqlen_k_bucket = 0;     // Log2Ceil(Nk)
+  int batch_heads_bucket = 0;  // Log2Ceil(B·Hq)
+  bool operator==(const BucketKey&) const = default;
+};
+
+BucketKey BucketOf(const Problem& problem);
+// "bf16/d128/causal/q12/k12/bh8" — the database stores and matches this string.
+std::string BucketString(const BucketKey& key);
+// Inverse of BucketString; kInvalidArgument naming the bad part.
+Result<BucketKey> ParseBucketKey(std::string_view text);
+// Sum of |exponent differences| when dtype, D and causal match; -1 when they differ
+// (such buckets are never "near": a kernel for another class cannot run the problem).
+int BucketDistance(const BucketKey& a, const BucketKey& b);
+
+}  // namespace flashtune

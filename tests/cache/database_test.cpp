@@ -1,0 +1,349 @@
+#include "flashtune/database.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using testing::TempDir;
+
+const DeviceRecord kH200{"NVIDIA H200", "GPU-aaaa", 9, 0, 132, "580.65"};
+const ToolchainInfo kTc{"13.0", "0.1.0", "tplhash1"};
+
+Problem P(int64_t n, bool causal = false) { return Problem{DType::kBF16, 128, causal, 16384 / n, n, n, 16, 16}; }
+Variant V(int bm, int bn, int w = 4, int s = 2, bool causal = false) {
+  return Variant{DType::kBF16, 128, causal, bm, bn, w, s};
+}
+
+TrialRecord Ok(const Problem& p, const Variant& v, double us) {
+  TrialRecord t;
+  t.problem = p;
+  t.variant = v;
+  t.source_hash = "src-" + v.Uri();
+  t.median_us = us;
+  t.iqr_us = us * 0.01;
+  t.reps = 20;
+  return t;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Database, CreatesSchemaVersion2WithWal) {
+  std::string path = TempDir("db_create") + "/t.db";
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->SchemaVersion(), kSchemaVersion);
+  sqlite3* raw;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* st;
+  sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  for (const char* table : {"devices", "toolchains", "problems", "variants", "trials", "winners", "cubins", "tuning_runs"}) {
+    sqlite3_prepare_v2(raw, "SELECT count(*) FROM sqlite_schema WHERE name = ?", -1, &st, nullptr);
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 1) << table;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(raw);
+}
+
+TEST(Database, MigratesVersion1File) {
+  std::string path = TempDir("db_migrate") + "/v1.db";
+  // A version-1 file written by hand: no compile_ms/phase/run_id columns, no tuning_runs.
+  sqlite3* raw;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  const char* v1 = R"sql(
+    CREATE TABLE devices(id INTEGER PRIMARY KEY, name TEXT NOT NULL, uuid TEXT NOT NULL, cc_major INTEGER NOT NULL,
+      cc_minor INTEGER NOT NULL, sm_count INTEGER NOT NULL, driver_version TEXT NOT NULL, UNIQUE(uuid, driver_version));
+    CREATE TABLE toolchains(id INTEGER PRIMARY KEY, nvrtc_version TEXT NOT NULL, generator_version TEXT NOT NULL,
+      template_hash TEXT NOT NULL, UNIQUE(nvrtc_version, generator_version, template_hash));
+    CREATE TABLE problems(id INTEGER PRIMARY KEY, dtype TEXT NOT NULL, head_dim INTEGER NOT NULL, causal INTEGER NOT NULL,
+      batch INTEGER NOT NULL, seqlen_q INTEGER NOT NULL, seqlen_k INTEGER NOT NULL, heads_q INTEGER NOT NULL,
+      heads_kv INTEGER NOT NULL, bucket TEXT NOT NULL, q_bucket INTEGER NOT NULL, k_bucket INTEGER NOT NULL,
+      bh_bucket INTEGER NOT NULL, UNIQUE(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv));
+    CREATE TABLE variants(id INTEGER PRIMARY KEY, uri TEXT NOT NULL, params TEXT NOT NULL, source_hash TEXT NOT NULL,
+      UNIQUE(uri, source_hash));
+    CREATE TABLE trials(id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES devices(id),
+      toolchain_id INTEGER NOT NULL REFERENCES toolchains(id), problem_id INTEGER NOT NULL REFERENCES problems(id),
+      variant_id INTEGER NOT NULL REFERENCES variants(id), status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '',
+      median_us REAL, iqr_us REAL, tflops REAL, reps INTEGER NOT NULL DEFAULT 0, registers INTEGER NOT NULL DEFAULT 0,
+      smem_bytes INTEGER NOT NULL DEFAULT 0, spill_bytes INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+    CREATE TABLE winners(device_id INTEGER NOT NULL, toolchain_id INTEGER NOT NULL, bucket TEXT NOT NULL,
+      dtype TEXT NOT NULL, head_dim INTEGER NOT NULL, causal INTEGER NOT NULL, q_bucket INTEGER NOT NULL,
+      k_bucket INTEGER NOT NULL, bh_bucket INTEGER NOT NULL, problem_id INTEGER NOT NULL, variant_id INTEGER NOT NULL,
+      median_us REAL NOT NULL, tflops REAL NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY(device_id, toolchain_id, bucket));
+    CREATE TABLE cubins(source_hash TEXT NOT NULL, arch TEXT NOT NULL, options TEXT NOT NULL, nvrtc_version TEXT NOT NULL,
+      image BLOB NOT NULL, registers INTEGER NOT NULL, smem_bytes INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,
+      log TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(source_hash, arch, options, nvrtc_version));
+    INSERT INTO devices VALUES(1, 'NVIDIA H200', 'GPU-aaaa', 9, 0, 132, '580.65');
+    INSERT INTO toolchains VALUES(1, '13.0', '0.1.0', 'tplhash1');
+    INSERT INTO problems VALUES(1, 'bf16', 128, 0, 4, 4096, 4096, 16, 16, 'bf16/d128/full/q12/k12/bh6', 12, 12, 6);
+    INSERT INTO variants VALUES(1, 'fa2_fwd_bf16_d128_br128_bc64_w4_s2_full', '{}', 'h');
+    INSERT INTO trials(device_id, toolchain_id, problem_id, variant_id, status, median_us, iqr_us, tflops, reps, created_at)
+      VALUES(1, 1, 1, 1, 'ok', 250.0, 2.0, 300.0, 20, '2026-01-01T00:00:00.000Z');
+    PRAGMA user_version = 1;)sql";
+  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->SchemaVersion(), 2);
+  // The old trial survived with v2 defaults; v2 features work.
+  auto rows = (*db)->TrialsForProblem(1);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].trial.phase, "search");
+  EXPECT_DOUBLE_EQ((*rows)[0].trial.median_us, 250.0);
+  auto run = (*db)->BeginRun(1, 1, "exhaustive");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE((*db)->EndRun(*run, RunCounts{1, 2, 0, 0, 1}).ok());
+}
+
+TEST(Database, NewerSchemaIsUnsupported) {
+  std::string path = TempDir("db_newer") + "/v9.db";
+  sqlite3* raw;
+  sqlite3_open(path.c_str(), &raw);
+  sqlite3_exec(raw, "CREATE TABLE x(a); PRAGMA user_version = 9;", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto db = Database::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), Code::kUnsupported);
+}
+
+TEST(Database, CorruptFileIsClearErrorAndUntouched) {
+  std::string dir = TempDir("db_corrupt");
+  for (const std::string& content : {std::string("this is not a database\n"), std::string(4096, '\x17')}) {
+    std::string path = dir + "/bad.db";
+    std::ofstream(path, std::ios::binary) << content;
+    auto db = Database::Open(path);
+    ASSERT_FALSE(db.ok());
+    EXPECT_EQ(db.status().code(), Code::kCorrupt);
+    EXPECT_NE(db.status().message().find(path), std::string::npos) << db.status().message();
+    EXPECT_EQ(Slurp(path), content);
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  }
+  // A SQLite file of some other program is not ours either.
+  std::string other = dir + "/other.db";
+  sqlite3* raw;
+  sqlite3_open(other.c_str(), &raw);
+  sqlite3_exec(raw, "CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES('keep me');", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  std::string before = Slurp(other);
+  auto db = Database::Open(other);
+  EXPECT_EQ(db.status().code(), Code::kCorrupt);
+  EXPECT_EQ(Slurp(other), before);
+}
+
+TEST(Database, TrialsRankedOkFirst) {
+  auto db = Database::Open(TempDir("db_rank") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  Problem p = P(4096);
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(128, 64), 300)).ok());
+  TrialRecord bad = Ok(p, V(64, 32), 0);
+  bad.status = Code::kCompileError;
+  bad.message = "nvrtc said no";
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, bad).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(128, 128), 250)).ok());
+  auto pid = (*db)->FindProblem(p);
+  ASSERT_TRUE(pid.ok());
+  auto rows = (*db)->TrialsForProblem(*pid);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].trial.variant, V(128, 128));
+  EXPECT_EQ((*rows)[1].trial.variant, V(128, 64));
+  EXPECT_EQ((*rows)[2].status_name, "compile_error");
+  EXPECT_EQ((*rows)[2].trial.message, "nvrtc said no");
+  EXPECT_GT((*rows)[0].trial.tflops, 0);
+  EXPECT_EQ((*rows)[2].trial.tflops, 0);
+}
+
+TEST(Database, WinnerNeedsOkTrial) {
+  auto db = Database::Open(TempDir("db_winner_ok") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  Problem p = P(4096);
+  TrialRecord wrong = Ok(p, V(128, 64), 100);
+  wrong.status = Code::kWrongResult;
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, wrong).ok());
+  Status s = (*db)->SetWinner(dev, tc, p, V(128, 64), wrong.source_hash, 100, 1);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+}
+
+TEST(Database, StaleRowsNeverWinners) {
+  auto db = Database::Open(TempDir("db_stale") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  Problem p = P(4096);
+  BucketKey b = BucketOf(p);
+  // Winners recorded on another model, another driver, and another template hash.
+  DeviceRecord a100{"NVIDIA A100", "GPU-bbbb", 8, 0, 108, "580.65"};
+  DeviceRecord old_driver = kH200;
+  old_driver.driver_version = "550.10";
+  ToolchainInfo old_tpl = kTc;
+  old_tpl.template_hash = "tplhash0";
+  struct Row { DeviceRecord d; ToolchainInfo t; double us; };
+  for (const Row& r : {Row{a100, kTc, 10}, Row{old_driver, kTc, 11}, Row{kH200, old_tpl, 12}}) {
+    int64_t dev = *(*db)->UpsertDevice(r.d), tc = *(*db)->UpsertToolchain(r.t);
+    ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(64, 64), r.us)).ok());
+    ASSERT_TRUE((*db)->SetWinner(dev, tc, p, V(64, 64), "src-" + V(64, 64).Uri(), r.us, 1).ok());
+  }
+  auto none = (*db)->FindWinner(kH200, kTc, b);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto near = (*db)->FindNearestWinner(kH200, kTc, b);
+  ASSERT_TRUE(near.ok());
+  EXPECT_FALSE(near->has_value());
+  // The current one, on a sibling GPU of the same model, is found.
+  DeviceRecord sibling = kH200;
+  sibling.uuid = "GPU-cccc";
+  int64_t dev = *(*db)->UpsertDevice(sibling), tc = *(*db)->UpsertToolchain(kTc);
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(p, V(128, 64), 20)).ok());
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, p, V(128, 64), "src-" + V(128, 64).Uri(), 20, 1).ok());
+  auto found = (*db)->FindWinner(kH200, kTc, b);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->variant, V(128, 64));
+  EXPECT_DOUBLE_EQ((*found)->median_us, 20);
+}
+
+TEST(Database, NearestBucketSameClass) {
+  auto db = Database::Open(TempDir("db_nearest") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  for (int64_t n : {1024, 8192}) {
+    ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(P(n), V(128, n == 1024 ? 32 : 128), 5)).ok());
+    ASSERT_TRUE((*db)->SetWinner(dev, tc, P(n), V(128, n == 1024 ? 32 : 128),
+                                 "src-" + V(128, n == 1024 ? 32 : 128).Uri(), 5, 1).ok());
+  }
+  auto near = (*db)->FindNearestWinner(kH200, kTc, BucketOf(P(4096)));  // q12: 8192 (q13) is 1+1+1 away
+  ASSERT_TRUE(near.ok());
+  ASSERT_TRUE(near->has_value());
+  EXPECT_EQ((*near)->variant.block_n, 128);
+  EXPECT_GT((*near)->distance, 0);
+  auto causal = (*db)->FindNearestWinner(kH200, kTc, BucketOf(P(4096, true)));
+  ASSERT_TRUE(causal.ok());
+  EXPECT_FALSE(causal->has_value());
+}
+
+TEST(Database, CubinRoundTrip) {
+  auto db = Database::Open(TempDir("db_cubin") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  CubinRecord c{"srchash", "sm_90a", "-O3", "13.0", {'\x7f', 'E', 'L', 'F', '\0', 'x'}, 128, 1000, 0, "ptxas info"};
+  ASSERT_TRUE((*db)->PutCubin(c).ok());
+  auto got = (*db)->GetCubin("srchash", "sm_90a", "-O3", "13.0");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->image, c.image);
+  EXPECT_EQ(got->registers, 128);
+  EXPECT_EQ((*db)->GetCubin("srchash", "sm_80", "-O3", "13.0").status().code(), Code::kNotFound);
+}
+
+TEST(Database, ExportMergeRoundTrip) {
+  std::string dir = TempDir("db_merge");
+  auto a = Database::Open(dir + "/a.db");
+  auto b = Database::Open(dir + "/b.db");
+  ASSERT_TRUE(a.ok() && b.ok());
+  int64_t dev = *(*a)->UpsertDevice(kH200), tc = *(*a)->UpsertToolchain(kTc);
+  ASSERT_TRUE((*a)->RecordTrial(dev, tc, Ok(P(4096), V(128, 64), 300)).ok());
+  ASSERT_TRUE((*a)->RecordTrial(dev, tc, Ok(P(4096), V(128, 128), 280)).ok());
+  ASSERT_TRUE((*a)->SetWinner(dev, tc, P(4096), V(128, 128), "src-" + V(128, 128).Uri(), 280, 1).ok());
+  ASSERT_TRUE((*a)->PutCubin(CubinRecord{"s", "sm_90a", "", "13.0", {'x'}, 1, 2, 0, ""}).ok());
+  // b has its own row first, so ids differ between the files.
+  DeviceRecord other = kH200;
+  other.uuid = "GPU-zzzz";
+  int64_t bdev = *(*b)->UpsertDevice(other), btc = *(*b)->UpsertToolchain(ToolchainInfo{"12.9", "0.0.1", "x"});
+  ASSERT_TRUE((*b)->RecordTrial(bdev, btc, Ok(P(512), V(64, 64), 10)).ok());
+
+  auto m1 = (*b)->Merge(dir + "/a.db");
+  ASSERT_TRUE(m1.ok()) << m1.status().ToString();
+  EXPECT_EQ(m1->trials_added, 2);
+  EXPECT_EQ(m1->winners_added, 1);
+  EXPECT_EQ(m1->cubins_added, 1);
+  auto m2 = (*b)->Merge(dir + "/a.db");
+  ASSERT_TRUE(m2.ok());
+  EXPECT_EQ(m2->trials_added, 0);
+  EXPECT_EQ(m2->winners_added, 0);
+  auto w = (*b)->FindWinner(kH200, kTc, BucketOf(P(4096)));
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_EQ((*w)->variant, V(128, 128));
+
+  // Export of a's rows appears in b's export (b also has its own row).
+  auto ea = (*a)->Export(ExportFormat::kCsv);
+  auto eb = (*b)->Export(ExportFormat::kCsv);
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  EXPECT_NE(eb->find(V(128, 128).Uri()), std::string::npos);
+  EXPECT_NE(eb->find(V(64, 64).Uri()), std::string::npos);
+  auto json = (*b)->Export(ExportFormat::kJson);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->front(), '[');
+  EXPECT_NE(json->find("\"variant\":\"" + V(128, 128).Uri() + "\""), std::string::npos);
+
+  // Both export formats feed the replay measurer with the recorded values.
+  for (const std::string& text : {*ea, *(*a)->Export(ExportFormat::kJson)}) {
+    auto r = ReplayMeasurer::FromText(text, "export", {});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto m = (*r)->Measure(P(4096), V(128, 64));
+    ASSERT_TRUE(m.ok());
+    EXPECT_DOUBLE_EQ(m->median_us, 300);
+    EXPECT_EQ(m->source_hash, "src-" + V(128, 64).Uri());
+  }
+
+  // Merging a corrupt file fails cleanly and leaves it alone.
+  std::string bad = dir + "/bad.db";
+  std::ofstream(bad) << "nope";
+  auto m3 = (*b)->Merge(bad);
+  EXPECT_EQ(m3.status().code(), Code::kCorrupt);
+  EXPECT_EQ(Slurp(bad), "nope");
+}
+
+TEST(Database, PruneAndCheck) {
+  auto db = Database::Open(TempDir("db_prune") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  ToolchainInfo old = kTc;
+  old.template_hash = "old";
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc), otc = *(*db)->UpsertToolchain(old);
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(P(4096), V(128, 64), 300)).ok());
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, P(4096), V(128, 64), "src-" + V(128, 64).Uri(), 300, 1).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, otc, Ok(P(4096), V(128, 64), 310)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, otc, Ok(P(1024), V(128, 64), 80)).ok());
+  ASSERT_TRUE((*db)->SetWinner(dev, otc, P(1024), V(128, 64), "src-" + V(128, 64).Uri(), 80, 1).ok());
+  auto check = (*db)->Check(kTc);
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->integrity_ok);
+  EXPECT_EQ(check->trials, 3);
+  EXPECT_EQ(check->stale_trials, 2);
+  EXPECT_EQ(check->stale_winners, 1);
+  ASSERT_EQ(check->stale_toolchains.size(), 1u);
+  auto pruned = (*db)->Prune(kTc);
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(pruned->trials_removed, 2);
+  EXPECT_EQ(pruned->winners_removed, 1);
+  EXPECT_EQ(pruned->toolchains_removed, 1);
+  auto w = (*db)->FindWinner(kH200, kTc, BucketOf(P(4096)));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->has_value());
+  auto after = (*db)->Check(kTc);
+  EXPECT_EQ(after->stale_trials, 0);
+}
+
+TEST(Database, ReadOnlyMissingIsNotFound) {
+  auto db = Database::Open(TempDir("db_ro") + "/absent.db", Database::OpenOptions{true, 100});
+  EXPECT_EQ(db.status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace flashtune

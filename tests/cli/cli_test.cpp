@@ -1,0 +1,166 @@
+// Runs the real `flashtune` binary and checks exit codes and messages.
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Captures stdout and stderr, or only stderr when `stderr_only`.
+CliRun RunCli(const std::string& args, const std::string& env = "", bool stderr_only = false) {
+  const std::string command =
+      env + " '" FLASHTUNE_CLI_PATH "' " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>&1");
+  CliRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+TEST(Cli, NoCommandIsUsageError) {
+  CliRun r = RunCli("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.output, "usage: flashtune")) << r.output;
+}
+
+TEST(Cli, UnknownCommandNamesAllowedOnes) {
+  CliRun r = RunCli("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.output, "unknown command 'frobnicate'")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "compile")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "info")) << r.output;
+}
+
+TEST(Cli, HelpListsCommands) {
+  CliRun r = RunCli("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.output, "info")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "compile")) << r.output;
+}
+
+TEST(Cli, InfoExitsZeroAndReportsWhatItFinds) {
+  // With FLASHTUNE_LIBCUDA pointing nowhere this is the no-driver path on every machine.
+  CliRun r = RunCli("info", "FLASHTUNE_LIBCUDA=/nonexistent/libcuda.so.1 FLASHTUNE_DB=/tmp/x.db");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "nvrtc:")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "sm_90a")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "no CUDA driver found")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "database: /tmp/x.db")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "cache:")) << r.output;
+}
+
+TEST(Cli, InfoJsonIsOneObject) {
+  CliRun r = RunCli("info --json", "FLASHTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_FALSE(r.output.empty());
+  EXPECT_EQ(r.output.front(), '{');
+  EXPECT_TRUE(Contains(r.output, "\"driver\":null")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "\"database\":\"./flashtune.db\"")) << r.output;
+}
+
+TEST(Cli, InfoRejectsUnknownOption) {
+  CliRun r = RunCli("info --bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.output, "bogus")) << r.output;
+}
+
+TEST(Cli, EachCommandHasHelp) {
+  for (const char* command : {"info", "compile"}) {
+    CliRun r = RunCli(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_TRUE(Contains(r.output, "usage: flashtune " + std::string(command))) << r.output;
+  }
+}
+
+TEST(Cli, CompileWithoutFileIsUsageError) {
+  CliRun r = RunCli("compile --arch sm_90a");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.output, "missing FILE")) << r.output;
+}
+
+TEST(Cli, CompileWithBadArchNamesAllowedValues) {
+  flashtune::testing::TempDir dir;
+  const std::string file = dir.path() + "/k.cu";
+  std::ofstream(file) << "extern \"C\" __global__ void k() {}\n";
+  CliRun r = RunCli("compile " + file + " --arch sm_91");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.output, "sm_91")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "allowed: sm_75")) << r.output;
+  CliRun missing = RunCli("compile " + file);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(Contains(missing.output, "missing --arch")) << missing.output;
+}
+
+TEST(Cli, CompileOfMissingFileFails) {
+  CliRun r = RunCli("compile /nonexistent/kernel.cu --arch sm_90a");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.output, "/nonexistent/kernel.cu")) << r.output;
+}
+
+TEST(Cli, CompileReportsResourcesAndWritesCubin) {
+  flashtune::testing::TempDir dir;
+  const std::string file = dir.path() + "/k.cu";
+  const std::string out = dir.path() + "/k.cubin";
+  std::ofstream(file) << "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }\n";
+  CliRun r = RunCli("compile " + file + " --arch sm_80 -o " + out + " --option=-DUNUSED=1",
+                 "FLASHTUNE_CACHE_DIR=" + dir.path() + "/cache");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "registers:")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "-DUNUSED=1")) << r.output;
+  std::ifstream cubin(out, std::ios::binary);
+  char magic[4] = {};
+  cubin.read(magic, 4);
+  EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF");
+  CliRun again = RunCli("compile " + file + " --arch sm_80 --option=-DUNUSED=1",
+                     "FLASHTUNE_CACHE_DIR=" + dir.path() + "/cache");
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_TRUE(Contains(again.output, "(from cache)")) << again.output;
+}
+
+TEST(Cli, CompileErrorShowsNvrtcLogOnStderr) {
+  flashtune::testing::TempDir dir;
+  const std::string file = dir.path() + "/bad.cu";
+  std::ofstream(file) << "extern \"C\" __global__ void k() { undeclared_name = 1; }\n";
+  CliRun r = RunCli("compile " + file + " --arch sm_90a", "", /*stderr_only=*/true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.output, "compile_error")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "undeclared_name")) << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, BinaryDoesNotLinkLibcuda) {
+  // The driver is dlopen'ed so the CLI runs on machines without one.
+  FILE* pipe = ::popen("readelf -d '" FLASHTUNE_CLI_PATH "' 2>/dev/null", "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string dynamic;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) dynamic.append(buffer, n);
+  ::pclose(pipe);
+  if (dynamic.find("NEEDED") == std::string::npos) GTEST_SKIP() << "readelf unavailable";
+  EXPECT_EQ(dynamic.find("libcuda"), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("libnvrtc"), std::string::npos) << dynamic;
+}
+
+}  // namespace

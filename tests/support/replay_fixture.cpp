@@ -1,0 +1,75 @@
+#include "tests/support/replay_fixture.h"
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace flashtune::testing {
+
+std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  // Optimum: block_m 128, block_n 128 or 64, warps 8 or 4, stages 3 or 2 depending on the seed.
+  const int bm = 128, bn = (seed % 2) ? 128 : 64, w = (seed % 3) ? 8 : 4, s = (seed % 5) ? 3 : 2;
+  std::uniform_real_distribution<double> noise(-0.005, 0.005);
+  const double base = p.Flops() / (300e12) * 1e6;  // 300 TFLOP/s at the optimum
+  std::vector<RecordedRow> rows;
+  for (const Variant& v : TemporaryEnumerateSpace(p)) {
+    double penalty = 1 + 0.15 * std::abs(std::log2(double(v.block_m) / bm)) +
+                     0.12 * std::abs(std::log2(double(v.block_n) / bn)) + 0.10 * std::abs(std::log2(double(v.warps) / w)) +
+                     0.04 * std::abs(v.stages - s);
+    RecordedRow r;
+    r.problem = p;
+    r.variant = v;
+    r.median_us = base * penalty * (1 + noise(rng));
+    r.iqr_us = r.median_us * 0.003;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
+  std::string out = "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase\n";
+  char buf[512];
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "%s,%d,%d,%lld,%lld,%lld,%lld,%lld,%s,%s,%.6f,%.6f,%s\n",
+                  std::string(DTypeName(r.problem.dtype)).c_str(), r.problem.head_dim, r.problem.causal ? 1 : 0,
+                  (long long)r.problem.batch, (long long)r.problem.seqlen_q, (long long)r.problem.seqlen_k,
+                  (long long)r.problem.heads_q, (long long)r.problem.heads_kv, r.variant.Uri().c_str(),
+                  r.status.c_str(), r.median_us, r.iqr_us, r.phase.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::path(FLASHTUNE_BINARY_DIR) / "test_tmp" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string WriteTempFile(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::path(FLASHTUNE_BINARY_DIR) / "test_tmp";
+  std::filesystem::create_directories(dir);
+  auto path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::vector<Problem> SmallProblemSet() {
+  ProblemSetOptions o;
+  o.seqlens = {512, 2048};
+  return *MakeProblemSet(o);
+}
+
+int RunShell(const std::string& command) {
+  int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace flashtune::testing

@@ -1,0 +1,131 @@
+#include "flashtune/problem_set.h"
+
+#include <gtest/gtest.h>
+
+namespace flashtune {
+namespace {
+
+TEST(ProblemSet, DefaultIsFa2BenchmarkSizing) {
+  auto set = MakeProblemSet(ProblemSetOptions{});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->size(), 2u * 2 * 2 * 6);
+  for (const Problem& p : *set) {
+    EXPECT_EQ(p.heads_q * p.head_dim, 2048);
+    EXPECT_EQ(p.heads_kv, p.heads_q);
+    EXPECT_EQ(p.batch * p.seqlen_q, 16384);
+    EXPECT_EQ(p.seqlen_k, p.seqlen_q);
+  }
+  EXPECT_EQ((*set)[0].dtype, DType::kBF16);
+  EXPECT_EQ((*set)[0].head_dim, 64);
+  EXPECT_EQ((*set)[0].seqlen_q, 512);
+}
+
+TEST(ProblemSet, CrossLengthsAndGqa) {
+  ProblemSetOptions o;
+  o.dtypes = {DType::kF16};
+  o.head_dims = {128};
+  o.causal = {true};
+  o.seqlens = {1, 4096};
+  o.seqlens_k = {8192};
+  o.heads_kv = 4;
+  auto set = MakeProblemSet(o);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->size(), 2u);
+  EXPECT_EQ((*set)[0].seqlen_q, 1);
+  EXPECT_EQ((*set)[0].seqlen_k, 8192);
+  EXPECT_EQ((*set)[1].heads_kv, 4);
+  EXPECT_EQ((*set)[1].heads_q, 16);
+}
+
+TEST(ProblemSet, RejectsBadOptionsNamingThem) {
+  ProblemSetOptions o;
+  o.head_dims = {100};
+  auto r = MakeProblemSet(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("100"), std::string::npos);
+  ProblemSetOptions g;
+  g.heads_kv = 3;  // 32 % 3 != 0
+  auto r2 = MakeProblemSet(g);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("heads_kv"), std::string::npos);
+}
+
+TEST(ProblemSet, FileRoundTrip) {
+  auto set = MakeProblemSet(ProblemSetOptions{});
+  ASSERT_TRUE(set.ok());
+  std::string text = "# my set\n\n";
+  for (const Problem& p : *set) text += FormatProblemLine(p) + "   # trailing comment\n";
+  auto parsed = ParseProblemSet(text, "set.txt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, *set);
+}
+
+TEST(ProblemSet, FileDefaultsAndSizing) {
+  auto parsed = ParseProblemSet("dtype=f16 d=64 nq=1024 tokens=16384 hidden=2048 causal=1\n", "s");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const Problem& p = (*parsed)[0];
+  EXPECT_EQ(p.batch, 16);
+  EXPECT_EQ(p.heads_q, 32);
+  EXPECT_EQ(p.heads_kv, 32);
+  EXPECT_EQ(p.seqlen_k, 1024);
+  EXPECT_TRUE(p.causal);
+}
+
+TEST(ProblemSet, FileErrorsNameLineAndField) {
+  struct Case { const char* text; const char* want; };
+  const Case cases[] = {
+      {"dtype=bf16 d=128 nq=512 batch=1 hq=16\ndtype=bf16 d=13 nq=512 batch=1 hq=16\n", "set.txt:2: field 'head_dim'"},
+      {"dtype=bf32 d=128 nq=512 batch=1 hq=16\n", "set.txt:1: field 'dtype'"},
+      {"\n\ndtype=bf16 d=128 nq=x batch=1 hq=16\n", "set.txt:3: field 'nq'"},
+      {"dtype=bf16 d=128 nq=512 hq=16\n", "set.txt:1: fields 'batch'"},
+      {"dtype=bf16 d=128 nq=512 batch=1 hq=16 color=red\n", "set.txt:1: unknown field 'color'"},
+      {"dtype=bf16 d=128 nq=512 batch=1 hq=16 hkv=5\n", "set.txt:1: field 'heads_q'"},
+      {"# nothing\n", "no problems"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseProblemSet(c.text, "set.txt");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().message();
+  }
+  auto missing = LoadProblemSetFile("/nonexistent/set.txt");
+  EXPECT_EQ(missing.status().code(), Code::kIoError);
+}
+
+TEST(Bucket, PowerOfTwoRule) {
+  EXPECT_EQ(Log2Ceil(1), 0);
+  EXPECT_EQ(Log2Ceil(512), 9);
+  EXPECT_EQ(Log2Ceil(513), 10);
+  EXPECT_EQ(Log2Ceil(1024), 10);
+  Problem a{DType::kBF16, 128, true, 4, 4096, 3000, 16, 16};
+  BucketKey k = BucketOf(a);
+  EXPECT_EQ(k.seqlen_q_bucket, 12);
+  EXPECT_EQ(k.seqlen_k_bucket, 12);
+  EXPECT_EQ(k.batch_heads_bucket, 6);
+  EXPECT_EQ(BucketString(k), "bf16/d128/causal/q12/k12/bh6");
+  auto parsed = ParseBucketKey(BucketString(k));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, k);
+  EXPECT_FALSE(ParseBucketKey("bf16/d128/maybe/q1/k1/bh1").ok());
+  Problem b = a;
+  b.seqlen_q = 3500;  // same bucket as 4096
+  EXPECT_EQ(BucketOf(b), k);
+}
+
+TEST(Bucket, DistanceOnlyWithinClass) {
+  Problem a{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
+  Problem b = a;
+  b.seqlen_q = b.seqlen_k = 1024;
+  EXPECT_EQ(BucketDistance(BucketOf(a), BucketOf(a)), 0);
+  EXPECT_EQ(BucketDistance(BucketOf(a), BucketOf(b)), 4);
+  Problem c = a;
+  c.causal = true;
+  EXPECT_EQ(BucketDistance(BucketOf(a), BucketOf(c)), -1);
+  c = a;
+  c.head_dim = 64;
+  EXPECT_EQ(BucketDistance(BucketOf(a), BucketOf(c)), -1);
+}
+
+}  // namespace
+}  // namespace flashtune

@@ -1,0 +1,245 @@
+// Problem sets and the bucketing rule; see include/flashtune/problem_set.h.
+#include "flashtune/problem_set.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace flashtune {
+
+namespace {
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+bool SupportedHeadDim(int d) {
+  for (int s : kSupportedHeadDims)
+    if (s == d) return true;
+  return false;
+}
+
+std::string HeadDimList() {
+  std::string s;
+  for (int d : kSupportedHeadDims) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s;
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+int Log2Ceil(int64_t n) {
+  int e = 0;
+  while (e < 62 && (int64_t{1} << e) < n) ++e;
+  return e;
+}
+
+Status ValidateProblem(const Problem& p) {
+  if (!SupportedHeadDim(p.head_dim))
+    return Invalid("head_dim " + std::to_string(p.head_dim) + " is not supported; allowed: " +
+                   HeadDimList());
+  const std::pair<const char*, int64_t> sizes[] = {{"batch", p.batch},       {"seqlen_q", p.seqlen_q},
+                                                   {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
+                                                   {"heads_kv", p.heads_kv}};
+  for (auto [name, v] : sizes)
+    if (v < 1 || v >= (int64_t{1} << 31))
+      return Invalid(std::string(name) + " = " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
+  if (p.heads_q % p.heads_kv != 0)
+    return Invalid("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
+                   std::to_string(p.heads_kv) + ")");
+  return Status::Ok();
+}
+
+Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
+  if (o.dtypes.empty()) return Invalid("dtypes: empty; allowed: bf16, f16");
+  if (o.head_dims.empty()) return Invalid("head_dims: empty; allowed: " + HeadDimList());
+  if (o.causal.empty()) return Invalid("causal: empty; allowed: 0, 1");
+  if (o.seqlens.empty()) return Invalid("seqlens: empty; allowed: integers >= 1");
+  if (o.hidden < 1) return Invalid("hidden: must be >= 1");
+  if (o.tokens < 1) return Invalid("tokens: must be >= 1");
+  if (o.heads_kv < 0) return Invalid("heads_kv: must be >= 0 (0 means heads_q)");
+  std::vector<Problem> out;
+  for (DType dt : o.dtypes)
+    for (int d : o.head_dims) {
+      if (!SupportedHeadDim(d))
+        return Invalid("head_dims: " + std::to_string(d) + " is not supported; allowed: " + HeadDimList());
+      if (o.hidden % d != 0)
+        return Invalid("hidden " + std::to_string(o.hidden) + " is not a multiple of head dim " + std::to_string(d));
+      for (bool c : o.causal)
+        for (int64_t nq : o.seqlens) {
+          std::vector<int64_t> nks = o.seqlens_k.empty() ? std::vector<int64_t>{nq} : o.seqlens_k;
+          for (int64_t nk : nks) {
+            Problem p;
+            p.dtype = dt;
+            p.head_dim = d;
+            p.causal = c;
+            p.seqlen_q = nq;
+            p.seqlen_k = nk;
+            p.heads_q = o.hidden / d;
+            p.heads_kv = o.heads_kv == 0 ? p.heads_q : o.heads_kv;
+            p.batch = nq >= 1 ? std::max<int64_t>(1, o.tokens / nq) : 0;
+            Status s = ValidateProblem(p);
+            if (!s.ok()) return Invalid("problem set: " + s.message());
+            out.push_back(p);
+          }
+        }
+    }
+  return out;
+}
+
+Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source) {
+  std::vector<Problem> out;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream in(line);
+    std::map<std::string, std::string> fields;
+    std::string token;
+    const std::string where = std::string(source) + ":" + std::to_string(line_no) + ": ";
+    while (in >> token) {
+      auto eq = token.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Invalid(where + "'" + token + "' is not key=value");
+      std::string key = token.substr(0, eq);
+      static const char* kKeys[] = {"dtype", "d", "causal", "batch", "nq", "nk", "hq", "hkv", "tokens", "hidden"};
+      bool known = false;
+      for (const char* k : kKeys) known |= key == k;
+      if (!known)
+        return Invalid(where + "unknown field '" + key +
+                       "'; allowed: dtype, d, causal, batch, nq, nk, hq, hkv, tokens, hidden");
+      if (fields.count(key)) return Invalid(where + "field '" + key + "' given twice");
+      fields[key] = token.substr(eq + 1);
+    }
+    if (fields.empty()) {
+      if (end == text.size()) break;
+      continue;
+    }
+    std::map<std::string, int64_t> nums;
+    for (auto& [k, v] : fields) {
+      if (k == "dtype") continue;
+      int64_t n;
+      if (!ParseInt64(v, &n)) return Invalid(where + "field '" + k + "': '" + v + "' is not an integer");
+      nums[k] = n;
+    }
+    for (const char* req : {"dtype", "d", "nq"})
+      if (!fields.count(req)) return Invalid(where + "field '" + req + "' is missing");
+    Problem p;
+    auto dt = ParseDType(fields["dtype"], "dtype");
+    if (!dt.ok()) return Invalid(where + "field 'dtype': " + dt.status().message());
+    p.dtype = *dt;
+    p.head_dim = int(nums["d"]);
+    if (nums.count("causal")) {
+      if (nums["causal"] != 0 && nums["causal"] != 1)
+        return Invalid(where + "field 'causal': allowed 0 or 1");
+      p.causal = nums["causal"] == 1;
+    }
+    p.seqlen_q = nums["nq"];
+    p.seqlen_k = nums.count("nk") ? nums["nk"] : p.seqlen_q;
+    if (nums.count("batch") && nums.count("hq")) {
+      p.batch = nums["batch"];
+      p.heads_q = nums["hq"];
+    } else if (nums.count("tokens") && nums.count("hidden")) {
+      if (p.seqlen_q < 1 || p.head_dim < 1 || nums["hidden"] % p.head_dim != 0)
+        return Invalid(where + "field 'hidden': must be a multiple of d");
+      p.batch = std::max<int64_t>(1, nums["tokens"] / p.seqlen_q);
+      p.heads_q = nums["hidden"] / p.head_dim;
+    } else {
+      return Invalid(where + "fields 'batch' and 'hq' (or 'tokens' and 'hidden') are missing");
+    }
+    p.heads_kv = nums.count("hkv") ? nums["hkv"] : p.heads_q;
+    Status s = ValidateProblem(p);
+    if (!s.ok()) {
+      // Name the file's field, not the struct's.
+      std::string m = s.message();
+      return Invalid(where + "field '" + m.substr(0, m.find(' ')) + "': " + m);
+    }
+    out.push_back(p);
+    if (end == text.size()) break;
+  }
+  if (out.empty()) return Invalid(std::string(source) + ": no problems");
+  return out;
+}
+
+Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(Code::kIoError, "problem-set file '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParseProblemSet(ss.str(), path);
+}
+
+std::string FormatProblemLine(const Problem& p) {
+  return "dtype=" + std::string(DTypeName(p.dtype)) + " d=" + std::to_string(p.head_dim) +
+         " causal=" + (p.causal ? "1" : "0") + " batch=" + std::to_string(p.batch) +
+         " nq=" + std::to_string(p.seqlen_q) + " nk=" + std::to_string(p.seqlen_k) +
+         " hq=" + std::to_string(p.heads_q) + " hkv=" + std::to_string(p.heads_kv);
+}
+
+BucketKey BucketOf(const Problem& p) {
+  BucketKey k;
+  k.dtype = p.dtype;
+  k.head_dim = p.head_dim;
+  k.causal = p.causal;
+  k.seqlen_q_bucket = Log2Ceil(p.seqlen_q);
+  k.seqlen_k_bucket = Log2Ceil(p.seqlen_k);
+  k.batch_heads_bucket = Log2Ceil(p.batch * p.heads_q);
+  return k;
+}
+
+std::string BucketString(const BucketKey& k) {
+  return std::string(DTypeName(k.dtype)) + "/d" + std::to_string(k.head_dim) + "/" +
+         (k.causal ? "causal" : "full") + "/q" + std::to_string(k.seqlen_q_bucket) + "/k" +
+         std::to_string(k.seqlen_k_bucket) + "/bh" + std::to_string(k.batch_heads_bucket);
+}
+
+Result<BucketKey> ParseBucketKey(std::string_view text) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t p = text.find('/', start);
+    parts.push_back(text.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+    if (p == std::string_view::npos) break;
+    start = p + 1;
+  }
+  auto bad = [&](const char* part) {
+    return Invalid("bucket '" + std::string(text) + "': bad " + part +
+                   "; expected <dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>");
+  };
+  if (parts.size() != 6) return bad("shape");
+  BucketKey k;
+  auto dt = ParseDType(parts[0], "dtype");
+  if (!dt.ok()) return bad("dtype");
+  k.dtype = *dt;
+  auto num = [](std::string_view s, std::string_view prefix, int* out) {
+    if (s.substr(0, prefix.size()) != prefix) return false;
+    s.remove_prefix(prefix.size());
+    auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  if (!num(parts[1], "d", &k.head_dim)) return bad("head dim");
+  if (parts[2] == "causal") k.causal = true;
+  else if (parts[2] == "full") k.causal = false;
+  else return bad("causal");
+  if (!num(parts[3], "q", &k.seqlen_q_bucket)) return bad("q bucket");
+  if (!num(parts[4], "k", &k.seqlen_k_bucket)) return bad("k bucket");
+  if (!num(parts[5], "bh", &k.batch_heads_bucket)) return bad("bh bucket");
+  return k;
+}
+
+int BucketDistance(const BucketKey& a, const BucketKey& b) {
+  if (a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +
+         std::abs(a.batch_heads_bucket - b.batch_heads_bucket);
+}
+
+}  // namespace flashtune

@@ -1,0 +1,482 @@
+// The tuning engine; see include/flashtune/tuner.h.
+#include "flashtune/tuner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace flashtune {
+
+Result<std::vector<Measurement>> Measurer::Remeasure(const Problem& problem, const std::vector<Variant>& variants) {
+  std::vector<Measurement> out;
+  for (const Variant& v : variants) {
+    auto m = Measure(problem, v);
+    if (!m.ok()) return m.status();
+    out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+std::string_view ProblemOutcomeName(ProblemOutcome o) {
+  switch (o) {
+    case ProblemOutcome::kTuned: return "tuned";
+    case ProblemOutcome::kSkipped: return "skipped";
+    case ProblemOutcome::kNoWinner: return "no_winner";
+    case ProblemOutcome::kError: return "error";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+std::string ModelKey(const DeviceRecord& d) {
+  return d.name + "|" + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + "|" +
+         std::to_string(d.sm_count) + "|" + d.driver_version;
+}
+
+double Tflops(const Problem& p, double median_us) { return median_us > 0 ? p.Flops() / (median_us * 1e6) : 0; }
+
+TrialRecord ToTrial(const Problem& p, const Variant& v, const Measurement& m, const char* phase, int64_t run_id) {
+  TrialRecord t;
+  t.problem = p;
+  t.variant = v;
+  t.source_hash = m.source_hash;
+  t.status = m.status.code();
+  t.message = m.status.ok() ? "" : m.status.ToString();
+  t.median_us = m.median_us;
+  t.iqr_us = m.iqr_us;
+  t.tflops = m.status.ok() ? Tflops(p, m.median_us) : 0;
+  t.reps = m.reps;
+  t.registers = m.registers;
+  t.smem_bytes = m.smem_bytes;
+  t.spill_bytes = m.spill_bytes;
+  t.compile_ms = m.compile_ms;
+  t.phase = phase;
+  t.run_id = run_id;
+  return t;
+}
+
+struct Shared {
+  const TuneOptions* options;
+  std::mutex mu;  // guards progress calls and summaries
+  std::atomic<int64_t> total_spent{0};
+  Clock::time_point start = Clock::now();
+};
+
+class Context final : public SearchContext {
+ public:
+  Context(Shared& shared, Database& db, Measurer& measurer, int64_t device_id, int64_t toolchain_id, int64_t run_id,
+          size_t index, const Problem& problem, std::vector<Variant> unmeasured, std::vector<CandidateResult> results,
+          size_t space, ProblemSummary& summary)
+      : shared_(shared), db_(db), measurer_(measurer), device_id_(device_id), toolchain_id_(toolchain_id),
+        run_id_(run_id), index_(index), problem_(problem), unmeasured_(std::move(unmeasured)),
+        results_(std::move(results)), space_(space), summary_(summary) {
+    const Budget& pp = shared.options->per_problem;
+    if (pp.measurements >= 0) per_problem_ = pp.measurements;
+    if (pp.fraction >= 0) {
+      int64_t f = std::max<int64_t>(1, int64_t(std::ceil(pp.fraction * double(space))));
+      per_problem_ = per_problem_ < 0 ? f : std::min(per_problem_, f);
+    }
+    start_ = Clock::now();
+  }
+
+  const Problem& problem() const override { return problem_; }
+  const std::vector<Variant>& unmeasured() const override { return unmeasured_; }
+  const std::vector<CandidateResult>& results() const override { return results_; }
+  size_t space_size() const override { return space_; }
+  int64_t per_problem_budget() const override { return per_problem_; }
+
+  int64_t budget_left() const override {
+    const TuneOptions& o = *shared_.options;
+    int64_t left = -1;
+    auto cap = [&left](int64_t v) { left = left < 0 ? std::max<int64_t>(0, v) : std::min(left, std::max<int64_t>(0, v)); };
+    if (per_problem_ >= 0) cap(per_problem_ - spent_);
+    if (o.per_problem.seconds >= 0 && Seconds(start_) >= o.per_problem.seconds) cap(0);
+    if (o.total.measurements >= 0) cap(o.total.measurements - shared_.total_spent.load());
+    if (o.total.seconds >= 0 && Seconds(shared_.start) >= o.total.seconds) cap(0);
+    return left;
+  }
+
+  Result<CandidateResult> Measure(const Variant& v) override {
+    auto it = std::find(unmeasured_.begin(), unmeasured_.end(), v);
+    if (it == unmeasured_.end())
+      return Status(Code::kInvalidArgument, "variant " + v.Uri() + " is not an unmeasured candidate");
+    if (budget_left() == 0) return Status(Code::kOutOfResources, "measurement budget spent");
+    unmeasured_.erase(it);
+    ++spent_;
+    shared_.total_spent.fetch_add(1);
+    auto m = measurer_.Measure(problem_, v);
+    if (!m.ok()) return m.status();
+    auto id = db_.RecordTrial(device_id_, toolchain_id_, ToTrial(problem_, v, *m, "search", run_id_));
+    if (!id.ok()) return id.status();
+    CandidateResult r{v, std::move(*m)};
+    ++summary_.measured;
+    if (!r.ok()) ++summary_.failed;
+    if (r.ok() && (best_us_ == 0 || r.measurement.median_us < best_us_)) best_us_ = r.measurement.median_us;
+    results_.push_back(r);
+    if (shared_.options->progress) {
+      std::lock_guard<std::mutex> lock(shared_.mu);
+      shared_.options->progress->OnCandidate(index_, results_.size(), space_, r, best_us_);
+    }
+    return r;
+  }
+
+  void SeedBest() {
+    for (const auto& r : results_)
+      if (r.ok() && (best_us_ == 0 || r.measurement.median_us < best_us_)) best_us_ = r.measurement.median_us;
+  }
+
+ private:
+  Shared& shared_;
+  Database& db_;
+  Measurer& measurer_;
+  int64_t device_id_, toolchain_id_, run_id_;
+  size_t index_;
+  Problem problem_;
+  std::vector<Variant> unmeasured_;
+  std::vector<CandidateResult> results_;
+  size_t space_;
+  ProblemSummary& summary_;
+  int64_t per_problem_ = -1;
+  int64_t spent_ = 0;
+  double best_us_ = 0;
+  Clock::time_point start_;
+};
+
+// Tunes one problem on one device; fills `s`. Returns an error only when the device's run
+// cannot continue (measurer or database failure).
+Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strategy, int64_t device_id,
+               int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem, ProblemSummary& s) {
+  const TuneOptions& o = *shared.options;
+  const DeviceRecord device = measurer.Device();
+  const ToolchainInfo toolchain = measurer.Toolchain();
+  s.problem = problem;
+  s.device = device.name + " " + device.uuid;
+  Status valid = ValidateProblem(problem);
+  if (!valid.ok()) {
+    s.outcome = ProblemOutcome::kError;
+    s.message = valid.message();
+    return Status::Ok();
+  }
+  const BucketKey bucket = BucketOf(problem);
+  s.bucket = BucketString(bucket);
+  auto pid = db.UpsertProblem(problem);
+  if (!pid.ok()) return pid.status();
+  // Winners are shared by every GPU of the model: one found by a sibling GPU counts.
+  auto existing = db.FindWinner(device, toolchain, bucket);
+  if (!existing.ok()) return existing.status();
+  if (*existing && !o.retune) {
+    s.outcome = ProblemOutcome::kSkipped;
+    s.winner_uri = (*existing)->variant_uri;
+    s.median_us = (*existing)->median_us;
+    s.tflops = (*existing)->tflops;
+    return Status::Ok();
+  }
+  auto space = o.enumerate(problem);
+  if (!space.ok()) {
+    s.outcome = ProblemOutcome::kError;
+    s.message = "enumerate: " + space.status().ToString();
+    return Status::Ok();
+  }
+  std::vector<Variant> unmeasured;
+  for (const Variant& v : *space)
+    if (std::find(unmeasured.begin(), unmeasured.end(), v) == unmeasured.end()) unmeasured.push_back(v);
+  const size_t space_size = unmeasured.size();
+  s.space = int64_t(space_size);
+  std::vector<CandidateResult> results;
+  if (!o.retune) {
+    // Resume: reuse this device's recorded first measurements.
+    auto rows = db.TrialsForProblem(*pid, device_id, toolchain_id);
+    if (!rows.ok()) return rows.status();
+    for (const TrialRow& row : *rows) {
+      if (row.trial.phase != "search") continue;
+      auto it = std::find(unmeasured.begin(), unmeasured.end(), row.trial.variant);
+      if (it == unmeasured.end()) continue;
+      Measurement m;
+      m.status = row.trial.status == Code::kOk ? Status::Ok() : Status(row.trial.status, row.trial.message);
+      m.median_us = row.trial.median_us;
+      m.iqr_us = row.trial.iqr_us;
+      m.reps = row.trial.reps;
+      m.registers = row.trial.registers;
+      m.smem_bytes = row.trial.smem_bytes;
+      m.spill_bytes = row.trial.spill_bytes;
+      m.compile_ms = row.trial.compile_ms;
+      m.source_hash = row.trial.source_hash;
+      results.push_back({*it, m});
+      unmeasured.erase(it);
+    }
+  }
+  s.resumed = int64_t(results.size());
+  if (o.progress) {
+    std::lock_guard<std::mutex> lock(shared.mu);
+    o.progress->OnProblemStart(index, problem, s.device, space_size);
+  }
+  Context ctx(shared, db, measurer, device_id, toolchain_id, run_id, index, problem, std::move(unmeasured),
+              std::move(results), space_size, s);
+  ctx.SeedBest();
+  Status searched = strategy.Search(ctx);
+  if (!searched.ok()) {
+    s.outcome = ProblemOutcome::kError;
+    s.message = searched.ToString();
+    // A failing measurer or database stops this device; anything else is this problem's error.
+    return searched.code() == Code::kDatabaseError || searched.code() == Code::kNoDriver ||
+                   searched.code() == Code::kNoDevice
+               ? searched
+               : Status::Ok();
+  }
+
+  std::vector<CandidateResult> ok;
+  for (const auto& r : ctx.results())
+    if (r.ok() && r.measurement.median_us > 0) ok.push_back(r);
+  if (ok.empty()) {
+    s.outcome = ProblemOutcome::kNoWinner;
+    s.message = ctx.results().empty() ? "nothing measured (budget spent or empty space)"
+                                      : "no candidate passed (" + std::to_string(ctx.results().size()) + " failed)";
+    return Status::Ok();
+  }
+  std::stable_sort(ok.begin(), ok.end(), [](const CandidateResult& a, const CandidateResult& b) {
+    return a.measurement.median_us < b.measurement.median_us;
+  });
+  // The incumbent: the stored winner when it is still a passing candidate, else the leader.
+  size_t incumbent = 0;
+  if (*existing)
+    for (size_t i = 0; i < ok.size(); ++i)
+      if (ok[i].variant.Uri() == (*existing)->variant_uri) incumbent = i;
+  std::vector<CandidateResult> finalists(ok.begin(), ok.begin() + std::min<size_t>(ok.size(), std::max(1, o.retime_top_k)));
+  if (incumbent >= finalists.size()) finalists.push_back(ok[incumbent]);
+  const Variant incumbent_variant = ok[incumbent].variant;
+
+  if (o.retime_top_k >= 2 && finalists.size() >= 2) {
+    std::vector<size_t> order(finalists.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::mt19937_64 rng(o.seed ^ std::hash<std::string>()(problem.ToString()));
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<Variant> shuffled;
+    for (size_t i : order) shuffled.push_back(finalists[i].variant);
+    auto again = measurer.Remeasure(problem, shuffled);
+    if (!again.ok()) {
+      s.outcome = ProblemOutcome::kError;
+      s.message = "re-timing: " + again.status().ToString();
+      return Status::Ok();
+    }
+    if (again->size() != shuffled.size())
+      return Status(Code::kInternal, "Remeasure returned " + std::to_string(again->size()) + " results for " +
+                                         std::to_string(shuffled.size()) + " variants");
+    std::vector<CandidateResult> retimed;
+    for (size_t k = 0; k < order.size(); ++k) {
+      Measurement m = (*again)[k];
+      if (m.source_hash.empty()) m.source_hash = finalists[order[k]].measurement.source_hash;
+      auto id = db.RecordTrial(device_id, toolchain_id, ToTrial(problem, shuffled[k], m, "retime", run_id));
+      if (!id.ok()) return id.status();
+      ++s.measured;
+      if (!m.status.ok()) {
+        ++s.failed;
+        continue;  // a candidate that fails re-timing is out of contention
+      }
+      retimed.push_back({shuffled[k], m});
+    }
+    if (retimed.empty()) {
+      s.outcome = ProblemOutcome::kNoWinner;
+      s.message = "every finalist failed re-timing";
+      return Status::Ok();
+    }
+    finalists = std::move(retimed);
+  }
+
+  // Noise rule: the challenger must beat the incumbent by more than the noise to displace it.
+  auto inc = std::find_if(finalists.begin(), finalists.end(),
+                          [&](const CandidateResult& r) { return r.variant == incumbent_variant; });
+  const CandidateResult* winner = nullptr;
+  const CandidateResult* challenger = nullptr;
+  for (const auto& r : finalists)
+    if (!(r.variant == incumbent_variant) &&
+        (!challenger || r.measurement.median_us < challenger->measurement.median_us))
+      challenger = &r;
+  if (inc == finalists.end()) {
+    winner = challenger;
+  } else if (!challenger) {
+    winner = &*inc;
+  } else {
+    const Measurement& a = inc->measurement;
+    const Measurement& b = challenger->measurement;
+    double noise = std::max({o.min_noise, a.iqr_us / a.median_us, b.iqr_us / b.median_us});
+    winner = b.median_us < a.median_us * (1 - noise) ? challenger : &*inc;
+  }
+  const Measurement& m = winner->measurement;
+  Status set = db.SetWinner(device_id, toolchain_id, problem, winner->variant, m.source_hash, m.median_us,
+                            Tflops(problem, m.median_us));
+  if (!set.ok()) return set;
+  s.outcome = ProblemOutcome::kTuned;
+  s.winner_uri = winner->variant.Uri();
+  s.median_us = m.median_us;
+  s.tflops = Tflops(problem, m.median_us);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr<Measurer>> measurers) {
+  if (measurers.empty()) return Status(Code::kInvalidArgument, "Tune: no measurers (devices) given");
+  if (!options.enumerate) return Status(Code::kInvalidArgument, "Tune: options.enumerate is not set");
+  if (options.db_path.empty()) return Status(Code::kInvalidArgument, "Tune: options.db_path is empty");
+  {
+    auto s = MakeStrategy(options.strategy);
+    if (!s.ok()) return s.status();
+  }
+  // Open (create/migrate) once up front so a bad file is one clear error before threads start.
+  {
+    auto db = Database::Open(options.db_path);
+    if (!db.ok()) return db.status();
+  }
+  Shared shared;
+  shared.options = &options;
+
+  // Group devices by model: one work queue per model over the whole problem list.
+  std::map<std::string, size_t> group_of_model;
+  std::vector<size_t> group(measurers.size());
+  for (size_t i = 0; i < measurers.size(); ++i)
+    group[i] = group_of_model.emplace(ModelKey(measurers[i]->Device()), group_of_model.size()).first->second;
+  const size_t groups = group_of_model.size();
+  const size_t n = options.problems.size();
+  std::vector<std::atomic<size_t>> next(groups);
+  for (auto& x : next) x.store(0);
+  std::vector<ProblemSummary> summaries(n * groups);
+  std::vector<Status> errors(measurers.size());
+  if (options.progress) options.progress->OnStart(n * groups, measurers.size());
+
+  auto worker = [&](size_t w) {
+    Measurer& measurer = *measurers[w];
+    auto strategy = MakeStrategy(options.strategy);
+    auto db = Database::Open(options.db_path);
+    if (!db.ok()) {
+      errors[w] = db.status();
+      return;
+    }
+    auto dev = (*db)->UpsertDevice(measurer.Device());
+    auto tc = (*db)->UpsertToolchain(measurer.Toolchain());
+    if (!dev.ok() || !tc.ok()) {
+      errors[w] = dev.ok() ? tc.status() : dev.status();
+      return;
+    }
+    auto run = (*db)->BeginRun(*dev, *tc, options.strategy);
+    if (!run.ok()) {
+      errors[w] = run.status();
+      return;
+    }
+    RunCounts counts;
+    const size_t g = group[w];
+    for (size_t i; (i = next[g].fetch_add(1)) < n;) {
+      const size_t index = g * n + i;
+      ProblemSummary& s = summaries[index];
+      auto t0 = Clock::now();
+      Status st = TuneOne(shared, **db, measurer, **strategy, *dev, *tc, *run, index, options.problems[i], s);
+      s.seconds = Seconds(t0);
+      ++counts.problems;
+      counts.measured += s.measured;
+      counts.failed += s.failed;
+      counts.skipped += s.outcome == ProblemOutcome::kSkipped;
+      counts.winners += s.outcome == ProblemOutcome::kTuned;
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(shared.mu);
+        options.progress->OnProblemEnd(index, s);
+      }
+      if (!st.ok()) {
+        s.outcome = ProblemOutcome::kError;
+        s.message = st.ToString();
+        errors[w] = st;
+        break;
+      }
+    }
+    (void)(*db)->EndRun(*run, counts);
+  };
+  if (measurers.size() == 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < measurers.size(); ++w) threads.emplace_back(worker, w);
+    for (auto& t : threads) t.join();
+  }
+  TuneSummary summary;
+  for (auto& s : summaries) {
+    if (s.bucket.empty() && s.device.empty()) continue;  // never reached (a worker stopped)
+    summary.measured += s.measured;
+    summary.failed += s.failed;
+    summary.winners += s.outcome == ProblemOutcome::kTuned;
+    summary.skipped += s.outcome == ProblemOutcome::kSkipped;
+    summary.errors += s.outcome == ProblemOutcome::kError;
+    summary.problems.push_back(std::move(s));
+  }
+  summary.seconds = Seconds(shared.start);
+  if (options.progress) options.progress->OnFinish(summary);
+  for (const Status& e : errors)
+    if (!e.ok()) return e;
+  return summary;
+}
+
+Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceRecord& device,
+                                              const ToolchainInfo& toolchain) {
+  if (!options.enumerate) return Status(Code::kInvalidArgument, "PlanTuning: options.enumerate is not set");
+  std::unique_ptr<Database> db;
+  std::error_code ec;
+  if (!options.db_path.empty() && std::filesystem::exists(options.db_path, ec)) {
+    auto opened = Database::Open(options.db_path, Database::OpenOptions{true, 10000});
+    if (!opened.ok()) return opened.status();
+    db = std::move(*opened);
+  }
+  int64_t device_id = 0, toolchain_id = 0;
+  if (db) {
+    auto d = db->FindDevice(device);
+    auto t = db->FindToolchain(toolchain);
+    device_id = d.ok() ? *d : -1;
+    toolchain_id = t.ok() ? *t : -1;
+  }
+  std::vector<DryRunProblem> out;
+  for (const Problem& p : options.problems) {
+    FT_RETURN_IF_ERROR(ValidateProblem(p));
+    DryRunProblem d;
+    d.problem = p;
+    d.bucket = BucketString(BucketOf(p));
+    if (db && !options.retune) {
+      auto w = db->FindWinner(device, toolchain, BucketOf(p));
+      if (!w.ok()) return w.status();
+      d.skipped = w->has_value();
+    }
+    if (!d.skipped) {
+      auto space = options.enumerate(p);
+      if (!space.ok()) return space.status();
+      std::vector<Variant> recorded;
+      if (db && !options.retune && device_id > 0 && toolchain_id > 0) {
+        auto pid = db->FindProblem(p);
+        if (pid.ok()) {
+          auto rows = db->TrialsForProblem(*pid, device_id, toolchain_id);
+          if (!rows.ok()) return rows.status();
+          for (const auto& r : *rows)
+            if (r.trial.phase == "search") recorded.push_back(r.trial.variant);
+        }
+      }
+      for (const Variant& v : *space) {
+        if (std::find(recorded.begin(), recorded.end(), v) != recorded.end()) {
+          ++d.recorded;
+          continue;
+        }
+        if (std::find(d.to_measure.begin(), d.to_measure.end(), v) == d.to_measure.end()) d.to_measure.push_back(v);
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace flashtune
