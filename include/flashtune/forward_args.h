@@ -58,4 +58,8 @@ struct ForwardArgs {
 // OK, or kInvalidArgument whose message names the argument and the allowed values.
 Status ValidateForwardArgs(const ForwardArgs& args);
 
+// Checks that `args` is a call `variant` was compiled for: same dtype, head dim and causal flag.
+// OK, or kInvalidArgument naming the field that differs, both values and the variant's URI.
+Status CheckArgsMatchVariant(const Variant& variant, const ForwardArgs& args);
+
 }  // namespace flashtune

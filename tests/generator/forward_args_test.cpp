@@ -1,0 +1,168 @@
+#include "flashtune/forward_args.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "generator/launch_config.h"
+
+namespace flashtune {
+namespace {
+
+alignas(16) char buffer[4][64];
+
+ForwardArgs Good() {
+  ForwardArgs a;
+  a.dtype = DType::kF16;
+  a.head_dim = 64;
+  a.batch = 2;
+  a.seqlen_q = 100;
+  a.seqlen_k = 200;
+  a.heads_q = 12;
+  a.heads_kv = 4;
+  a.q = buffer[0];
+  a.k = buffer[1];
+  a.v = buffer[2];
+  a.o = buffer[3];
+  a.q_strides = a.o_strides = Strides::Contiguous(100, 12, 64);
+  a.k_strides = a.v_strides = Strides::Contiguous(200, 4, 64);
+  return a;
+}
+
+void ExpectInvalid(const ForwardArgs& a, const std::string& fragment) {
+  Status s = ValidateForwardArgs(a);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << fragment;
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << "got: " << s.message();
+}
+
+TEST(ForwardArgs, AcceptsAValidCall) {
+  EXPECT_TRUE(ValidateForwardArgs(Good()).ok()) << ValidateForwardArgs(Good()).ToString();
+  ForwardArgs a = Good();
+  alignas(16) static float lse[4];
+  a.lse = lse;
+  a.softmax_scale = 0.5f;
+  EXPECT_TRUE(ValidateForwardArgs(a).ok());
+  // Head-major (non-contiguous) strides are fine as long as rows stay 16-byte aligned.
+  a.q_strides = {100 * 12 * 64, 64, 100 * 64};
+  EXPECT_TRUE(ValidateForwardArgs(a).ok());
+}
+
+TEST(ForwardArgs, RejectsEachBadArgument) {
+  ForwardArgs a = Good();
+  a.head_dim = 80;
+  ExpectInvalid(a, "head_dim (80) must be one of 32, 64, 96, 128, 160, 192, 224, 256");
+  a = Good(); a.batch = 0;
+  ExpectInvalid(a, "batch (0) must be in [1, 65535]");
+  a = Good(); a.batch = 65536;
+  ExpectInvalid(a, "batch (65536) must be in [1, 65535]");
+  a = Good(); a.seqlen_q = 0;
+  ExpectInvalid(a, "seqlen_q (0) must be in [1, 2147483647]");
+  a = Good(); a.seqlen_k = int64_t(1) << 31;
+  ExpectInvalid(a, "seqlen_k (2147483648) must be in [1, 2147483647]");
+  a = Good(); a.heads_q = 70000;
+  ExpectInvalid(a, "heads_q (70000) must be in [1, 65535]");
+  a = Good(); a.heads_kv = -1;
+  ExpectInvalid(a, "heads_kv (-1) must be in [1, 65535]");
+  a = Good(); a.heads_q = 12; a.heads_kv = 5;
+  ExpectInvalid(a, "heads_q (12) must be a multiple of heads_kv (5)");
+  a = Good(); a.q = nullptr;
+  ExpectInvalid(a, "q must not be null");
+  a = Good(); a.k = nullptr;
+  ExpectInvalid(a, "k must not be null");
+  a = Good(); a.v = nullptr;
+  ExpectInvalid(a, "v must not be null");
+  a = Good(); a.o = nullptr;
+  ExpectInvalid(a, "o must not be null");
+  a = Good(); a.v = buffer[2] + 8;
+  ExpectInvalid(a, "v must be 16-byte aligned");
+  a = Good(); a.lse = reinterpret_cast<float*>(buffer[0] + 2);
+  ExpectInvalid(a, "lse must be 4-byte aligned");
+  a = Good(); a.k_strides.seq = -64;
+  ExpectInvalid(a, "k_strides.seq (-64) must be >= 0");
+  a = Good(); a.o_strides.head = 68;
+  ExpectInvalid(a, "o_strides.head (68) must be a multiple of 8 elements (16 bytes)");
+  a = Good(); a.batch = 3; a.q_strides.batch = int64_t(1) << 62;
+  ExpectInvalid(a, "q_strides: the largest element offset overflows int64");
+  a = Good(); a.softmax_scale = -1.0f;
+  ExpectInvalid(a, "softmax_scale");
+  a = Good(); a.softmax_scale = std::numeric_limits<float>::infinity();
+  ExpectInvalid(a, "must be finite and >= 0");
+  a = Good(); a.softmax_scale = std::numeric_limits<float>::quiet_NaN();
+  ExpectInvalid(a, "must be finite and >= 0");
+}
+
+TEST(ForwardArgs, EffectiveScaleDefaultsToRsqrtHeadDim) {
+  ForwardArgs a = Good();
+  EXPECT_FLOAT_EQ(a.EffectiveScale(), 0.125f);
+  a.softmax_scale = 0.3f;
+  EXPECT_FLOAT_EQ(a.EffectiveScale(), 0.3f);
+}
+
+TEST(ForwardArgs, CheckArgsMatchVariantNamesTheField) {
+  ForwardArgs a = Good();
+  Variant v{DType::kF16, 64, false, 128, 64, 4, 2};
+  EXPECT_TRUE(CheckArgsMatchVariant(v, a).ok());
+  a.head_dim = 128;
+  Status s = CheckArgsMatchVariant(v, a);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("args.head_dim (128) does not match the variant's head_dim (64) of "
+                             "fa2_fwd_f16_d64_br128_bc64_w4_s2_full"),
+            std::string::npos) << s.message();
+  a = Good();
+  a.dtype = DType::kBF16;
+  EXPECT_NE(CheckArgsMatchVariant(v, a).message().find("args.dtype (bf16)"), std::string::npos);
+  a = Good();
+  a.causal = true;
+  EXPECT_NE(CheckArgsMatchVariant(v, a).message().find("args.causal (true)"), std::string::npos);
+}
+
+TEST(LaunchConfig, GridCoversQueriesHeadsBatch) {
+  ForwardArgs a = Good();  // Nq 100, Hq 12, B 2
+  Variant v{DType::kF16, 64, false, 64, 64, 4, 2};
+  detail::LaunchConfig c = detail::ComputeLaunchConfig(v, a);
+  EXPECT_EQ(c.grid[0], 2u);
+  EXPECT_EQ(c.grid[1], 12u);
+  EXPECT_EQ(c.grid[2], 2u);
+  EXPECT_EQ(c.block[0], 128u);
+  EXPECT_EQ(c.block[1], 1u);
+  EXPECT_EQ(c.block[2], 1u);
+  EXPECT_EQ(c.smem_bytes, (64 + 2 * 2 * 64) * 72 * 2);
+  v.block_m = 128;
+  v.warps = 8;
+  a.seqlen_q = 128;
+  c = detail::ComputeLaunchConfig(v, a);
+  EXPECT_EQ(c.grid[0], 1u);
+  EXPECT_EQ(c.block[0], 256u);
+  a.seqlen_q = 129;
+  EXPECT_EQ(detail::ComputeLaunchConfig(v, a).grid[0], 2u);
+}
+
+TEST(LaunchConfig, KernelParamsMirrorArgs) {
+  ForwardArgs a = Good();
+  a.softmax_scale = 0.5f;
+  a.k_strides = {1, 2, 3};  // copied verbatim (validation is separate)
+  detail::KernelParams p = detail::MakeKernelParams(a);
+  EXPECT_EQ(p.q, a.q);
+  EXPECT_EQ(p.k, a.k);
+  EXPECT_EQ(p.v, a.v);
+  EXPECT_EQ(p.o, a.o);
+  EXPECT_EQ(p.lse, nullptr);
+  EXPECT_EQ(p.k_stride[0], 1);
+  EXPECT_EQ(p.k_stride[1], 2);
+  EXPECT_EQ(p.k_stride[2], 3);
+  EXPECT_EQ(p.q_stride[1], 12 * 64);
+  EXPECT_EQ(p.o_stride[0], 100 * 12 * 64);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.seqlen_q, 100);
+  EXPECT_EQ(p.seqlen_k, 200);
+  EXPECT_EQ(p.heads_q, 12);
+  EXPECT_EQ(p.heads_kv, 4);
+  EXPECT_FLOAT_EQ(p.scale_log2, float(0.5 * 1.4426950408889634));
+  a.softmax_scale = 0.0f;
+  EXPECT_FLOAT_EQ(detail::MakeKernelParams(a).scale_log2, float(0.125 * 1.4426950408889634));
+}
+
+}  // namespace
+}  // namespace flashtune

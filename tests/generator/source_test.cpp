@@ -1,0 +1,116 @@
+#include "flashtune/source.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "flashtune/hash.h"
+#include "flashtune/space.h"
+#include "generator/embedded_templates.h"
+
+namespace flashtune {
+namespace {
+
+const Variant kVariant{DType::kBF16, 128, true, 128, 64, 4, 2};
+
+TEST(Source, PrologueCarriesEveryParameterThenLineDirective) {
+  const std::string p = GeneratePrologue(kVariant);
+  const std::string expected =
+      "// flashtune generated prologue for fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal\n"
+      "#define FT_CONFIG_PROVIDED 1\n"
+      "#define FT_KERNEL_NAME fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal\n"
+      "namespace ft_config {\n"
+      "constexpr bool kBf16 = true;  // false = fp16\n"
+      "constexpr int kHeadDim = 128;\n"
+      "constexpr int kBlockM = 128;\n"
+      "constexpr int kBlockN = 64;\n"
+      "constexpr int kWarps = 4;\n"
+      "constexpr int kStages = 2;\n"
+      "constexpr bool kCausal = true;\n"
+      "constexpr int kSmemBytes = 104448;\n"
+      "}  // namespace ft_config\n"
+      "#line 1 \"fa2_fwd.cuh\"\n";
+  EXPECT_EQ(p, expected);
+  Variant f16 = kVariant;
+  f16.dtype = DType::kF16;
+  f16.causal = false;
+  const std::string q = GeneratePrologue(f16);
+  EXPECT_NE(q.find("constexpr bool kBf16 = false;"), std::string::npos);
+  EXPECT_NE(q.find("constexpr bool kCausal = false;"), std::string::npos);
+}
+
+TEST(Source, IsProloguePlusTheEmbeddedTemplate) {
+  auto src = GenerateSource(kVariant);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ(src->uri, kVariant.Uri());
+  EXPECT_EQ(src->kernel_name, kVariant.Uri());
+  EXPECT_EQ(src->variant, kVariant);
+  const auto& templates = detail::EmbeddedTemplates();
+  ASSERT_EQ(templates.count("fa2_fwd.cuh"), 1u);
+  EXPECT_EQ(src->text, GeneratePrologue(kVariant) + std::string(templates.at("fa2_fwd.cuh")));
+  EXPECT_EQ(src->sha256, Sha256Hex(src->text));
+  EXPECT_EQ(src->sha256.size(), 64u);
+  // The template's entry point is named by the prologue's macro.
+  EXPECT_NE(src->text.find("FT_KERNEL_NAME("), std::string::npos);
+}
+
+TEST(Source, HashIsStableAndDistinctPerVariant) {
+  auto a = GenerateSource(kVariant);
+  auto b = GenerateSource(kVariant);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->text, b->text);
+  EXPECT_EQ(a->sha256, b->sha256);
+  std::set<std::string> hashes;
+  size_t n = 0;
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    for (bool causal : {false, true}) {
+      auto space = EnumerateSpace({dt, 64, causal});
+      ASSERT_TRUE(space.ok());
+      for (const Variant& v : *space) {
+        auto s = GenerateSource(v);
+        ASSERT_TRUE(s.ok()) << v.Uri();
+        hashes.insert(s->sha256);
+        ++n;
+      }
+    }
+  }
+  EXPECT_EQ(hashes.size(), n);
+}
+
+TEST(Source, RejectsInvalidVariantWithItsUri) {
+  Variant v = kVariant;
+  v.block_m = 64;
+  v.warps = 8;
+  auto s = GenerateSource(v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.status().variant_uri(), v.Uri());
+  EXPECT_NE(s.status().message().find("block_m (64) must be a multiple of warps * 16"),
+            std::string::npos);
+}
+
+TEST(Source, ChecksSharedMemoryAgainstTheLargestTarget) {
+  // 126 KB: too much for sm_86, fine for sm_90. The per-target check is the caller's.
+  Variant v{DType::kF16, 64, false, 128, 128, 4, 3};
+  ASSERT_FALSE(CheckVariant(v, MaxSharedMemoryForArch("sm_86")).ok());
+  EXPECT_TRUE(GenerateSource(v).ok());
+  // 462 KB fits no target (and the template would static_assert).
+  v = {DType::kF16, 256, false, 128, 128, 4, 3};
+  auto s = GenerateSource(v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("exceeds max_smem_bytes (232448)"), std::string::npos)
+      << s.status().message();
+}
+
+TEST(Source, TemplateHashCoversTheEmbeddedTemplates) {
+  const std::string h = TemplateHash();
+  EXPECT_EQ(h.size(), 64u);
+  EXPECT_EQ(h, TemplateHash());
+  // Not simply the hash of the forward template's text or of nothing.
+  EXPECT_NE(h, Sha256Hex(detail::EmbeddedTemplates().at("fa2_fwd.cuh")));
+  EXPECT_NE(h, Sha256Hex(""));
+}
+
+}  // namespace
+}  // namespace flashtune

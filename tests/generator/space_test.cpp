@@ -1,0 +1,186 @@
+#include "flashtune/space.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "generator/kernel_abi.h"
+
+namespace flashtune {
+namespace {
+
+// Counts the space by the rules written out directly, independent of CheckVariant.
+size_t CountByHand(int d, int64_t max_smem) {
+  size_t n = 0;
+  for (int bm : {64, 128})
+    for (int bn : {32, 64, 128})
+      for (int w : {4, 8})
+        for (int s : {1, 2, 3})
+          if (bm % (w * 16) == 0 && (bm + 2 * s * bn) * (d + 8) * 2 <= max_smem) ++n;
+  return n;
+}
+
+TEST(Space, DefaultSpaceCountsMatchTheRules) {
+  for (int d : kSupportedHeadDims) {
+    for (int64_t smem : {int64_t(232448), int64_t(166912), int64_t(101376)}) {
+      SpaceOptions o;
+      o.max_smem_bytes = smem;
+      auto space = EnumerateSpace({DType::kBF16, d, false}, o);
+      ASSERT_TRUE(space.ok()) << d << " " << smem << ": " << space.status().ToString();
+      EXPECT_EQ(space->size(), CountByHand(d, smem)) << "d" << d << " smem " << smem;
+      for (const Variant& v : *space) EXPECT_TRUE(CheckVariant(v, smem).ok()) << v.Uri();
+    }
+  }
+  // Anchors worked out on paper: d128 on sm_90 keeps 25 of 27 divisible combinations.
+  EXPECT_EQ(EnumerateSpace({DType::kBF16, 128, true})->size(), 25u);
+  EXPECT_EQ(EnumerateSpace({DType::kF16, 64, false})->size(), 27u);
+}
+
+TEST(Space, PrunesD256Br128Stages3OnSm80) {
+  SpaceOptions o;
+  o.max_smem_bytes = MaxSharedMemoryForArch("sm_80");
+  auto space = EnumerateSpace({DType::kF16, 256, true}, o);
+  ASSERT_TRUE(space.ok());
+  for (const Variant& v : *space) {
+    EXPECT_FALSE(v.block_m == 128 && v.stages == 3) << v.Uri();
+    EXPECT_LE(SharedMemoryBytes(v), 166912) << v.Uri();
+  }
+  Variant v{DType::kF16, 256, true, 128, 32, 4, 3};
+  Status s = CheckVariant(v, 166912);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("shared memory (168960 bytes"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("166912"), std::string::npos) << s.message();
+  EXPECT_TRUE(CheckVariant(v, 232448).ok());
+}
+
+TEST(Space, IsDeterministicAndOrdered) {
+  auto a = EnumerateSpace({DType::kBF16, 96, false});
+  auto b = EnumerateSpace({DType::kBF16, 96, false});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(a->front().Uri(), "fa2_fwd_bf16_d96_br64_bc32_w4_s1_full");
+  for (const Variant& v : *a) {
+    EXPECT_EQ(v.dtype, DType::kBF16);
+    EXPECT_EQ(v.head_dim, 96);
+    EXPECT_FALSE(v.causal);
+  }
+}
+
+TEST(Space, RespectsNarrowedOptions) {
+  SpaceOptions o;
+  o.block_m = {128};
+  o.block_n = {64};
+  o.warps = {8};
+  o.stages = {2};
+  auto space = EnumerateSpace({DType::kBF16, 128, false}, o);
+  ASSERT_TRUE(space.ok());
+  ASSERT_EQ(space->size(), 1u);
+  EXPECT_EQ(space->front().Uri(), "fa2_fwd_bf16_d128_br128_bc64_w8_s2_full");
+}
+
+TEST(Space, RejectsBadClassAndOptions) {
+  auto r = EnumerateSpace({DType::kBF16, 80, false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("head_dim (80) must be one of 32, 64, 96"), std::string::npos);
+  SpaceOptions o;
+  o.block_n = {48};
+  r = EnumerateSpace({DType::kBF16, 64, false}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("block_n holds 48; allowed: 32, 64, 128"), std::string::npos)
+      << r.status().message();
+  o = SpaceOptions{};
+  o.max_smem_bytes = 1000;
+  r = EnumerateSpace({DType::kBF16, 64, false}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no variant"), std::string::npos);
+}
+
+void ExpectRejected(Variant v, const std::string& fragment) {
+  Status s = CheckVariant(v);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << v.Uri();
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << v.Uri() << ": " << s.message();
+}
+
+TEST(Space, CheckVariantNamesParameterAndAllowedValues) {
+  const Variant ok{DType::kBF16, 128, false, 128, 64, 4, 2};
+  EXPECT_TRUE(CheckVariant(ok).ok());
+  Variant v = ok;
+  v.head_dim = 48;
+  ExpectRejected(v, "head_dim (48) must be one of 32, 64, 96, 128, 160, 192, 224, 256");
+  v = ok;
+  v.block_m = 96;
+  ExpectRejected(v, "block_m (96) must be one of 64, 128");
+  v = ok;
+  v.block_n = 16;
+  ExpectRejected(v, "block_n (16) must be one of 32, 64, 128");
+  v = ok;
+  v.warps = 2;
+  ExpectRejected(v, "warps (2) must be one of 4, 8");
+  v = ok;
+  v.stages = 4;
+  ExpectRejected(v, "stages (4) must be one of 1, 2, 3");
+  v = ok;
+  v.block_m = 64;
+  v.warps = 8;
+  ExpectRejected(v, "block_m (64) must be a multiple of warps * 16 (128)");
+  v = ok;
+  v.block_n = 128;
+  v.stages = 3;
+  ExpectRejected(v, "exceeds max_smem_bytes (232448)");
+}
+
+TEST(Space, SharedMemoryMatchesKernelAbi) {
+  Variant v{DType::kBF16, 128, false, 128, 64, 4, 2};
+  EXPECT_EQ(SharedMemoryBytes(v), (128 + 2 * 2 * 64) * (128 + 8) * 2);
+  EXPECT_EQ(SharedMemoryBytes(v), detail::SharedMemoryBytes(128, 64, 128, 2));
+}
+
+TEST(Space, DefaultVariantIsFa2StartingTileAndFits) {
+  EXPECT_EQ(DefaultVariant({DType::kBF16, 64, false}).Uri(), "fa2_fwd_bf16_d64_br128_bc128_w4_s2_full");
+  EXPECT_EQ(DefaultVariant({DType::kF16, 128, true}).Uri(), "fa2_fwd_f16_d128_br128_bc64_w4_s2_causal");
+  EXPECT_EQ(DefaultVariant({DType::kBF16, 256, false}).Uri(), "fa2_fwd_bf16_d256_br64_bc64_w4_s2_full");
+  EXPECT_EQ(DefaultVariant({DType::kBF16, 32, false}).block_n, 128);
+  EXPECT_EQ(DefaultVariant({DType::kBF16, 96, false}).block_n, 64);
+  EXPECT_EQ(DefaultVariant({DType::kBF16, 160, false}).block_m, 64);
+  // d128 128x64 s2 needs 104448 bytes: on sm_86 it drops to one stage.
+  Variant small = DefaultVariant({DType::kBF16, 128, false}, MaxSharedMemoryForArch("sm_86"));
+  EXPECT_EQ(small.Uri(), "fa2_fwd_bf16_d128_br128_bc64_w4_s1_full");
+  for (int d : kSupportedHeadDims) {
+    for (const char* arch : {"sm_80", "sm_86", "sm_90a"}) {
+      const int64_t limit = MaxSharedMemoryForArch(arch);
+      Variant v = DefaultVariant({DType::kF16, d, true}, limit);
+      EXPECT_TRUE(CheckVariant(v, limit).ok()) << arch << " " << v.Uri();
+    }
+  }
+}
+
+TEST(Space, ArchLimits) {
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_80"), 166912);
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_86"), 101376);
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_89"), 101376);
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_90"), 232448);
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_90a"), 232448);
+  EXPECT_EQ(MaxSharedMemoryForArch("sm_70"), 0);
+  EXPECT_EQ(MaxSharedMemoryForArch("garbage"), 0);
+  EXPECT_NE(KnownArchs().find("sm_90a"), std::string::npos);
+  // Every known arch's limit is within the largest one (GenerateSource's check).
+  std::string archs = KnownArchs() + ", ";
+  int n = 0;
+  for (size_t pos; (pos = archs.find(", ")) != std::string::npos; archs.erase(0, pos + 2), ++n) {
+    const int64_t limit = MaxSharedMemoryForArch(archs.substr(0, pos));
+    EXPECT_GT(limit, 0) << archs.substr(0, pos);
+    EXPECT_LE(limit, kLargestMaxSmemBytes) << archs.substr(0, pos);
+  }
+  EXPECT_GE(n, 5);
+}
+
+TEST(ProblemClass, FromProblemAndVariant) {
+  Problem p{DType::kF16, 64, true, 2, 10, 20, 4, 2};
+  EXPECT_EQ(ClassOf(p), (ProblemClass{DType::kF16, 64, true}));
+  EXPECT_EQ(ClassOf(p).ToString(), "f16 d64 causal");
+  Variant v{DType::kBF16, 256, false, 64, 64, 4, 1};
+  EXPECT_EQ(ClassOf(v).ToString(), "bf16 d256 full");
+}
+
+}  // namespace
+}  // namespace flashtune
