@@ -6,28 +6,83 @@
 #include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/command.h"
 #include "flashtune/database.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/tuner.h"
+#include "flashtune/compiler.h"
+#include "flashtune/cubin_store.h"
+#include "flashtune/gpu_measurer.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
 
 namespace po = boost::program_options;
 
 namespace flashtune::cli {
 namespace {
 
-// ---- GPU backend hooks: the lead replaces these two with the real GPU measurer and space. ----
-// One Measurer per selected device (`devices` empty = all devices).
-Result<std::vector<std::unique_ptr<Measurer>>> MakeGpuMeasurers(const std::vector<int>& devices) {
-  (void)devices;
-  return Status(Code::kUnsupported, "GPU measurement is not built into this flashtune yet; use --replay FILE or --dry-run");
-}
+int Fail(const Status& s);
+
 EnumerateFn DefaultEnumerate() {
-  return [](const Problem& p) -> Result<std::vector<Variant>> { return TemporaryEnumerateSpace(p); };
+  return [](const Problem& p) -> Result<std::vector<Variant>> { return EnumerateSpace(ClassOf(p)); };
 }
-// -----------------------------------------------------------------------------------------------
+
+// Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in
+// the database, so a later run on a GPU of that arch starts warm. Nothing is timed.
+int CompileOnly(const TuneOptions& options, const std::string& arch, const std::string& why) {
+  auto db = Database::Open(options.db_path);
+  if (!db.ok()) return Fail(db.status());
+  Compiler compiler(Compiler::Options{});
+  std::set<std::string> seen;
+  std::vector<Variant> variants;
+  for (const Problem& p : options.problems) {
+    auto space = options.enumerate(p);
+    if (!space.ok()) return Fail(space.status());
+    for (const Variant& v : *space)
+      if (seen.insert(v.Uri()).second) variants.push_back(v);
+  }
+  // Warm the on-disk cache in parallel, then store each cubin (cache hits) in the database.
+  std::vector<CompileRequest> requests;
+  for (const Variant& v : variants) {
+    auto source = GenerateSource(v);
+    if (source.ok()) requests.push_back(CompileRequest{source->uri, source->text, arch, {}});
+  }
+  compiler.CompileMany(requests);
+  int stored = 0, failed = 0;
+  for (const Variant& v : variants) {
+    auto record = LoadOrCompileCubin(**db, compiler, v, arch);
+    if (record.ok()) {
+      ++stored;
+    } else {
+      ++failed;
+      std::fprintf(stderr, "flashtune tune: %s\n", record.status().ToString().c_str());
+    }
+  }
+  std::printf("flashtune: compiled %d variant(s) for %s into %s (%d failed); %s, so nothing was timed: "
+              "timing needs a CUDA GPU.\n", stored, arch.c_str(), options.db_path.c_str(), failed, why.c_str());
+  return failed > 0 ? kExitFailure : kExitOk;
+}
+
+// The tuned winners' cubins go into the database, so the runtime never needs NVRTC for them.
+Status StoreWinnerCubins(const TuneOptions& options, const std::vector<DeviceRecord>& devices) {
+  auto db = Database::Open(options.db_path);
+  if (!db.ok()) return db.status();
+  auto winners = (*db)->ListWinners();
+  if (!winners.ok()) return winners.status();
+  Compiler compiler(Compiler::Options{});
+  std::set<std::string> archs;
+  for (const DeviceRecord& d : devices)
+    archs.insert("sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) + (d.cc_major >= 9 ? "a" : ""));
+  for (const WinnerRow& w : *winners)
+    for (const std::string& arch : archs) {
+      auto record = LoadOrCompileCubin(**db, compiler, w.variant, arch);
+      if (!record.ok()) return record.status();
+    }
+  return Status::Ok();
+}
 
 template <typename T>
 Result<std::vector<T>> SplitList(const std::string& text, const char* what, Result<T> (*parse)(std::string_view)) {
@@ -74,7 +129,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay;
+      devices, replay, arch;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, delay_ms = 0;
   desc.add_options()
@@ -95,6 +150,8 @@ int RunTune(const std::vector<std::string>& args) {
       ("devices", po::value(&devices)->default_value("all"), "all | comma list of device indices")
       ("retune", "re-measure problems that already have a winner, and recorded candidates")
       ("dry-run", "list what would be compiled and measured; measure nothing")
+      ("compile-only", "compile every candidate into the cache and database; time nothing (no GPU needed)")
+      ("arch", po::value(&arch), "target for --compile-only or when there is no GPU (default sm_90a)")
       ("replay", po::value(&replay), "measure from recorded timings (CSV/JSON as written by `db export`)")
       ("replay-delay-ms", po::value(&delay_ms), "sleep per replayed measurement (testing)")
       ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)");
@@ -221,15 +278,32 @@ int RunTune(const std::vector<std::string>& args) {
     return kExitOk;
   }
 
+  if (!arch.empty()) {
+    Status valid = Compiler::ValidateArch(arch);
+    if (!valid.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + valid.message()));
+  }
+  if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
   if (measurers.empty()) {
     auto gpu = MakeGpuMeasurers(device_list);
-    if (!gpu.ok()) return Fail(gpu.status());
+    if (!gpu.ok()) {
+      const Code code = gpu.status().code();
+      if (code == Code::kNoDriver || code == Code::kNoDevice)
+        return CompileOnly(options, arch.empty() ? "sm_90a" : arch, gpu.status().message());
+      return Fail(gpu.status());
+    }
     measurers = std::move(*gpu);
   }
+  std::vector<DeviceRecord> tuned_devices;
+  if (replay.empty())
+    for (const auto& m : measurers) tuned_devices.push_back(m->Device());
   auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
   options.progress = progress.get();
   auto summary = Tune(options, std::move(measurers));
   if (!summary.ok()) return Fail(summary.status());
+  if (!tuned_devices.empty()) {
+    Status stored = StoreWinnerCubins(options, tuned_devices);
+    if (!stored.ok()) return Fail(stored);
+  }
   return summary->errors > 0 ? kExitFailure : kExitOk;
 }
 

@@ -29,7 +29,7 @@ Cubin CubinFromImage(const std::string& image, const Variant& variant) {
 
 // Device copies of a [B, N, H, D] problem's tensors, contiguous.
 struct DeviceTensors {
-  DeviceBuffer q, k, v, o, lse;
+  std::optional<DeviceBuffer> q, k, v, o, lse;  // empty until uploaded
 };
 
 Result<DeviceBuffer> Alloc(const Context& context, size_t bytes) { return DeviceBuffer::Allocate(context, bytes); }
@@ -47,11 +47,11 @@ ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
   a.q_strides = a.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
   a.k_strides = a.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
   if (t != nullptr) {
-    a.q = reinterpret_cast<const void*>(t->q.get());
-    a.k = reinterpret_cast<const void*>(t->k.get());
-    a.v = reinterpret_cast<const void*>(t->v.get());
-    a.o = reinterpret_cast<void*>(t->o.get());
-    a.lse = reinterpret_cast<float*>(t->lse.get());
+    a.q = reinterpret_cast<const void*>(t->q->get());
+    a.k = reinterpret_cast<const void*>(t->k->get());
+    a.v = reinterpret_cast<const void*>(t->v->get());
+    a.o = reinterpret_cast<void*>(t->o->get());
+    a.lse = reinterpret_cast<float*>(t->lse->get());
   }
   return a;
 }
@@ -152,19 +152,23 @@ class GpuWorker {
     auto dq = Alloc(*context_, q.size() * 2), dk = Alloc(*context_, k.size() * 2), dv = Alloc(*context_, v.size() * 2);
     auto dout = Alloc(*context_, QElems(p) * 2), dlse = Alloc(*context_, LseElems(p) * 4);
     for (const Status& s : {dq.status(), dk.status(), dv.status(), dout.status(), dlse.status()}) FT_RETURN_IF_ERROR(s);
-    t = DeviceTensors{std::move(*dq), std::move(*dk), std::move(*dv), std::move(*dout), std::move(*dlse)};
-    FT_RETURN_IF_ERROR(t.q.CopyFromHost(q.data(), q.size() * 2));
-    FT_RETURN_IF_ERROR(t.k.CopyFromHost(k.data(), k.size() * 2));
-    return t.v.CopyFromHost(v.data(), v.size() * 2);
+    t.q.emplace(std::move(*dq));
+    t.k.emplace(std::move(*dk));
+    t.v.emplace(std::move(*dv));
+    t.o.emplace(std::move(*dout));
+    t.lse.emplace(std::move(*dlse));
+    FT_RETURN_IF_ERROR(t.q->CopyFromHost(q.data(), q.size() * 2));
+    FT_RETURN_IF_ERROR(t.k->CopyFromHost(k.data(), k.size() * 2));
+    return t.v->CopyFromHost(v.data(), v.size() * 2);
   }
 
   // Poisons o and lse with NaN, launches, and waits.
   Status RunPoisoned(const Kernel& kernel, const Problem& p, DeviceTensors& t, const DeviceTensors* inputs) {
-    FT_RETURN_IF_ERROR(t.o.MemsetAsync(0xFF, stream_->get()));
-    FT_RETURN_IF_ERROR(t.lse.MemsetAsync(0xFF, stream_->get()));
+    FT_RETURN_IF_ERROR(t.o->MemsetAsync(0xFF, stream_->get()));
+    FT_RETURN_IF_ERROR(t.lse->MemsetAsync(0xFF, stream_->get()));
     ForwardArgs args = ArgsFor(p, inputs ? inputs : &t);
-    args.o = reinterpret_cast<void*>(t.o.get());
-    args.lse = reinterpret_cast<float*>(t.lse.get());
+    args.o = reinterpret_cast<void*>(t.o->get());
+    args.lse = reinterpret_cast<float*>(t.lse->get());
     FT_RETURN_IF_ERROR(kernel.Launch(args, stream_->get()));
     return stream_->Synchronize();
   }
@@ -203,8 +207,8 @@ class GpuWorker {
       FT_RETURN_IF_ERROR(RunPoisoned(kernel, c.problem, c.device, nullptr));
       std::vector<uint16_t> o(QElems(c.problem));
       std::vector<float> lse(LseElems(c.problem));
-      FT_RETURN_IF_ERROR(c.device.o.CopyToHost(o.data(), o.size() * 2));
-      FT_RETURN_IF_ERROR(c.device.lse.CopyToHost(lse.data(), lse.size() * 4));
+      FT_RETURN_IF_ERROR(c.device.o->CopyToHost(o.data(), o.size() * 2));
+      FT_RETURN_IF_ERROR(c.device.lse->CopyToHost(lse.data(), lse.size() * 4));
       const ForwardArgs layout = ArgsFor(c.problem, nullptr);
       const double err = RelativeL2Error(GatherOutput(layout, o.data()), c.expected.o);
       const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
@@ -232,12 +236,12 @@ class GpuWorker {
       if (!checked.ok()) return checked;
       FT_RETURN_IF_ERROR(RunPoisoned(*trusted, request.problem, output_, &inputs_[0]));
       trusted_output_.resize(QElems(request.problem));
-      FT_RETURN_IF_ERROR(output_.o.CopyToHost(trusted_output_.data(), trusted_output_.size() * 2));
+      FT_RETURN_IF_ERROR(output_.o->CopyToHost(trusted_output_.data(), trusted_output_.size() * 2));
       trusted_key_ = problem_key;
     }
     FT_RETURN_IF_ERROR(RunPoisoned(kernel, request.problem, output_, &inputs_[0]));
     std::vector<uint16_t> o(QElems(request.problem));
-    FT_RETURN_IF_ERROR(output_.o.CopyToHost(o.data(), o.size() * 2));
+    FT_RETURN_IF_ERROR(output_.o->CopyToHost(o.data(), o.size() * 2));
     const double err = RelativeError16(o, trusted_output_, request.problem.dtype);
     if (!(err <= OutputTolerance(request.problem.dtype)))
       return Status(Code::kWrongResult, "output on the timed shape differs from the trusted variant " +

@@ -66,9 +66,6 @@ ToolchainInfo CurrentToolchain();
 // The candidates of a problem (the search space). The GPU build passes EnumerateSpace.
 using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&)>;
 
-// TEMPORARY until include/flashtune/space.h (branch gen) is merged: every variant the kernel
-// template accepts for the problem's class (rules from the brief), smem <= smem_limit bytes.
-std::vector<Variant> TemporaryEnumerateSpace(const Problem& problem, int64_t smem_limit = 232448);
 
 struct CandidateResult {
   Variant variant;

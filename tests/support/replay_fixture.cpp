@@ -1,5 +1,7 @@
 #include "tests/support/replay_fixture.h"
 
+#include "flashtune/space.h"
+
 #include <sys/wait.h>
 
 #include <cmath>
@@ -18,7 +20,8 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
   std::uniform_real_distribution<double> noise(-0.005, 0.005);
   const double base = p.Flops() / (300e12) * 1e6;  // 300 TFLOP/s at the optimum
   std::vector<RecordedRow> rows;
-  for (const Variant& v : TemporaryEnumerateSpace(p)) {
+  const auto space = EnumerateSpace(ClassOf(p));  // held: the loop must not iterate a temporary
+  for (const Variant& v : *space) {
     double penalty = 1 + 0.15 * std::abs(std::log2(double(v.block_m) / bm)) +
                      0.12 * std::abs(std::log2(double(v.block_n) / bn)) + 0.10 * std::abs(std::log2(double(v.warps) / w)) +
                      0.04 * std::abs(v.stages - s);

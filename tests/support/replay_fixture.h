@@ -19,7 +19,7 @@ struct RecordedRow {
   std::string phase = "search";
 };
 
-// Every TemporaryEnumerateSpace variant of `problem`, timed by a landscape whose optimum is not
+// Every EnumerateSpace variant of `problem`, timed by a landscape whose optimum is not
 // the cost model's first pick; `seed` varies the optimum and a ±0.5% noise.
 std::vector<RecordedRow> SyntheticRows(const Problem& problem, uint32_t seed);
 // The replay CSV for `rows` (header + one line per row).

@@ -1,6 +1,10 @@
 // `flashtune tune` and `flashtune db` as processes: kill -9 and resume, concurrent writers,
 // exit codes.
 #include <gtest/gtest.h>
+#include "flashtune/compiler.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "flashtune/driver.h"
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -141,8 +145,29 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --head-dims 100 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --strategy random 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --budget-total 5% 2>/dev/null"), 2);
-  // No GPU backend yet and no replay: a clear failure, not a crash.
-  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --db " + dir + "/t.db 2>/dev/null"), 1);
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --compile-only --arch sm_7x 2>/dev/null"), 2);
+}
+
+TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
+  if (flashtune::Driver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present: tune would time on the GPU";
+  const std::string dir = TempDir("cli_nogpu");
+  const std::string out = dir + "/out.txt";
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --db " + dir + "/t.db --dtypes bf16 --head-dims 64 "
+                     "--causal 0 --seqlens 512 > " + out + " 2>&1"), 0);
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("timing needs a CUDA GPU"), std::string::npos) << ss.str();
+  // The cubins are in the database: the runtime of a later GPU run starts warm.
+  auto db = flashtune::Database::Open(dir + "/t.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto space = flashtune::EnumerateSpace({flashtune::DType::kBF16, 64, false});
+  ASSERT_TRUE(space.ok());
+  auto source = flashtune::GenerateSource(space->front());
+  ASSERT_TRUE(source.ok());
+  auto cubin = (*db)->GetCubin(source->sha256, "sm_90a", "", flashtune::Compiler::NvrtcVersion());
+  ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+  EXPECT_EQ(std::string(cubin->image.data(), 4), "\x7f" "ELF");
 }
 
 TEST(DbCli, ExitCodesAndRoundTrip) {
