@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -212,8 +213,8 @@ double TrialTflops(const TrialRow& t) {
 }
 
 bool ProblemLess(const Problem& a, const Problem& b) {
-  return std::make_tuple(a.dtype, a.head_dim, a.causal, a.seqlen_q, a.seqlen_k, a.batch, a.heads_q, a.heads_kv) <
-         std::make_tuple(b.dtype, b.head_dim, b.causal, b.seqlen_q, b.seqlen_k, b.batch, b.heads_q, b.heads_kv);
+  return std::make_tuple(DTypeName(a.dtype), a.head_dim, a.causal, a.seqlen_q, a.seqlen_k, a.batch, a.heads_q, a.heads_kv) <
+         std::make_tuple(DTypeName(b.dtype), b.head_dim, b.causal, b.seqlen_q, b.seqlen_k, b.batch, b.heads_q, b.heads_kv);
 }
 
 std::string DeviceTitle(const DeviceInfo& d) {
@@ -271,6 +272,9 @@ nav a { margin-right: 14px; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 4px; }
 th, td { padding: 4px 8px; border-bottom: 1px solid #e5e8ee; text-align: left; vertical-align: top; }
 th { background: #eef1f5; font-weight: 600; white-space: nowrap; }
+td.nw { white-space: nowrap; }
+table.fail { table-layout: fixed; }
+table.fail code { word-break: break-all; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.total td { font-weight: 600; border-top: 2px solid #c9cfd8; }
 .muted { color: #6b7383; }
@@ -282,8 +286,8 @@ tr.total td { font-weight: 600; border-top: 2px solid #c9cfd8; }
 .nowin { color: #9b1c1c; }
 .empty { font-size: 16px; padding: 24px; text-align: center; color: #4a5262; }
 .hm-grid { display: flex; flex-wrap: wrap; gap: 14px; }
-figure.hm { margin: 0; border: 1px solid #e1e5eb; border-radius: 6px; padding: 8px 10px 4px; background: #fff; }
-figure.hm figcaption { font-size: 13px; margin-bottom: 4px; max-width: 630px; }
+figure.hm { width: min-content; margin: 0; border: 1px solid #e1e5eb; border-radius: 6px; padding: 8px 10px 4px; background: #fff; }
+figure.hm figcaption { font-size: 13px; margin-bottom: 4px; }
 figure.hm svg { display: block; font-family: inherit; }
 details summary { cursor: pointer; }
 pre { white-space: pre-wrap; word-break: break-all; max-height: 320px; overflow: auto; background: #f5f6f8;
@@ -337,27 +341,32 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
       c.message = t.trial.message;
     }
   }
-  if (hi <= 0) lo = 0, hi = 1;
+  const bool any_ok = hi > 0;
+  if (!any_ok) lo = 0, hi = 1;
   // A single value (or all equal) shows as the top colour.
   if (hi - lo < 1e-9 * hi) lo = hi * 0.5;
 
-  const int kCw = 50, kCh = 28, kTick = 34, kGap = 18, kLeft = 24, kTitle = 18, kBelow = 16, kVGap = 8;
+  const int kCw = 48, kCh = 28, kTick = 34, kGap = 14, kLeft = 24, kTitle = 18, kBelow = 16, kVGap = 8;
   const int nbr = int(ax.br.size()), nbc = int(ax.bc.size());
   const int pw = kTick + nbc * kCw, ph = kTitle + nbr * kCh + kBelow;
   const int ns = int(ax.stages.size()), nw = int(ax.warps.size());
   const int grid_w = kLeft + ns * pw + (ns - 1) * kGap;
   const int grid_h = nw * ph + (nw - 1) * kVGap;
   const int legend_y = grid_h + 26;
-  const int width = std::max(grid_w, 600) + 4, height = legend_y + 44;
+  const int width = std::max(grid_w, 560) + 4, height = legend_y + 44;
 
+  // "B_r" / "B_c" with a real subscript (dy shifts down, then back up for the rest, which the
+  // caller closes with </tspan>).
+  const std::string kBr = "B<tspan dy=\"3\" font-size=\"9\">r</tspan><tspan dy=\"-3\">";
+  const std::string kBc = "B<tspan dy=\"3\" font-size=\"9\">c</tspan><tspan dy=\"-3\">";
   std::string s;
   s += "<svg width=\"" + Int(width) + "\" height=\"" + Int(height) + "\" viewBox=\"0 0 " + Int(width) + " " +
        Int(height) + "\" role=\"img\" aria-label=\"TFLOP/s heatmap for " + HtmlEscape(e.problem.ToString()) + "\">";
   // Axis titles: B_r rotated on the left, B_c centred below the grid.
   s += "<text x=\"12\" y=\"" + Int(grid_h / 2) + "\" transform=\"rotate(-90 12 " + Int(grid_h / 2) +
-       ")\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">B_r (query rows per block) ↓</text>";
+       ")\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">" + kBr + " (query rows per block) ↓</tspan></text>";
   s += "<text x=\"" + Int(kLeft + (grid_w - kLeft) / 2) + "\" y=\"" + Int(grid_h + 14) +
-       "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">B_c (key/value rows per step) →</text>";
+       "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">" + kBc + " (key/value rows per step) →</tspan></text>";
   for (int wi = 0; wi < nw; ++wi) {
     for (int si = 0; si < ns; ++si) {
       const int w = ax.warps[wi], st = ax.stages[si];
@@ -407,7 +416,11 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
     }
   }
   // Legend: the colour scale with values, then the cell kinds.
-  const int lx = kLeft, lw = 200;
+  const int lx = kLeft, lw = 180;
+  if (!any_ok) {
+    s += "<text x=\"" + Int(lx) + "\" y=\"" + Int(legend_y) +
+         "\" font-size=\"11.5\" fill=\"#9b1c1c\">no variant ran successfully</text>";
+  } else {
   s += "<text x=\"" + Int(lx) + "\" y=\"" + Int(legend_y) + "\" font-size=\"11.5\" fill=\"#333\">TFLOP/s</text>";
   s += "<rect x=\"" + Int(lx + 52) + "\" y=\"" + Int(legend_y - 10) + "\" width=\"" + Int(lw) +
        "\" height=\"12\" fill=\"url(#ft-scale)\" stroke=\"#999\" stroke-width=\"0.5\"/>";
@@ -416,6 +429,7 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
     s += "<line x1=\"" + Int(x) + "\" y1=\"" + Int(legend_y + 2) + "\" x2=\"" + Int(x) + "\" y2=\"" +
          Int(legend_y + 6) + "\" stroke=\"#666\"/><text x=\"" + Int(x) + "\" y=\"" + Int(legend_y + 17) +
          "\" text-anchor=\"middle\" font-size=\"10.5\" fill=\"#444\">" + Num(lo + (hi - lo) * i / 4) + "</text>";
+  }
   }
   int kx = lx + 52 + lw + 24;
   s += "<rect x=\"" + Int(kx) + "\" y=\"" + Int(legend_y - 10) +
@@ -432,13 +446,14 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
   s += "</svg>";
 
   std::string cap = "<figcaption><b>" + HtmlEscape(ProblemKind(e.problem)) + "</b> · " +
-                    HtmlEscape(ProblemShape(e.problem)) + "<br>";
+                    HtmlEscape(ProblemShape(e.problem)) + " <span class=\"muted\">· " + Int(e.ok) + " ok, " +
+                    Int(e.failed) + " failed</span><br>";
   if (e.winner)
     cap += "winner <code>" + HtmlEscape(e.winner->variant_uri) + "</code>: <b>" + Num(e.winner->tflops) +
            " TFLOP/s</b>, " + Num(e.winner->median_us) + " µs";
   else
     cap += "<span class=\"nowin\">no winner</span>";
-  cap += " <span class=\"muted\">· " + Int(e.ok) + " ok, " + Int(e.failed) + " failed</span></figcaption>";
+  cap += "</figcaption>";
   return "<figure class=\"hm\">" + cap + s + "</figure>\n";
 }
 
@@ -537,11 +552,15 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
   }
 
   const std::string generated = options.generated_at.empty() ? NowUtc() : options.generated_at;
+  // The absolute path says which file even when the page is read elsewhere.
+  std::error_code ec;
+  std::string db_file = std::filesystem::absolute(db.path(), ec).lexically_normal().string();
+  if (ec) db_file = db.path();
   std::string h;
   h.reserve(1 << 16);
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-       "<title>flashtune tuning report — " + HtmlEscape(db.path()) + "</title>\n<style>" + kCss +
+       "<title>flashtune tuning report — " + HtmlEscape(db_file) + "</title>\n<style>" + kCss +
        "</style>\n</head>\n<body>\n" + SvgDefs() + "<main>\n";
 
   // Header.
@@ -549,7 +568,7 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
        "this machine: for every attention shape (problem) tuned on every GPU, the FlashAttention-2 forward kernel "
        "variant that won, how fast it ran, how the tile shape affected speed, which variants failed and why, and "
        "how long tuning took. Higher TFLOP/s is better; times are medians in microseconds (µs).</p>\n";
-  h += "<dl class=\"meta\">\n<dt>Database file</dt><dd><code>" + HtmlEscape(db.path()) + "</code> (schema version " +
+  h += "<dl class=\"meta\">\n<dt>Database file</dt><dd><code>" + HtmlEscape(db_file) + "</code> (schema version " +
        Int(*version) + ")</dd>\n<dt>Generated</dt><dd>" + HtmlEscape(generated) + "</dd>\n";
   if (toolchains->empty()) {
     h += "<dt>Toolchain</dt><dd class=\"muted\">none recorded</dd>\n";
@@ -580,7 +599,7 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
 
   if (empty) {
     h += "<section class=\"card\"><p class=\"empty\">This database holds no trials and no winners yet: nothing "
-         "has been tuned into it.<br>Fill it with <code>flashtune tune --db " + HtmlEscape(db.path()) +
+         "has been tuned into it.<br>Fill it with <code>flashtune tune --db " + HtmlEscape(db_file) +
          "</code> on a machine with a GPU, then make this report again.</p></section>\n";
   }
 
@@ -598,10 +617,10 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
            "<th class=\"num\">Median (µs)</th><th class=\"num\">TFLOP/s</th><th class=\"num\">Variants ok / "
            "failed</th></tr></thead><tbody>\n";
       for (const ProblemEntry& e : g.problems) {
-        h += "<tr><td>" + HtmlEscape(ProblemKind(e.problem)) + "</td><td>" + HtmlEscape(ProblemShape(e.problem)) +
-             "</td>";
+        h += "<tr><td class=\"nw\">" + HtmlEscape(ProblemKind(e.problem)) + "</td><td class=\"nw\">" +
+             HtmlEscape(ProblemShape(e.problem)) + "</td>";
         if (e.winner) {
-          h += "<td><code>" + HtmlEscape(e.winner->variant_uri) + "</code></td><td>" + TileText(e.winner->variant) +
+          h += "<td><code>" + HtmlEscape(e.winner->variant_uri) + "</code></td><td class=\"nw\">" + TileText(e.winner->variant) +
                "</td><td class=\"num\">" + Num(e.winner->median_us) + "</td><td class=\"num\"><b>" +
                Num(e.winner->tflops) + "</b></td>";
         } else {
@@ -670,7 +689,9 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
         h += "<h3 id=\"fail-" + HtmlEscape(status) + "\"><span class=\"badge fail\">" + HtmlEscape(status) +
              "</span> " + Int(int64_t(rows.size())) + (rows.size() == 1 ? " trial" : " trials") +
              "</h3>\n<p class=\"note\">" + HtmlEscape(StatusMeaning(status)) + "</p>\n";
-        h += "<table><thead><tr><th>GPU</th><th>Problem</th><th>Variant</th><th>Message</th></tr></thead><tbody>\n";
+        h += "<table class=\"fail\"><colgroup><col style=\"width:11%\"><col style=\"width:17%\">"
+             "<col style=\"width:27%\"><col></colgroup><thead><tr><th>GPU</th><th>Problem</th><th>Variant</th>"
+             "<th>Message</th></tr></thead><tbody>\n";
         size_t shown = std::min(rows.size(), size_t(options.max_failures_per_status));
         for (size_t i = 0; i < shown; ++i) {
           const TrialRow& t = rows[i];

@@ -147,8 +147,9 @@ TEST(HtmlReport, ShowsWinnersFailuresUnitsAndEscapesMessages) {
   // Units.
   EXPECT_NE(h.find("TFLOP/s"), std::string::npos);
   EXPECT_NE(h.find("Median (µs)"), std::string::npos);
-  EXPECT_NE(h.find("B_r (query rows per block)"), std::string::npos);
-  EXPECT_NE(h.find("B_c (key/value rows per step)"), std::string::npos);
+  EXPECT_NE(h.find("r</tspan><tspan dy=\"-3\"> (query rows per block)"), std::string::npos);
+  EXPECT_NE(h.find("c</tspan><tspan dy=\"-3\"> (key/value rows per step)"), std::string::npos);
+  EXPECT_NE(h.find("no variant ran successfully"), std::string::npos);  // the all-failed problem's legend
 
   // Failures grouped by status, messages escaped; the long one cut with the whole text kept.
   for (const auto& s : f.statuses) EXPECT_NE(h.find("id=\"fail-" + s + "\""), std::string::npos) << s;
