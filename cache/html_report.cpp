@@ -352,8 +352,8 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
   const int ns = int(ax.stages.size()), nw = int(ax.warps.size());
   const int grid_w = kLeft + ns * pw + (ns - 1) * kGap;
   const int grid_h = nw * ph + (nw - 1) * kVGap;
-  const int legend_y = grid_h + 26;
-  const int width = std::max(grid_w, 560) + 4, height = legend_y + 44;
+  const int legend_y = grid_h + 38;
+  const int width = std::max(grid_w, 560) + 4, height = legend_y + 24;
 
   // "B_r" / "B_c" with a real subscript (dy shifts down, then back up for the rest, which the
   // caller closes with </tspan>).
@@ -408,8 +408,8 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
             s += "<g><title>" + HtmlEscape(c.uri) + ": " + HtmlEscape(c.status) + " — " +
                  HtmlEscape(CutUtf8(c.message, 200)) + "</title>" + rect +
                  " fill=\"url(#ft-hatch)\"/><text x=\"" + tx + "\" y=\"" + ty +
-                 "\" text-anchor=\"middle\" font-size=\"10.5\" font-weight=\"600\" fill=\"#8b1a1a\">" +
-                 HtmlEscape(StatusShort(c.status)) + "</text></g>";
+                 "\" text-anchor=\"middle\" font-size=\"" + (StatusShort(c.status).size() > 6 ? "9.5" : "10.5") +
+                 "\" font-weight=\"600\" fill=\"#8b1a1a\">" + HtmlEscape(StatusShort(c.status)) + "</text></g>";
           }
         }
       }

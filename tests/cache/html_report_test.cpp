@@ -188,6 +188,46 @@ TEST(HtmlReport, ShowsWinnersFailuresUnitsAndEscapesMessages) {
   EXPECT_EQ(h.find("did not end"), std::string::npos);
 }
 
+TEST(HtmlReport, OneSectionPerGpu) {
+  auto set = SmallProblemSet();
+  std::vector<Problem> problems = {set[0], set[5]};
+  std::vector<RecordedRow> rows;
+  for (size_t p = 0; p < problems.size(); ++p) {
+    auto r = SyntheticRows(problems[p], uint32_t(p + 1));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  std::string csv = ReplayCsv(rows);
+  auto make = [&](const std::string& name, const std::string& uuid) {
+    ReplayMeasurer::Options ro;
+    ro.device = {name, uuid, 9, 0, 132, "580.65"};
+    auto m = ReplayMeasurer::FromText(csv, "rows", ro);
+    EXPECT_TRUE(m.ok());
+    return std::move(*m);
+  };
+  auto space = make("space", "GPU-space");
+  TuneOptions o;
+  o.db_path = TempDir("report_two_gpus") + "/t.db";
+  o.problems = problems;
+  ReplayMeasurer* sp = space.get();
+  o.enumerate = [sp](const Problem& p) -> Result<std::vector<Variant>> { return sp->Variants(p); };
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(make("NVIDIA H200", "GPU-h200"));
+  ms.push_back(make("NVIDIA A100", "GPU-a100"));
+  auto summary = Tune(o, std::move(ms));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_EQ(summary->winners, 4);
+  auto db = Database::Open(o.db_path);
+  ASSERT_TRUE(db.ok());
+  auto page = RenderHtmlReport(**db);
+  ASSERT_TRUE(page.ok());
+  // Each GPU heads its winners table and its heatmaps; each has a heatmap per problem.
+  EXPECT_EQ(Count(*page, "NVIDIA H200 <span class=\"muted\">"), 2u);
+  EXPECT_EQ(Count(*page, "NVIDIA A100 <span class=\"muted\">"), 2u);
+  EXPECT_EQ(Count(*page, "<figure class=\"hm\">"), 4u);
+  EXPECT_NE(page->find("No variant failed"), std::string::npos);
+  EXPECT_EQ(Count(*page, "<td>exhaustive</td>"), 2u);  // one run per GPU
+}
+
 TEST(HtmlReport, EmptyDatabaseSaysSo) {
   std::string path = TempDir("report_empty") + "/e.db";
   auto db = Database::Open(path);
