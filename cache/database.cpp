@@ -562,6 +562,49 @@ Result<std::vector<ProblemRow>> Database::ListProblems() {
   return out;
 }
 
+Result<std::vector<DeviceRow>> Database::ListDevices() {
+  Stmt q(db_, "SELECT id, name, uuid, cc_major, cc_minor, sm_count, driver_version FROM devices ORDER BY id");
+  std::vector<DeviceRow> out;
+  Status st;
+  while (q.Step(&st)) {
+    DeviceRow r;
+    r.id = q.Int(0);
+    r.device = DeviceInfo{q.Text(1), q.Text(2), int(q.Int(3)), int(q.Int(4)), int(q.Int(5)), q.Text(6)};
+    out.push_back(std::move(r));
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<ToolchainRow>> Database::ListToolchains() {
+  Stmt q(db_, "SELECT id, nvrtc_version, generator_version, template_hash FROM toolchains ORDER BY id");
+  std::vector<ToolchainRow> out;
+  Status st;
+  while (q.Step(&st)) out.push_back(ToolchainRow{q.Int(0), ToolchainInfo{q.Text(1), q.Text(2), q.Text(3)}});
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<RunRow>> Database::ListRuns() {
+  Stmt q(db_, "SELECT id, coalesce(device_id, 0), coalesce(toolchain_id, 0), strategy, started_at,"
+              " coalesce(ended_at, ''), problems, measured, failed, skipped, winners FROM tuning_runs ORDER BY id");
+  std::vector<RunRow> out;
+  Status st;
+  while (q.Step(&st)) {
+    RunRow r;
+    r.id = q.Int(0);
+    r.device_id = q.Int(1);
+    r.toolchain_id = q.Int(2);
+    r.strategy = q.Text(3);
+    r.started_at = q.Text(4);
+    r.ended_at = q.Text(5);
+    r.counts = RunCounts{q.Int(6), q.Int(7), q.Int(8), q.Int(9), q.Int(10)};
+    out.push_back(std::move(r));
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
 Status Database::PutCubin(const CubinRecord& c) {
   Transaction tx(db_);
   FT_RETURN_IF_ERROR(tx.status());

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "flashtune/database.h"
+#include "flashtune/report.h"
 #include "flashtune/tuner.h"
 
 namespace po = boost::program_options;
@@ -14,7 +15,7 @@ namespace flashtune::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: flashtune db <list|show|export|merge|prune|check> [--db FILE] [options]\n"
+    "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
     "  list                          problems with trial counts and best variant\n"
     "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
     "                                one problem's trials, ranked\n"
@@ -22,6 +23,8 @@ constexpr const char* kUsage =
     "  merge OTHER.db                bring another database's rows in (idempotent)\n"
     "  prune                         drop trials/winners/cubins of other toolchains\n"
     "  check                         integrity check + staleness against this build's toolchain\n"
+    "  report --html FILE            one self-contained HTML page: winners, TFLOP/s heatmaps, failures,\n"
+    "                                tuning time (FILE '-' = stdout)\n"
     "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
 
 int Fail(const std::string& sub, const Status& s) {
@@ -35,15 +38,15 @@ int RunDb(const std::vector<std::string>& args) {
     return args.empty() ? kExitUsage : kExitOk;
   }
   const std::string sub = args[0];
-  static const char* kSubs[] = {"list", "show", "export", "merge", "prune", "check"};
+  static const char* kSubs[] = {"list", "show", "export", "merge", "prune", "check", "report"};
   bool known = false;
   for (const char* s : kSubs) known |= sub == s;
   if (!known) {
-    std::fprintf(stderr, "flashtune db: unknown subcommand '%s'; allowed: list, show, export, merge, prune, check\n",
+    std::fprintf(stderr, "flashtune db: unknown subcommand '%s'; allowed: list, show, export, merge, prune, check, report\n",
                  sub.c_str());
     return kExitUsage;
   }
-  std::string db_path, format, output, dtype = "bf16", nvrtc, gen, tpl;
+  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl;
   int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
   int causal = 0;
   std::vector<std::string> positional;
@@ -52,6 +55,7 @@ int RunDb(const std::vector<std::string>& args) {
       ("db", po::value(&db_path), "database file")
       ("format", po::value(&format), "csv | json")
       ("output,o", po::value(&output), "write to FILE instead of stdout")
+      ("html", po::value(&html), "report: the HTML file to write ('-' = stdout)")
       ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal), "")
       ("batch", po::value(&batch), "") ("nq", po::value(&nq), "") ("nk", po::value(&nk), "")
       ("hq", po::value(&hq), "") ("hkv", po::value(&hkv), "")
@@ -88,6 +92,14 @@ int RunDb(const std::vector<std::string>& args) {
     auto f = ParseExportFormat(format);
     if (!f.ok()) return Fail(sub, f.status());
     fmt = *f;
+  }
+  if (sub == "report" && html.empty()) {
+    std::fprintf(stderr, "flashtune db report: --html FILE is required (the page to write; '-' = stdout)\n");
+    return kExitUsage;
+  }
+  if (sub != "report" && !html.empty()) {
+    std::fprintf(stderr, "flashtune db %s: --html is only for 'report'\n", sub.c_str());
+    return kExitUsage;
   }
   const bool writes = sub == "merge" || sub == "prune";
   auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000});
@@ -159,6 +171,22 @@ int RunDb(const std::vector<std::string>& args) {
     }
     return kExitOk;
   }
+  if (sub == "report") {
+    HtmlReportOptions ro;
+    ro.current_toolchain = current;
+    auto page = RenderHtmlReport(**db, ro);
+    if (!page.ok()) return Fail(sub, page.status());
+    if (html == "-") {
+      std::fwrite(page->data(), 1, page->size(), stdout);
+      return kExitOk;
+    }
+    std::ofstream f(html, std::ios::binary | std::ios::trunc);
+    f << *page;
+    f.close();
+    if (!f) return Fail(sub, Status(Code::kIoError, "cannot write '" + html + "'"));
+    std::fprintf(stderr, "wrote %s (%zu bytes)\n", html.c_str(), page->size());
+    return kExitOk;
+  }
   if (sub == "merge") {
     auto stats = (*db)->Merge(positional[0]);
     if (!stats.ok()) return Fail(sub, stats.status());
@@ -186,7 +214,7 @@ int RunDb(const std::vector<std::string>& args) {
 
 }  // namespace
 
-FT_CLI_COMMAND("db", "inspect and maintain the tuning database (list, show, export, merge, prune, check)",
+FT_CLI_COMMAND("db", "inspect and maintain the tuning database (list, show, export, merge, prune, check, report)",
                RunDb);
 
 }  // namespace flashtune::cli

@@ -6,7 +6,8 @@ FT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FT_BUILD="${FLASHTUNE_BUILD_DIR:-$FT_ROOT/build}"
 FT_CUDA="/usr/local/cuda"
 FT_PACKAGES=(build-essential cmake ninja-build libsqlite3-dev libssl-dev
-             libboost-program-options-dev libgtest-dev libbenchmark-dev)
+             libboost-program-options-dev libgtest-dev libbenchmark-dev
+             chromium fonts-dejavu-core)  # the browser test of `flashtune db report --html`
 
 ft_log() { echo "flashtune setup: $*" >&2; }
 

@@ -154,6 +154,27 @@ struct CheckReport {
   std::vector<std::string> stale_toolchains;  // "nvrtc 12.4 / gen 0.0.9 / tpl abcd…"
 };
 
+// Rows of the small tables, as read back (ListDevices / ListToolchains / ListRuns).
+struct DeviceRow {
+  int64_t id = 0;
+  DeviceInfo device;
+};
+
+struct ToolchainRow {
+  int64_t id = 0;
+  ToolchainInfo toolchain;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  int64_t device_id = 0;     // 0 when unknown
+  int64_t toolchain_id = 0;  // 0 when unknown
+  std::string strategy;
+  std::string started_at;    // ISO 8601 UTC, "2026-11-30T12:34:56.789Z"
+  std::string ended_at;      // "" when the run never ended (still running, or killed)
+  RunCounts counts;          // zeros until EndRun
+};
+
 enum class ExportFormat { kCsv, kJson };
 // Parses "csv" / "json"; kInvalidArgument naming the allowed values.
 Result<ExportFormat> ParseExportFormat(std::string_view text);
@@ -218,6 +239,11 @@ class Database {
   Result<std::vector<WinnerRow>> ListWinners();
 
   Result<std::vector<ProblemRow>> ListProblems();
+
+  // Every device / toolchain / tuning run, by id ascending. Read-only; empty when none.
+  Result<std::vector<DeviceRow>> ListDevices();
+  Result<std::vector<ToolchainRow>> ListToolchains();
+  Result<std::vector<RunRow>> ListRuns();
 
   // Cubin cache. GetCubin: kNotFound when absent.
   Status PutCubin(const CubinRecord& cubin);
