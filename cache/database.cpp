@@ -569,7 +569,7 @@ Result<std::vector<DeviceRow>> Database::ListDevices() {
   while (q.Step(&st)) {
     DeviceRow r;
     r.id = q.Int(0);
-    r.device = DeviceInfo{q.Text(1), q.Text(2), int(q.Int(3)), int(q.Int(4)), int(q.Int(5)), q.Text(6)};
+    r.device = DeviceRecord{q.Text(1), q.Text(2), int(q.Int(3)), int(q.Int(4)), int(q.Int(5)), q.Text(6)};
     out.push_back(std::move(r));
   }
   if (!st.ok()) return st;

@@ -157,7 +157,7 @@ struct CheckReport {
 // Rows of the small tables, as read back (ListDevices / ListToolchains / ListRuns).
 struct DeviceRow {
   int64_t id = 0;
-  DeviceInfo device;
+  DeviceRecord device;
 };
 
 struct ToolchainRow {

@@ -14,7 +14,7 @@ TEST(Database, ListsDevicesToolchainsAndRuns) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 
-  DeviceInfo a{"NVIDIA H200", "GPU-a", 9, 0, 132, "580.65"}, b{"NVIDIA A100", "GPU-b", 8, 0, 108, "580.65"};
+  DeviceRecord a{"NVIDIA H200", "GPU-a", 9, 0, 132, "580.65"}, b{"NVIDIA A100", "GPU-b", 8, 0, 108, "580.65"};
   auto da = (*db)->UpsertDevice(a), dbb = (*db)->UpsertDevice(b);
   auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
   ASSERT_TRUE(da.ok() && dbb.ok() && tc.ok());
