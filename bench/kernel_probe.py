@@ -44,14 +44,15 @@ def check(rc, what):
 
 
 class Kernel:
-    def __init__(self, path):
-        self.uri = os.path.basename(path)[:-len(".cubin")]
+    def __init__(self, path, data=None, uri=None):
+        """Loads `path` (named <uri>.cubin), or the cubin bytes `data` of variant `uri`."""
+        self.uri = uri or os.path.basename(path)[:-len(".cubin")]
         m = URI_RE.match(self.uri)
         self.dtype = torch.bfloat16 if m.group(1) == "bf16" else torch.float16
         self.d, self.br, self.bc, self.w, self.s = (int(m.group(i)) for i in range(2, 7))
         self.causal = m.group(7) == "causal"
         self.smem = (self.br + 2 * self.s * self.bc) * (self.d + 8) * 2
-        data = open(path, "rb").read()
+        data = data if data is not None else open(path, "rb").read()
         self.module = ctypes.c_void_p()
         check(cuda.cuModuleLoadData(ctypes.byref(self.module), data), "cuModuleLoadData " + self.uri)
         self.fn = ctypes.c_void_p()

@@ -1,0 +1,217 @@
+// Every variant of the d64 and d128 spaces (both dtypes, causal and not), and a sample of the
+// other head dims, against the float64 CPU reference on ragged, GQA/MQA, Nq != Nk and
+// head-major shapes. Outputs are poisoned (NaN) before each run, so an unwritten element fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashtune/compiler.h"
+#include "flashtune/driver.h"
+#include "flashtune/kernel.h"
+#include "flashtune/reference.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+
+namespace flashtune {
+namespace {
+
+struct Shape {
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]: non-contiguous strides
+};
+
+const Shape kShapes[] = {
+    {1, 1, 1, 1, 1, false},       {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},  // GQA 8:1
+    {1, 128, 128, 4, 1, true},    {1, 1000, 1000, 2, 2, true}, {1, 4097, 4097, 1, 1, false},
+    {1, 127, 1000, 2, 1, false},  {2, 1000, 127, 2, 2, false},  // Nq < Nk and Nq > Nk (masked rows)
+};
+
+Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
+  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
+  return Strides{heads * seqlen * d, d, seqlen * d};
+}
+
+struct Gpu {
+  Driver* driver = nullptr;
+  std::optional<Context> context;
+  std::optional<Stream> stream;
+  DeviceInfo info;
+};
+
+// The GPU, or the reason there is none.
+Result<Gpu*> GetGpu() {
+  static Gpu gpu;
+  static Status status = [] {
+    auto driver = Driver::Load();
+    if (!driver.ok()) return driver.status();
+    gpu.driver = *driver;
+    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
+    auto info = gpu.driver->Device(0);
+    if (!info.ok()) return info.status();
+    gpu.info = *info;
+    auto context = Context::Primary(*gpu.driver, 0);
+    if (!context.ok()) return context.status();
+    gpu.context.emplace(std::move(*context));
+    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
+    auto stream = Stream::Create(*gpu.context);
+    if (!stream.ok()) return stream.status();
+    gpu.stream.emplace(std::move(*stream));
+    return Status::Ok();
+  }();
+  if (!status.ok()) return status;
+  return &gpu;
+}
+
+// One shape's host inputs, device copies and reference answer for one class.
+struct Case {
+  Shape shape;
+  ForwardArgs host, device;
+  std::vector<uint16_t> q, k, v;
+  ReferenceOutput expected;
+  std::optional<DeviceBuffer> dq, dk, dv, dout, dlse;
+};
+
+size_t Span(int64_t b, int64_t n, int64_t h, int64_t d) { return size_t(b * n * h * d); }
+
+std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed) {
+  auto c = std::make_unique<Case>();
+  c->shape = s;
+  ForwardArgs& a = c->host;
+  a.dtype = cls.dtype;
+  a.head_dim = cls.head_dim;
+  a.causal = cls.causal;
+  a.batch = s.batch;
+  a.seqlen_q = s.seqlen_q;
+  a.seqlen_k = s.seqlen_k;
+  a.heads_q = s.heads_q;
+  a.heads_kv = s.heads_kv;
+  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
+  a.o_strides = Strides::Contiguous(s.seqlen_q, s.heads_q, cls.head_dim);
+  a.k_strides = a.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
+  c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
+  c->k.resize(Span(s.batch, s.seqlen_k, s.heads_kv, cls.head_dim));
+  c->v.resize(c->k.size());
+  FillRandom(c->q, cls.dtype, seed);
+  FillRandom(c->k, cls.dtype, seed + 1);
+  FillRandom(c->v, cls.dtype, seed + 2);
+  a.q = c->q.data();
+  a.k = c->k.data();
+  a.v = c->v.data();
+  auto expected = ReferenceForward(a);
+  EXPECT_TRUE(expected.ok()) << expected.status().ToString();
+  if (expected.ok()) c->expected = std::move(*expected);
+  auto alloc = [&](std::optional<DeviceBuffer>& buf, size_t bytes, const void* host) {
+    auto b = DeviceBuffer::Allocate(*gpu.context, bytes);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    buf.emplace(std::move(*b));
+    if (host) {
+      EXPECT_TRUE(buf->CopyFromHost(host, bytes).ok());
+    }
+  };
+  alloc(c->dq, c->q.size() * 2, c->q.data());
+  alloc(c->dk, c->k.size() * 2, c->k.data());
+  alloc(c->dv, c->v.size() * 2, c->v.data());
+  alloc(c->dout, c->q.size() * 2, nullptr);
+  alloc(c->dlse, size_t(s.batch * s.heads_q * s.seqlen_q) * 4, nullptr);
+  c->device = a;
+  c->device.q = reinterpret_cast<const void*>(c->dq->get());
+  c->device.k = reinterpret_cast<const void*>(c->dk->get());
+  c->device.v = reinterpret_cast<const void*>(c->dv->get());
+  c->device.o = reinterpret_cast<void*>(c->dout->get());
+  c->device.lse = reinterpret_cast<float*>(c->dlse->get());
+  return c;
+}
+
+// Runs `kernel` on `c` with poisoned outputs; "" when it matches the reference, else why not.
+std::string RunAndCompare(Gpu& gpu, const Kernel& kernel, Case& c) {
+  if (!c.dout->Memset(0xFF).ok() || !c.dlse->Memset(0xFF).ok()) return "memset failed";
+  Status launched = kernel.Launch(c.device, gpu.stream->get());
+  if (!launched.ok()) return launched.ToString();
+  Status done = gpu.stream->Synchronize();
+  if (!done.ok()) return done.ToString();
+  std::vector<uint16_t> o(c.q.size());
+  std::vector<float> lse(c.expected.lse.size());
+  if (!c.dout->CopyToHost(o.data(), o.size() * 2).ok() || !c.dlse->CopyToHost(lse.data(), lse.size() * 4).ok())
+    return "copy back failed";
+  ForwardArgs layout = c.host;
+  const double err = RelativeL2Error(GatherOutput(layout, o.data()), c.expected.o);
+  const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
+  const double tol = c.host.dtype == DType::kBF16 ? 1e-2 : 2e-3;
+  if (err <= tol && lse_cmp.Within(1e-3)) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: o error %.3g (tol %.0e), lse error %.3g, -inf mismatches %lld",
+                (long long)c.shape.batch, (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k,
+                (long long)c.shape.heads_q, (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "", err,
+                tol, lse_cmp.max_error, (long long)lse_cmp.infinity_mismatches);
+  return buf;
+}
+
+void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  Compiler compiler(Compiler::Options{});
+  std::vector<CompileRequest> requests;
+  for (const Variant& v : variants) {
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+  }
+  auto cubins = compiler.CompileMany(requests);
+  std::vector<std::unique_ptr<Case>> cases;
+  uint64_t seed = 100;
+  for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, cls, s, seed += 10));
+  int checked = 0;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const std::string uri = variants[i].Uri();
+    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
+    auto kernel = Kernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (auto& c : cases) {
+      const std::string why = RunAndCompare(**gpu, *kernel, *c);
+      EXPECT_EQ(why, "") << uri;
+      ++checked;
+    }
+  }
+  std::printf("[ checked  ] %s: %zu variants x %zu shapes (%d runs)\n", cls.ToString().c_str(), variants.size(),
+              cases.size(), checked);
+}
+
+class FullSpace : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};
+
+TEST_P(FullSpace, EveryVariantMatchesTheReference) {
+  const auto [dtype, head_dim, causal] = GetParam();
+  const ProblemClass cls{dtype, head_dim, causal};
+  auto space = EnumerateSpace(cls);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  CheckVariants(cls, *space);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForwardGpu, FullSpace,
+                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128),
+                                            ::testing::Bool()));
+
+class SampledSpace : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+// Other head dims: the default variant, plus the first and last of the space, in bf16 and f16.
+TEST_P(SampledSpace, SampleMatchesTheReference) {
+  const auto [head_dim, causal] = GetParam();
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const ProblemClass cls{dtype, head_dim, causal};
+    auto space = EnumerateSpace(cls);
+    ASSERT_TRUE(space.ok()) << space.status().ToString();
+    std::vector<Variant> sample = {DefaultVariant(cls), space->front(), space->back()};
+    CheckVariants(cls, sample);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ForwardGpu, SampledSpace,
+                         ::testing::Combine(::testing::Values(32, 96, 160, 192, 224, 256), ::testing::Bool()));
+
+}  // namespace
+}  // namespace flashtune
