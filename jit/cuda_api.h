@@ -21,7 +21,9 @@ namespace flashtune::detail {
   X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)                   \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                     \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)         \
-  X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8) X(cuMemsetD8Async)
+  X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8) X(cuMemsetD8Async)   \
+  X(cuCtxGetDevice) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)        \
+  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
 
 struct CudaApi {
 #define FT_CUDA_API_MEMBER(name) decltype(&::name) name = nullptr;

@@ -1,0 +1,115 @@
+// Host overhead of Runtime::forward when warm (target <= 5 us/call), and the first call of a
+// tuned problem through a new Runtime (cubin from the database; target <= 50 ms).
+//   FLASHTUNE_BENCH_DB=<tuned db> build/bench/flashtune_runtime_bench
+// The first-call benchmark needs a database tuned for bf16 d64 N256 Hq4 B2 (the GPU test's
+// `flashtune tune ... --head-dims 64 --seqlens 256 --hidden 256 --tokens 512`).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "flashtune/driver.h"
+#include "flashtune/runtime.h"
+
+namespace flashtune {
+namespace {
+
+struct Gpu {
+  Driver* driver = nullptr;
+  std::optional<Context> context;
+  std::optional<DeviceBuffer> buffer;  // q, k, v, o share one buffer: timing only
+  std::optional<Stream> stream;
+  std::string error;
+};
+
+void Init(Gpu& g) {
+  auto d = Driver::Load();
+  if (!d.ok()) return void(g.error = d.status().message());
+  g.driver = *d;
+  auto c = Context::Primary(*g.driver, 0);
+  if (!c.ok()) return void(g.error = c.status().message());
+  g.context.emplace(std::move(*c));
+  auto b = DeviceBuffer::Allocate(*g.context, 8 << 20);
+  if (!b.ok()) return void(g.error = b.status().message());
+  (void)b->Memset(0);
+  g.buffer.emplace(std::move(*b));
+  auto s = Stream::Create(*g.context);
+  if (!s.ok()) return void(g.error = s.status().message());
+  g.stream.emplace(std::move(*s));
+}
+
+Gpu& TheGpu() {
+  static Gpu* gpu = [] {
+    auto* g = new Gpu;  // never destroyed: the driver may be gone at exit
+    Init(*g);
+    return g;
+  }();
+  return *gpu;
+}
+
+ForwardArgs SmallArgs(const Gpu& g) {
+  ForwardArgs a;
+  a.dtype = DType::kBF16;
+  a.head_dim = 64;
+  a.batch = 2;
+  a.seqlen_q = a.seqlen_k = 256;
+  a.heads_q = a.heads_kv = 4;
+  void* p = reinterpret_cast<void*>(g.buffer->get());
+  a.q = a.k = a.v = p;
+  a.o = static_cast<char*>(p) + (4 << 20);
+  a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides::Contiguous(256, 4, 64);
+  return a;
+}
+
+void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  const char* db = std::getenv("FLASHTUNE_BENCH_DB");
+  RuntimeOptions o;
+  o.db_path = db ? db : "/nonexistent/flashtune.db";
+  o.log = [](LogLevel, const std::string&) {};
+  auto rt = Runtime::Open(o);
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  const ForwardArgs args = SmallArgs(g);
+  if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  int64_t n = 0;
+  for (auto _ : state) {
+    Status s = (*rt)->forward(args, g.stream->get());
+    benchmark::DoNotOptimize(s);
+    if (++n % 512 == 0) {  // keep the launch queue from filling (a full queue blocks the host)
+      state.PauseTiming();
+      (void)g.stream->Synchronize();
+      state.ResumeTiming();
+    }
+  }
+  (void)g.stream->Synchronize();
+}
+BENCHMARK(BM_ForwardWarmHostOverhead);
+
+void BM_FirstCallTunedFromDatabase(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  const char* db = std::getenv("FLASHTUNE_BENCH_DB");
+  if (db == nullptr) return state.SkipWithError("set FLASHTUNE_BENCH_DB to a tuned database");
+  const ForwardArgs args = SmallArgs(g);
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    RuntimeOptions o;
+    o.db_path = db;
+    auto rt = Runtime::Open(o);
+    if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+    auto plan = (*rt)->plan(args.problem());
+    if (!plan.ok() || plan->source != PlanSource::kExact) return state.SkipWithError("the problem is not tuned in the db");
+    if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("forward failed");
+    (void)g.stream->Synchronize();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+}
+BENCHMARK(BM_FirstCallTunedFromDatabase)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
+
+}  // namespace
+}  // namespace flashtune
+
+BENCHMARK_MAIN();

@@ -1,0 +1,190 @@
+// `flashtune plan`: what the runtime would launch for one shape, and why.
+//
+// The device planned for: --device-uuid / --gpu-name pick a GPU recorded in the database (so a
+// machine without a GPU can answer for the machine that tuned); else this machine's GPU 0;
+// else, without a GPU, the database's only GPU model when there is exactly one; else none
+// (the built-in heuristic for the sm_90 shared-memory limit).
+// Exit codes: 0 answered, 1 the database could not be used, 2 bad usage (message names the option).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/json.h"
+#include "flashtune/driver.h"
+#include "flashtune/runtime.h"
+#include "flashtune/space.h"
+
+namespace flashtune::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "flashtune plan: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+bool SameModel(const DeviceRecord& a, const DeviceRecord& b) {
+  return a.name == b.name && a.cc_major == b.cc_major && a.cc_minor == b.cc_minor && a.sm_count == b.sm_count &&
+         a.driver_version == b.driver_version;
+}
+
+std::string ListDevices(const std::vector<DeviceRow>& rows) {
+  std::string out;
+  for (const DeviceRow& r : rows) out += (out.empty() ? "" : ", ") + r.device.name + " " + r.device.uuid;
+  return out.empty() ? "none" : out;
+}
+
+std::string ProblemJson(const Problem& p) {
+  std::ostringstream o;
+  o << "{\"dtype\":" << JsonString(DTypeName(p.dtype)) << ",\"head_dim\":" << p.head_dim
+    << ",\"causal\":" << (p.causal ? "true" : "false") << ",\"batch\":" << p.batch << ",\"seqlen_q\":" << p.seqlen_q
+    << ",\"seqlen_k\":" << p.seqlen_k << ",\"heads_q\":" << p.heads_q << ",\"heads_kv\":" << p.heads_kv << "}";
+  return o.str();
+}
+
+int RunPlan(const std::vector<std::string>& args) {
+  std::string dtype_text, db_path, device_uuid, gpu_name;
+  int head_dim = 0;
+  int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
+  po::options_description desc(
+      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal] --batch B --seqlen-q N [--seqlen-k N]\n"
+      "                      --heads-q H [--heads-kv H] [--db PATH] [--device-uuid U | --gpu-name NAME] [--json]\n\n"
+      "options");
+  desc.add_options()("help,h", "show this help")
+      ("dtype", po::value(&dtype_text), "bf16 | f16 (required)")
+      ("head-dim", po::value(&head_dim), "32, 64, 96, 128, 160, 192, 224, 256 (required)")
+      ("causal", "causal mask (bottom-right aligned)")
+      ("batch", po::value(&batch), "B (default 1)")
+      ("seqlen-q", po::value(&seqlen_q), "Nq (required)")
+      ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
+      ("heads-q", po::value(&heads_q), "Hq (required)")
+      ("heads-kv", po::value(&heads_kv), "Hkv, a divisor of Hq (default Hq)")
+      ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
+      ("device-uuid", po::value(&device_uuid), "plan for this GPU of the database (by uuid)")
+      ("gpu-name", po::value(&gpu_name), "plan for the database's GPU of this name (e.g. \"NVIDIA H200\")")
+      ("json", "print one JSON object instead of text");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "flashtune plan: " << e.what() << "\n" << desc << "\n";
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << "flashtune plan: show which kernel the runtime would launch for a shape, and why\n"
+                 "(exact tuned bucket, nearest tuned bucket, or the built-in heuristic).\n\n"
+                 "Device: --device-uuid/--gpu-name pick a GPU recorded in the database; otherwise this\n"
+                 "machine's GPU 0; without a GPU, the database's only GPU model when there is exactly one;\n"
+                 "otherwise the heuristic alone.\n\n"
+              << desc << "\n";
+    return kExitOk;
+  }
+  for (const char* required : {"dtype", "head-dim", "seqlen-q", "heads-q"})
+    if (!vm.count(required)) return Usage(std::string("--") + required + " is required (see --help)");
+  auto dtype = ParseDType(dtype_text, "--dtype");
+  if (!dtype.ok()) return Usage(dtype.status().message());
+  bool supported = false;
+  for (int d : kSupportedHeadDims) supported |= d == head_dim;
+  if (!supported)
+    return Usage("--head-dim " + std::to_string(head_dim) + " is not supported; allowed: 32, 64, 96, 128, 160, 192, 224, 256");
+  if (!vm.count("seqlen-k")) seqlen_k = seqlen_q;
+  if (!vm.count("heads-kv")) heads_kv = heads_q;
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"--batch", batch}, {"--seqlen-q", seqlen_q}, {"--seqlen-k", seqlen_k}, {"--heads-q", heads_q}, {"--heads-kv", heads_kv}};
+  for (auto [name, v] : sizes)
+    if (v < 1 || v >= (int64_t{1} << 31))
+      return Usage(std::string(name) + " " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
+  if (heads_q % heads_kv != 0)
+    return Usage("--heads-q " + std::to_string(heads_q) + " must be a multiple of --heads-kv " + std::to_string(heads_kv));
+  if (!device_uuid.empty() && !gpu_name.empty()) return Usage("--device-uuid and --gpu-name exclude each other");
+
+  RuntimeOptions options;
+  options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
+  std::error_code ec;
+  const bool db_exists = std::filesystem::exists(options.db_path, ec);
+  std::vector<DeviceRow> db_devices;
+  if (db_exists) {
+    Database::OpenOptions ro;
+    ro.read_only = true;
+    auto db = Database::Open(options.db_path, ro);
+    if (!db.ok()) {
+      std::fprintf(stderr, "flashtune plan: %s\n", db.status().ToString().c_str());
+      return kExitFailure;
+    }
+    auto rows = (*db)->ListDevices();
+    if (!rows.ok()) {
+      std::fprintf(stderr, "flashtune plan: %s\n", rows.status().ToString().c_str());
+      return kExitFailure;
+    }
+    db_devices = std::move(*rows);
+  }
+  if (!device_uuid.empty() || !gpu_name.empty()) {
+    const std::string& wanted = device_uuid.empty() ? gpu_name : device_uuid;
+    const DeviceRow* found = nullptr;
+    for (const DeviceRow& r : db_devices)  // the newest row wins (latest driver)
+      if ((device_uuid.empty() ? r.device.name : r.device.uuid) == wanted) found = &r;
+    if (found == nullptr)
+      return Usage(std::string(device_uuid.empty() ? "--gpu-name" : "--device-uuid") + " '" + wanted + "' is not in " +
+                   options.db_path + "; known GPUs: " + ListDevices(db_devices));
+    options.device_override = found->device;
+  } else if (auto driver = Driver::Load(); !(driver.ok() && (*driver)->device_count() > 0)) {
+    // No GPU here: the database's GPU when it names exactly one model.
+    std::vector<DeviceRecord> models;
+    for (const DeviceRow& r : db_devices) {
+      bool seen = false;
+      for (const DeviceRecord& m : models) seen |= SameModel(m, r.device);
+      if (!seen) models.push_back(r.device);
+    }
+    if (models.size() == 1) options.device_override = models[0];
+  }
+
+  auto runtime = Runtime::Open(options);
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "flashtune plan: %s\n", runtime.status().ToString().c_str());
+    return kExitFailure;
+  }
+  Problem problem{*dtype, head_dim, vm.count("causal") > 0, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
+  auto plan = (*runtime)->plan(problem);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "flashtune plan: %s\n", plan.status().ToString().c_str());
+    return plan.status().code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  const Plan& p = *plan;
+  if (vm.count("json")) {
+    std::ostringstream o;
+    o << "{\"problem\":" << ProblemJson(p.problem) << ",\"variant\":" << JsonString(p.variant.Uri())
+      << ",\"source\":" << JsonString(PlanSourceName(p.source)) << ",\"bucket\":" << JsonString(p.bucket_name)
+      << ",\"tuned_bucket\":" << (p.tuned_bucket.empty() ? "null" : JsonString(p.tuned_bucket))
+      << ",\"tuned_problem\":" << (p.tuned_problem ? ProblemJson(*p.tuned_problem) : "null")
+      << ",\"tuned_median_us\":" << (p.tuned_median_us > 0 ? std::to_string(p.tuned_median_us) : "null")
+      << ",\"distance\":" << p.distance << ",\"device\":" << (p.device_name.empty() ? "null" : JsonString(p.device_name))
+      << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why) << "}";
+    std::cout << o.str() << "\n";
+    return kExitOk;
+  }
+  std::printf("problem:  %s\n", p.problem.ToString().c_str());
+  std::printf("device:   %s\n", p.device_name.empty() ? "none (no GPU here, none chosen from the database)"
+                                                      : p.device_name.c_str());
+  std::printf("database: %s%s\n", options.db_path.c_str(), db_exists ? "" : " (absent)");
+  std::printf("bucket:   %s\n", p.bucket_name.c_str());
+  std::printf("source:   %s\n", std::string(PlanSourceName(p.source)).c_str());
+  std::printf("variant:  %s\n", p.variant.Uri().c_str());
+  if (p.tuned_problem)
+    std::printf("tuned on: %s (%s), %.1f us\n", p.tuned_problem->ToString().c_str(), p.tuned_bucket.c_str(),
+                p.tuned_median_us);
+  std::printf("why:      %s\n", p.why.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+FT_CLI_COMMAND("plan", "show which kernel the runtime would launch for a shape, and why", RunPlan);
+
+}  // namespace flashtune::cli

@@ -1,0 +1,148 @@
+// The C ABI (include/flashtune/flashtune.h) over flashtune::Runtime.
+#include "flashtune/flashtune.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "flashtune/runtime.h"
+
+struct ft_runtime {
+  std::unique_ptr<flashtune::Runtime> runtime;
+};
+
+namespace {
+
+using flashtune::Code;
+using flashtune::Status;
+
+static_assert(FT_INTERNAL == static_cast<int>(Code::kInternal) && FT_CORRUPT == static_cast<int>(Code::kCorrupt),
+              "FT_* status codes must follow flashtune::Code");
+
+thread_local std::string t_last_error;
+
+int Fail(const Status& status) {
+  t_last_error = status.ToString();
+  return static_cast<int>(status.code());
+}
+
+int Fail(Code code, const std::string& message) { return Fail(Status(code, message)); }
+
+int Succeed() {
+  t_last_error.clear();
+  return FT_OK;
+}
+
+void Copy(char* out, size_t size, const std::string& text) {
+  std::snprintf(out, size, "%s", text.c_str());
+}
+
+// Converts a C problem; kInvalidArgument naming the field for a bad dtype or flag.
+flashtune::Result<flashtune::Problem> ToProblem(const ft_problem& p, const char* what) {
+  flashtune::Problem out;
+  if (p.dtype == FT_DTYPE_F16) {
+    out.dtype = flashtune::DType::kF16;
+  } else if (p.dtype == FT_DTYPE_BF16) {
+    out.dtype = flashtune::DType::kBF16;
+  } else {
+    return Status(Code::kInvalidArgument, std::string(what) + ".dtype: " + std::to_string(p.dtype) +
+                                              " is not a dtype; allowed: FT_DTYPE_F16 (1), FT_DTYPE_BF16 (2)");
+  }
+  if (p.causal != 0 && p.causal != 1)
+    return Status(Code::kInvalidArgument,
+                  std::string(what) + ".causal: " + std::to_string(p.causal) + "; allowed: 0, 1");
+  out.head_dim = p.head_dim;
+  out.causal = p.causal == 1;
+  out.batch = p.batch;
+  out.seqlen_q = p.seqlen_q;
+  out.seqlen_k = p.seqlen_k;
+  out.heads_q = p.heads_q;
+  out.heads_kv = p.heads_kv;
+  return out;
+}
+
+flashtune::Strides ToStrides(const int64_t s[3]) { return flashtune::Strides{s[0], s[1], s[2]}; }
+
+}  // namespace
+
+extern "C" {
+
+int ft_runtime_open(const char* db_path, ft_runtime** out) {
+  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_runtime_open: out is NULL");
+  *out = nullptr;
+  flashtune::RuntimeOptions options;
+  if (db_path != nullptr) options.db_path = db_path;
+  auto runtime = flashtune::Runtime::Open(options);
+  if (!runtime.ok()) return Fail(runtime.status());
+  *out = new ft_runtime{std::move(*runtime)};
+  return Succeed();
+}
+
+void ft_runtime_close(ft_runtime* runtime) { delete runtime; }
+
+int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: args is NULL");
+  auto problem = ToProblem(args->problem, "args.problem");
+  if (!problem.ok()) return Fail(problem.status());
+  flashtune::ForwardArgs a;
+  a.dtype = problem->dtype;
+  a.head_dim = problem->head_dim;
+  a.causal = problem->causal;
+  a.softmax_scale = args->softmax_scale;
+  a.batch = problem->batch;
+  a.seqlen_q = problem->seqlen_q;
+  a.seqlen_k = problem->seqlen_k;
+  a.heads_q = problem->heads_q;
+  a.heads_kv = problem->heads_kv;
+  a.q = args->q;
+  a.k = args->k;
+  a.v = args->v;
+  a.o = args->o;
+  a.lse = args->lse;
+  a.q_strides = ToStrides(args->q_strides);
+  a.k_strides = ToStrides(args->k_strides);
+  a.v_strides = ToStrides(args->v_strides);
+  a.o_strides = ToStrides(args->o_strides);
+  Status status = runtime->runtime->forward(a, static_cast<CUstream>(stream));
+  return status.ok() ? Succeed() : Fail(status);
+}
+
+int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: runtime is NULL");
+  if (problem == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: problem is NULL");
+  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: out is NULL");
+  auto p = ToProblem(*problem, "problem");
+  if (!p.ok()) return Fail(p.status());
+  auto plan = runtime->runtime->plan(*p);
+  if (!plan.ok()) return Fail(plan.status());
+  std::memset(out, 0, sizeof *out);
+  Copy(out->variant_uri, sizeof out->variant_uri, plan->variant.Uri());
+  out->source = plan->source == flashtune::PlanSource::kExact     ? FT_PLAN_EXACT
+                : plan->source == flashtune::PlanSource::kNearest ? FT_PLAN_NEAREST
+                                                                  : FT_PLAN_HEURISTIC;
+  Copy(out->source_name, sizeof out->source_name, std::string(flashtune::PlanSourceName(plan->source)));
+  Copy(out->bucket, sizeof out->bucket, plan->bucket_name);
+  Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan->tuned_bucket);
+  out->tuned_median_us = plan->tuned_median_us;
+  out->block_m = plan->variant.block_m;
+  out->block_n = plan->variant.block_n;
+  out->warps = plan->variant.warps;
+  out->stages = plan->variant.stages;
+  Copy(out->why, sizeof out->why, plan->why);
+  return Succeed();
+}
+
+const char* ft_last_error(void) { return t_last_error.c_str(); }
+
+const char* ft_status_name(int status) {
+  if (status < static_cast<int>(Code::kOk) || status > static_cast<int>(Code::kInternal)) return "unknown";
+  static thread_local std::string name;
+  name = std::string(flashtune::CodeName(static_cast<Code>(status)));
+  return name.c_str();
+}
+
+const char* ft_version(void) { return FLASHTUNE_VERSION; }
+
+}  // extern "C"

@@ -1,0 +1,129 @@
+#include "flashtune/flashtune.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/runtime/tuned_db.h"
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+ft_problem SmallProblem() {
+  ft_problem p{};
+  p.dtype = FT_DTYPE_BF16;
+  p.head_dim = 64;
+  p.causal = 0;
+  p.batch = 2;
+  p.seqlen_q = p.seqlen_k = 256;
+  p.heads_q = p.heads_kv = 4;
+  return p;
+}
+
+struct Handle {
+  ft_runtime* rt = nullptr;
+  ~Handle() { ft_runtime_close(rt); }
+};
+
+TEST(CAbi, NullPointersAreInvalidArguments) {
+  EXPECT_EQ(ft_runtime_open(nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("out is NULL"), std::string::npos) << ft_last_error();
+  ft_plan_info info;
+  ft_problem p = SmallProblem();
+  EXPECT_EQ(ft_plan(nullptr, &p, &info), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("runtime is NULL"), std::string::npos);
+  EXPECT_EQ(ft_forward(nullptr, nullptr, nullptr), FT_INVALID_ARGUMENT);
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_null") + "/absent.db").c_str(), &h.rt), FT_OK) << ft_last_error();
+  EXPECT_STREQ(ft_last_error(), "");
+  EXPECT_EQ(ft_plan(h.rt, nullptr, &info), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("problem is NULL"), std::string::npos);
+  EXPECT_EQ(ft_plan(h.rt, &p, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_EQ(ft_forward(h.rt, nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args is NULL"), std::string::npos);
+  ft_runtime_close(nullptr);  // ignored
+}
+
+TEST(CAbi, BadDtypeAndArgumentsNameTheField) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_bad") + "/absent.db").c_str(), &h.rt), FT_OK);
+  ft_problem p = SmallProblem();
+  p.dtype = 7;
+  ft_plan_info info;
+  EXPECT_EQ(ft_plan(h.rt, &p, &info), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("problem.dtype"), std::string::npos) << ft_last_error();
+  p = SmallProblem();
+  p.causal = 2;
+  EXPECT_EQ(ft_plan(h.rt, &p, &info), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("causal"), std::string::npos) << ft_last_error();
+  p = SmallProblem();
+  p.head_dim = 100;
+  EXPECT_EQ(ft_plan(h.rt, &p, &info), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("head_dim"), std::string::npos) << ft_last_error();
+
+  ft_forward_args args{};
+  args.problem = SmallProblem();
+  EXPECT_EQ(ft_forward(h.rt, &args, nullptr), FT_INVALID_ARGUMENT);  // q is NULL: nothing launched
+  EXPECT_NE(std::string(ft_last_error()).find("q"), std::string::npos) << ft_last_error();
+  args.problem.dtype = 0;
+  EXPECT_EQ(ft_forward(h.rt, &args, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args.problem.dtype"), std::string::npos) << ft_last_error();
+}
+
+TEST(CAbi, PlanReportsTheChoice) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_plan") + "/absent.db").c_str(), &h.rt), FT_OK);
+  ft_problem p = SmallProblem();
+  ft_plan_info info;
+  ASSERT_EQ(ft_plan(h.rt, &p, &info), FT_OK) << ft_last_error();
+  EXPECT_EQ(std::string(info.variant_uri).rfind("fa2_fwd_bf16_d64_", 0), 0u) << info.variant_uri;
+  // Without a GPU here, or with one that the absent database cannot know: heuristic.
+  EXPECT_EQ(info.source, FT_PLAN_HEURISTIC);
+  EXPECT_STREQ(info.source_name, "heuristic");
+  EXPECT_STREQ(info.bucket, "bf16/d64/full/q8/k8/bh3");
+  EXPECT_GT(info.block_m, 0);
+  EXPECT_NE(std::string(info.why).find("default tile"), std::string::npos) << info.why;
+}
+
+TEST(CAbi, LastErrorIsPerThread) {
+  ASSERT_EQ(ft_runtime_open(nullptr, nullptr), FT_INVALID_ARGUMENT);
+  std::string other = "unset";
+  std::thread([&] { other = ft_last_error(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_NE(std::string(ft_last_error()), "");
+}
+
+TEST(CAbi, StatusNames) {
+  EXPECT_STREQ(ft_status_name(FT_OK), "ok");
+  EXPECT_STREQ(ft_status_name(FT_INVALID_ARGUMENT), "invalid_argument");
+  EXPECT_STREQ(ft_status_name(FT_NO_DRIVER), "no_driver");
+  EXPECT_STREQ(ft_status_name(FT_INTERNAL), "internal");
+  EXPECT_STREQ(ft_status_name(99), "unknown");
+  EXPECT_STREQ(ft_status_name(-1), "unknown");
+  EXPECT_NE(std::string(ft_version()).find('.'), std::string::npos);
+}
+
+TEST(CAbi, HeaderIsPlainC99AndTheSharedLibraryExportsIt) {
+  const std::string dir = TempDir("c_abi_c99");
+  const std::string exe = dir + "/c_abi_check";
+  const std::string log = dir + "/log.txt";
+  ASSERT_EQ(RunShell("cc -std=c99 -pedantic -Wall -Wextra -Werror -I '" FLASHTUNE_SOURCE_DIR "/include' '"
+                     FLASHTUNE_SOURCE_DIR "/tests/runtime/c_abi_check.c' -o '" + exe + "' -L '" FLASHTUNE_BINARY_DIR
+                     "' -lflashtune -Wl,-rpath,'" FLASHTUNE_BINARY_DIR "' > '" + log + "' 2>&1"),
+            0)
+      << [&] { std::ifstream in(log); std::stringstream s; s << in.rdbuf(); return s.str(); }();
+  EXPECT_EQ(RunShell("'" + exe + "' '" + dir + "/absent.db' > '" + log + "' 2>/dev/null"), 0);
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_NE(line.find("fa2_fwd_bf16_d64_"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace flashtune

@@ -1,0 +1,54 @@
+// The installed package, consumed the way a user would: cmake --install into a fresh prefix,
+// then find_package(flashtune) + flashtune::flashtune in examples/consumer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Package, InstalledPackageBuildsTheExampleConsumer) {
+  const std::string dir = TempDir("package");
+  const std::string prefix = dir + "/prefix";
+  const std::string log = dir + "/log.txt";
+  ASSERT_EQ(RunShell("cmake --install '" FLASHTUNE_BINARY_DIR "' --prefix '" + prefix + "' > '" + log + "' 2>&1"), 0)
+      << ReadFile(log);
+  for (const char* file : {"/include/flashtune/runtime.h", "/include/flashtune/flashtune.h", "/lib/libflashtune.a",
+                           "/lib/libflashtune.so", "/bin/flashtune", "/lib/cmake/flashtune/flashtuneConfig.cmake",
+                           "/lib/cmake/flashtune/flashtuneConfigVersion.cmake",
+                           "/lib/cmake/flashtune/flashtuneTargets.cmake"})
+    EXPECT_TRUE(std::filesystem::exists(prefix + file)) << file;
+  const std::string build = dir + "/consumer";
+  ASSERT_EQ(RunShell("cmake -S '" FLASHTUNE_SOURCE_DIR "/examples/consumer' -B '" + build +
+                     "' -DCMAKE_PREFIX_PATH='" + prefix + "' > '" + log + "' 2>&1 && cmake --build '" + build +
+                     "' >> '" + log + "' 2>&1"),
+            0)
+      << ReadFile(log);
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell("'" + build + "/consumer' '" + dir + "/absent.db' > '" + out + "' 2>/dev/null"), 0)
+      << ReadFile(out);
+  const std::string text = ReadFile(out);
+  EXPECT_NE(text.find("fa2_fwd_bf16_d128_"), std::string::npos) << text;
+  EXPECT_NE(text.find("(heuristic)"), std::string::npos) << text;
+  // The installed CLI runs too.
+  EXPECT_EQ(RunShell("'" + prefix + "/bin/flashtune' plan --dtype f16 --head-dim 64 --seqlen-q 512 --heads-q 8 --db '" +
+                     dir + "/absent.db' --json > '" + out + "' 2>/dev/null"),
+            0);
+  EXPECT_NE(ReadFile(out).find("\"source\":\"heuristic\""), std::string::npos) << ReadFile(out);
+}
+
+}  // namespace
+}  // namespace flashtune

@@ -1,0 +1,96 @@
+// `flashtune plan`: exit codes, and answers from a replay-filled database without a GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/runtime/tuned_db.h"
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+struct CliRun {
+  int rc;
+  std::string out;
+  std::string err;
+};
+
+CliRun Plan(const std::string& args) {
+  static int n = 0;
+  const std::string dir = TempDir("plan_cli_" + std::to_string(n++));
+  CliRun r;
+  r.rc = RunShell("'" FLASHTUNE_CLI_PATH "' plan " + args + " > '" + dir + "/out' 2> '" + dir + "/err'");
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  r.out = read(dir + "/out");
+  r.err = read(dir + "/err");
+  return r;
+}
+
+TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
+  const std::string db = " --db '" + TempDir("plan_cli_usage") + "/absent.db'";
+  struct Case {
+    std::string args;
+    std::string names;
+  } cases[] = {
+      {"--head-dim 128 --seqlen-q 512 --heads-q 8", "--dtype"},
+      {"--dtype fp8 --head-dim 128 --seqlen-q 512 --heads-q 8", "--dtype"},
+      {"--dtype bf16 --head-dim 100 --seqlen-q 512 --heads-q 8", "--head-dim"},
+      {"--dtype bf16 --head-dim 128 --heads-q 8", "--seqlen-q"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 0 --heads-q 8", "--seqlen-q"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --heads-kv 3", "--heads-kv"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --batch -1", "--batch"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --bogus", "bogus"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --device-uuid GPU-nope", "--device-uuid"},
+  };
+  for (const Case& c : cases) {
+    CliRun r = Plan(c.args + db);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
+  }
+  EXPECT_EQ(Plan("--help").rc, 0);
+}
+
+TEST(PlanCli, AnswersWithoutADatabase) {
+  CliRun r = Plan("--dtype bf16 --head-dim 128 --causal --seqlen-q 1024 --heads-q 16 --db '" +
+               TempDir("plan_cli_nodb") + "/absent.db'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("source:   heuristic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fa2_fwd_bf16_d128_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("_causal"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, CorruptDatabaseExitsOne) {
+  const std::string db = WriteTempFile("plan_cli_corrupt.db", "garbage garbage garbage garbage\n");
+  CliRun r = Plan("--dtype bf16 --head-dim 128 --seqlen-q 1024 --heads-q 16 --db '" + db + "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("corrupt"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, TunedDatabaseGivesExactAndNearest) {
+  const std::string db = MakeTunedDatabase(TempDir("plan_cli_tuned"));
+  const Problem p = TunedProblems()[0];
+  const std::string device = " --device-uuid " + TunedDevice().uuid + " --db '" + db + "' --json";
+  CliRun exact = Plan("--dtype bf16 --head-dim 128 --batch " + std::to_string(p.batch) + " --seqlen-q " +
+                   std::to_string(p.seqlen_q) + " --heads-q " + std::to_string(p.heads_q) + device);
+  EXPECT_EQ(exact.rc, 0) << exact.err;
+  EXPECT_NE(exact.out.find("\"source\":\"exact\""), std::string::npos) << exact.out;
+  EXPECT_NE(exact.out.find("\"device\":\"NVIDIA H200\""), std::string::npos) << exact.out;
+  CliRun nearest = Plan("--dtype bf16 --head-dim 128 --batch 2 --seqlen-q 8192 --heads-q 16" + device);
+  EXPECT_EQ(nearest.rc, 0) << nearest.err;
+  EXPECT_NE(nearest.out.find("\"source\":\"nearest\""), std::string::npos) << nearest.out;
+  CliRun by_name = Plan("--dtype bf16 --head-dim 128 --batch 2 --seqlen-q 8192 --heads-q 16 --gpu-name 'NVIDIA H200' --db '" +
+                     db + "'");
+  EXPECT_EQ(by_name.rc, 0) << by_name.err;
+  EXPECT_NE(by_name.out.find("source:   nearest"), std::string::npos) << by_name.out;
+}
+
+}  // namespace
+}  // namespace flashtune

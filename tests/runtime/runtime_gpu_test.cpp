@@ -1,0 +1,188 @@
+// The runtime on a real GPU: tune a small set with the CLI, then launch it from a fresh process
+// with zero NVRTC calls; graph capture and replay; first-use compile for an untuned shape.
+#include "flashtune/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "flashtune/compiler.h"
+#include "flashtune/driver.h"
+#include "flashtune/reference.h"
+#include "jit/cuda_api.h"
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+// The tuned shape: bf16 d64 non-causal, N 256, hidden 256 (Hq 4), tokens 512 (B 2).
+constexpr int64_t kB = 2, kN = 256, kH = 4, kD = 64;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Inputs on the host and device, and a way to read o back.
+struct Attention {
+  ForwardArgs host;  // q/k/v point to host data (for the reference)
+  ForwardArgs dev;
+  std::vector<uint16_t> q, k, v;
+  std::vector<DeviceBuffer> buffers;
+
+  static Result<Attention> Make(const Context& ctx, const Problem& p) {
+    Attention a;
+    ForwardArgs args;
+    args.dtype = p.dtype;
+    args.head_dim = p.head_dim;
+    args.causal = p.causal;
+    args.batch = p.batch;
+    args.seqlen_q = p.seqlen_q;
+    args.seqlen_k = p.seqlen_k;
+    args.heads_q = p.heads_q;
+    args.heads_kv = p.heads_kv;
+    args.q_strides = args.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
+    args.k_strides = args.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+    const size_t nq = p.batch * p.seqlen_q * p.heads_q * p.head_dim;
+    const size_t nk = p.batch * p.seqlen_k * p.heads_kv * p.head_dim;
+    a.q.resize(nq);
+    a.k.resize(nk);
+    a.v.resize(nk);
+    FillRandom(a.q, p.dtype, 1);
+    FillRandom(a.k, p.dtype, 2);
+    FillRandom(a.v, p.dtype, 3);
+    const size_t sizes[] = {nq * 2, nk * 2, nk * 2, nq * 2, size_t(p.batch * p.heads_q * p.seqlen_q) * 4};
+    for (size_t s : sizes) {
+      auto b = DeviceBuffer::Allocate(ctx, s);
+      if (!b.ok()) return b.status();
+      a.buffers.push_back(std::move(*b));
+    }
+    FT_RETURN_IF_ERROR(a.buffers[0].CopyFromHost(a.q.data(), nq * 2));
+    FT_RETURN_IF_ERROR(a.buffers[1].CopyFromHost(a.k.data(), nk * 2));
+    FT_RETURN_IF_ERROR(a.buffers[2].CopyFromHost(a.v.data(), nk * 2));
+    a.host = args;
+    a.host.q = a.q.data();
+    a.host.k = a.k.data();
+    a.host.v = a.v.data();
+    a.dev = args;
+    a.dev.q = reinterpret_cast<const void*>(a.buffers[0].get());
+    a.dev.k = reinterpret_cast<const void*>(a.buffers[1].get());
+    a.dev.v = reinterpret_cast<const void*>(a.buffers[2].get());
+    a.dev.o = reinterpret_cast<void*>(a.buffers[3].get());
+    a.dev.lse = reinterpret_cast<float*>(a.buffers[4].get());
+    return a;
+  }
+  std::vector<uint16_t> ReadO() const {
+    std::vector<uint16_t> o(buffers[3].size() / 2);
+    EXPECT_TRUE(buffers[3].CopyToHost(o.data(), buffers[3].size()).ok());
+    return o;
+  }
+  double Error(const std::vector<uint16_t>& o) const {
+    auto ref = ReferenceForward(host);
+    EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+    return RelativeL2Error(GatherOutput(host, o.data()), ref->o);
+  }
+};
+
+// Runs in the child process only (the parent sets FT_RUNTIME_CHILD_DB): a fresh process, so
+// NVRTC call counts start at zero.
+TEST(RuntimeGpuChild, TunedForwardWithoutNvrtc) {
+  const char* db = std::getenv("FT_RUNTIME_CHILD_DB");
+  const char* mark = std::getenv("FT_RUNTIME_CHILD_MARK");
+  if (db == nullptr || mark == nullptr) GTEST_SKIP() << "child of RuntimeGpu.TunedProblemRunsFromTheDatabase";
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok()) << driver.status().ToString();
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  RuntimeOptions o;
+  o.db_path = db;
+  std::vector<std::string> warnings;
+  o.log = [&](LogLevel level, const std::string& m) {
+    if (level >= LogLevel::kWarning) warnings.push_back(m);
+  };
+  auto rt = Runtime::Open(o);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  const Problem p{DType::kBF16, kD, false, kB, kN, kN, kH, kH};
+  auto plan = (*rt)->plan(p);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->source, PlanSource::kExact) << plan->why;
+  auto a = Attention::Make(*ctx, p);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto stream = Stream::Create(*ctx);
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE((*rt)->forward(a->dev, stream->get()).ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  EXPECT_EQ(Compiler::NvrtcCallCount(), 0u) << "a tuned problem must not compile";
+  const std::vector<uint16_t> first = a->ReadO();
+  const double error = a->Error(first);
+  EXPECT_LT(error, 1e-2);
+
+  // Graph capture and replay: same output, bit for bit.
+  const detail::CudaApi& api = (*driver)->api();
+  ASSERT_TRUE(a->buffers[3].Memset(0).ok());
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  Status captured = (*rt)->forward(a->dev, stream->get());
+  ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS);
+  ASSERT_TRUE(captured.ok()) << captured.ToString();
+  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(a->ReadO(), std::vector<uint16_t>(first.size(), 0)) << "capture must not run the kernel";
+  ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+  ASSERT_TRUE(stream->Synchronize().ok());
+  EXPECT_EQ(a->ReadO(), first);
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+  EXPECT_EQ(Compiler::NvrtcCallCount(), 0u);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  if (!::testing::Test::HasFailure()) std::ofstream(mark) << "ok error=" << error << "\n";
+}
+
+TEST(RuntimeGpu, TunedProblemRunsFromTheDatabase) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
+  const std::string dir = TempDir("runtime_gpu_tuned");
+  const std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell("'" FLASHTUNE_CLI_PATH "' tune --db '" + db +
+                     "' --dtypes bf16 --head-dims 64 --causal 0 --seqlens 256 --hidden 256 --tokens 512 > '" + dir +
+                     "/tune.log' 2>&1"),
+            0)
+      << ReadFile(dir + "/tune.log");
+  const std::string mark = dir + "/child.ok";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const int rc = RunShell("FT_RUNTIME_CHILD_DB='" + db + "' FT_RUNTIME_CHILD_MARK='" + mark + "' '" + self +
+                          "' --gtest_filter=RuntimeGpuChild.TunedForwardWithoutNvrtc > '" + dir + "/child.log' 2>&1");
+  EXPECT_EQ(rc, 0) << ReadFile(dir + "/child.log");
+  EXPECT_NE(ReadFile(mark).find("ok"), std::string::npos) << ReadFile(dir + "/child.log");
+}
+
+TEST(RuntimeGpu, UntunedShapeCompilesOnFirstUseAndMatches) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  RuntimeOptions o;
+  o.db_path = TempDir("runtime_gpu_untuned") + "/absent.db";
+  int warnings = 0;
+  o.log = [&](LogLevel level, const std::string&) { warnings += level == LogLevel::kWarning; };
+  auto rt = Runtime::Open(o);
+  ASSERT_TRUE(rt.ok());
+  const Problem p{DType::kF16, 128, true, 1, 200, 300, 4, 2};  // GQA, Nq != Nk, causal
+  auto a = Attention::Make(*ctx, p);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*rt)->forward(a->dev, nullptr).ok());
+  ASSERT_TRUE(ctx->Synchronize().ok());
+  EXPECT_LT(a->Error(a->ReadO()), 1e-2);
+  EXPECT_EQ(warnings, 1) << "the untuned GPU is reported once";
+}
+
+}  // namespace
+}  // namespace flashtune

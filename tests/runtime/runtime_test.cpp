@@ -1,0 +1,245 @@
+#include "flashtune/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "flashtune/space.h"
+#include "flashtune/tuner.h"
+#include "tests/runtime/tuned_db.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+struct Logged {
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  int warnings() const {
+    int n = 0;
+    for (const auto& l : lines) n += l.first == LogLevel::kWarning;
+    return n;
+  }
+};
+
+std::unique_ptr<Runtime> OpenOn(const std::string& db, const DeviceRecord& device, Logged* logged) {
+  RuntimeOptions o;
+  o.db_path = db;
+  o.device_override = device;
+  o.log = [logged](LogLevel level, const std::string& message) { logged->lines.push_back({level, message}); };
+  auto r = Runtime::Open(o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(*r);
+}
+
+class RuntimeLookup : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { db_ = new std::string(MakeTunedDatabase(TempDir("runtime_lookup"))); }
+  static void TearDownTestSuite() { delete db_; }
+  static std::string* db_;
+};
+std::string* RuntimeLookup::db_ = nullptr;
+
+TEST_F(RuntimeLookup, ExactBucketGivesTheTunedWinner) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  ASSERT_TRUE(rt->has_database());
+  auto db = Database::Open(*db_);
+  ASSERT_TRUE(db.ok());
+  for (const Problem& p : TunedProblems()) {
+    auto w = (*db)->FindWinner(TunedDevice(), CurrentToolchain(), BucketOf(p));
+    ASSERT_TRUE(w.ok() && w->has_value());
+    // A different problem of the same bucket gets the same winner.
+    Problem same_bucket = p;
+    same_bucket.seqlen_q -= 1;
+    same_bucket.seqlen_k -= 1;
+    for (const Problem& q : {p, same_bucket}) {
+      auto plan = rt->plan(q);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      EXPECT_EQ(plan->source, PlanSource::kExact) << plan->why;
+      EXPECT_EQ(plan->variant, (*w)->variant);
+      EXPECT_EQ(plan->problem, q);
+      ASSERT_TRUE(plan->tuned_problem.has_value());
+      EXPECT_EQ(*plan->tuned_problem, p);
+      EXPECT_DOUBLE_EQ(plan->tuned_median_us, (*w)->median_us);
+      EXPECT_EQ(plan->distance, 0);
+      EXPECT_NE(plan->why.find("tuned winner"), std::string::npos) << plan->why;
+    }
+  }
+  EXPECT_EQ(logged.warnings(), 0);
+}
+
+TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  // Nq = Nk = 4096 (bucket 12); 2048 (bucket 11) is tuned, 512 (bucket 9) too.
+  Problem p{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
+  auto plan = rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kNearest) << plan->why;
+  ASSERT_TRUE(plan->tuned_problem.has_value());
+  EXPECT_EQ(plan->tuned_problem->seqlen_q, 2048);
+  EXPECT_GT(plan->distance, 0);
+  EXPECT_GT(plan->tuned_median_us, 0);
+  EXPECT_NE(plan->why.find("nearest"), std::string::npos) << plan->why;
+  EXPECT_EQ(logged.warnings(), 0);
+}
+
+TEST_F(RuntimeLookup, UntunedClassUsesTheHeuristic) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  Problem p{DType::kBF16, 64, true, 2, 1024, 1024, 8, 8};
+  auto plan = rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kHeuristic);
+  EXPECT_EQ(plan->variant, DefaultVariant(ClassOf(p), MaxSharedMemoryForArch("sm_90a")));
+  EXPECT_FALSE(plan->tuned_problem.has_value());
+  EXPECT_NE(plan->why.find("default tile"), std::string::npos) << plan->why;
+  EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class";
+}
+
+TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
+  Logged logged;
+  DeviceRecord a100{"NVIDIA A100-SXM4-80GB", "GPU-other", 8, 0, 108, "13.0"};
+  auto rt = OpenOn(*db_, a100, &logged);
+  for (const Problem& p : TunedProblems()) {
+    auto plan = rt->plan(p);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->source, PlanSource::kHeuristic);
+    // sm_80's smaller shared memory is respected.
+    EXPECT_TRUE(CheckVariant(plan->variant, MaxSharedMemoryForArch("sm_80")).ok());
+  }
+  ASSERT_EQ(logged.warnings(), 1);
+  EXPECT_NE(logged.lines[0].second.find("A100"), std::string::npos) << logged.lines[0].second;
+  EXPECT_NE(logged.lines[0].second.find("not tuned"), std::string::npos) << logged.lines[0].second;
+}
+
+TEST_F(RuntimeLookup, SameModelOtherDriverIsUntuned) {
+  Logged logged;
+  DeviceRecord d = TunedDevice();
+  d.driver_version = "12.4";
+  auto rt = OpenOn(*db_, d, &logged);
+  auto plan = rt->plan(TunedProblems()[0]);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->source, PlanSource::kHeuristic);
+  EXPECT_EQ(logged.warnings(), 1);
+}
+
+TEST_F(RuntimeLookup, ThreadsSharingOneRuntimeAgree) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  const Problem p = TunedProblems()[1];
+  auto expected = rt->plan(p);
+  ASSERT_TRUE(expected.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        Problem q = p;
+        q.seqlen_q = 1 + (i * 37 + t) % 4096;  // several buckets, computed concurrently
+        auto a = rt->plan(q);
+        auto b = rt->plan(p);
+        if (!a.ok() || !b.ok() || b->variant != expected->variant) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(Runtime, MissingDatabaseIsHeuristicAndReported) {
+  Logged logged;
+  const std::string dir = TempDir("runtime_missing_db");
+  auto rt = OpenOn(dir + "/absent.db", TunedDevice(), &logged);
+  EXPECT_FALSE(rt->has_database());
+  EXPECT_EQ(rt->db_path(), dir + "/absent.db");
+  auto plan = rt->plan(TunedProblems()[0]);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->source, PlanSource::kHeuristic);
+  ASSERT_EQ(logged.warnings(), 1);
+  EXPECT_NE(logged.lines[0].second.find("absent.db"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/absent.db")) << "the runtime must not create the database";
+}
+
+TEST(Runtime, CorruptDatabaseFailsToOpen) {
+  const std::string path = WriteTempFile("runtime_corrupt.db", "this is not a database, just some text\n");
+  RuntimeOptions o;
+  o.db_path = path;
+  o.device_override = TunedDevice();
+  auto rt = Runtime::Open(o);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_EQ(rt.status().code(), Code::kCorrupt) << rt.status().ToString();
+}
+
+TEST(Runtime, DatabasePathDefaultsToEnvironment) {
+  const std::string dir = TempDir("runtime_env_db");
+  ::setenv("FLASHTUNE_DB", (dir + "/env.db").c_str(), 1);
+  RuntimeOptions o;
+  o.device_override = TunedDevice();
+  o.log = [](LogLevel, const std::string&) {};
+  auto rt = Runtime::Open(o);
+  ::unsetenv("FLASHTUNE_DB");
+  ASSERT_TRUE(rt.ok());
+  EXPECT_EQ((*rt)->db_path(), dir + "/env.db");
+}
+
+TEST(Runtime, PlanRejectsInvalidProblems) {
+  Logged logged;
+  auto rt = OpenOn(TempDir("runtime_bad_problem") + "/x.db", TunedDevice(), &logged);
+  Problem p{DType::kBF16, 100, false, 1, 128, 128, 4, 4};
+  auto plan = rt->plan(p);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("head_dim"), std::string::npos);
+  p.head_dim = 64;
+  p.heads_kv = 3;
+  plan = rt->plan(p);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("heads_kv"), std::string::npos);
+}
+
+// Validation happens before the driver is even looked at: on a machine without a GPU a bad call
+// is kInvalidArgument naming the argument, not kNoDriver.
+ForwardArgs GoodArgs() {
+  alignas(16) static char fake[64];
+  ForwardArgs a;
+  a.dtype = DType::kBF16;
+  a.head_dim = 64;
+  a.batch = 1;
+  a.seqlen_q = a.seqlen_k = 128;
+  a.heads_q = a.heads_kv = 2;
+  a.q = a.k = a.v = fake;
+  a.o = fake;
+  a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides::Contiguous(128, 2, 64);
+  return a;
+}
+
+TEST(Runtime, ForwardValidatesBeforeLaunching) {
+  Logged logged;
+  auto rt = OpenOn(TempDir("runtime_forward_validation") + "/x.db", TunedDevice(), &logged);
+  struct Case {
+    const char* name;
+    void (*mutate)(ForwardArgs&);
+  } cases[] = {
+      {"q", [](ForwardArgs& a) { a.q = nullptr; }},
+      {"o", [](ForwardArgs& a) { a.o = nullptr; }},
+      {"head_dim", [](ForwardArgs& a) { a.head_dim = 48; }},
+      {"heads_kv", [](ForwardArgs& a) { a.heads_kv = 3; }},
+      {"seqlen_k", [](ForwardArgs& a) { a.seqlen_k = 0; }},
+      {"softmax_scale", [](ForwardArgs& a) { a.softmax_scale = -1.0f; }},
+      {"k", [](ForwardArgs& a) { a.k = static_cast<const char*>(a.k) + 2; }},
+  };
+  for (const Case& c : cases) {
+    ForwardArgs a = GoodArgs();
+    c.mutate(a);
+    Status s = rt->forward(a, nullptr);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.name), std::string::npos) << c.name << ": " << s.message();
+  }
+  EXPECT_TRUE(logged.lines.empty()) << "a rejected call must not even plan";
+}
+
+}  // namespace
+}  // namespace flashtune
