@@ -5,6 +5,7 @@
 #include <set>
 
 #include "flashtune/compiler.h"
+#include "flashtune/hash.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tuner/gpu_protocol.h"
@@ -67,6 +68,13 @@ class GpuMeasurer final : public Measurer {
     std::string source_hash;
   };
 
+  // The generated source, or the caller's override for this URI.
+  Result<Source> SourceFor(const Variant& v) const {
+    auto it = options_.source_overrides.find(v.Uri());
+    if (it == options_.source_overrides.end()) return GenerateSource(v);
+    return Source{v, v.Uri(), v.Uri(), it->second, Sha256Hex(it->second)};
+  }
+
   // Compiles the whole space of the problem's class at once, in parallel, the first time the
   // class is seen; later candidates of the class come from memory.
   void CompileClass(const ProblemClass& cls) {
@@ -81,7 +89,7 @@ class GpuMeasurer final : public Measurer {
     std::vector<std::string> uris;
     for (const Variant& v : variants) {
       if (compiled_.count(v.Uri())) continue;
-      auto source = GenerateSource(v);
+      auto source = SourceFor(v);
       if (!source.ok()) {
         compiled_[v.Uri()].cubin = source.status();
         continue;
@@ -99,7 +107,7 @@ class GpuMeasurer final : public Measurer {
     Compiled& c = compiled_[v.Uri()];
     if (!c.cubin.ok() && c.cubin.status().code() == Code::kInternal && c.source_hash.empty()) {
       // Outside the enumerated space (a hand-picked variant): compile it alone.
-      auto source = GenerateSource(v);
+      auto source = SourceFor(v);
       if (!source.ok()) {
         c.cubin = source.status();
       } else {

@@ -17,6 +17,7 @@
 // Thread safety: one GpuMeasurer per thread; several may run at once on different GPUs.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct GpuMeasurerOptions {
   double warmup_ms = 25;      // warm-up by time before timing
   double timing_ms = 150;     // stop adding reps past this much kernel time (after min_reps)
   double timeout_s = 60;      // per candidate, in the worker; then it is killed: kTimeout
+  // Variant URI -> the full .cu text to compile instead of the generated source: tunes a
+  // hand-edited kernel (same extern "C" name and parameter block), or plants a broken one.
+  std::map<std::string, std::string> source_overrides;
 };
 
 // One measurer per requested device ordinal; an empty list means every GPU.

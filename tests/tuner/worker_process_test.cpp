@@ -1,0 +1,164 @@
+// The tuner's process supervision, with real child processes: replies, crashes, hangs and
+// restarts, and the GPU worker's message encoding.
+#include "tuner/worker_process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include "flashtune/gpu_measurer.h"
+#include "tuner/gpu_protocol.h"
+
+namespace flashtune::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A child that answers each request with the request reversed, and obeys "crash"/"hang"/"exit".
+int EchoBody(int in, int out) {
+  for (;;) {
+    auto frame = ReadFrame(in, std::chrono::milliseconds(-1));
+    if (!frame.ok()) return 0;
+    if (*frame == "crash") ::raise(SIGSEGV);
+    if (*frame == "hang") ::pause();
+    if (*frame == "exit") return 7;
+    std::string reply(frame->rbegin(), frame->rend());
+    if (!WriteFrame(out, reply).ok()) return 1;
+  }
+}
+
+TEST(WorkerProcess, RepliesInOrder) {
+  auto worker = WorkerProcess::Start(EchoBody);
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  for (const std::string& s : std::vector<std::string>{"abc", "", std::string(1 << 20, 'x') + "y"}) {
+    auto reply = (*worker)->Call(s, 10s);
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(*reply, std::string(s.rbegin(), s.rend()));
+  }
+  EXPECT_TRUE((*worker)->alive());
+}
+
+TEST(WorkerProcess, CrashIsAFaultNamingTheSignal) {
+  auto worker = WorkerProcess::Start(EchoBody);
+  ASSERT_TRUE(worker.ok());
+  auto reply = (*worker)->Call("crash", 10s);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), Code::kFault);
+  EXPECT_NE(reply.status().message().find("signal 11"), std::string::npos) << reply.status().message();
+  EXPECT_FALSE((*worker)->alive());
+  // A dead worker refuses further calls instead of hanging.
+  EXPECT_EQ((*worker)->Call("abc", 1s).status().code(), Code::kFault);
+}
+
+TEST(WorkerProcess, ExitWithoutReplyIsAFaultNamingTheExitCode) {
+  auto worker = WorkerProcess::Start(EchoBody);
+  ASSERT_TRUE(worker.ok());
+  auto reply = (*worker)->Call("exit", 10s);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), Code::kFault);
+  EXPECT_NE(reply.status().message().find("exited with code 7"), std::string::npos) << reply.status().message();
+}
+
+TEST(WorkerProcess, HangIsKilledAfterTheTimeout) {
+  auto worker = WorkerProcess::Start(EchoBody);
+  ASSERT_TRUE(worker.ok());
+  const pid_t pid = (*worker)->pid();
+  const auto start = std::chrono::steady_clock::now();
+  auto reply = (*worker)->Call("hang", 300ms);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), Code::kTimeout);
+  EXPECT_GE(waited, 300ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_FALSE((*worker)->alive());
+  EXPECT_NE(::kill(pid, 0), 0);  // reaped: no such process any more
+}
+
+TEST(WorkerProcess, DestructorKillsARunningChild) {
+  pid_t pid = -1;
+  {
+    auto worker = WorkerProcess::Start(EchoBody);
+    ASSERT_TRUE(worker.ok());
+    pid = (*worker)->pid();
+    ASSERT_EQ(::kill(pid, 0), 0);
+  }
+  EXPECT_NE(::kill(pid, 0), 0);
+}
+
+TEST(Frame, ReaderFlagsShortAndMalformedFrames) {
+  std::string data = FrameWriter().I64(42).Str("hello").F64(2.5).data();
+  FrameReader good(data);
+  EXPECT_EQ(good.I64(), 42);
+  EXPECT_EQ(good.Str(), "hello");
+  EXPECT_EQ(good.F64(), 2.5);
+  EXPECT_TRUE(good.ok());
+  FrameReader short_read(std::string_view(data).substr(0, data.size() - 3));
+  short_read.I64();
+  short_read.Str();
+  short_read.F64();
+  EXPECT_FALSE(short_read.ok());
+  std::string huge = FrameWriter().I64(int64_t(1) << 40).data();  // a string longer than the frame
+  FrameReader lying(huge);
+  EXPECT_EQ(lying.Str(), "");
+  EXPECT_FALSE(lying.ok());
+}
+
+TEST(GpuProtocol, MeasureMessagesRoundTrip) {
+  MeasureRequest request;
+  request.problem = Problem{DType::kF16, 96, true, 3, 1000, 127, 8, 2};
+  request.candidate = Variant{DType::kF16, 96, true, 64, 32, 4, 3};
+  request.candidate_cubin = std::string("\x7f" "ELF\0\1\2", 7);
+  request.trusted = Variant{DType::kF16, 96, true, 128, 64, 4, 2};
+  request.trusted_cubin = "trusted";
+  request.verify = false;
+  request.options.min_reps = 33;
+  request.options.timing_ms = 12.5;
+  const std::string frame = EncodeMeasureRequest(request);
+  FrameReader reader(frame);
+  ASSERT_EQ(reader.I64(), kMeasureMessage);
+  auto decoded = DecodeMeasureRequest(reader);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->problem, request.problem);
+  EXPECT_EQ(decoded->candidate, request.candidate);
+  EXPECT_EQ(decoded->candidate_cubin, request.candidate_cubin);
+  EXPECT_EQ(decoded->trusted, request.trusted);
+  EXPECT_EQ(decoded->trusted_cubin, "trusted");
+  EXPECT_FALSE(decoded->verify);
+  EXPECT_EQ(decoded->options.min_reps, 33);
+  EXPECT_EQ(decoded->options.timing_ms, 12.5);
+
+  MeasureReply reply;
+  reply.status = Status(Code::kWrongResult, "differs").WithVariant("uri").WithLog("log");
+  reply.median_us = 12.25;
+  reply.iqr_us = 0.5;
+  reply.reps = 40;
+  reply.registers = 168;
+  reply.local_bytes = 8;
+  auto back = DecodeMeasureReply(EncodeMeasureReply(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->status.code(), Code::kWrongResult);
+  EXPECT_EQ(back->status.message(), "differs");
+  EXPECT_EQ(back->status.variant_uri(), "uri");
+  EXPECT_EQ(back->status.log(), "log");
+  EXPECT_EQ(back->median_us, 12.25);
+  EXPECT_EQ(back->reps, 40);
+  EXPECT_EQ(back->registers, 168);
+  EXPECT_FALSE(DecodeMeasureReply("short").ok());
+}
+
+TEST(GpuMeasurer, MissingDriverIsReportedByTheWorker) {
+  ::setenv("FLASHTUNE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  auto measurers = MakeGpuMeasurers({});
+  ::unsetenv("FLASHTUNE_LIBCUDA");
+  ASSERT_FALSE(measurers.ok());
+  EXPECT_EQ(measurers.status().code(), Code::kNoDriver);
+  EXPECT_NE(measurers.status().message().find("no CUDA driver found"), std::string::npos)
+      << measurers.status().message();
+}
+
+}  // namespace
+}  // namespace flashtune::detail
