@@ -10,15 +10,21 @@
 namespace flashtune {
 
 double CostModelScore(const Problem& p, const Variant& v) {
-  // FA-2's own forward tiles (H100): d <= 64 128x128 w4; d <= 128 128x64 w4; larger 64x64 w4.
-  // Distance from them in log2 steps, plus mild preferences for 2 stages and 4 warps.
-  int bm = 128, bn = p.head_dim <= 64 ? 128 : (p.head_dim <= 128 ? 64 : 64);
-  if (p.head_dim > 128) bm = 64;
-  double score = std::abs(std::log2(double(v.block_m) / bm)) + std::abs(std::log2(double(v.block_n) / bn));
-  score += 0.5 * std::abs(std::log2(v.warps / 4.0));
-  score += 0.3 * std::abs(v.stages - 2);
-  // Short sequences waste a large query tile: prefer 64-row tiles when Nq is small.
-  if (p.seqlen_q <= 512 && v.block_m == 128) score += 0.25;
+  // Registers per thread the template needs, estimated: the O and S accumulators of the warp's
+  // 16-row MMA tiles, Q's fragments when it keeps them in registers, and ~64 for addressing and
+  // softmax state. Past 255 the kernel spills, which costs more than any tile choice gains.
+  const int rows_per_warp = v.block_m / v.warps;
+  const int m_tiles = std::max(1, rows_per_warp / 16);
+  const int q_regs = m_tiles * v.head_dim <= 128 ? m_tiles * v.head_dim / 4 : 0;
+  const int regs = m_tiles * (v.head_dim / 8) * 4 + m_tiles * (v.block_n / 8) * 4 + q_regs + 64;
+  double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
+  // More rows per warp reuse each K/V fragment read from shared memory for more MMAs; longer
+  // K/V steps amortise the per-step softmax bookkeeping and barriers.
+  score -= 0.5 * std::log2(rows_per_warp / 16.0);
+  score -= 0.25 * std::log2(v.block_n / 32.0);
+  if (v.stages == 1) score += 0.3;  // no prefetch: loads are exposed
+  // Short query sequences leave SMs idle with 128-row tiles.
+  if (p.seqlen_q * p.batch * p.heads_q < 128LL * 132 * 2 && v.block_m == 128) score += 0.25;
   return score;
 }
 
@@ -56,6 +62,8 @@ class Budgeted final : public Strategy {
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
   Status Search(SearchContext& ctx) override {
+    const std::vector<Variant> prior = ctx.PriorRanking();
+    if (!prior.empty()) return FollowPrior(ctx, prior);
     const int64_t own = ctx.per_problem_budget() >= 0
                             ? ctx.per_problem_budget()
                             : std::max<int64_t>(4, int64_t(std::ceil(fraction_ * double(ctx.space_size()))));
@@ -123,6 +131,28 @@ class Budgeted final : public Strategy {
   }
 
  private:
+  // The class has been tuned at other sizes: its best variants there are measured first.
+  Status FollowPrior(SearchContext& ctx, const std::vector<Variant>& prior) {
+    const int64_t own = ctx.per_problem_budget() >= 0
+                            ? ctx.per_problem_budget()
+                            : std::max<int64_t>(3, int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
+    int64_t spent = 0;
+    std::vector<Variant> order;
+    for (const Variant& v : prior)
+      if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) order.push_back(v);
+    // Candidates the prior problems never measured come after, in cost-model order.
+    for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured()))
+      if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+    for (const Variant& v : order) {
+      if (spent >= own || ctx.budget_left() == 0) break;
+      ++spent;
+      auto r = ctx.Measure(v);
+      if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
+    }
+    return Status::Ok();
+  }
+
+  static constexpr double kPriorFraction = 0.1;
   double fraction_;
 };
 

@@ -133,6 +133,39 @@ class Context final : public SearchContext {
     return r;
   }
 
+  std::vector<Variant> PriorRanking() const override {
+    auto problems = db_.ListProblems();
+    if (!problems.ok()) return {};
+    std::map<std::string, std::pair<double, int>> score;  // uri -> (sum log(t / best), count)
+    std::map<std::string, Variant> by_uri;
+    for (const ProblemRow& row : *problems) {
+      const Problem& p = row.problem;
+      if (p == problem_ || p.dtype != problem_.dtype || p.head_dim != problem_.head_dim || p.causal != problem_.causal)
+        continue;
+      auto trials = db_.TrialsForProblem(row.id, device_id_, toolchain_id_);
+      if (!trials.ok()) continue;
+      double best = 0;
+      for (const TrialRow& t : *trials)
+        if (t.trial.phase == "search" && t.trial.status == Code::kOk && t.trial.median_us > 0 &&
+            (best == 0 || t.trial.median_us < best))
+          best = t.trial.median_us;
+      if (best == 0) continue;
+      for (const TrialRow& t : *trials) {
+        if (t.trial.phase != "search" || t.trial.status != Code::kOk || !(t.trial.median_us > 0)) continue;
+        auto& e = score[t.variant_uri];
+        e.first += std::log(t.trial.median_us / best);
+        ++e.second;
+        by_uri.emplace(t.variant_uri, t.trial.variant);
+      }
+    }
+    std::vector<std::pair<double, Variant>> ranked;
+    for (const auto& [uri, e] : score) ranked.push_back({e.first / e.second, by_uri.at(uri)});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Variant> out;
+    for (const auto& r : ranked) out.push_back(r.second);
+    return out;
+  }
+
   void SeedBest() {
     for (const auto& r : results_)
       if (r.ok() && (best_us_ == 0 || r.measurement.median_us < best_us_)) best_us_ = r.measurement.median_us;
