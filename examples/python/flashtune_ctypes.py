@@ -22,7 +22,9 @@ class FlashtuneError(RuntimeError):
     """A flashtune call returned a status other than FT_OK."""
 
     def __init__(self, what, status, status_name, message):
-        super().__init__(f"{what} failed: {status_name}: {message}")
+        # ft_last_error() usually starts with the status name already.
+        detail = message if message.startswith(status_name) else f"{status_name}: {message}"
+        super().__init__(f"{what} failed: {detail}")
         self.status = status
         self.status_name = status_name
 
