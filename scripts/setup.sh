@@ -7,7 +7,8 @@ FT_BUILD="${FLASHTUNE_BUILD_DIR:-$FT_ROOT/build}"
 FT_CUDA="/usr/local/cuda"
 FT_PACKAGES=(build-essential cmake ninja-build libsqlite3-dev libssl-dev
              libboost-program-options-dev libgtest-dev libbenchmark-dev
-             chromium fonts-dejavu-core)  # the browser test of `flashtune db report --html`
+             chromium fonts-dejavu-core  # the browser test of `flashtune db report --html`
+             python3-matplotlib)         # bench/perf_report.py --plot-only and its test
 
 ft_log() { echo "flashtune setup: $*" >&2; }
 

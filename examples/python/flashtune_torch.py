@@ -10,57 +10,21 @@ torch.nn.functional.scaled_dot_product_attention, prints the max error and PASS/
 exits 1 on a mismatch (2 on a flashtune error).
 """
 import argparse
-import ctypes
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
-FT_DTYPE = {"f16": 1, "bf16": 2}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flashtune_ctypes import FT_DTYPE, FlashtuneError, Problem, Runtime, forward_args  # noqa: E402
+
 TORCH_DTYPE = {"f16": torch.float16, "bf16": torch.bfloat16}
-
-
-class Problem(ctypes.Structure):
-    _fields_ = [("dtype", ctypes.c_int), ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
-                ("batch", ctypes.c_int64), ("seqlen_q", ctypes.c_int64), ("seqlen_k", ctypes.c_int64),
-                ("heads_q", ctypes.c_int64), ("heads_kv", ctypes.c_int64)]
-
-
-class ForwardArgs(ctypes.Structure):
-    _fields_ = [("problem", Problem), ("softmax_scale", ctypes.c_float),
-                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
-                ("q_strides", ctypes.c_int64 * 3), ("k_strides", ctypes.c_int64 * 3),
-                ("v_strides", ctypes.c_int64 * 3), ("o_strides", ctypes.c_int64 * 3)]
-
-
-class PlanInfo(ctypes.Structure):
-    _fields_ = [("variant_uri", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name", ctypes.c_char * 16),
-                ("bucket", ctypes.c_char * 64), ("tuned_bucket", ctypes.c_char * 64),
-                ("tuned_median_us", ctypes.c_double), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int),
-                ("warps", ctypes.c_int), ("stages", ctypes.c_int), ("why", ctypes.c_char * 1024)]
-
-
-def load(lib_path):
-    lib = ctypes.CDLL(lib_path)
-    lib.ft_runtime_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.ft_runtime_close.argtypes = [ctypes.c_void_p]
-    lib.ft_forward.argtypes = [ctypes.c_void_p, ctypes.POINTER(ForwardArgs), ctypes.c_void_p]
-    lib.ft_plan.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]
-    lib.ft_last_error.restype = ctypes.c_char_p
-    lib.ft_status_name.restype = ctypes.c_char_p
-    return lib
-
-
-def check(lib, rc, what):
-    if rc != 0:
-        print(f"{what} failed: {lib.ft_status_name(rc).decode()}: {lib.ft_last_error().decode()}", file=sys.stderr)
-        sys.exit(2)
 
 
 def strides3(t):  # [B, N, H, D] -> {batch, seq, head}; the last dim must be contiguous
     assert t.stride(3) == 1
-    return (ctypes.c_int64 * 3)(t.stride(0), t.stride(1), t.stride(2))
+    return (t.stride(0), t.stride(1), t.stride(2))
 
 
 def main():
@@ -90,21 +54,18 @@ def main():
     o = torch.empty_like(q)
     lse = torch.empty(a.batch, a.heads_q, a.seqlen_q, device=dev, dtype=torch.float32)
 
-    lib = load(a.lib)
-    rt = ctypes.c_void_p()
-    check(lib, lib.ft_runtime_open(a.db.encode() if a.db else None, ctypes.byref(rt)), "ft_runtime_open")
     try:
-        problem = Problem(FT_DTYPE[a.dtype], a.head_dim, int(a.causal), a.batch, a.seqlen_q, nk, a.heads_q, hkv)
-        info = PlanInfo()
-        check(lib, lib.ft_plan(rt, ctypes.byref(problem), ctypes.byref(info)), "ft_plan")
-        print(f"plan: {info.variant_uri.decode()} ({info.source_name.decode()}): {info.why.decode()}")
-        args = ForwardArgs(problem, 0.0, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                           strides3(q), strides3(k), strides3(v), strides3(o))
-        stream = torch.cuda.current_stream().cuda_stream
-        check(lib, lib.ft_forward(rt, ctypes.byref(args), ctypes.c_void_p(stream)), "ft_forward")
-        torch.cuda.synchronize()
-    finally:
-        lib.ft_runtime_close(rt)
+        with Runtime(a.lib, a.db) as rt:
+            problem = Problem.make(a.dtype, a.head_dim, a.causal, a.batch, a.seqlen_q, nk, a.heads_q, hkv)
+            info = rt.plan(problem)
+            print(f"plan: {info.variant_uri} ({info.source_name}): {info.why}")
+            args = forward_args(problem, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                                strides3(q), strides3(k), strides3(v), strides3(o))
+            rt.forward(args, torch.cuda.current_stream().cuda_stream)
+            torch.cuda.synchronize()
+    except FlashtuneError as e:
+        print(e, file=sys.stderr)
+        return 2
 
     # torch wants [B, H, N, D]; GQA by repeating K/V heads; causal aligned bottom-right.
     qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)

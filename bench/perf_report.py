@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""flashtune through its runtime API against PyTorch SDPA (flash = FA-2, cuDNN, efficient), in one run.
+
+On the GPU machine (python3 with torch and matplotlib):
+  1. a tuning database: --db DB is reused as it is; without it, `flashtune tune` (--flashtune)
+     tunes the default problem set plus d256 and B1 H32 N8192 d128 into OUT/flashtune.db;
+  2. every shape of FA-2's benchmark grid (hidden 2048, B*N = 16k, N 512 ... 16k; d64, d128,
+     d256; bf16 and fp16; causal and not) plus B1 H32 N8192 d128 is timed through
+     libflashtune.so's C ABI (ctypes, torch's current stream) and through SDPA's flash, cuDNN and
+     efficient backends: fresh random inputs per shape, warm-up, CUDA events, median of --reps;
+  3. flashtune's output is checked against SDPA flash on every shape (relative L2 <= 2e-2;
+     cuDNN, then efficient, when flash cannot run the shape);
+  4. OUT/perf_report.{json,csv,png} and the table with ratios and geometric means on stdout.
+A backend that fails on a shape records NaN and the run goes on; the JSON is rewritten after
+every shape, so a run cut short still leaves its results.
+
+FLOPs: 4*B*H*N^2*D per forward, halved for causal (FA-2's convention); TFLOP/s = FLOPs / median.
+
+usage: perf_report.py --lib build/libflashtune.so [--db DB | --flashtune build/flashtune] [--out DIR]
+       perf_report.py --plot-only results.json [--out DIR]     (no GPU, no torch: PNG, CSV, table)
+Exit status: 0 when flashtune ran and passed the output check on every shape, 1 otherwise, 2 on bad usage.
+"""
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+SYSTEMS = ("flashtune", "flash", "cudnn", "efficient")
+SYSTEM_LABELS = {"flashtune": "flashtune (runtime API)", "flash": "SDPA flash (FA-2)",
+                 "cudnn": "SDPA cuDNN", "efficient": "SDPA efficient"}
+SYSTEM_COLORS = {"flashtune": "#d62728", "flash": "#1f77b4", "cudnn": "#2ca02c", "efficient": "#9467bd"}
+DTYPE_STYLES = {"bf16": "-", "f16": "--"}
+GRID_HIDDEN = 2048
+GRID_TOKENS = 16384
+GRID_SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
+GRID_HEAD_DIMS = (64, 128, 256)
+GRID_DTYPES = ("bf16", "f16")
+TOLERANCE = 2e-2
+CSV_COLUMNS = ("dtype", "head_dim", "causal", "batch", "seqlen", "heads", "flashtune", "flash", "cudnn",
+               "efficient", "x_flash", "x_cudnn", "err", "ref", "ok", "plan", "plan_source")
+NAN = float("nan")
+
+
+# ---- shapes and arithmetic (no GPU) ---------------------------------------------------------
+
+def grid_shapes(head_dims=GRID_HEAD_DIMS, dtypes=GRID_DTYPES, seqlens=GRID_SEQLENS, extra=True):
+    """FA-2's benchmark grid, then B1 H32 N8192 d128 (when extra), as dicts."""
+    shapes = []
+    for d in head_dims:
+        for dt in dtypes:
+            for causal in (False, True):
+                for n in seqlens:
+                    shapes.append(dict(dtype=dt, head_dim=d, causal=causal, batch=GRID_TOKENS // n, seqlen=n,
+                                       heads=GRID_HIDDEN // d))
+    if extra:
+        for dt in dtypes:
+            for causal in (False, True):
+                shapes.append(dict(dtype=dt, head_dim=128, causal=causal, batch=1, seqlen=8192, heads=32))
+    return shapes
+
+
+def flops(row):
+    """4*B*H*N^2*D, halved for causal."""
+    f = 4.0 * row["batch"] * row["heads"] * row["seqlen"] ** 2 * row["head_dim"]
+    return f / 2 if row["causal"] else f
+
+
+def is_grid(row):
+    return row["batch"] * row["seqlen"] == GRID_TOKENS and row["heads"] * row["head_dim"] == GRID_HIDDEN
+
+
+def finite(x):
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def ratio(row, a, b):
+    x, y = row["tflops"].get(a, NAN), row["tflops"].get(b, NAN)
+    return x / y if finite(x) and finite(y) and y > 0 else NAN
+
+
+def geomean(values):
+    vs = [v for v in values if finite(v) and v > 0]
+    return math.exp(sum(math.log(v) for v in vs) / len(vs)) if vs else NAN
+
+
+def mask_name(causal):
+    return "causal" if causal else "full"
+
+
+# ---- JSON (NaN is stored as null: strict JSON) ------------------------------------------------
+
+def _nan_to_none(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nan_to_none(v) for v in x]
+    return x
+
+
+def save_json(doc, path):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(_nan_to_none(doc), f, indent=1, allow_nan=False)
+    os.replace(tmp, path)
+
+
+def load_json(path):
+    """A results document with every system's TFLOP/s a float (NaN where missing)."""
+    with open(path) as f:
+        doc = json.load(f)
+    systems = doc.get("systems") or list(SYSTEMS)
+    doc["systems"] = systems
+    for row in doc["rows"]:
+        row["tflops"] = {s: (NAN if row.get("tflops", {}).get(s) is None else float(row["tflops"][s]))
+                         for s in systems}
+        row["err"] = NAN if row.get("err") is None else float(row["err"])
+    return doc
+
+
+# ---- outputs: table, CSV, plot (no GPU) ----------------------------------------------------
+
+def _fmt(x, spec):
+    return format(x, spec) if finite(x) else format("nan", ">" + spec.split(".")[0] + "s")
+
+
+def format_table(doc):
+    """The per-shape table with ratios, then geometric means per head dim, as one string."""
+    systems = doc["systems"]
+    lines = []
+    meta = doc.get("meta", {})
+    lines.append(f"# {meta.get('gpu', '?')}, {meta.get('date', '?')}; TFLOP/s (forward, 4*B*H*N^2*D, causal halved)")
+    head = (f"{'dtype':5s} {'D':>3s} {'mask':6s} {'B':>3s} {'N':>6s} {'H':>3s} "
+            + " ".join(f"{s:>9s}" for s in systems)
+            + f" {'x flash':>7s} {'x cudnn':>7s} {'err':>8s} {'ok':>4s}  plan")
+    lines.append(head)
+    for r in doc["rows"]:
+        ok = r.get("ok")
+        lines.append(f"{r['dtype']:5s} {r['head_dim']:3d} {mask_name(r['causal']):6s} {r['batch']:3d} "
+                     f"{r['seqlen']:6d} {r['heads']:3d} "
+                     + " ".join(_fmt(r["tflops"].get(s, NAN), "9.1f") for s in systems)
+                     + f" {_fmt(ratio(r, 'flashtune', 'flash'), '7.2f')} {_fmt(ratio(r, 'flashtune', 'cudnn'), '7.2f')}"
+                     + f" {_fmt(r.get('err', NAN), '8.1e')} {('yes' if ok else 'NO' if ok is not None else '-'):>4s}"
+                     + f"  {r.get('plan') or ''}")
+    lines.append("")
+    lines.append("geometric means of flashtune's ratio (shapes where both ran):")
+    for d in sorted({r["head_dim"] for r in doc["rows"]}):
+        rows = [r for r in doc["rows"] if r["head_dim"] == d]
+        xf = [ratio(r, "flashtune", "flash") for r in rows]
+        xc = [ratio(r, "flashtune", "cudnn") for r in rows]
+        lines.append(f"d{d:<4d} x flash {_fmt(geomean(xf), '5.2f')} ({sum(finite(x) for x in xf)} shapes)   "
+                     f"x cudnn {_fmt(geomean(xc), '5.2f')} ({sum(finite(x) for x in xc)} shapes)")
+    checked = [r for r in doc["rows"] if r.get("ok") is not None]
+    passed = [r for r in checked if r.get("ok")]
+    lines.append(f"output check vs torch (relative L2 <= {TOLERANCE:g}): {len(passed)}/{len(checked)} shapes pass")
+    failed = [r for r in doc["rows"] if not finite(r["tflops"].get("flashtune"))]
+    if failed:
+        lines.append(f"flashtune did not run on {len(failed)} shape(s)" + "".join(
+            f"\n  {r['dtype']} d{r['head_dim']} {mask_name(r['causal'])} B{r['batch']} N{r['seqlen']} H{r['heads']}: "
+            + (r.get("errors") or {}).get("flashtune", "no result") for r in failed[:10]))
+    return "\n".join(lines)
+
+
+def write_csv(doc, path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for r in doc["rows"]:
+            t = r["tflops"]
+            w.writerow([r["dtype"], r["head_dim"], int(bool(r["causal"])), r["batch"], r["seqlen"], r["heads"]]
+                       + [f"{t.get(s, NAN):.2f}" for s in ("flashtune", "flash", "cudnn", "efficient")]
+                       + [f"{ratio(r, 'flashtune', 'flash'):.4f}", f"{ratio(r, 'flashtune', 'cudnn'):.4f}",
+                          f"{r.get('err', NAN):.3e}", r.get("ref") or "",
+                          "" if r.get("ok") is None else int(bool(r["ok"])),
+                          r.get("plan") or "", r.get("plan_source") or ""])
+
+
+def missing_grid(doc):
+    """Human words for the (head dim, dtype) pairs of FA-2's grid with no measured row."""
+    have = {(r["head_dim"], r["dtype"]) for r in doc["rows"] if is_grid(r)
+            and any(finite(v) for v in r["tflops"].values())}
+    out = []
+    for d in GRID_HEAD_DIMS:
+        gone = [dt for dt in GRID_DTYPES if (d, dt) not in have]
+        if len(gone) == len(GRID_DTYPES):
+            out.append(f"d{d}")
+        elif gone:
+            out.append(f"d{d} " + "/".join("fp16" if g == "f16" else g for g in gone))
+    return out
+
+
+def render_plot(doc, path):
+    """TFLOP/s against N (log2), one panel per head dim x mask, one colour per system, line style per dtype."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    rows = [r for r in doc["rows"] if is_grid(r)]
+    dims = sorted({r["head_dim"] for r in rows})
+    if not dims:
+        raise ValueError("no row of FA-2's grid (hidden 2048, B*N = 16k) to plot")
+    systems = [s for s in doc["systems"] if any(finite(r["tflops"].get(s)) for r in rows)]
+    dtypes = [dt for dt in GRID_DTYPES if any(r["dtype"] == dt for r in rows)]
+    seqlens = sorted({r["seqlen"] for r in rows})
+    ymax = max(v for r in rows for v in r["tflops"].values() if finite(v))
+    fig, axes = plt.subplots(len(dims), 2, figsize=(12, 3.9 * len(dims) + 1.2), squeeze=False, sharey=True)
+    for i, d in enumerate(dims):
+        for j, causal in enumerate((False, True)):
+            ax = axes[i][j]
+            for s in systems:
+                for dt in dtypes:
+                    pts = sorted((r["seqlen"], r["tflops"].get(s, NAN)) for r in rows
+                                 if r["head_dim"] == d and r["causal"] == causal and r["dtype"] == dt)
+                    if not any(finite(y) for _, y in pts):
+                        continue
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], DTYPE_STYLES[dt], marker="o", markersize=4,
+                            color=SYSTEM_COLORS.get(s), linewidth=2 if s == "flashtune" else 1.4)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(seqlens)
+            ax.set_xticklabels([f"{n // 1024}k" if n >= 1024 else str(n) for n in seqlens])
+            ax.minorticks_off()
+            ax.set_xlim(seqlens[0] / 1.3, seqlens[-1] * 1.3)
+            ax.set_ylim(0, ymax * 1.08)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f"head dim {d}, {'causal' if causal else 'non-causal'} (H = {GRID_HIDDEN // d})",
+                         fontsize=11)
+            ax.set_xlabel("sequence length N (tokens; batch B = 16k / N)")
+            if j == 0:
+                ax.set_ylabel("forward TFLOP/s")
+    labels = dict(SYSTEM_LABELS, **doc.get("meta", {}).get("labels", {}))  # a JSON may rename a system
+    handles = [Line2D([], [], color=SYSTEM_COLORS.get(s), linewidth=2, label=labels.get(s, s))
+               for s in systems]
+    handles += [Line2D([], [], color="0.3", linestyle=DTYPE_STYLES[dt], label="fp16" if dt == "f16" else dt)
+                for dt in dtypes]
+    meta = doc.get("meta", {})
+    fig.suptitle(f"FlashAttention-2 forward on {meta.get('gpu', 'unknown GPU')}, {meta.get('date', '')}: "
+                 f"flashtune vs PyTorch SDPA (hidden {GRID_HIDDEN}, B·N = 16k)", fontsize=13)
+    fig.legend(handles=handles, loc="upper center", ncol=len(handles), bbox_to_anchor=(0.5, 1 - 0.42 / fig.get_figheight()),
+               frameon=False, fontsize=10)
+    notes = ["TFLOP/s = 4·B·H·N²·D / time (halved for causal); median of CUDA-event timings"]
+    gone = missing_grid(doc)
+    if gone:
+        notes.append("not measured: " + ", ".join(gone))
+    fig.text(0.5, 0.08 / fig.get_figheight(), "; ".join(notes), ha="center", fontsize=9, color="0.25")
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.6 / fig.get_figheight()))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_outputs(doc, out_dir, stem):
+    """JSON is written by the caller; here the CSV, the PNG and the table. Returns the table."""
+    write_csv(doc, os.path.join(out_dir, stem + ".csv"))
+    render_plot(doc, os.path.join(out_dir, stem + ".png"))
+    return format_table(doc)
+
+
+# ---- the GPU run -------------------------------------------------------------------------
+
+def tune(flashtune, db, log_path, timeout_s, d256_seqlens):
+    """The default problem set plus d256 and B1 H32 N8192 d128 into db; returns one line per command.
+
+    d256 is tuned at d256_seqlens only (its space is slow to time); other N use the runtime's
+    nearest tuned bucket, which the report's plan_source column shows."""
+    runs = [[], ["--head-dims", "256", "--seqlens", d256_seqlens], ["--head-dims", "128", "--seqlens", "8192", "--hidden", "4096",
+                                         "--tokens", "8192"]]
+    out = []
+    with open(log_path, "a") as log:
+        for extra in runs:
+            cmd = [flashtune, "tune", "--db", db] + extra
+            start = time.time()
+            try:
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+            except OSError as e:
+                rc = f"cannot run: {e}"
+            out.append(f"{shlex.join(cmd)}: exit {rc}, {time.time() - start:.0f} s")
+            print(out[-1], flush=True)
+    return out
+
+
+def gpu_meta(torch):
+    meta = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": str(torch.backends.cudnn.version())}
+    try:
+        meta["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                        capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        meta["driver"] = "unknown"
+    return meta
+
+
+def measure(a, doc, json_path):
+    import ctypes
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "python"))
+    from flashtune_ctypes import FlashtuneError, Problem, Runtime, forward_args
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+    def bench(fn):
+        """Median milliseconds of a.reps timed calls after a warm-up, CUDA events on the current stream."""
+        fn()
+        torch.cuda.synchronize()
+        end = time.time() + a.warmup_s
+        while time.time() < end:
+            fn()
+        times = []
+        for _ in range(a.reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+        times.sort()
+        return times[len(times) // 2]
+
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")  # torch's primary context is current on this thread: flashtune launches there
+    doc["meta"].update(gpu_meta(torch))
+    rt = Runtime(a.lib, doc["meta"]["db"])
+    doc["meta"]["flashtune"] = rt.version()
+    shapes = grid_shapes(a.head_dims, a.dtypes, a.seqlens, extra=not a.no_extra)
+    started = time.time()
+    gen = torch.Generator(device="cuda")
+    try:
+        for idx, s in enumerate(shapes):
+            if a.time_limit_s and time.time() - started > a.time_limit_s:
+                doc["meta"]["cut_short"] = f"--time-limit-s {a.time_limit_s} reached after {idx} of {len(shapes)} shapes"
+                print(doc["meta"]["cut_short"], flush=True)
+                break
+            row = dict(s, tflops={n: NAN for n in SYSTEMS}, ms={}, errors={}, err=NAN, ref=None, ok=None,
+                       plan=None, plan_source=None)
+            B, N, H, D = s["batch"], s["seqlen"], s["heads"], s["head_dim"]
+            f = flops(s)
+            try:
+                gen.manual_seed(1000 + idx)
+                q, k, v = (torch.randn(B, N, H, D, device="cuda", dtype=tdtype[s["dtype"]], generator=gen)
+                           for _ in range(3))
+                o = torch.full_like(q, NAN)  # a kernel that writes nothing fails the check
+                lse = torch.empty(B, H, N, device="cuda", dtype=torch.float32)
+                qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # SDPA's [B, H, N, D] views
+            except RuntimeError as e:
+                row["errors"]["inputs"] = str(e).splitlines()[0]
+                doc["rows"].append(row)
+                save_json(doc, json_path)
+                continue
+
+            refs = {}
+            for name, backend in backends.items():
+                try:
+                    with sdpa_kernel(backend):
+                        call = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=s["causal"])  # noqa: E731
+                        refs[name] = call().transpose(1, 2).float()
+                        ms = bench(call)
+                    row["ms"][name] = ms
+                    row["tflops"][name] = f / ms / 1e9
+                except RuntimeError as e:
+                    row["errors"][name] = str(e).splitlines()[0][:300]
+                    refs.pop(name, None)
+                torch.cuda.synchronize()
+
+            try:
+                problem = Problem.make(s["dtype"], D, s["causal"], B, N, N, H, H)
+                info = rt.plan(problem)
+                row["plan"], row["plan_source"] = info.variant_uri, info.source_name
+                st = lambda t: (t.stride(0), t.stride(1), t.stride(2))  # noqa: E731
+                args = forward_args(problem, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                                    st(q), st(k), st(v), st(o))
+                rt.forward(args, torch.cuda.current_stream().cuda_stream)  # checked call, also the first use
+                torch.cuda.synchronize()
+                ref_name = next((n for n in ("flash", "cudnn", "efficient") if n in refs), None)
+                if ref_name is not None:
+                    ref = refs[ref_name]
+                    row["ref"] = ref_name
+                    row["err"] = ((o.float() - ref).norm() / ref.norm()).item()
+                    row["ok"] = bool(row["err"] <= TOLERANCE)
+                args_ref = ctypes.byref(args)
+                stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+                def launch():
+                    rc = rt.forward_raw(args_ref, stream)
+                    if rc != 0:
+                        rt.check(rc, "ft_forward")
+                ms = bench(launch)
+                row["ms"]["flashtune"] = ms
+                row["tflops"]["flashtune"] = f / ms / 1e9
+            except (FlashtuneError, RuntimeError) as e:
+                row["errors"]["flashtune"] = str(e).splitlines()[0][:300]
+            doc["rows"].append(row)
+            save_json(doc, json_path)
+            t = row["tflops"]
+            print(f"[{idx + 1}/{len(shapes)}] {s['dtype']} d{D} {mask_name(s['causal'])} B{B} N{N} H{H}: "
+                  + " ".join(f"{n} {t[n]:.1f}" for n in SYSTEMS)
+                  + f"  err {row['err']:.1e} ({row['ref']})  {row['plan']} ({row['plan_source']})"
+                  + ("  errors: " + "; ".join(f"{k}: {v}" for k, v in row["errors"].items()) if row["errors"] else ""),
+                  flush=True)
+            refs = None  # frees the reference outputs before the next shape's inputs
+            torch.cuda.empty_cache()
+    finally:
+        rt.close()
+
+
+def int_list(text):
+    return tuple(int(x) for x in text.split(",") if x)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plot-only", metavar="RESULTS_JSON",
+                    help="re-render the PNG, CSV and table from a results JSON (no GPU, no torch)")
+    ap.add_argument("--lib", help="libflashtune.so (the runtime's C ABI)")
+    ap.add_argument("--db", help="a tuning database to reuse; without it this run tunes into OUT/flashtune.db")
+    ap.add_argument("--flashtune", default="flashtune", help="the flashtune binary, for tuning (default: on PATH)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="output folder (default $OUT or .)")
+    ap.add_argument("--stem", default=None, help="output file name stem (default perf_report, or the JSON's name)")
+    ap.add_argument("--head-dims", type=int_list, default=GRID_HEAD_DIMS, help="comma list (default 64,128,256)")
+    ap.add_argument("--dtypes", type=lambda t: tuple(t.split(",")), default=GRID_DTYPES, help="bf16,f16")
+    ap.add_argument("--seqlens", type=int_list, default=GRID_SEQLENS, help="N values (default 512..16384)")
+    ap.add_argument("--no-extra", action="store_true", help="leave out B1 H32 N8192 d128")
+    ap.add_argument("--reps", type=int, default=30, help="timed calls per system and shape (>= 30)")
+    ap.add_argument("--warmup-s", type=float, default=0.05, help="warm-up time per system and shape")
+    ap.add_argument("--tune-timeout-s", type=int, default=900, help="limit per `flashtune tune` command")
+    ap.add_argument("--tune-d256-seqlens", default="1024,4096,16384", help="N values tuned for d256")
+    ap.add_argument("--time-limit-s", type=float, default=0, help="stop starting new shapes after this long (0: none)")
+    a = ap.parse_args(argv)
+    if a.stem is None:
+        a.stem = os.path.splitext(os.path.basename(a.plot_only))[0] if a.plot_only else "perf_report"
+    os.makedirs(a.out, exist_ok=True)
+
+    if a.plot_only:
+        doc = load_json(a.plot_only)
+        print(write_outputs(doc, a.out, a.stem))
+        return 0
+
+    if not a.lib:
+        ap.error("--lib is required (the path of libflashtune.so), unless --plot-only is given")
+    if a.reps < 30:
+        ap.error(f"--reps must be >= 30, got {a.reps}")
+    if any(dt not in GRID_DTYPES for dt in a.dtypes):
+        ap.error(f"--dtypes takes bf16 and f16, got {','.join(a.dtypes)}")
+    doc = {"meta": {"command": shlex.join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
+                    "timing": f"CUDA events on torch's current stream, warm-up {a.warmup_s} s, median of {a.reps}; "
+                              "flashtune through libflashtune.so's ft_forward (ctypes)",
+                    "flops": "4*B*H*N^2*D, halved for causal"},
+           "systems": list(SYSTEMS), "rows": []}
+    if a.db:
+        doc["meta"]["db"] = os.path.abspath(a.db)
+        doc["meta"]["tuning"] = "reused " + a.db
+    else:
+        db = os.path.join(os.path.abspath(a.out), "flashtune.db")
+        doc["meta"]["db"] = db
+        doc["meta"]["tuning"] = tune(a.flashtune, db, os.path.join(a.out, "tune.log"), a.tune_timeout_s,
+                                     a.tune_d256_seqlens)
+    json_path = os.path.join(a.out, a.stem + ".json")
+    measure(a, doc, json_path)
+    save_json(doc, json_path)
+    table = write_outputs(load_json(json_path), a.out, a.stem)
+    print()
+    print(table)
+    bad = [r for r in doc["rows"] if r.get("ok") is False or not finite(r["tflops"]["flashtune"])]
+    return 1 if bad or not doc["rows"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

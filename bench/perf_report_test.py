@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""CPU tests of bench/perf_report.py's non-GPU parts and of examples/python/flashtune_ctypes.py.
+
+Needs matplotlib, not torch and not a GPU. With FLASHTUNE_LIB set to libflashtune.so the ctypes
+bindings are also checked against the real C ABI (no GPU needed: plan falls back to the heuristic).
+Run by ctest (label cpu); by hand: python3 bench/perf_report_test.py
+"""
+import csv
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "perf_report.py")
+EXAMPLES = os.path.join(HERE, "..", "examples", "python")
+sys.path.insert(0, HERE)
+sys.path.insert(0, EXAMPLES)
+
+import perf_report  # noqa: E402
+
+
+def fixture():
+    """d64 and d128, bf16 and f16, full and causal, N 512/1024/2048 of FA-2's grid, plus B1 H32 N8192.
+
+    flashtune is 0.9x flash and 0.5x cuDNN everywhere, except one row where flash is missing (NaN)
+    and one row that failed the output check."""
+    rows = []
+    for d in (64, 128):
+        for dt in ("bf16", "f16"):
+            for causal in (False, True):
+                for n in (512, 1024, 2048):
+                    flash = 200.0 + n / 64 + d
+                    rows.append({"dtype": dt, "head_dim": d, "causal": causal, "batch": 16384 // n, "seqlen": n,
+                                 "heads": 2048 // d,
+                                 "tflops": {"flashtune": 0.9 * flash, "flash": flash, "cudnn": 1.8 * flash,
+                                            "efficient": 0.6 * flash},
+                                 "err": 1e-3, "ref": "flash", "ok": True, "plan": f"fa2_fwd_{dt}_d{d}_x",
+                                 "plan_source": "exact"})
+    rows[3]["tflops"]["flash"] = None  # the backend raised on this shape
+    rows[5]["ok"], rows[5]["err"] = False, 0.5
+    rows.append({"dtype": "bf16", "head_dim": 128, "causal": False, "batch": 1, "seqlen": 8192, "heads": 32,
+                 "tflops": {"flashtune": 270.0, "flash": 300.0, "cudnn": 540.0, "efficient": None},
+                 "err": 2e-3, "ref": "flash", "ok": True, "plan": "p", "plan_source": "nearest"})
+    return {"meta": {"gpu": "Test GPU", "date": "2026-01-02"}, "systems": list(perf_report.SYSTEMS), "rows": rows}
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise AssertionError(f"{path} is not a PNG")
+    return struct.unpack(">II", head[16:24])
+
+
+class PerfReportArithmetic(unittest.TestCase):
+    def test_grid_is_fa2s_benchmark_grid_plus_the_long_shape(self):
+        shapes = perf_report.grid_shapes()
+        self.assertEqual(len(shapes), 3 * 2 * 2 * 6 + 4)
+        grid = [s for s in shapes if perf_report.is_grid(s)]
+        self.assertEqual(len(grid), 72)
+        self.assertTrue(all(s["batch"] * s["seqlen"] == 16384 and s["heads"] * s["head_dim"] == 2048 for s in grid))
+        self.assertEqual({s["seqlen"] for s in grid}, {512, 1024, 2048, 4096, 8192, 16384})
+        extra = [s for s in shapes if not perf_report.is_grid(s)]
+        self.assertEqual({(s["batch"], s["heads"], s["seqlen"], s["head_dim"]) for s in extra}, {(1, 32, 8192, 128)})
+
+    def test_flops_are_halved_for_causal(self):
+        s = {"batch": 2, "heads": 3, "seqlen": 1024, "head_dim": 64, "causal": False}
+        self.assertEqual(perf_report.flops(s), 4 * 2 * 3 * 1024 * 1024 * 64)
+        self.assertEqual(perf_report.flops(dict(s, causal=True)), 2 * 2 * 3 * 1024 * 1024 * 64)
+
+    def test_geomean_skips_missing_values(self):
+        self.assertAlmostEqual(perf_report.geomean([0.5, 2.0, float("nan"), None]), 1.0)
+        self.assertTrue(math.isnan(perf_report.geomean([float("nan")])))
+
+    def test_json_stores_nan_as_null_and_reads_it_back_as_nan(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            perf_report.save_json(fixture(), path)
+            with open(path) as f:
+                text = f.read()
+            self.assertNotIn("NaN", text)
+            json.loads(text)  # strict JSON
+            doc = perf_report.load_json(path)
+            self.assertTrue(math.isnan(doc["rows"][3]["tflops"]["flash"]))
+            self.assertEqual(doc["rows"][0]["tflops"]["flash"], 200.0 + 8 + 64)
+
+
+class PerfReportPlotOnly(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.json = os.path.join(cls.tmp.name, "fixture.json")
+        with open(cls.json, "w") as f:
+            json.dump(fixture(), f)
+        cls.out = os.path.join(cls.tmp.name, "out")
+        # sys.modules["torch"] = None makes any import of torch fail: --plot-only must not need it.
+        code = ("import sys, runpy; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")
+        cls.proc = subprocess.run([sys.executable, "-c", code, SCRIPT, "--plot-only", cls.json, "--out", cls.out],
+                                  capture_output=True, text=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_runs_without_torch(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+
+    def test_png_is_written_and_not_trivial(self):
+        path = os.path.join(self.out, "fixture.png")
+        self.assertTrue(os.path.exists(path), self.proc.stderr)
+        width, height = png_size(path)
+        self.assertGreater(width, 800)
+        self.assertGreater(height, 600)
+        self.assertGreater(os.path.getsize(path), 30000)  # four panels of lines, labels, legend
+
+    def test_csv_has_one_row_per_shape_with_ratios(self):
+        with open(os.path.join(self.out, "fixture.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(tuple(rows[0].keys()), perf_report.CSV_COLUMNS)
+        self.assertEqual(len(rows), len(fixture()["rows"]))
+        self.assertAlmostEqual(float(rows[0]["x_flash"]), 0.9, places=3)
+        self.assertAlmostEqual(float(rows[0]["x_cudnn"]), 0.5, places=3)
+        self.assertEqual(rows[3]["flash"], "nan")
+        self.assertEqual(rows[3]["x_flash"], "nan")
+        self.assertEqual(rows[5]["ok"], "0")
+        self.assertEqual(rows[-1]["efficient"], "nan")
+
+    def test_table_has_ratios_geometric_means_and_the_check(self):
+        out = self.proc.stdout
+        self.assertIn("x flash", out)
+        self.assertIn("x cudnn", out)
+        self.assertEqual(sum(1 for line in out.splitlines() if line.startswith(("bf16 ", "f16 "))), 25)
+        # d64: 12 shapes, one without flash; d128: 12 grid shapes plus B1 H32 N8192.
+        self.assertRegex(out, r"d64\s+x flash\s+0\.90 \(11 shapes\)\s+x cudnn\s+0\.50 \(12 shapes\)")
+        self.assertRegex(out, r"d128\s+x flash\s+0\.90 \(13 shapes\)\s+x cudnn\s+0\.50 \(13 shapes\)")
+        self.assertIn("24/25 shapes pass", out)
+
+    def test_without_a_json_the_gpu_run_needs_the_library(self):
+        proc = subprocess.run([sys.executable, SCRIPT, "--out", self.out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--lib", proc.stderr)
+
+
+@unittest.skipUnless(os.environ.get("FLASHTUNE_LIB"), "FLASHTUNE_LIB (path of libflashtune.so) not set")
+class CtypesBindings(unittest.TestCase):
+    """flashtune_ctypes against the real C ABI; works without a GPU (the plan is the heuristic one)."""
+
+    def setUp(self):
+        import flashtune_ctypes
+        self.ft = flashtune_ctypes
+        self.tmp = tempfile.TemporaryDirectory()
+        self.rt = flashtune_ctypes.Runtime(os.environ["FLASHTUNE_LIB"], os.path.join(self.tmp.name, "none.db"))
+
+    def tearDown(self):
+        self.rt.close()
+        self.tmp.cleanup()
+
+    def test_plan_fills_every_field(self):
+        info = self.rt.plan(self.ft.Problem.make("bf16", 128, True, 2, 1024, 1024, 16, 16))
+        self.assertTrue(info.variant_uri.startswith("fa2_fwd_bf16_d128_"), info.variant_uri)
+        self.assertTrue(info.variant_uri.endswith("_causal"), info.variant_uri)
+        self.assertIn(f"_br{info.block_m}_bc{info.block_n}_w{info.warps}_s{info.stages}_", info.variant_uri)
+        self.assertIn(info.source_name, ("exact", "nearest", "heuristic"))
+        self.assertTrue(info.why)
+
+    def test_bad_head_dim_is_named(self):
+        args = self.ft.forward_args(self.ft.Problem.make("f16", 100, False, 1, 64, 64, 2, 2), 16, 16, 16, 16, 0,
+                                    (1, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1))
+        with self.assertRaises(self.ft.FlashtuneError) as cm:
+            self.rt.forward(args)
+        self.assertEqual(cm.exception.status_name, "invalid_argument")
+        self.assertIn("head_dim (100)", str(cm.exception))
+
+    def test_null_q_is_named(self):
+        args = self.ft.forward_args(self.ft.Problem.make("f16", 64, False, 1, 64, 64, 2, 2), 0, 16, 16, 16, 0,
+                                    (1, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1))
+        with self.assertRaises(self.ft.FlashtuneError) as cm:
+            self.rt.forward(args)
+        self.assertIn("q must not be null", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
