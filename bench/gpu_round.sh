@@ -6,7 +6,7 @@
 #
 # usage: bench/gpu_round.sh BIN_DIR [DB]
 #   BIN_DIR holds flashtune, flashtune_gpu_tests (and optionally libflashtune.so and
-#   flashtune_runtime_bench) built on the development machine. With DB, the tuning database of
+#   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it. With DB, the tuning database of
 #   an earlier round is reused (copied) and the tuning step is skipped.
 # Every step has its own time limit so the summary is always printed.
 set -uo pipefail
@@ -14,7 +14,8 @@ BIN=$(cd "${1:?usage: gpu_round.sh BIN_DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-round}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}  # $BIN: libbenchmark, libflashtune
+export FLASHTUNE_CLI=$BIN/flashtune  # for the GPU tests that run the CLI
 export FLASHTUNE_CACHE_DIR=$(mktemp -d)   # cold cubin cache: the tune time below includes NVRTC
 FT=$BIN/flashtune
 DB=$(mktemp -d)/flashtune.db   # copied to $OUT at the end when this round tuned

@@ -151,7 +151,10 @@ TEST(RuntimeGpu, TunedProblemRunsFromTheDatabase) {
   if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
   const std::string dir = TempDir("runtime_gpu_tuned");
   const std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell("'" FLASHTUNE_CLI_PATH "' tune --db '" + db +
+  // $FLASHTUNE_CLI: the binary when the tests run outside their build tree (the GPU machine).
+  const char* cli_env = std::getenv("FLASHTUNE_CLI");
+  const std::string cli = cli_env != nullptr ? cli_env : FLASHTUNE_CLI_PATH;
+  ASSERT_EQ(RunShell("'" + cli + "' tune --db '" + db +
                      "' --dtypes bf16 --head-dims 64 --causal 0 --seqlens 256 --hidden 256 --tokens 512 > '" + dir +
                      "/tune.log' 2>&1"),
             0)
