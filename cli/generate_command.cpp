@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command.h"
+#include "cli/json.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "flashtune/variant.h"
@@ -23,28 +24,6 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 std::string HeadDimList() {
   std::string s;
@@ -88,8 +67,8 @@ int PrintSource(const std::string& uri, const std::string& arch, bool arch_given
     text = "{\"uri\": \"" + source->uri + "\", \"kernel_name\": \"" + source->kernel_name +
            "\", \"sha256\": \"" + source->sha256 + "\", \"smem_bytes\": " +
            std::to_string(SharedMemoryBytes(*variant)) + ", \"threads\": " +
-           std::to_string(variant->threads()) + ", \"text\": \"" + JsonEscape(source->text) +
-           "\"}\n";
+           std::to_string(variant->threads()) + ", \"text\": " + JsonString(source->text) +
+           "}\n";
   }
   return Emit(text, output) ? kExitOk : kExitFailure;
 }

@@ -8,6 +8,21 @@
 
 namespace flashtune {
 
+ForwardArgs ForwardArgs::Contiguous(const Problem& p) {
+  ForwardArgs a;
+  a.dtype = p.dtype;
+  a.head_dim = p.head_dim;
+  a.causal = p.causal;
+  a.batch = p.batch;
+  a.seqlen_q = p.seqlen_q;
+  a.seqlen_k = p.seqlen_k;
+  a.heads_q = p.heads_q;
+  a.heads_kv = p.heads_kv;
+  a.q_strides = a.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
+  a.k_strides = a.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+  return a;
+}
+
 float ForwardArgs::EffectiveScale() const {
   if (softmax_scale != 0.0f) return softmax_scale;
   return head_dim > 0 ? float(1.0 / std::sqrt(double(head_dim))) : 0.0f;

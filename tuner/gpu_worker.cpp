@@ -35,17 +35,7 @@ struct DeviceTensors {
 Result<DeviceBuffer> Alloc(const Context& context, size_t bytes) { return DeviceBuffer::Allocate(context, bytes); }
 
 ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
-  ForwardArgs a;
-  a.dtype = p.dtype;
-  a.head_dim = p.head_dim;
-  a.causal = p.causal;
-  a.batch = p.batch;
-  a.seqlen_q = p.seqlen_q;
-  a.seqlen_k = p.seqlen_k;
-  a.heads_q = p.heads_q;
-  a.heads_kv = p.heads_kv;
-  a.q_strides = a.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
-  a.k_strides = a.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+  ForwardArgs a = ForwardArgs::Contiguous(p);
   if (t != nullptr) {
     a.q = reinterpret_cast<const void*>(t->q->get());
     a.k = reinterpret_cast<const void*>(t->k->get());

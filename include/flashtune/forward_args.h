@@ -45,6 +45,8 @@ struct ForwardArgs {
 
   Strides q_strides, k_strides, v_strides, o_strides;
 
+  // Arguments for `problem` with densely packed [B, N, H, D] tensors; every pointer null.
+  static ForwardArgs Contiguous(const Problem& problem);
   // The shape as a Problem (for lookup and FLOP counts).
   Problem problem() const {
     return Problem{dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};

@@ -166,3 +166,27 @@ TEST(LaunchConfig, KernelParamsMirrorArgs) {
 
 }  // namespace
 }  // namespace flashtune
+
+namespace flashtune {
+namespace {
+
+TEST(ForwardArgs, ContiguousDescribesAPackedProblem) {
+  const Problem p{DType::kF16, 64, true, 3, 100, 200, 8, 2};
+  const ForwardArgs a = ForwardArgs::Contiguous(p);
+  EXPECT_EQ(a.problem(), p);
+  EXPECT_EQ(a.q_strides.batch, 100 * 8 * 64);
+  EXPECT_EQ(a.q_strides.seq, 8 * 64);
+  EXPECT_EQ(a.q_strides.head, 64);
+  EXPECT_EQ(a.k_strides.batch, 200 * 2 * 64);
+  EXPECT_EQ(a.v_strides.seq, 2 * 64);
+  EXPECT_EQ(a.o_strides.batch, a.q_strides.batch);
+  EXPECT_EQ(a.q, nullptr);
+  EXPECT_EQ(a.lse, nullptr);
+  // Pointers are the caller's to fill: without them the arguments are rejected by name.
+  Status s = ValidateForwardArgs(a);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("q"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace flashtune

@@ -40,17 +40,7 @@ struct Attention {
 
   static Result<Attention> Make(const Context& ctx, const Problem& p) {
     Attention a;
-    ForwardArgs args;
-    args.dtype = p.dtype;
-    args.head_dim = p.head_dim;
-    args.causal = p.causal;
-    args.batch = p.batch;
-    args.seqlen_q = p.seqlen_q;
-    args.seqlen_k = p.seqlen_k;
-    args.heads_q = p.heads_q;
-    args.heads_kv = p.heads_kv;
-    args.q_strides = args.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
-    args.k_strides = args.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+    ForwardArgs args = ForwardArgs::Contiguous(p);
     const size_t nq = p.batch * p.seqlen_q * p.heads_q * p.head_dim;
     const size_t nk = p.batch * p.seqlen_k * p.heads_kv * p.head_dim;
     a.q.resize(nq);
