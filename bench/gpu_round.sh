@@ -47,8 +47,16 @@ if [ -z "$REUSE_DB" ]; then
 fi
 
 # 3. Winners against torch SDPA flash and cuDNN, same run, same machine.
-PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1
-summary+=("compare vs torch: exit $?")
+# Through the runtime API when libflashtune.so is here (bench/perf_report.py: table, CSV, JSON,
+# PNG), else the winners' raw cubins (bench/compare_torch.py).
+if [ -e "$BIN/libflashtune.so" ]; then
+  PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
+    --out "$OUT" --time-limit-s $(( STEP_S - 30 )) > "$OUT/compare.txt" 2>&1
+  summary+=("perf report vs torch (runtime API): exit $?")
+else
+  PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1
+  summary+=("compare vs torch (raw cubins): exit $?")
+fi
 
 # 4. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
 if [ -e "$BIN/libflashtune.so" ]; then
@@ -77,7 +85,7 @@ fi
 
 [ -z "$REUSE_DB" ] && cp "$DB" "$OUT/flashtune.db"
 echo "==== tune summary (tail) ===="; tail -n 45 "$OUT/tune.log" 2>/dev/null
-echo "==== compare vs torch ===="; sed -n '/^dtype /,$p' "$OUT/compare.txt"
+echo "==== compare vs torch ===="; tail -n 60 "$OUT/compare.txt"
 echo "==== gpu tests ===="; grep -E '^\[  (PASSED|FAILED|SKIPPED) |checked|tests ran' "$OUT/gpu_tests.log" | tail -n 60
 echo "==== runtime ===="; grep -E 'PASS|FAIL|BM_|error' "$OUT/runtime.log" 2>/dev/null | tail -n 20
 echo "==== round ===="; printf '%s\n' "${summary[@]}"
