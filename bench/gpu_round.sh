@@ -25,7 +25,7 @@ REUSE_DB=${2:-}
 STEP_S=${STEP_S:-240}
 summary=()
 
-"$FT" info > "$OUT/info.txt" 2>&1
+"$FT" info > "$OUT/tune.log" 2>&1  # $OUT brings back at most 8 files: logs are grouped
 
 # 1. GPU tests (kernel vs the float64 reference over the space; driver layer; runtime if built).
 start=$(date +%s)
@@ -40,7 +40,7 @@ summary+=("gpu tests: $(( $(date +%s) - start )) s")
 # 2. Tune the default set (bf16/f16 x d64/d128 x causal/not x N 512..16k), cold cache, timed.
 if [ -z "$REUSE_DB" ]; then
   start=$(date +%s)
-  timeout 900 "$FT" tune --db "$DB" > "$OUT/tune.log" 2>&1
+  timeout 900 "$FT" tune --db "$DB" >> "$OUT/tune.log" 2>&1
   summary+=("tune default set (cold cache): exit $?, $(( $(date +%s) - start )) s")
   "$FT" tune --db "$DB" --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
   "$FT" tune --db "$DB" --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 >> "$OUT/tune.log" 2>&1
@@ -61,12 +61,12 @@ fi
 # 4. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
 if [ -e "$BIN/libflashtune.so" ]; then
   for args in "" "--causal --heads-kv 2" "--dtype f16 --head-dim 64 --seqlen-q 1000 --seqlen-k 3000"; do
-    timeout 120 python3 "$ROOT/examples/python/flashtune_torch.py" "$BIN/libflashtune.so" "$DB" $args >> "$OUT/runtime.log" 2>&1
+    timeout 120 python3 "$ROOT/examples/python/flashtune_torch.py" "$BIN/libflashtune.so" "$DB" $args >> "$OUT/checks.log" 2>&1
     summary+=("python example $args: exit $?")
   done
 fi
 if [ -x "$BIN/flashtune_runtime_bench" ]; then
-  FLASHTUNE_DB="$DB" FLASHTUNE_BENCH_DB="$DB" timeout 120 "$BIN/flashtune_runtime_bench" >> "$OUT/runtime.log" 2>&1
+  FLASHTUNE_DB="$DB" FLASHTUNE_BENCH_DB="$DB" timeout 120 "$BIN/flashtune_runtime_bench" >> "$OUT/checks.log" 2>&1
   summary+=("runtime bench: exit $?")
 fi
 
@@ -77,7 +77,7 @@ if command -v compute-sanitizer > /dev/null; then
       timeout 120 compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
         "$FT" bench --head-dim $d --causal --batch 1 --seqlen-q 200 --seqlen-k 333 --heads-q 2 --heads-kv 1 \
         --variant "$("$FT" generate --dtype bf16 --head-dim $d --causal 2>/dev/null | head -n 1)" \
-        >> "$OUT/sanitizer.log" 2>&1
+        >> "$OUT/checks.log" 2>&1
       summary+=("sanitizer $tool d$d: exit $?")
     done
   done
@@ -87,5 +87,5 @@ fi
 echo "==== tune summary (tail) ===="; tail -n 45 "$OUT/tune.log" 2>/dev/null
 echo "==== compare vs torch ===="; tail -n 60 "$OUT/compare.txt"
 echo "==== gpu tests ===="; grep -E '^\[  (PASSED|FAILED|SKIPPED) |checked|tests ran' "$OUT/gpu_tests.log" | tail -n 60
-echo "==== runtime ===="; grep -E 'PASS|FAIL|BM_|error' "$OUT/runtime.log" 2>/dev/null | tail -n 20
+echo "==== runtime ===="; grep -E 'PASS|FAIL|BM_|error' "$OUT/checks.log" 2>/dev/null | tail -n 20
 echo "==== round ===="; printf '%s\n' "${summary[@]}"
