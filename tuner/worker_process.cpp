@@ -79,14 +79,16 @@ static Status ReadAll(int fd, char* p, size_t n, std::chrono::steady_clock::time
   while (n > 0) {
     int wait_ms = -1;
     if (has_deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return Status(Code::kTimeout, "no reply from the worker in time");
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return Status(Code::kTimeout, "no reply from the worker in time");
+      // Rounded up: poll() must not wake before the deadline.
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
       wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
     }
     pollfd pfd{fd, POLLIN, 0};
     const int ready = ::poll(&pfd, 1, wait_ms);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) return Status(Code::kTimeout, "no reply from the worker in time");
+    if (ready == 0) continue;  // the deadline is checked at the top
     const ssize_t r = ::read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return Status(Code::kIoError, "worker pipe closed");
