@@ -2,6 +2,8 @@
 // recorded timings (--replay FILE) or lists the work (--dry-run).
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <cstdio>
@@ -26,8 +28,17 @@ namespace {
 
 int Fail(const Status& s);
 
-EnumerateFn DefaultEnumerate() {
-  return [](const Problem& p) -> Result<std::vector<Variant>> { return EnumerateSpace(ClassOf(p)); };
+// The space of each problem's class, limited to the shared memory of the smallest target.
+EnumerateFn DefaultEnumerate(int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
+  return [max_smem_bytes](const Problem& p) -> Result<std::vector<Variant>> {
+    SpaceOptions space_options;
+    space_options.max_smem_bytes = max_smem_bytes;
+    return EnumerateSpace(ClassOf(p), space_options);
+  };
+}
+
+std::string ArchOf(const DeviceRecord& d) {
+  return "sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) + (d.cc_major >= 9 ? "a" : "");
 }
 
 // Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in
@@ -74,8 +85,7 @@ Status StoreWinnerCubins(const TuneOptions& options, const std::vector<DeviceRec
   if (!winners.ok()) return winners.status();
   Compiler compiler(Compiler::Options{});
   std::set<std::string> archs;
-  for (const DeviceRecord& d : devices)
-    archs.insert("sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) + (d.cc_major >= 9 ? "a" : ""));
+  for (const DeviceRecord& d : devices) archs.insert(ArchOf(d));
   for (const WinnerRow& w : *winners)
     for (const std::string& arch : archs) {
       auto record = LoadOrCompileCubin(**db, compiler, w.variant, arch);
@@ -294,8 +304,16 @@ int RunTune(const std::vector<std::string>& args) {
     measurers = std::move(*gpu);
   }
   std::vector<DeviceRecord> tuned_devices;
-  if (replay.empty())
-    for (const auto& m : measurers) tuned_devices.push_back(m->Device());
+  if (replay.empty()) {
+    // Variants that cannot get their shared memory on a GPU here are pruned, not measured.
+    int64_t max_smem = kDefaultMaxSmemBytes;
+    for (const auto& m : measurers) {
+      tuned_devices.push_back(m->Device());
+      const int64_t limit = MaxSharedMemoryForArch(ArchOf(tuned_devices.back()));
+      if (limit > 0) max_smem = std::min(max_smem, limit);
+    }
+    options.enumerate = DefaultEnumerate(max_smem);
+  }
   auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
   options.progress = progress.get();
   auto summary = Tune(options, std::move(measurers));
