@@ -516,19 +516,24 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
   };
   int64_t total_trials = 0, total_ok = 0;
   std::map<std::string, std::vector<TrialRow>> failures;
+  std::map<int64_t, std::string> last_trial_of_run;  // run id -> time of its last trial
   for (const ProblemRow& pr : *problems) {
     auto trials = db.TrialsForProblem(pr.id);
     if (!trials.ok()) return trials.status();
     for (TrialRow& t : *trials) {
       ProblemEntry& e = entry_for(group_for(t.device_id, t.toolchain_id), pr.id, pr.problem, pr.bucket);
       ++total_trials;
+      // Per problem, variants are counted once: re-timing a finalist is not another variant.
+      const bool first_pass = t.trial.phase != "retime";
       if (t.trial.status == Code::kOk) {
-        ++e.ok;
+        e.ok += first_pass;
         ++total_ok;
       } else {
-        ++e.failed;
+        e.failed += first_pass;
         failures[t.status_name].push_back(t);
       }
+      std::string& last = last_trial_of_run[t.trial.run_id];
+      if (t.created_at > last) last = t.created_at;
       if (e.first_at.empty() || t.created_at < e.first_at) e.first_at = t.created_at;
       if (t.created_at > e.last_at) e.last_at = t.created_at;
       e.trials.push_back(std::move(t));
@@ -543,12 +548,18 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
     std::sort(g.problems.begin(), g.problems.end(),
               [](const ProblemEntry& a, const ProblemEntry& b) { return ProblemLess(a.problem, b.problem); });
 
+  // A run that did not end (killed, or still going) counts up to its last recorded trial.
+  auto run_end = [&](const RunRow& r) {
+    if (!r.ended_at.empty()) return ParseIso(r.ended_at);
+    auto last = last_trial_of_run.find(r.id);
+    return last == last_trial_of_run.end() ? ParseIso(r.started_at) : ParseIso(last->second);
+  };
   double tuning_seconds = 0;
   bool any_open_run = false;
   for (const RunRow& r : *runs) {
-    auto a = ParseIso(r.started_at), b = ParseIso(r.ended_at);
-    if (a && b) tuning_seconds += *b - *a;
-    else any_open_run = true;
+    auto a = ParseIso(r.started_at), b = run_end(r);
+    if (a && b) tuning_seconds += std::max(0.0, *b - *a);
+    any_open_run |= r.ended_at.empty();
   }
 
   const std::string generated = options.generated_at.empty() ? NowUtc() : options.generated_at;
@@ -589,7 +600,7 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
   total(Int(total_ok), "ok");
   total(Int(total_trials - total_ok), "failed");
   total(Int(int64_t(winners->size())), winners->size() == 1 ? "winner" : "winners");
-  total(runs->empty() ? "–" : Duration(tuning_seconds) + (any_open_run ? "+" : ""), "tuning time");
+  total(runs->empty() ? "–" : (any_open_run ? "≥ " : "") + Duration(tuning_seconds), "tuning time");
   h += "</div>\n";
   const bool empty = total_trials == 0 && winners->empty();
   if (!empty)
@@ -729,8 +740,11 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
            (dev == device_by_id.end() ? std::string("<span class=\"muted\">unknown</span>")
                                       : HtmlEscape(dev->second.name)) +
            "</td><td>" + HtmlEscape(r.strategy) + "</td><td>" + HtmlEscape(ShowTime(r.started_at)) + "</td>";
-      if (r.ended_at.empty())
-        h += "<td class=\"nowin\">did not end</td><td class=\"num\">–</td>";
+      if (r.ended_at.empty()) {
+        auto last = run_end(r);
+        h += "<td class=\"nowin\">did not end</td><td class=\"num\">" +
+             (a && last ? "≥ " + Duration(std::max(0.0, *last - *a)) : std::string("–")) + "</td>";
+      }
       else
         h += "<td>" + HtmlEscape(ShowTime(r.ended_at)) + "</td><td class=\"num\">" +
              (a && b ? Duration(*b - *a) : std::string("–")) + "</td>";
@@ -744,7 +758,7 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
       sum.winners += r.counts.winners;
     }
     h += "<tr class=\"total\"><td></td><td colspan=\"4\">Total, " + Int(int64_t(runs->size())) +
-         (runs->size() == 1 ? " run" : " runs") + (any_open_run ? " (runs that did not end not counted)" : "") +
+         (runs->size() == 1 ? " run" : " runs") + (any_open_run ? " (runs that did not end: up to their last trial)" : "") +
          "</td><td class=\"num\">" + Duration(tuning_seconds) + "</td><td class=\"num\">" + Int(sum.problems) +
          "</td><td class=\"num\">" + Int(sum.measured) + "</td><td class=\"num\">" + Int(sum.failed) +
          "</td><td class=\"num\">" + Int(sum.skipped) + "</td><td class=\"num\">" + Int(sum.winners) +

@@ -1,6 +1,7 @@
 #include "flashtune/report.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cctype>
@@ -288,6 +289,45 @@ TEST(HtmlReport, UnfinishedRunIsShownAsNotEnded) {
   ASSERT_TRUE(page.ok());
   EXPECT_NE(page->find("did not end"), std::string::npos);
   EXPECT_NE(page->find("<td>budgeted</td>"), std::string::npos);
+}
+
+// A killed run's time counts up to its last trial; a re-timed finalist is one variant, not two.
+TEST(HtmlReport, KilledRunCountsUpToItsLastTrialAndRetimesAreNotVariants) {
+  std::string path = TempDir("report_killed_run") + "/r.db";
+  int64_t run_id = 0;
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    auto dev = (*db)->UpsertDevice({"NVIDIA H200", "GPU-1", 9, 0, 132, "580"});
+    auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
+    ASSERT_TRUE(dev.ok() && tc.ok());
+    auto run = (*db)->BeginRun(*dev, *tc, "exhaustive");
+    ASSERT_TRUE(run.ok());
+    run_id = *run;
+    TrialRecord t;
+    t.problem = Problem{DType::kBF16, 64, false, 4, 1024, 1024, 8, 8};
+    t.variant = Variant{DType::kBF16, 64, false, 128, 64, 4, 2};
+    t.median_us = 100;
+    t.run_id = run_id;
+    ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
+    t.phase = "retime";
+    t.median_us = 101;
+    ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
+  }
+  // The run started ten minutes before its trials and never ended.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  const std::string sql = "UPDATE tuning_runs SET started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-600.25 seconds') "
+                          "WHERE id = " + std::to_string(run_id);
+  ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  auto page = RenderHtmlReport(**db);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_NE(page->find("did not end"), std::string::npos);
+  EXPECT_NE(page->find("≥ 10 min 00 s"), std::string::npos);  // in the totals and the runs table
+  EXPECT_NE(page->find(">1 / 0<"), std::string::npos) << "one variant ok, none failed";
 }
 
 // The CLI: `flashtune db report --html FILE`.
