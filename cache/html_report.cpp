@@ -322,6 +322,7 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
   std::map<std::tuple<int, int, int, int>, Cell> cells;
   double lo = 1e300, hi = 0;
   for (const TrialRow& t : e.trials) {
+    if (t.trial.phase == "retime") continue;  // every cell shows the same first-pass protocol
     auto v = Variant::FromUri(t.variant_uri);
     if (!v.ok()) continue;  // another kernel family: not on these axes
     Cell& c = cells[{v->block_m, v->block_n, v->warps, v->stages}];
@@ -652,7 +653,9 @@ Result<std::string> RenderHtmlReport(Database& db, const HtmlReportOptions& opti
          "chart per problem. Each small panel is one choice of <b>warps</b> per thread block and K/V pipeline "
          "<b>stages</b> (shared-memory buffers; 1 = no prefetch); inside it, rows are <b>B<sub>r</sub></b> "
          "(query rows per thread block) and columns <b>B<sub>c</sub></b> (key/value rows per inner-loop step). "
-         "A cell shows the TFLOP/s measured for that variant (best of its measurements); its colour runs from the "
+         "A cell shows the TFLOP/s of that variant's first measurement, taken the same way for every variant (the "
+         "winner line above each chart gives the winner's re-timed median, so the two can differ by the "
+         "noise); its colour runs from the "
          "slowest (dark purple) to the fastest (yellow) variant of that problem, so compare numbers, not colours, "
          "across charts. ★ with a red border is the winner; hatched red cells failed (<i>compile</i> = compile "
          "error, <i>no res</i> = out of resources, <i>wrong</i> = wrong result, <i>fault</i>, <i>timeout</i>); "
