@@ -229,7 +229,10 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
     return Status(Code::kUnsupported, "database '" + path + "' has schema version " + std::to_string(version) +
                                           "; this flashtune knows up to " + std::to_string(kSchemaVersion));
   if (options.read_only) {
-    if (version == 0) return corrupt("empty file");
+    // An empty SQLite file is what a reader sees while a tuner is creating the schema: not
+    // corrupt, just nothing to read yet.
+    if (version == 0)
+      return Status(Code::kNotFound, "database '" + path + "' holds no flashtune schema yet (empty, or being created)");
     FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
     return db;
   }

@@ -137,6 +137,7 @@ struct Runtime::Impl {
     ro.read_only = true;
     auto db = Database::Open(path, ro);
     if (!db.ok()) {
+      if (db.status().code() == Code::kNotFound) return nullptr;  // being created: try again later
       if (!reported_db_error) {
         reported_db_error = true;
         logs->push_back({LogLevel::kError, "cannot read the tuning database: " + db.status().ToString() +
@@ -395,8 +396,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(const RuntimeOptions& options) {
     Database::OpenOptions ro;
     ro.read_only = true;
     auto db = Database::Open(impl->path, ro);
-    if (!db.ok()) return db.status();
-    impl->read_db = std::move(*db);
+    if (db.ok()) {
+      impl->read_db = std::move(*db);
+    } else if (db.status().code() != Code::kNotFound) {  // empty (being created): read it later
+      return db.status();
+    }
   }
   if (options.device_override) {
     auto s = std::make_unique<DeviceState>();

@@ -191,7 +191,8 @@ class Database {
 
   // Opens (read-write: creating if absent) and migrates to kSchemaVersion.
   // Errors: kCorrupt (not a SQLite file, or not a flashtune schema) naming the path, the file
-  // untouched; kNotFound (read-only and absent); kUnsupported (newer schema);
+  // untouched; kNotFound (read-only, and absent or empty — a tuner may be creating it);
+  // kUnsupported (newer schema);
   // kDatabaseError otherwise.
   static Result<std::unique_ptr<Database>> Open(const std::string& path, OpenOptions options);
   static Result<std::unique_ptr<Database>> Open(const std::string& path) { return Open(path, OpenOptions{}); }

@@ -243,3 +243,73 @@ TEST(Runtime, ForwardValidatesBeforeLaunching) {
 
 }  // namespace
 }  // namespace flashtune
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+// Applications read the database while a tuner writes it: from before the file exists,
+// through schema creation and every trial, to the last winner.
+TEST(Runtime, ReadsWhileATunerWrites) {
+  const std::string path = TempDir("runtime_concurrent") + "/t.db";
+  std::vector<RecordedRow> rows;
+  const auto problems = TunedProblems();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + 7));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  ReplayMeasurer::Options o;
+  o.device = TunedDevice();
+  o.toolchain = CurrentToolchain();
+  o.delay_ms = 3;  // a run of a few hundred milliseconds
+  auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+  auto measurer = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+  ASSERT_TRUE(space.ok() && measurer.ok());
+  std::atomic<bool> done{false};
+  Status tuned;
+  std::thread tuner([&] {
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(std::move(*measurer));
+    TuneOptions t;
+    t.db_path = path;
+    t.problems = problems;
+    ReplayMeasurer* s = space->get();
+    t.enumerate = [s](const Problem& p) -> Result<std::vector<Variant>> { return s->Variants(p); };
+    auto summary = Tune(t, std::move(ms));
+    tuned = summary.ok() ? Status::Ok() : summary.status();
+    done = true;
+  });
+  int reads = 0, failures = 0;
+  std::string first_failure;
+  while (!done) {
+    RuntimeOptions ro;
+    ro.db_path = path;
+    ro.device_override = TunedDevice();
+    ro.log = [](LogLevel, const std::string&) {};
+    auto rt = Runtime::Open(ro);
+    Status s = rt.ok() ? Status::Ok() : rt.status();
+    for (const Problem& p : problems) {
+      if (!s.ok()) break;
+      auto plan = (*rt)->plan(p);
+      if (!plan.ok()) s = plan.status();
+    }
+    ++reads;
+    if (!s.ok() && failures++ == 0) first_failure = s.ToString();
+  }
+  tuner.join();
+  ASSERT_TRUE(tuned.ok()) << tuned.ToString();
+  EXPECT_GT(reads, 5);
+  EXPECT_EQ(failures, 0) << first_failure;
+  // After the run, a new runtime sees every winner.
+  Logged logged;
+  auto rt = OpenOn(path, TunedDevice(), &logged);
+  for (const Problem& p : problems) {
+    auto plan = rt->plan(p);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->source, PlanSource::kExact) << p.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace flashtune
