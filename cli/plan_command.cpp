@@ -109,21 +109,27 @@ int RunPlan(const std::vector<std::string>& args) {
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   std::error_code ec;
   const bool db_exists = std::filesystem::exists(options.db_path, ec);
+  const char* db_state = db_exists ? "" : " (absent)";
   std::vector<DeviceRow> db_devices;
   if (db_exists) {
     Database::OpenOptions ro;
     ro.read_only = true;
     auto db = Database::Open(options.db_path, ro);
-    if (!db.ok()) {
+    if (!db.ok() && db.status().code() != Code::kNotFound) {
       std::fprintf(stderr, "flashtune plan: %s\n", db.status().ToString().c_str());
       return kExitFailure;
     }
-    auto rows = (*db)->ListDevices();
-    if (!rows.ok()) {
-      std::fprintf(stderr, "flashtune plan: %s\n", rows.status().ToString().c_str());
-      return kExitFailure;
+    if (db.ok()) {
+      auto rows = (*db)->ListDevices();
+      if (!rows.ok()) {
+        std::fprintf(stderr, "flashtune plan: %s\n", rows.status().ToString().c_str());
+        return kExitFailure;
+      }
+      db_devices = std::move(*rows);
+    } else {
+      // Empty: a tuner is creating it; answer as the runtime does, heuristically.
+      db_state = " (empty: no tuning results yet)";
     }
-    db_devices = std::move(*rows);
   }
   if (!device_uuid.empty() || !gpu_name.empty()) {
     const std::string& wanted = device_uuid.empty() ? gpu_name : device_uuid;
@@ -172,7 +178,7 @@ int RunPlan(const std::vector<std::string>& args) {
   std::printf("problem:  %s\n", p.problem.ToString().c_str());
   std::printf("device:   %s\n", p.device_name.empty() ? "none (no GPU here, none chosen from the database)"
                                                       : p.device_name.c_str());
-  std::printf("database: %s%s\n", options.db_path.c_str(), db_exists ? "" : " (absent)");
+  std::printf("database: %s%s\n", options.db_path.c_str(), db_state);
   std::printf("bucket:   %s\n", p.bucket_name.c_str());
   std::printf("source:   %s\n", std::string(PlanSourceName(p.source)).c_str());
   std::printf("variant:  %s\n", p.variant.Uri().c_str());

@@ -67,6 +67,15 @@ TEST(PlanCli, AnswersWithoutADatabase) {
   EXPECT_NE(r.out.find("_causal"), std::string::npos) << r.out;
 }
 
+TEST(PlanCli, EmptyDatabaseFileIsNotYetTunedNotCorrupt) {
+  const std::string db = TempDir("plan_cli_empty") + "/empty.db";
+  { std::ofstream touch(db); }  // what a reader sees while a tuner creates the file
+  CliRun r = Plan("--dtype bf16 --head-dim 64 --seqlen-q 100 --heads-q 2 --db '" + db + "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("source:   heuristic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(empty: no tuning results yet)"), std::string::npos) << r.out;
+}
+
 TEST(PlanCli, CorruptDatabaseExitsOne) {
   const std::string db = WriteTempFile("plan_cli_corrupt.db", "garbage garbage garbage garbage\n");
   CliRun r = Plan("--dtype bf16 --head-dim 128 --seqlen-q 1024 --heads-q 16 --db '" + db + "'");
