@@ -690,6 +690,9 @@ Result<std::string> Database::Export(ExportFormat format) {
 
 Result<MergeStats> Database::Merge(const std::string& other_path) {
   {
+    std::error_code ec;
+    if (std::filesystem::equivalent(path_, other_path, ec))
+      return Status(Code::kInvalidArgument, "merge: '" + other_path + "' is this database itself");
     // Validates the other file (kCorrupt, kNotFound) without writing to it.
     auto other = Database::Open(other_path, OpenOptions{true, 10000});
     if (!other.ok()) return other.status();

@@ -117,11 +117,16 @@ std::string Quoted(std::string_view s, const char* rest) {
   return out;
 }
 
-Result<int64_t> ParsePositive(std::string_view s) {
+Result<int64_t> ParseNonNegative(std::string_view s) {
   int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 0)
     return Status(Code::kInvalidArgument, Quoted(s, " is not a non-negative integer"));
+  return v;
+}
+Result<int64_t> ParsePositive(std::string_view s) {
+  auto v = ParseNonNegative(s);
+  if (v.ok() && *v == 0) return Status(Code::kInvalidArgument, Quoted(s, " is not a positive integer"));
   return v;
 }
 Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
@@ -195,7 +200,7 @@ int RunTune(const std::vector<std::string>& args) {
   }
   std::vector<int> device_list;
   if (devices != "all") {
-    auto d = SplitList<int64_t>(devices, "--devices", ParsePositive);
+    auto d = SplitList<int64_t>(devices, "--devices", ParseNonNegative);
     if (!d.ok()) return Fail(Status(Code::kInvalidArgument, d.status().message() + "; allowed: all or e.g. 0,1"));
     for (int64_t x : *d) device_list.push_back(int(x));
   }

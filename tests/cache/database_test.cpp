@@ -308,6 +308,11 @@ TEST(Database, ExportMergeRoundTrip) {
   auto m3 = (*b)->Merge(bad);
   EXPECT_EQ(m3.status().code(), Code::kCorrupt);
   EXPECT_EQ(Slurp(bad), "nope");
+
+  // Merging a database into itself is refused by name (it would only lock against itself).
+  auto self = (*b)->Merge((*b)->path());
+  EXPECT_EQ(self.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(self.status().message().find("itself"), std::string::npos) << self.status().message();
 }
 
 TEST(Database, PruneAndCheck) {

@@ -146,6 +146,7 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --strategy random 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --budget-total 5% 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --compile-only --arch sm_7x 2>/dev/null"), 2);
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens 0 2>/dev/null"), 2);
 }
 
 TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
