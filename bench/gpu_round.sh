@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# One round of GPU work on the GPU machine, in one call: the GPU tests, the default problem
-# set (plus d256) tuned end to end from a cold cache, the winners against PyTorch SDPA's flash
-# and cuDNN backends, and compute-sanitizer on one variant per head dim. Full logs go to
-# $OUT (or ./gpu-round); the short tables are printed last.
+# One round of GPU work on the GPU machine: the GPU tests, the default problem set (plus d256)
+# tuned end to end from a cold cache, the winners against PyTorch SDPA's flash and cuDNN
+# backends, the runtime from Python and its micro-benchmark, and compute-sanitizer on one
+# variant per head dim. Full logs go to $OUT (or ./gpu-round); short tables are printed last.
 #
-# usage: bench/gpu_round.sh BIN_DIR [DB]
+# usage: [STEPS="tests tune extra compare runtime sanitize"] bench/gpu_round.sh BIN_DIR [DB]
 #   BIN_DIR holds flashtune, flashtune_gpu_tests (and optionally libflashtune.so and
-#   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it. With DB, the tuning database of
-#   an earlier round is reused (copied) and the tuning step is skipped.
+#   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it.
+#   With DB, the tuning database of an earlier round is reused (copied).
+#   STEPS picks steps; one device call is limited to 10 minutes, so a full round is two calls:
+#   STEPS="tests tune" first (it returns $OUT/flashtune.db), then
+#   STEPS="extra compare runtime sanitize" with that database as DB.
 # Every step has its own time limit so the summary is always printed.
 set -uo pipefail
 BIN=$(cd "${1:?usage: gpu_round.sh BIN_DIR}" && pwd)
@@ -23,33 +26,49 @@ rm -f "$DB"*
 REUSE_DB=${2:-}
 [ -n "$REUSE_DB" ] && cp "$REUSE_DB" "$DB"
 STEP_S=${STEP_S:-240}
+TUNE_S=${TUNE_S:-540}
+STEPS=${STEPS:-tests tune extra compare runtime sanitize}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
 summary=()
 
 "$FT" info > "$OUT/tune.log" 2>&1  # $OUT brings back at most 8 files: logs are grouped
 
 # 1. GPU tests (kernel vs the float64 reference over the space; driver layer; runtime if built).
-start=$(date +%s)
-# The fault test poisons its process's context, so it runs in a process of its own.
-FAULT=DriverGpu.IllegalAddressIsAFault
-timeout "$STEP_S" "$BIN/flashtune_gpu_tests" --gtest_filter="-$FAULT" >> "$OUT/gpu_tests.log" 2>&1
-summary+=("gpu tests: exit $?")
-timeout 60 "$BIN/flashtune_gpu_tests" --gtest_filter="$FAULT" >> "$OUT/gpu_tests.log" 2>&1
-summary+=("gpu fault test: exit $?")
-summary+=("gpu tests: $(( $(date +%s) - start )) s")
-
-# 2. Tune the default set (bf16/f16 x d64/d128 x causal/not x N 512..16k), cold cache, timed.
-if [ -z "$REUSE_DB" ]; then
+if want tests; then
   start=$(date +%s)
-  timeout 900 "$FT" tune --db "$DB" >> "$OUT/tune.log" 2>&1
-  summary+=("tune default set (cold cache): exit $?, $(( $(date +%s) - start )) s")
-  "$FT" tune --db "$DB" --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
-  "$FT" tune --db "$DB" --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 >> "$OUT/tune.log" 2>&1
+  # The fault test poisons its process's context, so it runs in a process of its own.
+  FAULT=DriverGpu.IllegalAddressIsAFault
+  timeout "$STEP_S" "$BIN/flashtune_gpu_tests" --gtest_filter="-$FAULT" >> "$OUT/gpu_tests.log" 2>&1
+  summary+=("gpu tests: exit $?")
+  timeout 60 "$BIN/flashtune_gpu_tests" --gtest_filter="$FAULT" >> "$OUT/gpu_tests.log" 2>&1
+  summary+=("gpu fault test: exit $?")
+  summary+=("gpu tests: $(( $(date +%s) - start )) s")
 fi
 
-# 3. Winners against torch SDPA flash and cuDNN, same run, same machine.
+# 2. Tune the default set (bf16/f16 x d64/d128 x causal/not x N 512..16k), cold cache, timed;
+#    a killed run resumes where it stopped when given back as DB.
+if want tune; then
+  start=$(date +%s)
+  timeout "$TUNE_S" "$FT" tune --db "$DB" >> "$OUT/tune.log" 2>&1
+  summary+=("tune default set: exit $?, $(( $(date +%s) - start )) s")
+  cp "$DB" "$OUT/flashtune.db"
+fi
+# 3. The rest of the benchmark grid: d256 and B1 H32 N8192 d128.
+if want extra; then
+  start=$(date +%s)
+  timeout "$TUNE_S" "$FT" tune --db "$DB" --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
+  timeout "$STEP_S" "$FT" tune --db "$DB" --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 \
+    >> "$OUT/tune.log" 2>&1
+  summary+=("tune d256 + B1 H32: exit $?, $(( $(date +%s) - start )) s")
+  cp "$DB" "$OUT/flashtune.db"
+fi
+
+# 4. Winners against torch SDPA flash and cuDNN, same run, same machine.
 # Through the runtime API when libflashtune.so is here (bench/perf_report.py: table, CSV, JSON,
 # PNG), else the winners' raw cubins (bench/compare_torch.py).
-if [ -e "$BIN/libflashtune.so" ]; then
+if ! want compare; then
+  :
+elif [ -e "$BIN/libflashtune.so" ]; then
   PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
     --out "$OUT" --time-limit-s $(( STEP_S - 30 )) > "$OUT/compare.txt" 2>&1
   summary+=("perf report vs torch (runtime API): exit $?")
@@ -58,20 +77,20 @@ else
   summary+=("compare vs torch (raw cubins): exit $?")
 fi
 
-# 4. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
-if [ -e "$BIN/libflashtune.so" ]; then
+# 5. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
+if want runtime && [ -e "$BIN/libflashtune.so" ]; then
   for args in "" "--causal --heads-kv 2" "--dtype f16 --head-dim 64 --seqlen-q 1000 --seqlen-k 3000"; do
     timeout 120 python3 "$ROOT/examples/python/flashtune_torch.py" "$BIN/libflashtune.so" "$DB" $args >> "$OUT/checks.log" 2>&1
     summary+=("python example $args: exit $?")
   done
 fi
-if [ -x "$BIN/flashtune_runtime_bench" ]; then
+if want runtime && [ -x "$BIN/flashtune_runtime_bench" ]; then
   FLASHTUNE_DB="$DB" FLASHTUNE_BENCH_DB="$DB" timeout 120 "$BIN/flashtune_runtime_bench" >> "$OUT/checks.log" 2>&1
   summary+=("runtime bench: exit $?")
 fi
 
-# 4. compute-sanitizer memcheck and racecheck, one variant per head dim, small ragged shape.
-if command -v compute-sanitizer > /dev/null; then
+# 6. compute-sanitizer memcheck and racecheck, one variant per head dim, small ragged shape.
+if want sanitize && command -v compute-sanitizer > /dev/null; then
   for d in ${SANITIZE_DIMS:-32 64 96 128 160 192 224 256}; do
     for tool in memcheck racecheck; do
       timeout 120 compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
@@ -83,7 +102,6 @@ if command -v compute-sanitizer > /dev/null; then
   done
 fi
 
-[ -z "$REUSE_DB" ] && cp "$DB" "$OUT/flashtune.db"
 echo "==== tune summary (tail) ===="; tail -n 45 "$OUT/tune.log" 2>/dev/null
 echo "==== compare vs torch ===="; tail -n 60 "$OUT/compare.txt"
 echo "==== gpu tests ===="; grep -E '^\[  (PASSED|FAILED|SKIPPED) |checked|tests ran' "$OUT/gpu_tests.log" | tail -n 60
