@@ -186,6 +186,7 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
       if (!ToInt(get(c.name), &v)) return Invalid(where + "column '" + c.name + "': '" + get(c.name) + "' is not an integer");
       *c.out = v;
     }
+    if (d < 0 || d > 1024) return Invalid(where + "column 'head_dim': " + std::to_string(d) + " is out of range");
     p.head_dim = int(d);
     p.causal = causal != 0;
     Status valid = ValidateProblem(p);
@@ -200,10 +201,14 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     if (!ToDouble(get("median_us"), &meas.median_us)) return Invalid(where + "column 'median_us' is not a number");
     if (!ToDouble(get("iqr_us"), &meas.iqr_us)) return Invalid(where + "column 'iqr_us' is not a number");
     double x;
-    if (ToDouble(get("reps"), &x)) meas.reps = int(x);
-    if (ToDouble(get("registers"), &x)) meas.registers = int(x);
-    if (ToDouble(get("smem_bytes"), &x)) meas.smem_bytes = int(x);
-    if (ToDouble(get("spill_bytes"), &x)) meas.spill_bytes = int(x);
+    // Optional counts: absent or empty is 0; anything else must be a count that fits an int.
+    for (auto [name, out] : {std::pair<const char*, int*>{"reps", &meas.reps}, {"registers", &meas.registers},
+                             {"smem_bytes", &meas.smem_bytes}, {"spill_bytes", &meas.spill_bytes}}) {
+      if (!ToDouble(get(name), &x)) continue;
+      if (!(x >= 0 && x <= 2147483647.0))
+        return Invalid(where + "column '" + name + "': " + get(name) + " is not a count (0 .. 2^31-1)");
+      *out = int(x);
+    }
     if (ToDouble(get("compile_ms"), &x)) meas.compile_ms = x;
     meas.source_hash = get("source_hash");
     if (code == Code::kOk && !(meas.median_us > 0)) return Invalid(where + "column 'median_us' must be > 0 for status ok");

@@ -261,6 +261,17 @@ TEST(Replay, ParseErrorsNameLineAndColumn) {
   EXPECT_NE(missing.status().message().find("column 'causal' is missing"), std::string::npos);
   auto json = ReplayMeasurer::FromText("[{\"dtype\": 1", "rec.json", {});
   EXPECT_NE(json.status().message().find("not valid JSON"), std::string::npos);
+  // Counts that do not fit (found by fuzzing: they used to overflow the conversion).
+  auto huge = ReplayMeasurer::FromText(
+      head.substr(0, head.size() - 1) + ",reps\n" +
+          "bf16,128,0,4,4096,4096,16,16,fa2_fwd_bf16_d128_br128_bc64_w4_s2_full,ok,1,0,2.4e12\n",
+      "rec.csv", {});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("rec.csv:2: column 'reps'"), std::string::npos) << huge.status().message();
+  auto wide_d = ReplayMeasurer::FromText(
+      head + "bf16,4294967360,0,4,4096,4096,16,16,fa2_fwd_bf16_d64_br128_bc64_w4_s2_full,ok,1,0\n", "rec.csv", {});
+  ASSERT_FALSE(wide_d.ok());
+  EXPECT_NE(wide_d.status().message().find("column 'head_dim'"), std::string::npos) << wide_d.status().message();
 }
 
 }  // namespace
