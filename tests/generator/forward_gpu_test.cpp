@@ -82,16 +82,9 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
   auto c = std::make_unique<Case>();
   c->shape = s;
   ForwardArgs& a = c->host;
-  a.dtype = cls.dtype;
-  a.head_dim = cls.head_dim;
-  a.causal = cls.causal;
-  a.batch = s.batch;
-  a.seqlen_q = s.seqlen_q;
-  a.seqlen_k = s.seqlen_k;
-  a.heads_q = s.heads_q;
-  a.heads_kv = s.heads_kv;
-  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
-  a.o_strides = Strides::Contiguous(s.seqlen_q, s.heads_q, cls.head_dim);
+  a = ForwardArgs::Contiguous(
+      Problem{cls.dtype, cls.head_dim, cls.causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
+  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);  // o stays contiguous
   a.k_strides = a.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
   c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
   c->k.resize(Span(s.batch, s.seqlen_k, s.heads_kv, cls.head_dim));
