@@ -17,6 +17,7 @@
 #include "flashtune/tuner.h"
 #include "flashtune/compiler.h"
 #include "flashtune/cubin_store.h"
+#include "flashtune/driver.h"
 #include "flashtune/gpu_measurer.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
@@ -37,9 +38,7 @@ EnumerateFn DefaultEnumerate(int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
   };
 }
 
-std::string ArchOf(const DeviceRecord& d) {
-  return "sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) + (d.cc_major >= 9 ? "a" : "");
-}
+std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
 
 // Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in
 // the database, so a later run on a GPU of that arch starts warm. Nothing is timed.

@@ -76,9 +76,8 @@ std::map<std::string, Driver*>& LoadedDrivers() {
 
 }  // namespace
 
-std::string DeviceInfo::Arch() const {
-  const int n = cc_major * 10 + cc_minor;
-  return "sm_" + std::to_string(n) + (cc_major >= 9 ? "a" : "");
+std::string ArchFor(int cc_major, int cc_minor) {
+  return "sm_" + std::to_string(cc_major * 10 + cc_minor) + (cc_major >= 9 ? "a" : "");
 }
 
 std::string DeviceInfo::ComputeCapability() const {

@@ -51,9 +51,7 @@ uint64_t BucketCode(const BucketKey& b) {
          (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28);
 }
 
-std::string ArchOf(const DeviceRecord& d) {
-  return "sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) + (d.cc_major >= 9 ? "a" : "");
-}
+std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
 
 std::string DescribeDevice(const DeviceRecord& d) {
   return d.name + " (cc " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ", " +

@@ -148,16 +148,24 @@ class GpuWorker {
     return Status::Ok();
   }
 
+  // o and lse of `p`.
+  Status AllocOutputs(DeviceTensors& t, const Problem& p) {
+    auto dout = Alloc(*context_, QElems(p) * 2), dlse = Alloc(*context_, LseElems(p) * 4);
+    for (const Status& s : {dout.status(), dlse.status()}) FT_RETURN_IF_ERROR(s);
+    t.o.emplace(std::move(*dout));
+    t.lse.emplace(std::move(*dlse));
+    return Status::Ok();
+  }
+
+  // Device copies of q, k, v, and room for o and lse.
   Status Upload(DeviceTensors& t, const Problem& p, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
                 const std::vector<uint16_t>& v) {
     auto dq = Alloc(*context_, q.size() * 2), dk = Alloc(*context_, k.size() * 2), dv = Alloc(*context_, v.size() * 2);
-    auto dout = Alloc(*context_, QElems(p) * 2), dlse = Alloc(*context_, LseElems(p) * 4);
-    for (const Status& s : {dq.status(), dk.status(), dv.status(), dout.status(), dlse.status()}) FT_RETURN_IF_ERROR(s);
+    for (const Status& s : {dq.status(), dk.status(), dv.status()}) FT_RETURN_IF_ERROR(s);
     t.q.emplace(std::move(*dq));
     t.k.emplace(std::move(*dk));
     t.v.emplace(std::move(*dv));
-    t.o.emplace(std::move(*dout));
-    t.lse.emplace(std::move(*dlse));
+    FT_RETURN_IF_ERROR(AllocOutputs(t, p));
     FT_RETURN_IF_ERROR(t.q->CopyFromHost(q.data(), q.size() * 2));
     FT_RETURN_IF_ERROR(t.k->CopyFromHost(k.data(), k.size() * 2));
     return t.v->CopyFromHost(v.data(), v.size() * 2);
@@ -266,7 +274,7 @@ class GpuWorker {
     inputs_.resize(sets);
     for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v));
     output_ = DeviceTensors{};
-    FT_RETURN_IF_ERROR(Upload(output_, p, {0}, {0}, {0}));
+    FT_RETURN_IF_ERROR(AllocOutputs(output_, p));
     inputs_key_ = key;
     return Status::Ok();
   }

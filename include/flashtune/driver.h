@@ -40,6 +40,10 @@ struct Cubin;
 namespace detail { struct CudaApi; }
 
 // Facts about one GPU, as the driver reports them.
+// The NVRTC target for a compute capability: arch-specific ("sm_90a") from 9.0 on, where
+// Hopper-only instructions need it; plain ("sm_80") before.
+std::string ArchFor(int cc_major, int cc_minor);
+
 struct DeviceInfo {
   int ordinal = -1;
   std::string name;                  // "NVIDIA H200"
@@ -58,9 +62,8 @@ struct DeviceInfo {
   int memory_bus_width_bits = 0;
   uint64_t total_memory_bytes = 0;
 
-  // The NVRTC target for this exact device: "sm_90a" on compute capability 9.0 (arch-specific
-  // targets from 9.0 on; Hopper-only instructions need them), "sm_80" on 8.0.
-  std::string Arch() const;
+  // The NVRTC target for this exact device: ArchFor(cc_major, cc_minor).
+  std::string Arch() const { return ArchFor(cc_major, cc_minor); }
   // "9.0".
   std::string ComputeCapability() const;
 };

@@ -253,12 +253,8 @@ using namespace flashtune::testing;
 // through schema creation and every trial, to the last winner.
 TEST(Runtime, ReadsWhileATunerWrites) {
   const std::string path = TempDir("runtime_concurrent") + "/t.db";
-  std::vector<RecordedRow> rows;
+  const std::vector<RecordedRow> rows = TunedRows();
   const auto problems = TunedProblems();
-  for (size_t i = 0; i < problems.size(); ++i) {
-    auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + 7));
-    rows.insert(rows.end(), r.begin(), r.end());
-  }
   ReplayMeasurer::Options o;
   o.device = TunedDevice();
   o.toolchain = CurrentToolchain();

@@ -23,15 +23,22 @@ inline std::vector<Problem> TunedProblems() {
   return out;
 }
 
-// Tunes TunedProblems() from synthetic replay rows into a fresh database at `dir`/t.db, with
-// this build's toolchain so the runtime's lookups match. Returns the path.
-inline std::string MakeTunedDatabase(const std::string& dir) {
+// Synthetic replay rows for TunedProblems().
+inline std::vector<RecordedRow> TunedRows() {
   std::vector<RecordedRow> rows;
   const auto problems = TunedProblems();
   for (size_t i = 0; i < problems.size(); ++i) {
     auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + 7));
     rows.insert(rows.end(), r.begin(), r.end());
   }
+  return rows;
+}
+
+// Tunes TunedProblems() from synthetic replay rows into a fresh database at `dir`/t.db, with
+// this build's toolchain so the runtime's lookups match. Returns the path.
+inline std::string MakeTunedDatabase(const std::string& dir) {
+  const std::vector<RecordedRow> rows = TunedRows();
+  const auto problems = TunedProblems();
   ReplayMeasurer::Options o;
   o.device = TunedDevice();
   o.toolchain = CurrentToolchain();
