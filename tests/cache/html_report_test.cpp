@@ -18,31 +18,6 @@ using namespace flashtune::testing;
 
 const char* kScriptMessage = "nvrtc: error: <script>alert('x')</script> & \"quoted\" in fa2_fwd.cuh";
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// Replay CSV with a message column (ReplayCsv has none).
-std::string CsvWithMessages(const std::vector<RecordedRow>& rows, const std::vector<std::string>& messages) {
-  std::string base = ReplayCsv(rows);
-  std::istringstream in(base);
-  std::string line, out;
-  size_t i = 0;
-  std::getline(in, line);
-  out = line + ",message\n";
-  while (std::getline(in, line)) {
-    out += line + "," + CsvField(i < messages.size() ? messages[i] : "") + "\n";
-    ++i;
-  }
-  return out;
-}
-
 std::string LongMessage() {
   std::string m = "ptxas error   : Entry function 'fa2_fwd' uses too much shared memory (0x3a000 bytes, 0x38800 max)\n";
   for (int i = 0; i < 12; ++i) m += "fa2_fwd.cuh(" + std::to_string(100 + i) + "): note: while instantiating <tile & stage>\n";
@@ -62,29 +37,26 @@ Filled FillDatabase(const std::string& name) {
   auto set = SmallProblemSet();
   f.problems = {set[0], set[1], set[2], set[3]};
   std::vector<RecordedRow> rows;
-  std::vector<std::string> messages;
   f.statuses = {"compile_error", "out_of_resources", "wrong_result", "fault", "timeout"};
   for (size_t p = 0; p < f.problems.size(); ++p) {
     auto r = SyntheticRows(f.problems[p], uint32_t(p + 3));
     for (size_t i = 0; i < r.size(); ++i) {
-      std::string msg;
       if (p == 3) {
         r[i].status = "out_of_resources";
-        msg = "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (smem " + std::to_string(i) + ")";
+        r[i].message = "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (smem " + std::to_string(i) + ")";
       } else if (p == 0 && i < f.statuses.size()) {
         r[i].status = f.statuses[i];
-        msg = i == 0 ? kScriptMessage : i == 1 ? LongMessage() : "recorded " + f.statuses[i];
+        r[i].message = i == 0 ? kScriptMessage : i == 1 ? LongMessage() : "recorded " + f.statuses[i];
       }
       rows.push_back(r[i]);
-      messages.push_back(msg);
     }
   }
   ReplayMeasurer::Options ro;
   ro.device = {"NVIDIA H200 <replay>", "GPU-replay-0", 9, 0, 132, "580.65"};
   ro.toolchain = {"13.0", "0.1.0", "abcdef0123456789abcdef0123456789"};
-  auto space = ReplayMeasurer::FromText(CsvWithMessages(rows, messages), "fixture", ro);
+  auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "fixture", ro);
   EXPECT_TRUE(space.ok()) << space.status().ToString();
-  auto measurer = ReplayMeasurer::FromText(CsvWithMessages(rows, messages), "fixture", ro);
+  auto measurer = ReplayMeasurer::FromText(ReplayCsv(rows), "fixture", ro);
   f.db_path = TempDir(name) + "/t.db";
   TuneOptions o;
   o.db_path = f.db_path;

@@ -35,16 +35,28 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
   return rows;
 }
 
+// A CSV field, quoted when it holds a separator, a quote or a line break.
+static std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
-  std::string out = "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase\n";
+  std::string out =
+      "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase,message\n";
   char buf[512];
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%s,%d,%d,%lld,%lld,%lld,%lld,%lld,%s,%s,%.6f,%.6f,%s\n",
+    std::snprintf(buf, sizeof buf, "%s,%d,%d,%lld,%lld,%lld,%lld,%lld,%s,%s,%.6f,%.6f,%s,",
                   std::string(DTypeName(r.problem.dtype)).c_str(), r.problem.head_dim, r.problem.causal ? 1 : 0,
                   (long long)r.problem.batch, (long long)r.problem.seqlen_q, (long long)r.problem.seqlen_k,
                   (long long)r.problem.heads_q, (long long)r.problem.heads_kv, r.variant.Uri().c_str(),
                   r.status.c_str(), r.median_us, r.iqr_us, r.phase.c_str());
-    out += buf;
+    out += buf + CsvField(r.message) + "\n";
   }
   return out;
 }

@@ -17,6 +17,7 @@ struct RecordedRow {
   double median_us = 0;
   double iqr_us = 0;
   std::string phase = "search";
+  std::string message;  // why a failed row failed ("" = the replay's default text)
 };
 
 // Every EnumerateSpace variant of `problem`, timed by a landscape whose optimum is not

@@ -164,8 +164,8 @@ TEST(Tuner, NoiseRuleKeepsIncumbent) {
   Variant b{p.dtype, p.head_dim, p.causal, 128, 128, 4, 2};
   // First pass: a leads. Re-timing: b is 0.5% faster — within noise, so a stays.
   std::vector<RecordedRow> rows = {
-      {p, a, "ok", 100.0, 0.2, "search"}, {p, b, "ok", 101.0, 0.2, "search"},
-      {p, a, "ok", 100.0, 0.2, "retime"}, {p, b, "ok", 99.5, 0.2, "retime"},
+      {p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 101.0, 0.2, "search", ""},
+      {p, a, "ok", 100.0, 0.2, "retime", ""}, {p, b, "ok", 99.5, 0.2, "retime", ""},
   };
   auto space = Replay(rows);
   std::vector<std::unique_ptr<Measurer>> ms;
