@@ -11,6 +11,8 @@
 #   STEPS picks steps; one device call is limited to 10 minutes, so a full round is two calls:
 #   STEPS="tests tune" first (it returns $OUT/flashtune.db), then
 #   STEPS="extra compare runtime sanitize" with that database as DB.
+#   TUNE_ARGS adds options to the tune steps (e.g. "--strategy budgeted"); FLASHTUNE_TRACE=1
+#   makes the tuner and its worker log each candidate's phase times into tune.log.
 # Every step has its own time limit so the summary is always printed.
 set -uo pipefail
 BIN=$(cd "${1:?usage: gpu_round.sh BIN_DIR}" && pwd)
@@ -26,6 +28,7 @@ rm -f "$DB"*
 REUSE_DB=${2:-}
 [ -n "$REUSE_DB" ] && cp "$REUSE_DB" "$DB"
 STEP_S=${STEP_S:-240}
+COMPARE_S=${COMPARE_S:-$STEP_S}
 TUNE_S=${TUNE_S:-540}
 STEPS=${STEPS:-tests tune extra compare runtime sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -49,15 +52,15 @@ fi
 #    a killed run resumes where it stopped when given back as DB.
 if want tune; then
   start=$(date +%s)
-  timeout "$TUNE_S" "$FT" tune --db "$DB" >> "$OUT/tune.log" 2>&1
+  timeout "$TUNE_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} >> "$OUT/tune.log" 2>&1
   summary+=("tune default set: exit $?, $(( $(date +%s) - start )) s")
   cp "$DB" "$OUT/flashtune.db"
 fi
 # 3. The rest of the benchmark grid: d256 and B1 H32 N8192 d128.
 if want extra; then
   start=$(date +%s)
-  timeout "$TUNE_S" "$FT" tune --db "$DB" --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
-  timeout "$STEP_S" "$FT" tune --db "$DB" --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 \
+  timeout "$TUNE_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
+  timeout "$STEP_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 \
     >> "$OUT/tune.log" 2>&1
   summary+=("tune d256 + B1 H32: exit $?, $(( $(date +%s) - start )) s")
   cp "$DB" "$OUT/flashtune.db"
@@ -69,8 +72,8 @@ fi
 if ! want compare; then
   :
 elif [ -e "$BIN/libflashtune.so" ]; then
-  PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
-    --out "$OUT" --time-limit-s $(( STEP_S - 30 )) > "$OUT/compare.txt" 2>&1
+  PYTHONUNBUFFERED=1 timeout "$COMPARE_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
+    --out "$OUT" --time-limit-s $(( COMPARE_S - 30 )) > "$OUT/compare.txt" 2>&1
   summary+=("perf report vs torch (runtime API): exit $?")
 else
   PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1

@@ -7,7 +7,10 @@ checks it against a float64 reference on random data (outputs poisoned first), t
 variants that passed on FA-2's benchmark grid and prints TFLOP/s beside SDPA's flash and cuDNN
 backends measured in the same run.
 
-usage: kernel_probe.py CUBIN_DIR [--out DIR] [--quick]
+usage: kernel_probe.py CUBIN_DIR [CUBIN_DIR ...] [--out DIR] [--quick]
+
+With several folders (e.g. two builds of the template), each folder's best variant per shape is
+reported side by side under the folder's name: an A/B of template changes in one run.
 """
 import argparse
 import ctypes
@@ -44,9 +47,10 @@ def check(rc, what):
 
 
 class Kernel:
-    def __init__(self, path, data=None, uri=None):
+    def __init__(self, path, data=None, uri=None, tag=""):
         """Loads `path` (named <uri>.cubin), or the cubin bytes `data` of variant `uri`."""
         self.uri = uri or os.path.basename(path)[:-len(".cubin")]
+        self.tag = tag
         m = URI_RE.match(self.uri)
         self.dtype = torch.bfloat16 if m.group(1) == "bf16" else torch.float16
         self.d, self.br, self.bc, self.w, self.s = (int(m.group(i)) for i in range(2, 7))
@@ -158,30 +162,37 @@ def bench(fn, reps=30):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("cubins")
+    ap.add_argument("cubins", nargs="+")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="N in 512, 2048, 8192 only")
+    ap.add_argument("--grid", help="comma-separated sequence lengths, e.g. 1024,4096,16384")
     a = ap.parse_args()
     torch.cuda.init()
     torch.zeros(1, device="cuda")
     log = open(os.path.join(a.out, "probe_check.log"), "w")
     kernels = []
-    for f in sorted(os.listdir(a.cubins)):
-        if f.endswith(".cubin"):
+    tags = [os.path.basename(os.path.normpath(d)) for d in a.cubins]
+    for folder, tag in zip(a.cubins, tags):
+        for f in sorted(os.listdir(folder)):
+            if not f.endswith(".cubin"):
+                continue
             try:
-                kern = Kernel(os.path.join(a.cubins, f))
+                kern = Kernel(os.path.join(folder, f), tag=tag)
             except RuntimeError as e:
-                print("LOAD FAIL", f, e)
+                print("LOAD FAIL", tag, f, e)
                 continue
             err = check_kernel(kern, log)
             tol = 1e-2 if kern.dtype == torch.bfloat16 else 2e-3
             ok = err <= tol
-            print(f"{'ok  ' if ok else 'FAIL'} {kern.uri:45s} regs {kern.regs:3d} local {kern.local_bytes:4d} worst {err:.2e}")
+            print(f"{'ok  ' if ok else 'FAIL'} {tag:8s} {kern.uri:45s} regs {kern.regs:3d} local {kern.local_bytes:4d} "
+                  f"worst {err:.2e}", flush=True)
             if ok:
                 kernels.append(kern)
     log.flush()
     results = []
     grid = [512, 2048, 8192] if a.quick else [512, 1024, 2048, 4096, 8192, 16384]
+    if a.grid:
+        grid = [int(n) for n in a.grid.split(",")]
     classes = sorted({(k.dtype, k.d, k.causal) for k in kernels}, key=str)
     for (dtype, d, causal) in classes:
         for n in grid:
@@ -205,7 +216,7 @@ def main():
                         row[name] = float("nan")
                 with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
                     ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
-                best = (0.0, "")
+                best = {tag: (0.0, "") for tag in tags}
                 for kern in kernels:
                     if (kern.dtype, kern.d, kern.causal) != (dtype, d, causal):
                         continue
@@ -215,14 +226,15 @@ def main():
                     err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                     ms = bench(lambda: kern(q, k, v, o, lse, 1 / math.sqrt(d)))
                     tf = flops / ms / 1e9
-                    row.setdefault("variants", {})[kern.uri] = {"tflops": tf, "err_vs_torch": err}
-                    if err < 2e-2 and tf > best[0]:
-                        best = (tf, kern.uri)
-                row["best"], row["best_uri"] = best
+                    row.setdefault("variants", {})[kern.tag + "/" + kern.uri] = {"tflops": tf, "err_vs_torch": err}
+                    if err < 2e-2 and tf > best[kern.tag][0]:
+                        best[kern.tag] = (tf, kern.uri)
+                row["best"] = {tag: {"tflops": tf, "uri": uri} for tag, (tf, uri) in best.items()}
                 results.append(row)
+                cells = "  ".join(f"{tag} {tf:6.1f} x{tf / row['flash']:.2f} {uri[len('fa2_fwd_'):]}"
+                                  for tag, (tf, uri) in best.items())
                 print(f"{row['dtype']:8s} d{d:3d} {'causal' if causal else 'full  '} B{B:2d} N{N:5d} H{H:2d} "
-                      f"ft {best[0]:6.1f} flash {row['flash']:6.1f} cudnn {row['cudnn']:6.1f} "
-                      f"x{best[0] / row['flash']:.2f} {best[1]}", flush=True)
+                      f"flash {row['flash']:6.1f} cudnn {row['cudnn']:6.1f}  {cells}", flush=True)
                 del q, k, v, o, lse
     json.dump(results, open(os.path.join(a.out, "probe_results.json"), "w"), indent=1)
 

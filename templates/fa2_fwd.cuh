@@ -150,15 +150,33 @@ template <int kRows>
 __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, int row0, int rows_valid) {
   constexpr int kChunks = kRows * kChunksPerRow;
   constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+  if constexpr (kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0) {
+    // Each thread copies one column of rows r, r + kRowsPerIter, ...: one running pointer
+    // instead of kIters precomputed 64-bit offsets, which cost registers the MMAs need.
+    constexpr int kRowsPerIter = kThreads / kChunksPerRow;
+    const int r = threadIdx.x / kChunksPerRow;
+    const int col = (threadIdx.x % kChunksPerRow) * 8;
+    const u16* g = src + (i64)(row0 + r) * row_stride + col;
+    const i64 step = (i64)kRowsPerIter * row_stride;
+    const u32 d = dst + (u32)((r * kRowStride + col) * 2);
+    const int rows_left = rows_valid - row0 - r;
 #pragma unroll
-  for (int i = 0; i < kIters; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (kChunks % kThreads == 0 || c < kChunks) {
-      const int r = c / kChunksPerRow;
-      const int col = (c % kChunksPerRow) * 8;
-      const bool valid = row0 + r < rows_valid;
-      const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
-      cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+    for (int i = 0; i < kIters; ++i) {
+      const bool valid = i * kRowsPerIter < rows_left;
+      cp_async16(d + (u32)(i * kRowsPerIter * kRowStride * 2), valid ? g : src, valid ? 16 : 0);
+      g += step;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int c = threadIdx.x + i * kThreads;
+      if (kChunks % kThreads == 0 || c < kChunks) {
+        const int r = c / kChunksPerRow;
+        const int col = (c % kChunksPerRow) * 8;
+        const bool valid = row0 + r < rows_valid;
+        const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
+        cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+      }
     }
   }
 }
@@ -309,7 +327,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
             }
       }
 
-      // Online softmax in the exp2 domain; scale*log2(e) folded into one FMA per score.
+      // Online softmax in the exp2 domain; scale*log2(e) folded into one FMA per score. P is
+      // packed to 16 bits as soon as it exists, so the fp32 scores are dead before acc_o is
+      // rescaled: that keeps the peak register count at acc_o + half of acc_s.
+      u32 p_frag[kMTiles][kNTiles][2];  // [mi][nj][r]: row r's two adjacent columns of tile nj
+      float correction[kMTiles][2];
+      bool max_moved = false;
 #pragma unroll
       for (int mi = 0; mi < kMTiles; ++mi) {
 #pragma unroll
@@ -322,24 +345,29 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
           const float m_new = fmaxf(row_max[mi][r], mx * scale_log2);
           // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
           const float m_base = m_new == kNegInf ? 0.f : m_new;
-          const float correction = fast_exp2(row_max[mi][r] - m_base);
+          correction[mi][r] = fast_exp2(row_max[mi][r] - m_base);
+          max_moved |= correction[mi][r] != 1.f;
           row_max[mi][r] = m_new;
           float sum = 0.f;
 #pragma unroll
           for (int nj = 0; nj < kNTiles; ++nj) {
             const float p0 = fast_exp2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
             const float p1 = fast_exp2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
-            acc_s[mi][nj][2 * r] = p0;
-            acc_s[mi][nj][2 * r + 1] = p1;
+            p_frag[mi][nj][r] = pack2(p0, p1);
             sum += p0 + p1;
           }
-          row_sum[mi][r] = row_sum[mi][r] * correction + sum;
-#pragma unroll
-          for (int dt = 0; dt < kDTiles; ++dt) {
-            acc_o[mi][dt][2 * r] *= correction;
-            acc_o[mi][dt][2 * r + 1] *= correction;
-          }
+          row_sum[mi][r] = row_sum[mi][r] * correction[mi][r] + sum;
         }
+      }
+      // Once the running max settles, most blocks leave it unchanged for the whole warp; the
+      // skipped multiplies would all have been by exactly 1.0f, so the result is bit-identical.
+      if (__any_sync(0xffffffffu, max_moved)) {
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+          for (int dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc_o[mi][dt][e] *= correction[mi][e / 2];
       }
 
       cp_async_wait<2 * (kStages - 1)>();  // this block's V has landed
@@ -350,10 +378,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
         u32 pa[kMTiles][4];
 #pragma unroll
         for (int mi = 0; mi < kMTiles; ++mi) {
-          pa[mi][0] = pack2(acc_s[mi][2 * kk][0], acc_s[mi][2 * kk][1]);
-          pa[mi][1] = pack2(acc_s[mi][2 * kk][2], acc_s[mi][2 * kk][3]);
-          pa[mi][2] = pack2(acc_s[mi][2 * kk + 1][0], acc_s[mi][2 * kk + 1][1]);
-          pa[mi][3] = pack2(acc_s[mi][2 * kk + 1][2], acc_s[mi][2 * kk + 1][3]);
+          pa[mi][0] = p_frag[mi][2 * kk][0];
+          pa[mi][1] = p_frag[mi][2 * kk][1];
+          pa[mi][2] = p_frag[mi][2 * kk + 1][0];
+          pa[mi][3] = p_frag[mi][2 * kk + 1][1];
         }
 #pragma unroll
         for (int dt = 0; dt < kDTiles; dt += 2) {

@@ -1,6 +1,8 @@
 #include "flashtune/gpu_measurer.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -149,8 +151,13 @@ class GpuMeasurer final : public Measurer {
     request.trusted_cubin.assign(trusted.cubin->image.begin(), trusted.cubin->image.end());
     request.verify = verify;
     request.options = options_;
+    const auto t1 = std::chrono::steady_clock::now();
     auto frame = worker_->Call(detail::EncodeMeasureRequest(request),
                                std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000)));
+    if (trace_)
+      std::fprintf(stderr, "trace tuner %s compile lookup %.1f ms, worker call %.1f ms\n", variant.Uri().c_str(),
+                   std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
     if (!frame.ok()) {
       // The worker faulted hard or hung; it is dead now and restarts on the next candidate.
       m.status = Status(frame.status()).WithVariant(variant.Uri());
@@ -167,6 +174,7 @@ class GpuMeasurer final : public Measurer {
     return m;
   }
 
+  const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int ordinal_;
   GpuMeasurerOptions options_;
   Compiler compiler_;

@@ -2,11 +2,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flashtune/kernel.h"
@@ -52,7 +55,7 @@ size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen
 
 // ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf (an unwritten, poisoned element).
 // A table of all 65536 values keeps the conversion out of this loop over tens of millions of
-// elements per candidate.
+// elements per candidate, and the slices run on all cores: this runs once per candidate.
 double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype) {
   static const auto tables = [] {
     std::vector<float> t(2 * 65536);
@@ -63,12 +66,35 @@ double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_
     return t;
   }();
   const float* table = tables.data() + (dtype == DType::kBF16 ? 65536 : 0);
+  struct Partial {
+    double diff = 0, norm = 0;
+    bool finite = true;
+  };
+  auto slice = [&](size_t begin, size_t end, Partial& out) {
+    for (size_t i = begin; i < end; ++i) {
+      const double x = table[a[i]], y = table[b[i]];
+      if (!std::isfinite(x)) {
+        out.finite = false;
+        return;
+      }
+      out.diff += (x - y) * (x - y);
+      out.norm += y * y;
+    }
+  };
+  constexpr size_t kMinPerThread = size_t(1) << 20;
+  const size_t threads = std::clamp<size_t>(a.size() / kMinPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<Partial> partials(threads);
+  std::vector<std::thread> pool;
+  const size_t per = (a.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(slice, std::min(a.size(), t * per), std::min(a.size(), (t + 1) * per), std::ref(partials[t]));
+  slice(0, std::min(a.size(), per), partials[0]);
+  for (std::thread& th : pool) th.join();
   double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double x = table[a[i]], y = table[b[i]];
-    if (!std::isfinite(x)) return INFINITY;
-    diff += (x - y) * (x - y);
-    norm += y * y;
+  for (const Partial& p : partials) {  // fixed order: the same inputs give the same answer
+    if (!p.finite) return INFINITY;
+    diff += p.diff;
+    norm += p.norm;
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
@@ -106,6 +132,7 @@ class GpuWorker {
     MeasureReply reply;
     reply.status = Init();
     if (!reply.status.ok()) return reply;
+    PhaseClock clock;
     auto kernel = Kernel::Load(*context_, CubinFromImage(request.candidate_cubin, request.candidate), request.candidate);
     if (!kernel.ok()) {
       reply.status = kernel.status();
@@ -113,10 +140,17 @@ class GpuWorker {
     }
     if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.registers = *regs;
     if (auto local = kernel->function().LocalBytes(); local.ok()) reply.local_bytes = *local;
+    const double load_ms = clock.Lap();
     reply.status = PrepareTimedInputs(request.problem);
+    const double inputs_ms = clock.Lap();
     if (reply.status.ok() && request.verify) reply.status = Verify(*kernel, request);
+    const double verify_ms = clock.Lap();
     if (reply.status.ok()) reply.status = Time(*kernel, request.problem, request.options, reply);
+    const double time_ms = clock.Lap();
     if (!reply.status.ok()) reply.status.WithVariant(request.candidate.Uri());
+    if (trace_)
+      std::fprintf(stderr, "trace worker %s load %.1f ms, inputs %.1f ms, verify %.1f ms, time %.1f ms (%d reps)\n",
+                   request.candidate.Uri().c_str(), load_ms, inputs_ms, verify_ms, time_ms, reply.reps);
     return reply;
   }
 
@@ -319,7 +353,19 @@ class GpuWorker {
     return Status::Ok();
   }
 
+  // Wall time between calls to Lap(), for the FLASHTUNE_TRACE lines.
+  struct PhaseClock {
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    double Lap() {
+      const auto now = std::chrono::steady_clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+      last = now;
+      return ms;
+    }
+  };
+
   static constexpr int kMaxEvents = 128;
+  const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;
   int ordinal_;
   Driver* driver_ = nullptr;
   DeviceInfo info_;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -117,10 +119,16 @@ class Context final : public SearchContext {
     unmeasured_.erase(it);
     ++spent_;
     shared_.total_spent.fetch_add(1);
+    const auto t0 = std::chrono::steady_clock::now();
     auto m = measurer_.Measure(problem_, v);
     if (!m.ok()) return m.status();
+    const auto t1 = std::chrono::steady_clock::now();
     auto id = db_.RecordTrial(device_id_, toolchain_id_, ToTrial(problem_, v, *m, "search", run_id_));
     if (!id.ok()) return id.status();
+    if (trace_)
+      std::fprintf(stderr, "trace tuner %s measure %.1f ms, record %.1f ms\n", v.Uri().c_str(),
+                   std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
     CandidateResult r{v, std::move(*m)};
     ++summary_.measured;
     if (!r.ok()) ++summary_.failed;
@@ -175,6 +183,7 @@ class Context final : public SearchContext {
   Shared& shared_;
   Database& db_;
   Measurer& measurer_;
+  const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int64_t device_id_, toolchain_id_, run_id_;
   size_t index_;
   Problem problem_;
