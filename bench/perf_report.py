@@ -344,7 +344,7 @@ def measure(a, doc, json_path):
                 print(doc["meta"]["cut_short"], flush=True)
                 break
             row = dict(s, tflops={n: NAN for n in SYSTEMS}, ms={}, errors={}, err=NAN, ref=None, ok=None,
-                       plan=None, plan_source=None)
+                       plan=None, plan_source=None, wall_s={})  # wall_s: where this script's time goes
             B, N, H, D = s["batch"], s["seqlen"], s["heads"], s["head_dim"]
             f = flops(s)
             try:
@@ -362,6 +362,7 @@ def measure(a, doc, json_path):
 
             refs = {}
             for name, backend in backends.items():
+                t_start = time.time()
                 try:
                     with sdpa_kernel(backend):
                         call = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=s["causal"])  # noqa: E731
@@ -373,6 +374,8 @@ def measure(a, doc, json_path):
                     row["errors"][name] = str(e).splitlines()[0][:300]
                     refs.pop(name, None)
                 torch.cuda.synchronize()
+                row["wall_s"][name] = round(time.time() - t_start, 3)
+            t_start = time.time()
 
             try:
                 problem = Problem.make(s["dtype"], D, s["causal"], B, N, N, H, H)
@@ -401,12 +404,14 @@ def measure(a, doc, json_path):
                 row["tflops"]["flashtune"] = f / ms / 1e9
             except (FlashtuneError, RuntimeError) as e:
                 row["errors"]["flashtune"] = str(e).splitlines()[0][:300]
+            row["wall_s"]["flashtune"] = round(time.time() - t_start, 3)
             doc["rows"].append(row)
             save_json(doc, json_path)
             t = row["tflops"]
             print(f"[{idx + 1}/{len(shapes)}] {s['dtype']} d{D} {mask_name(s['causal'])} B{B} N{N} H{H}: "
                   + " ".join(f"{n} {t[n]:.1f}" for n in SYSTEMS)
                   + f"  err {row['err']:.1e} ({row['ref']})  {row['plan']} ({row['plan_source']})"
+                  + "  wall " + " ".join(f"{n} {w:.1f}s" for n, w in row["wall_s"].items())
                   + ("  errors: " + "; ".join(f"{k}: {v}" for k, v in row["errors"].items()) if row["errors"] else ""),
                   flush=True)
             refs = None  # frees the reference outputs before the next shape's inputs

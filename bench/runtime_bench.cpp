@@ -9,8 +9,12 @@
 #include <cstdlib>
 #include <optional>
 
+#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
+#include "flashtune/kernel.h"
 #include "flashtune/runtime.h"
+#include "flashtune/source.h"
+#include "generator/launch_config.h"
 
 namespace flashtune {
 namespace {
@@ -87,6 +91,47 @@ void BM_ForwardWarmHostOverhead(benchmark::State& state) {
   (void)g.stream->Synchronize();
 }
 BENCHMARK(BM_ForwardWarmHostOverhead);
+
+// The floor under the number above: cuLaunchKernel alone, same kernel, same arguments, launch
+// configuration and parameter block computed once. forward()'s own cost is the difference.
+void BM_DriverLaunchBaseline(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  const char* db = std::getenv("FLASHTUNE_BENCH_DB");
+  RuntimeOptions o;
+  o.db_path = db ? db : "/nonexistent/flashtune.db";
+  o.log = [](LogLevel, const std::string&) {};
+  auto rt = Runtime::Open(o);
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  const ForwardArgs args = SmallArgs(g);
+  auto plan = (*rt)->plan(args.problem());
+  if (!plan.ok()) return state.SkipWithError(plan.status().ToString().c_str());
+  auto source = GenerateSource(plan->variant);
+  auto device = g.driver->Device(0);
+  if (!source.ok() || !device.ok()) return state.SkipWithError("cannot generate the planned variant's source");
+  Compiler compiler(Compiler::Options{});
+  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, device->Arch(), {}});
+  if (!cubin.ok()) return state.SkipWithError(cubin.status().ToString().c_str());
+  auto kernel = Kernel::Load(*g.context, *cubin, plan->variant);
+  if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());
+  const detail::LaunchConfig config = detail::ComputeLaunchConfig(plan->variant, args);
+  detail::KernelParams params = detail::MakeKernelParams(args);
+  void* kernel_args[] = {&params};
+  const std::array<unsigned, 3> grid{config.grid[0], config.grid[1], config.grid[2]};
+  const std::array<unsigned, 3> block{config.block[0], config.block[1], config.block[2]};
+  int64_t n = 0;
+  for (auto _ : state) {
+    Status s = Launch(kernel->function(), grid, block, unsigned(config.smem_bytes), g.stream->get(), kernel_args);
+    benchmark::DoNotOptimize(s);
+    if (++n % 512 == 0) {
+      state.PauseTiming();
+      (void)g.stream->Synchronize();
+      state.ResumeTiming();
+    }
+  }
+  (void)g.stream->Synchronize();
+}
+BENCHMARK(BM_DriverLaunchBaseline);
 
 void BM_FirstCallTunedFromDatabase(benchmark::State& state) {
   Gpu& g = TheGpu();

@@ -18,6 +18,10 @@ Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const Va
 
 Status Kernel::Launch(const ForwardArgs& args, CUstream stream) const {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
+  return LaunchValidated(args, stream);
+}
+
+Status Kernel::LaunchValidated(const ForwardArgs& args, CUstream stream) const {
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(variant_, args));
   const detail::LaunchConfig config = detail::ComputeLaunchConfig(variant_, args);
   detail::KernelParams params = detail::MakeKernelParams(args);

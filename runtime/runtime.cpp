@@ -452,7 +452,7 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
     if (!prepared.ok()) return prepared.status();
     kernel = *prepared;
   }
-  return kernel->Launch(args, stream);
+  return kernel->LaunchValidated(args, stream);  // validated above
 }
 
 const std::string& Runtime::db_path() const { return impl_->path; }

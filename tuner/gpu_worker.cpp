@@ -157,6 +157,18 @@ class GpuWorker {
  private:
   Status Init() {
     if (context_) return Status::Ok();
+    Status s = InitOnce();
+    if (!s.ok() && s.message().find("CUDA_ERROR_NOT_INITIALIZED") != std::string::npos) {
+      // The worker is a fork of the tuning process; CUDA state does not survive fork().
+      return Status(s.code(), s.message() +
+                                  " (the GPU worker is forked from the tuning process, which had already used CUDA; "
+                                  "CUDA cannot be used in a child forked after that: create the GPU measurers before "
+                                  "any CUDA call in this process, as the flashtune CLI does)");
+    }
+    return s;
+  }
+
+  Status InitOnce() {
     auto driver = Driver::Load();
     if (!driver.ok()) return driver.status();
     driver_ = *driver;

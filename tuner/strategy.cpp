@@ -137,9 +137,19 @@ class Budgeted final : public Strategy {
                             ? ctx.per_problem_budget()
                             : std::max<int64_t>(3, int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
     int64_t spent = 0;
-    std::vector<Variant> order;
+    std::vector<Variant> ranked;
     for (const Variant& v : prior)
-      if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) order.push_back(v);
+      if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) ranked.push_back(v);
+    // The prior's best first, then its best variant for each B_r not yet covered: which B_r
+    // wins moves with the sequence length (parallelism against per-block efficiency), and a
+    // prior learnt at other sizes must not lock one in.
+    std::vector<Variant> order;
+    for (const Variant& v : ranked) {
+      const bool new_block_m = std::none_of(order.begin(), order.end(), [&](const Variant& o) { return o.block_m == v.block_m; });
+      if (order.empty() || new_block_m) order.push_back(v);
+    }
+    for (const Variant& v : ranked)
+      if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
     // Candidates the prior problems never measured come after, in cost-model order.
     for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured()))
       if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);

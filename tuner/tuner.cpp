@@ -141,11 +141,16 @@ class Context final : public SearchContext {
     return r;
   }
 
+  // Variants of this class measured on other problems, best first: each variant's mean of
+  // log(time / that problem's best), weighted 2^-distance, where the distance counts the
+  // octaves between the two problems' Nq, Nk and batch*heads. The nearest sizes dominate, so a
+  // ranking learnt at N = 512 does not decide N = 16k once N = 8k has been tuned.
   std::vector<Variant> PriorRanking() const override {
     auto problems = db_.ListProblems();
     if (!problems.ok()) return {};
-    std::map<std::string, std::pair<double, int>> score;  // uri -> (sum log(t / best), count)
+    std::map<std::string, std::pair<double, double>> score;  // uri -> (sum w*log(t / best), sum w)
     std::map<std::string, Variant> by_uri;
+    auto octaves = [](double a, double b) { return std::abs(std::log2(a / b)); };
     for (const ProblemRow& row : *problems) {
       const Problem& p = row.problem;
       if (p == problem_ || p.dtype != problem_.dtype || p.head_dim != problem_.head_dim || p.causal != problem_.causal)
@@ -158,11 +163,14 @@ class Context final : public SearchContext {
             (best == 0 || t.trial.median_us < best))
           best = t.trial.median_us;
       if (best == 0) continue;
+      const double distance = octaves(p.seqlen_q, problem_.seqlen_q) + octaves(p.seqlen_k, problem_.seqlen_k) +
+                              octaves(double(p.batch) * p.heads_q, double(problem_.batch) * problem_.heads_q);
+      const double weight = std::exp2(-distance);
       for (const TrialRow& t : *trials) {
         if (t.trial.phase != "search" || t.trial.status != Code::kOk || !(t.trial.median_us > 0)) continue;
         auto& e = score[t.variant_uri];
-        e.first += std::log(t.trial.median_us / best);
-        ++e.second;
+        e.first += weight * std::log(t.trial.median_us / best);
+        e.second += weight;
         by_uri.emplace(t.variant_uri, t.trial.variant);
       }
     }

@@ -31,6 +31,10 @@ class Kernel {
   // argument (nothing launched); kOutOfResources or kFault from the driver.
   Status Launch(const ForwardArgs& args, CUstream stream) const;
 
+  // Launch() for callers that have already passed `args` through ValidateForwardArgs (the
+  // runtime's hot path validates once, not twice); still checks agreement with the variant.
+  Status LaunchValidated(const ForwardArgs& args, CUstream stream) const;
+
   const Variant& variant() const { return variant_; }
   const Function& function() const { return function_; }
 
