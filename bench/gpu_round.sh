@@ -4,15 +4,16 @@
 # backends, the runtime from Python and its micro-benchmark, and compute-sanitizer on one
 # variant per head dim. Full logs go to $OUT (or ./gpu-round); short tables are printed last.
 #
-# usage: [STEPS="tests tune extra compare runtime sanitize"] bench/gpu_round.sh BIN_DIR [DB]
+# usage: [STEPS="tests alone tune rerun extra runtime compare sanitize"] bench/gpu_round.sh BIN_DIR [DB]
 #   BIN_DIR holds flashtune, flashtune_gpu_tests (and optionally libflashtune.so and
 #   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it.
 #   With DB, the tuning database of an earlier round is reused (copied).
 #   STEPS picks steps; one device call is limited to 10 minutes, so a full round is two calls:
 #   STEPS="tests tune" first (it returns $OUT/flashtune.db), then
-#   STEPS="extra compare runtime sanitize" with that database as DB.
-#   TUNE_ARGS adds options to the tune steps (e.g. "--strategy budgeted"); FLASHTUNE_TRACE=1
-#   makes the tuner and its worker log each candidate's phase times into tune.log; PERF_ARGS
+#   STEPS="extra runtime compare sanitize" with that database as DB.
+#   TUNE_ARGS adds options to the tune steps (e.g. "--strategy budgeted"); EXTRA_ARGS replaces
+#   it for step "extra". ROUND_S gives step "compare" whatever is left of that many seconds.
+#   FLASHTUNE_TRACE=1 makes the tuner and its worker log each candidate's phase times into tune.log; PERF_ARGS
 #   adds options to bench/perf_report.py (e.g. "--head-dims 128,256,64" to order the grid).
 # Every step has its own time limit so the summary is always printed.
 set -uo pipefail
@@ -30,6 +31,9 @@ REUSE_DB=${2:-}
 [ -n "$REUSE_DB" ] && cp "$REUSE_DB" "$DB"
 STEP_S=${STEP_S:-240}
 COMPARE_S=${COMPARE_S:-$STEP_S}
+ROUND_START=$(date +%s)
+# ROUND_S: the whole round's limit; the comparison then gets whatever time is left of it.
+[ -n "${ROUND_S:-}" ] && COMPARE_FROM_DEADLINE=1
 TUNE_S=${TUNE_S:-540}
 STEPS=${STEPS:-tests tune extra compare runtime sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -38,14 +42,16 @@ summary=()
 "$FT" info > "$OUT/tune.log" 2>&1  # $OUT brings back at most 8 files: logs are grouped
 
 # 1. GPU tests (kernel vs the float64 reference over the space; driver layer; runtime if built).
-if want tests; then
+# Each ALONE test runs in a process of its own (as under ctest): the fault test poisons its
+# process's context, and a tuner's GPU worker is forked, which CUDA allows only from a process
+# that has not initialised CUDA yet. Step "alone" runs only those.
+ALONE="DriverGpu.IllegalAddressIsAFault TuneGpu.PlantedFaultIsRecordedAndTheRunGoesOn"
+if want tests || want alone; then
   start=$(date +%s)
-  # Each of these runs in a process of its own (as under ctest): the fault test poisons its
-  # process's context, and a tuner's GPU worker is forked, which CUDA allows only from a process
-  # that has not initialised CUDA yet.
-  ALONE="DriverGpu.IllegalAddressIsAFault TuneGpu.PlantedFaultIsRecordedAndTheRunGoesOn"
-  timeout "$STEP_S" "$BIN/flashtune_gpu_tests" --gtest_filter="-${ALONE// /:}" >> "$OUT/gpu_tests.log" 2>&1
-  summary+=("gpu tests: exit $?")
+  if want tests; then
+    timeout "$STEP_S" "$BIN/flashtune_gpu_tests" --gtest_filter="-${ALONE// /:}" >> "$OUT/gpu_tests.log" 2>&1
+    summary+=("gpu tests: exit $?")
+  fi
   for t in $ALONE; do
     timeout 120 "$BIN/flashtune_gpu_tests" --gtest_filter="$t" >> "$OUT/gpu_tests.log" 2>&1
     summary+=("gpu test $t (own process): exit $?")
@@ -61,31 +67,24 @@ if want tune; then
   summary+=("tune default set: exit $?, $(( $(date +%s) - start )) s")
   cp "$DB" "$OUT/flashtune.db"
 fi
+# 2b. The same command again with warm caches (cubin cache and database): it resumes, so it
+#     only checks what is recorded.
+if want rerun; then
+  start=$(date +%s)
+  timeout "$STEP_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} >> "$OUT/tune.log" 2>&1
+  summary+=("tune default set again, warm: exit $?, $(( $(date +%s) - start )) s")
+fi
 # 3. The rest of the benchmark grid: d256 and B1 H32 N8192 d128.
 if want extra; then
   start=$(date +%s)
-  timeout "$TUNE_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
-  timeout "$STEP_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 \
+  timeout "$TUNE_S" "$FT" tune --db "$DB" ${EXTRA_ARGS:-${TUNE_ARGS:-}} --head-dims 256 --seqlens 1024,4096,16384 >> "$OUT/tune.log" 2>&1
+  timeout "$STEP_S" "$FT" tune --db "$DB" ${EXTRA_ARGS:-${TUNE_ARGS:-}} --dtypes bf16 --head-dims 128 --seqlens 8192 --hidden 4096 --tokens 8192 \
     >> "$OUT/tune.log" 2>&1
   summary+=("tune d256 + B1 H32: exit $?, $(( $(date +%s) - start )) s")
   cp "$DB" "$OUT/flashtune.db"
 fi
 
-# 4. Winners against torch SDPA flash and cuDNN, same run, same machine.
-# Through the runtime API when libflashtune.so is here (bench/perf_report.py: table, CSV, JSON,
-# PNG), else the winners' raw cubins (bench/compare_torch.py).
-if ! want compare; then
-  :
-elif [ -e "$BIN/libflashtune.so" ]; then
-  PYTHONUNBUFFERED=1 timeout "$COMPARE_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
-    --out "$OUT" --time-limit-s $(( COMPARE_S - 30 )) ${PERF_ARGS:-} > "$OUT/compare.txt" 2>&1
-  summary+=("perf report vs torch (runtime API): exit $?")
-else
-  PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1
-  summary+=("compare vs torch (raw cubins): exit $?")
-fi
-
-# 5. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
+# 4. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
 if want runtime && [ -e "$BIN/libflashtune.so" ]; then
   for args in "" "--causal --heads-kv 2" "--dtype f16 --head-dim 64 --seqlen-q 1000 --seqlen-k 3000"; do
     timeout 120 python3 "$ROOT/examples/python/flashtune_torch.py" "$BIN/libflashtune.so" "$DB" $args >> "$OUT/checks.log" 2>&1
@@ -98,6 +97,21 @@ if want runtime && [ -x "$BIN/flashtune_runtime_bench" ]; then
     >> "$OUT/checks.log" 2>&1
   FLASHTUNE_DB="$DB" FLASHTUNE_BENCH_DB="$DB" timeout 120 "$BIN/flashtune_runtime_bench" >> "$OUT/checks.log" 2>&1
   summary+=("runtime bench: exit $?")
+fi
+
+# 5. Winners against torch SDPA flash and cuDNN, same run, same machine.
+if [ -n "${COMPARE_FROM_DEADLINE:-}" ]; then COMPARE_S=$(( ROUND_START + ROUND_S - $(date +%s) )); fi
+# Through the runtime API when libflashtune.so is here (bench/perf_report.py: table, CSV, JSON,
+# PNG), else the winners' raw cubins (bench/compare_torch.py).
+if ! want compare; then
+  :
+elif [ -e "$BIN/libflashtune.so" ]; then
+  PYTHONUNBUFFERED=1 timeout "$COMPARE_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
+    --out "$OUT" --time-limit-s $(( COMPARE_S - 30 )) ${PERF_ARGS:-} > "$OUT/compare.txt" 2>&1
+  summary+=("perf report vs torch (runtime API): exit $?")
+else
+  PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1
+  summary+=("compare vs torch (raw cubins): exit $?")
 fi
 
 # 6. compute-sanitizer memcheck and racecheck, one variant per head dim, small ragged shape.
