@@ -23,6 +23,7 @@ OUT=${OUT:-$ROOT/gpu-round}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}  # $BIN: libbenchmark, libflashtune
 export FLASHTUNE_CLI=$BIN/flashtune  # for the GPU tests that run the CLI
+export FLASHTUNE_WORKER=$BIN/flashtune  # the CLI the tuner execs as its GPU worker
 export FLASHTUNE_CACHE_DIR=$(mktemp -d)   # cold cubin cache: the tune time below includes NVRTC
 FT=$BIN/flashtune
 DB=$(mktemp -d)/flashtune.db   # copied to $OUT at the end when this round tuned

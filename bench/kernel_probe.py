@@ -146,8 +146,9 @@ def bench(fn, reps=30):
         fn()
     torch.cuda.synchronize()
     t_end = time.time() + 0.05
-    while time.time() < t_end:
+    while time.time() < t_end:  # synchronised: queued launches would spill into the timed calls
         fn()
+        torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

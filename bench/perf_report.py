@@ -316,8 +316,9 @@ def measure(a, doc, json_path):
         fn()
         torch.cuda.synchronize()
         end = time.time() + a.warmup_s
-        while time.time() < end:
+        while time.time() < end:  # synchronised: queued launches would spill into the timed calls
             fn()
+            torch.cuda.synchronize()
         times = []
         for _ in range(a.reps):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

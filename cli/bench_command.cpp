@@ -78,6 +78,7 @@ int RunBench(const std::vector<std::string>& args) {
   }
 
   GpuMeasurerOptions options;
+  options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
   options.min_reps = reps;
   options.max_reps = std::max(reps, 100);
   auto measurers = MakeGpuMeasurers({device}, options);

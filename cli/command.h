@@ -23,6 +23,8 @@ struct Command {
 bool RegisterCommand(Command command);
 // All registered commands, sorted by name.
 const std::vector<Command>& Commands();
+// The path of the running flashtune binary ("" when /proc/self/exe cannot be read).
+std::string SelfExecutable();
 
 }  // namespace flashtune::cli
 

@@ -1,10 +1,13 @@
 // flashtune: the command-line entry point. Dispatches to the registered subcommands.
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "tuner/gpu_protocol.h"
 
 namespace flashtune::cli {
 
@@ -22,6 +25,12 @@ bool RegisterCommand(Command command) {
 }
 
 const std::vector<Command>& Commands() { return Registry(); }
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : path.string();
+}
 
 static void PrintUsage(std::FILE* out) {
   std::fprintf(out,
@@ -41,6 +50,12 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const std::string name = argv[1];
+  // Not a user command: the tuner execs `flashtune __gpu-worker ORDINAL REQUEST_FD REPLY_FD` to
+  // get a GPU worker process with fresh CUDA state (see tuner/worker_process.h).
+  if (name == flashtune::kGpuWorkerCommand) {
+    if (argc != 5) return kExitUsage;
+    return flashtune::detail::GpuWorkerMain(std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[2]));
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(stdout);
     return kExitOk;

@@ -298,7 +298,9 @@ int RunTune(const std::vector<std::string>& args) {
   }
   if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
   if (measurers.empty()) {
-    auto gpu = MakeGpuMeasurers(device_list);
+    GpuMeasurerOptions gpu_options;
+    gpu_options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
+    auto gpu = MakeGpuMeasurers(device_list, gpu_options);
     if (!gpu.ok()) {
       const Code code = gpu.status().code();
       if (code == Code::kNoDriver || code == Code::kNoDevice)

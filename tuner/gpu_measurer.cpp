@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <map>
 #include <set>
 
@@ -17,6 +18,17 @@ namespace {
 
 using detail::WorkerProcess;
 
+bool IsExecutable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+
+// The CLI to exec for the worker, or "" for a plain fork (see GpuMeasurerOptions).
+std::string WorkerExecutable(const std::string& configured) {
+  if (!configured.empty()) return configured;  // an explicit choice: a bad path is an error later
+  if (const char* env = std::getenv("FLASHTUNE_WORKER"); env != nullptr && *env) return env;
+  for (const char* path : {FLASHTUNE_BUILD_CLI, FLASHTUNE_INSTALLED_CLI})
+    if (IsExecutable(path)) return path;
+  return "";
+}
+
 class GpuMeasurer final : public Measurer {
  public:
   GpuMeasurer(int ordinal, const GpuMeasurerOptions& options)
@@ -24,8 +36,11 @@ class GpuMeasurer final : public Measurer {
 
   // Starts the worker and learns the device from it.
   Result<detail::HelloReply> Start() {
-    auto worker = WorkerProcess::Start(
-        [ordinal = ordinal_](int in, int out) { return detail::GpuWorkerMain(in, out, ordinal); });
+    const std::string exe = WorkerExecutable(options_.worker_executable);
+    auto worker = exe.empty() ? WorkerProcess::Start([ordinal = ordinal_](int in, int out) {
+      return detail::GpuWorkerMain(in, out, ordinal);
+    })
+                              : WorkerProcess::Exec({exe, kGpuWorkerCommand, std::to_string(ordinal_)});
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
     auto frame = worker_->Call(detail::EncodeHelloRequest(), std::chrono::seconds(120));

@@ -138,6 +138,56 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(Body body) {
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, to_child[1], from_child[0]));
 }
 
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Exec(const std::vector<std::string>& argv) {
+  if (argv.empty()) return Status(Code::kInvalidArgument, "worker executable: no path given");
+  int to_child[2], from_child[2], exec_status[2];
+  if (::pipe2(to_child, O_CLOEXEC) != 0) return Status(Code::kIoError, std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(from_child, O_CLOEXEC) != 0 || ::pipe2(exec_status, O_CLOEXEC) != 0) {
+    const int err = errno;
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+    return Status(Code::kIoError, std::string("pipe: ") + std::strerror(err));
+  }
+  // Built before fork: the child may only make async-signal-safe calls until exec.
+  std::vector<std::string> args = argv;
+  args.push_back(std::to_string(to_child[0]));
+  args.push_back(std::to_string(from_child[1]));
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1], exec_status[0], exec_status[1]}) ::close(fd);
+    return Status(Code::kIoError, std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across exec
+    if (::getppid() != parent) ::_exit(1);
+    // The two ends the child uses survive exec; every other descriptor is close-on-exec.
+    ::fcntl(to_child[0], F_SETFD, 0);
+    ::fcntl(from_child[1], F_SETFD, 0);
+    ::execv(cargs[0], cargs.data());
+    const int err = errno;  // exec failed: tell the parent why
+    (void)!::write(exec_status[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  ::close(exec_status[1]);
+  int err = 0;
+  ssize_t got;
+  while ((got = ::read(exec_status[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_status[0]);
+  auto worker = std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, to_child[1], from_child[0]));
+  if (got == sizeof err) {
+    worker->Reap(false);
+    return Status(Code::kNotFound, "cannot run the GPU worker " + argv[0] + ": " + std::strerror(err));
+  }
+  return worker;
+}
+
 std::string WorkerProcess::Reap(bool kill_first) {
   std::string how = "not running";
   if (pid_ > 0) {

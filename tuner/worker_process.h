@@ -3,6 +3,11 @@
 // restart: the parent never initialises CUDA, and a fault, a crash or a hang in the child
 // becomes a status the tuner records while the run goes on.
 //
+// Exec() starts the child as a fresh program (fork, then exec): the way to run CUDA in it.
+// A plain fork (Start) copies the parent, and CUDA refuses to work in a child forked from a
+// process that has initialised the driver; NVRTC 13 does that as a side effect of every
+// compile, so a tuner that has compiled anything can only get a working GPU child by exec.
+//
 // Parent and child exchange length-prefixed frames over two pipes; FrameWriter/FrameReader
 // encode the few field types the messages need.
 //
@@ -17,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "flashtune/status.h"
 
@@ -65,6 +71,10 @@ class WorkerProcess {
 
   // Forks a child running `body`. kIoError when pipes or fork fail.
   static Result<std::unique_ptr<WorkerProcess>> Start(Body body);
+  // Forks and execs `argv` (argv[0] is the executable's path) with two more arguments
+  // appended: the child's request and reply file descriptors. kIoError when pipes or fork
+  // fail; kNotFound naming the path (and errno's text) when the exec itself fails.
+  static Result<std::unique_ptr<WorkerProcess>> Exec(const std::vector<std::string>& argv);
   ~WorkerProcess();  // kills the child (SIGKILL) if it still runs, and reaps it
 
   // Sends `request` and returns the child's reply. When no reply comes within `timeout`, the

@@ -12,7 +12,12 @@
 // come back as a Measurement whose status says so; after a fault or a timeout the worker is
 // restarted, so the run goes on.
 //
-// The parent process never initialises CUDA (a forked child could not use it otherwise).
+// The parent process never initialises CUDA. The worker is a fresh program: the flashtune CLI
+// run as `flashtune __gpu-worker ...` (fork, then exec), found as GpuMeasurerOptions says.
+// Without one the worker is a plain fork of this process, which CUDA allows only while this
+// process has not initialised the driver, and NVRTC 13 initialises it whenever it compiles:
+// such a worker works until its first restart (after a fault) and then fails with a message
+// saying so.
 //
 // Thread safety: one GpuMeasurer per thread; several may run at once on different GPUs.
 #pragma once
@@ -37,7 +42,13 @@ struct GpuMeasurerOptions {
   // Variant URI -> the full .cu text to compile instead of the generated source: tunes a
   // hand-edited kernel (same extern "C" name and parameter block), or plants a broken one.
   std::map<std::string, std::string> source_overrides;
+  // The flashtune CLI that runs the worker. Empty: $FLASHTUNE_WORKER, else the CLI of this
+  // build tree, else the installed one (bin/flashtune); a plain fork when none exists.
+  std::string worker_executable;
 };
+
+// The hidden CLI command that runs the GPU worker (argv: ORDINAL REQUEST_FD REPLY_FD).
+inline constexpr const char* kGpuWorkerCommand = "__gpu-worker";
 
 // One measurer per requested device ordinal; an empty list means every GPU.
 // kNoDriver / kNoDevice when there is none; kInvalidArgument naming `devices` for an ordinal

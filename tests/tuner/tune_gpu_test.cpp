@@ -7,7 +7,6 @@
 #include <map>
 
 #include "flashtune/database.h"
-#include "flashtune/driver.h"
 #include "flashtune/gpu_measurer.h"
 #include "flashtune/space.h"
 #include "flashtune/tuner.h"
@@ -24,11 +23,9 @@ std::string FaultingKernel(const std::string& name) {
          "}\n";
 }
 
+// No CUDA call may happen in this process before the measurers fork their worker (CUDA does
+// not survive fork()), so whether there is a GPU is asked of the worker itself.
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
-  auto driver = Driver::Load();
-  if (!driver.ok()) GTEST_SKIP() << "no GPU to run on: " << driver.status().ToString();
-  if ((*driver)->device_count() == 0) GTEST_SKIP() << "no CUDA device";
-
   const Problem problem{DType::kBF16, 64, false, 2, 1000, 1000, 4, 4};
   auto space = EnumerateSpace(ClassOf(problem));
   ASSERT_TRUE(space.ok());
@@ -38,6 +35,8 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   GpuMeasurerOptions gpu_options;
   gpu_options.source_overrides[planted.Uri()] = FaultingKernel(planted.Uri());
   auto measurers = MakeGpuMeasurers({0}, gpu_options);
+  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
+    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
 
   flashtune::testing::TempDir dir;

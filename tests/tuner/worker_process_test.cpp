@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -158,6 +161,71 @@ TEST(GpuMeasurer, MissingDriverIsReportedByTheWorker) {
   EXPECT_EQ(measurers.status().code(), Code::kNoDriver);
   EXPECT_NE(measurers.status().message().find("no CUDA driver found"), std::string::npos)
       << measurers.status().message();
+}
+
+// The GPU worker as a fresh program: the CLI's hidden worker command answers the protocol over
+// the two descriptors Exec passes, and the child really is the CLI (exec), not a fork of us.
+TEST(WorkerProcess, ExecRunsTheCliAsAFreshWorker) {
+  ::setenv("FLASHTUNE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);  // inherited by the child
+  auto worker = WorkerProcess::Exec({FLASHTUNE_CLI_PATH, kGpuWorkerCommand, "0"});
+  ::unsetenv("FLASHTUNE_LIBCUDA");
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  auto frame = (*worker)->Call(EncodeHelloRequest(), 30s);
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  char exe[4096] = {};
+  const std::string link = "/proc/" + std::to_string((*worker)->pid()) + "/exe";
+  ASSERT_GT(::readlink(link.c_str(), exe, sizeof exe - 1), 0);
+  char expected[4096] = {};
+  ASSERT_NE(::realpath(FLASHTUNE_CLI_PATH, expected), nullptr);
+  EXPECT_STREQ(exe, expected);
+  auto hello = DecodeHelloReply(*frame);
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  EXPECT_EQ(hello->status.code(), Code::kNoDriver) << hello->status.ToString();
+}
+
+TEST(WorkerProcess, ExecOfAMissingProgramIsNotFoundNamingIt) {
+  auto worker = WorkerProcess::Exec({"/nonexistent/flashtune", kGpuWorkerCommand, "0"});
+  ASSERT_FALSE(worker.ok());
+  EXPECT_EQ(worker.status().code(), Code::kNotFound);
+  EXPECT_NE(worker.status().message().find("/nonexistent/flashtune"), std::string::npos) << worker.status().message();
+  EXPECT_NE(worker.status().message().find("No such file"), std::string::npos) << worker.status().message();
+}
+
+TEST(GpuMeasurer, ExplicitWorkerExecutableThatDoesNotExistIsNamed) {
+  GpuMeasurerOptions options;
+  options.worker_executable = "/nonexistent/bin/flashtune";
+  auto measurers = MakeGpuMeasurers({0}, options);
+  ASSERT_FALSE(measurers.ok());
+  EXPECT_EQ(measurers.status().code(), Code::kNotFound);
+  EXPECT_NE(measurers.status().message().find("/nonexistent/bin/flashtune"), std::string::npos)
+      << measurers.status().message();
+}
+
+// NVRTC 13 calls cuInit whenever it compiles, so by the time the tuner restarts a worker this
+// process has initialised the driver, and CUDA refuses to start in a child forked after that.
+// The fake driver keeps exactly that rule: a forked worker fails and says why; an exec'd one
+// starts CUDA afresh (and then fails only because the fake has no device).
+TEST(GpuMeasurer, ExecdWorkerStartsCudaAfterThisProcessInitialisedTheDriver) {
+  void* fake = ::dlopen(FLASHTUNE_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(fake, nullptr) << ::dlerror();
+  auto cu_init = reinterpret_cast<int (*)(unsigned)>(::dlsym(fake, "cuInit"));
+  ASSERT_NE(cu_init, nullptr);
+  ASSERT_EQ(cu_init(0), 0);  // what NVRTC does here
+  ::setenv("FLASHTUNE_LIBCUDA", FLASHTUNE_FAKE_LIBCUDA, 1);
+  auto hello_of = [](Result<std::unique_ptr<WorkerProcess>> worker) -> Status {
+    if (!worker.ok()) return worker.status();
+    auto frame = (*worker)->Call(EncodeHelloRequest(), 30s);
+    if (!frame.ok()) return frame.status();
+    auto hello = DecodeHelloReply(*frame);
+    return hello.ok() ? hello->status : hello.status();
+  };
+  const Status forked = hello_of(WorkerProcess::Start([](int in, int out) { return GpuWorkerMain(in, out, 0); }));
+  const Status execd = hello_of(WorkerProcess::Exec({FLASHTUNE_CLI_PATH, kGpuWorkerCommand, "0"}));
+  ::unsetenv("FLASHTUNE_LIBCUDA");
+  EXPECT_NE(forked.message().find("CUDA_ERROR_NOT_INITIALIZED"), std::string::npos) << forked.ToString();
+  EXPECT_NE(forked.message().find("forked"), std::string::npos) << forked.ToString();
+  EXPECT_EQ(execd.message().find("CUDA_ERROR_NOT_INITIALIZED"), std::string::npos) << execd.ToString();
+  EXPECT_NE(execd.message().find("cuDeviceGet failed"), std::string::npos) << execd.ToString();
 }
 
 }  // namespace
