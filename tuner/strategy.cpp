@@ -135,24 +135,34 @@ class Budgeted final : public Strategy {
   Status FollowPrior(SearchContext& ctx, const std::vector<Variant>& prior) {
     const int64_t own = ctx.per_problem_budget() >= 0
                             ? ctx.per_problem_budget()
-                            : std::max<int64_t>(3, int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
+                            : std::max<int64_t>(2, int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
     int64_t spent = 0;
     std::vector<Variant> ranked;
     for (const Variant& v : prior)
       if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) ranked.push_back(v);
-    // The prior's best first, then its best variant for each B_r not yet covered: which B_r
-    // wins moves with the sequence length (parallelism against per-block efficiency), and a
-    // prior learnt at other sizes must not lock one in.
+    // The prior's best first, then its best variant for each B_r and each B_c not yet covered:
+    // which tile wins moves with the sequence length (parallelism against per-block
+    // efficiency), and a prior learnt at other sizes must not lock one in. Then, for each B_c
+    // the prior never measured at all, the cost model's pick with it: exploration, so a value
+    // the first problem's search skipped still gets a chance at the other sizes.
     std::vector<Variant> order;
-    for (const Variant& v : ranked) {
-      const bool new_block_m = std::none_of(order.begin(), order.end(), [&](const Variant& o) { return o.block_m == v.block_m; });
-      if (order.empty() || new_block_m) order.push_back(v);
-    }
+    auto add_if_new = [&order](const Variant& v) {
+      if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+    };
+    auto covers = [](const std::vector<Variant>& vs, auto field, int value) {
+      return std::any_of(vs.begin(), vs.end(), [&](const Variant& o) { return o.*field == value; });
+    };
+    if (!ranked.empty()) order.push_back(ranked.front());
     for (const Variant& v : ranked)
-      if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+      if (!covers(order, &Variant::block_m, v.block_m)) add_if_new(v);
+    for (const Variant& v : ranked)
+      if (!covers(order, &Variant::block_n, v.block_n)) add_if_new(v);
+    const std::vector<Variant> by_cost = RankByCost(ctx.problem(), ctx.unmeasured());
+    for (const Variant& v : by_cost)
+      if (!covers(prior, &Variant::block_n, v.block_n) && !covers(order, &Variant::block_n, v.block_n)) add_if_new(v);
+    for (const Variant& v : ranked) add_if_new(v);
     // Candidates the prior problems never measured come after, in cost-model order.
-    for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured()))
-      if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+    for (const Variant& v : by_cost) add_if_new(v);
     for (const Variant& v : order) {
       if (spent >= own || ctx.budget_left() == 0) break;
       ++spent;
@@ -162,7 +172,7 @@ class Budgeted final : public Strategy {
     return Status::Ok();
   }
 
-  static constexpr double kPriorFraction = 0.1;
+  static constexpr double kPriorFraction = 0.05;
   double fraction_;
 };
 

@@ -3,6 +3,7 @@
 #include "flashtune/space.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -62,7 +63,8 @@ std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
 }
 
 std::string TempDir(const std::string& name) {
-  auto dir = std::filesystem::path(FLASHTUNE_BINARY_DIR) / "test_tmp" / name;
+  // ctest runs tests in parallel, one process each: the pid keeps same-named folders apart.
+  auto dir = std::filesystem::path(FLASHTUNE_BINARY_DIR) / "test_tmp" / (name + "." + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
