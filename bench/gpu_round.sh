@@ -4,7 +4,7 @@
 # backends, the runtime from Python and its micro-benchmark, and compute-sanitizer on one
 # variant per head dim. Full logs go to $OUT (or ./gpu-round); short tables are printed last.
 #
-# usage: [STEPS="tests alone tune rerun extra runtime compare sanitize"] bench/gpu_round.sh BIN_DIR [DB]
+# usage: [STEPS="tests alone tune rerun twice extra runtime compare sanitize"] bench/gpu_round.sh BIN_DIR [DB]
 #   BIN_DIR holds flashtune, flashtune_gpu_tests (and optionally libflashtune.so and
 #   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it.
 #   With DB, the tuning database of an earlier round is reused (copied).
@@ -75,6 +75,21 @@ if want rerun; then
   timeout "$STEP_S" "$FT" tune --db "$DB" ${TUNE_ARGS:-} >> "$OUT/tune.log" 2>&1
   summary+=("tune default set again, warm: exit $?, $(( $(date +%s) - start )) s")
 fi
+# 2c. The same set tuned a second time into a fresh database (warm cubin cache), and the two
+#     runs' winners compared: re-measured times within 2%? (bench/compare_tunes.py)
+if want twice; then
+  start=$(date +%s)
+  DB2=$(mktemp -d)/second.db
+  timeout "$TUNE_S" "$FT" tune --db "$DB2" ${TUNE_ARGS:-} >> "$OUT/tune.log" 2>&1
+  summary+=("tune default set a second time: exit $?, $(( $(date +%s) - start )) s")
+  TWICE=$(mktemp)
+  { "$FT" db export --format csv --db "$DB" --output "$DB.csv" &&
+    "$FT" db export --format csv --db "$DB2" --output "$DB2.csv" &&
+    python3 "$ROOT/bench/compare_tunes.py" "$DB.csv" "$DB2.csv"; } > "$TWICE" 2>&1
+  summary+=("tuned twice: exit $?: $(tail -n 1 "$TWICE")")
+  cat "$TWICE" >> "$OUT/tune.log"  # $OUT brings back at most 8 files
+fi
+
 # 3. The rest of the benchmark grid: d256 and B1 H32 N8192 d128.
 if want extra; then
   start=$(date +%s)
