@@ -66,29 +66,41 @@ ForwardArgs SmallArgs(const Gpu& g) {
   return a;
 }
 
-void BM_ForwardWarmHostOverhead(benchmark::State& state) {
-  Gpu& g = TheGpu();
-  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+// A runtime on $FLASHTUNE_BENCH_DB (or no database: the heuristic plan), silent.
+Result<std::unique_ptr<Runtime>> OpenQuietRuntime() {
   const char* db = std::getenv("FLASHTUNE_BENCH_DB");
   RuntimeOptions o;
   o.db_path = db ? db : "/nonexistent/flashtune.db";
   o.log = [](LogLevel, const std::string&) {};
-  auto rt = Runtime::Open(o);
-  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
-  (void)g.stream->Synchronize();
+  return Runtime::Open(o);
+}
+
+// Times `launch` per iteration; every 512 launches the stream is drained untimed, so a full
+// launch queue never blocks the host inside the measurement.
+template <typename Launch>
+void TimeLaunches(benchmark::State& state, Gpu& g, Launch launch) {
   int64_t n = 0;
   for (auto _ : state) {
-    Status s = (*rt)->forward(args, g.stream->get());
+    Status s = launch();
     benchmark::DoNotOptimize(s);
-    if (++n % 512 == 0) {  // keep the launch queue from filling (a full queue blocks the host)
+    if (++n % 512 == 0) {
       state.PauseTiming();
       (void)g.stream->Synchronize();
       state.ResumeTiming();
     }
   }
   (void)g.stream->Synchronize();
+}
+
+void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  const ForwardArgs args = SmallArgs(g);
+  if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  TimeLaunches(state, g, [&] { return (*rt)->forward(args, g.stream->get()); });
 }
 BENCHMARK(BM_ForwardWarmHostOverhead);
 
@@ -97,11 +109,7 @@ BENCHMARK(BM_ForwardWarmHostOverhead);
 void BM_DriverLaunchBaseline(benchmark::State& state) {
   Gpu& g = TheGpu();
   if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
-  const char* db = std::getenv("FLASHTUNE_BENCH_DB");
-  RuntimeOptions o;
-  o.db_path = db ? db : "/nonexistent/flashtune.db";
-  o.log = [](LogLevel, const std::string&) {};
-  auto rt = Runtime::Open(o);
+  auto rt = OpenQuietRuntime();
   if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
   const ForwardArgs args = SmallArgs(g);
   auto plan = (*rt)->plan(args.problem());
@@ -119,17 +127,9 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   void* kernel_args[] = {&params};
   const std::array<unsigned, 3> grid{config.grid[0], config.grid[1], config.grid[2]};
   const std::array<unsigned, 3> block{config.block[0], config.block[1], config.block[2]};
-  int64_t n = 0;
-  for (auto _ : state) {
-    Status s = Launch(kernel->function(), grid, block, unsigned(config.smem_bytes), g.stream->get(), kernel_args);
-    benchmark::DoNotOptimize(s);
-    if (++n % 512 == 0) {
-      state.PauseTiming();
-      (void)g.stream->Synchronize();
-      state.ResumeTiming();
-    }
-  }
-  (void)g.stream->Synchronize();
+  TimeLaunches(state, g, [&] {
+    return Launch(kernel->function(), grid, block, unsigned(config.smem_bytes), g.stream->get(), kernel_args);
+  });
 }
 BENCHMARK(BM_DriverLaunchBaseline);
 
