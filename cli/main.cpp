@@ -1,8 +1,8 @@
 // flashtune: the command-line entry point. Dispatches to the registered subcommands.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <string>
 #include <vector>
 

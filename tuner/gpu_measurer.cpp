@@ -1,9 +1,10 @@
 #include "flashtune/gpu_measurer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <map>
 #include <set>
 

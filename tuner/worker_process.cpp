@@ -138,51 +138,57 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(Body body) {
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, to_child[1], from_child[0]));
 }
 
+// Writes `value` in decimal into `out` (room for any int); async-signal-safe, for use between
+// fork and exec.
+static void FormatInt(int value, char (&out)[16]) {
+  char digits[16];
+  int n = 0;
+  unsigned v = value < 0 ? 0u - unsigned(value) : unsigned(value);
+  do {
+    digits[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  int i = 0;
+  if (value < 0) out[i++] = '-';
+  while (n > 0) out[i++] = digits[--n];
+  out[i] = '\0';
+}
+
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Exec(const std::vector<std::string>& argv) {
   if (argv.empty()) return Status(Code::kInvalidArgument, "worker executable: no path given");
-  int to_child[2], from_child[2], exec_status[2];
-  if (::pipe2(to_child, O_CLOEXEC) != 0) return Status(Code::kIoError, std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(from_child, O_CLOEXEC) != 0 || ::pipe2(exec_status, O_CLOEXEC) != 0) {
-    const int err = errno;
-    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
-    return Status(Code::kIoError, std::string("pipe: ") + std::strerror(err));
-  }
-  // Built before fork: the child may only make async-signal-safe calls until exec.
+  int exec_status[2];
+  if (::pipe2(exec_status, O_CLOEXEC) != 0) return Status(Code::kIoError, std::string("pipe: ") + std::strerror(errno));
+  // Everything the child needs is allocated here: between fork and exec it may only make
+  // async-signal-safe calls. The last two arguments are filled in with the child's descriptors.
   std::vector<std::string> args = argv;
-  args.push_back(std::to_string(to_child[0]));
-  args.push_back(std::to_string(from_child[1]));
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());
+  char request_arg[16], reply_arg[16];
+  cargs.push_back(request_arg);
+  cargs.push_back(reply_arg);
   cargs.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1], exec_status[0], exec_status[1]}) ::close(fd);
-    return Status(Code::kIoError, std::string("fork: ") + std::strerror(err));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across exec
-    if (::getppid() != parent) ::_exit(1);
-    // The two ends the child uses survive exec; every other descriptor is close-on-exec.
-    ::fcntl(to_child[0], F_SETFD, 0);
-    ::fcntl(from_child[1], F_SETFD, 0);
+  const int status_fd = exec_status[1];
+  auto worker = Start([&cargs, &request_arg, &reply_arg, status_fd](int request_fd, int reply_fd) {
+    FormatInt(request_fd, request_arg);
+    FormatInt(reply_fd, reply_arg);
+    ::fcntl(request_fd, F_SETFD, 0);  // these two survive exec; every other descriptor is close-on-exec
+    ::fcntl(reply_fd, F_SETFD, 0);
     ::execv(cargs[0], cargs.data());
     const int err = errno;  // exec failed: tell the parent why
-    (void)!::write(exec_status[1], &err, sizeof err);
-    ::_exit(127);
-  }
-  ::close(to_child[0]);
-  ::close(from_child[1]);
+    (void)!::write(status_fd, &err, sizeof err);
+    return 127;
+  });
   ::close(exec_status[1]);
   int err = 0;
-  ssize_t got;
-  while ((got = ::read(exec_status[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  ssize_t got = 0;
+  if (worker.ok()) {  // end of file: the exec succeeded (the write end closed with it)
+    while ((got = ::read(exec_status[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    }
   }
   ::close(exec_status[0]);
-  auto worker = std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, to_child[1], from_child[0]));
+  if (!worker.ok()) return worker.status();
   if (got == sizeof err) {
-    worker->Reap(false);
+    (*worker)->Reap(false);
     return Status(Code::kNotFound, "cannot run the GPU worker " + argv[0] + ": " + std::strerror(err));
   }
   return worker;
