@@ -159,11 +159,12 @@ class GpuWorker {
     if (context_) return Status::Ok();
     Status s = InitOnce();
     if (!s.ok() && s.message().find("CUDA_ERROR_NOT_INITIALIZED") != std::string::npos) {
-      // The worker is a fork of the tuning process; CUDA state does not survive fork().
+      // Only a forked worker gets here (an exec'd one starts with fresh CUDA state).
       return Status(s.code(), s.message() +
-                                  " (the GPU worker is forked from the tuning process, which had already used CUDA; "
-                                  "CUDA cannot be used in a child forked after that: create the GPU measurers before "
-                                  "any CUDA call in this process, as the flashtune CLI does)");
+                                  " (the GPU worker was forked from the tuning process, which had already initialised "
+                                  "CUDA — NVRTC does so whenever it compiles — and CUDA does not work in a child forked "
+                                  "after that: point FLASHTUNE_WORKER or GpuMeasurerOptions::worker_executable at a "
+                                  "flashtune CLI, which the tuner then runs as a fresh worker process)");
     }
     return s;
   }
@@ -377,7 +378,7 @@ class GpuWorker {
   };
 
   static constexpr int kMaxEvents = 128;
-  const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;
+  const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int ordinal_;
   Driver* driver_ = nullptr;
   DeviceInfo info_;
