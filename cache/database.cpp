@@ -119,6 +119,37 @@ Problem ReadProblem(const Stmt& s, int c) {
 
 constexpr const char* kProblemCols = "p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv";
 
+// The id in the first row of `q`; `missing` when there is no row, the SQLite error otherwise.
+Result<int64_t> IdFrom(Stmt& q, Status missing) {
+  Status st;
+  if (q.Step(&st)) return q.Int(0);
+  if (!st.ok()) return st;
+  return missing;
+}
+
+// The row ids of problems, devices and toolchains, looked up by their natural keys: one query
+// each, shared by the upserts and the Find* lookups.
+Result<int64_t> FindProblemIn(sqlite3* db, const Problem& p, Status missing) {
+  Stmt q(db,
+         "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
+         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
+  q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
+      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
+  return IdFrom(q, std::move(missing));
+}
+
+Result<int64_t> FindDeviceIn(sqlite3* db, const DeviceRecord& d, Status missing) {
+  Stmt q(db, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
+  q.Bind(1, d.uuid).Bind(2, d.driver_version);
+  return IdFrom(q, std::move(missing));
+}
+
+Result<int64_t> FindToolchainIn(sqlite3* db, const ToolchainInfo& t, Status missing) {
+  Stmt q(db, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
+  return IdFrom(q, std::move(missing));
+}
+
 Result<int64_t> UpsertProblemIn(sqlite3* db, const Problem& p) {
   Status s = ValidateProblem(p);
   if (!s.ok()) return s;
@@ -131,15 +162,7 @@ Result<int64_t> UpsertProblemIn(sqlite3* db, const Problem& p) {
       .Bind(9, BucketString(b)).Bind(10, b.seqlen_q_bucket).Bind(11, b.seqlen_k_bucket)
       .Bind(12, b.batch_heads_bucket);
   FT_RETURN_IF_ERROR(ins.Run());
-  Stmt q(db,
-         "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
-         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
-  q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
-      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
-  Status st;
-  if (q.Step(&st)) return q.Int(0);
-  if (!st.ok()) return st;
-  return Status(Code::kInternal, "problem row vanished after insert");
+  return FindProblemIn(db, p, Status(Code::kInternal, "problem row vanished after insert"));
 }
 
 Result<int64_t> UpsertVariantIn(sqlite3* db, const Variant& v, const std::string& source_hash) {
@@ -149,10 +172,7 @@ Result<int64_t> UpsertVariantIn(sqlite3* db, const Variant& v, const std::string
   FT_RETURN_IF_ERROR(ins.Run());
   Stmt q(db, "SELECT id FROM variants WHERE uri=? AND source_hash=?");
   q.Bind(1, uri).Bind(2, source_hash);
-  Status st;
-  if (q.Step(&st)) return q.Int(0);
-  if (!st.ok()) return st;
-  return Status(Code::kInternal, "variant row vanished after insert");
+  return IdFrom(q, Status(Code::kInternal, "variant row vanished after insert"));
 }
 
 std::string CsvField(const std::string& s) {
@@ -293,11 +313,8 @@ Result<int64_t> Database::UpsertDevice(const DeviceRecord& d) {
   ins.Bind(1, d.name).Bind(2, d.uuid).Bind(3, d.cc_major).Bind(4, d.cc_minor).Bind(5, d.sm_count)
       .Bind(6, d.driver_version);
   FT_RETURN_IF_ERROR(ins.Run());
-  Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
-  q.Bind(1, d.uuid).Bind(2, d.driver_version);
-  Status st;
-  if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "device row vanished") : st;
-  int64_t id = q.Int(0);
+  auto id = FindDeviceIn(db_, d, Status(Code::kInternal, "device row vanished"));
+  if (!id.ok()) return id;
   FT_RETURN_IF_ERROR(tx.Commit());
   return id;
 }
@@ -310,11 +327,8 @@ Result<int64_t> Database::UpsertToolchain(const ToolchainInfo& t) {
            " ON CONFLICT DO NOTHING");
   ins.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
   FT_RETURN_IF_ERROR(ins.Run());
-  Stmt q(db_, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
-  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
-  Status st;
-  if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "toolchain row vanished") : st;
-  int64_t id = q.Int(0);
+  auto id = FindToolchainIn(db_, t, Status(Code::kInternal, "toolchain row vanished"));
+  if (!id.ok()) return id;
   FT_RETURN_IF_ERROR(tx.Commit());
   return id;
 }
@@ -329,33 +343,17 @@ Result<int64_t> Database::UpsertProblem(const Problem& p) {
 }
 
 Result<int64_t> Database::FindProblem(const Problem& p) {
-  Stmt q(db_,
-         "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
-         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
-  q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
-      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
-  Status st;
-  if (q.Step(&st)) return q.Int(0);
-  if (!st.ok()) return st;
-  return Status(Code::kNotFound, "problem " + p.ToString() + " is not in '" + path_ + "'");
+  return FindProblemIn(db_, p, Status(Code::kNotFound, "problem " + p.ToString() + " is not in '" + path_ + "'"));
 }
 
 Result<int64_t> Database::FindDevice(const DeviceRecord& d) {
-  Stmt q(db_, "SELECT id FROM devices WHERE uuid=? AND driver_version=?");
-  q.Bind(1, d.uuid).Bind(2, d.driver_version);
-  Status st;
-  if (q.Step(&st)) return q.Int(0);
-  if (!st.ok()) return st;
-  return Status(Code::kNotFound, "device " + d.uuid + " (driver " + d.driver_version + ") is not in '" + path_ + "'");
+  return FindDeviceIn(db_, d,
+                      Status(Code::kNotFound, "device " + d.uuid + " (driver " + d.driver_version + ") is not in '" +
+                                                  path_ + "'"));
 }
 
 Result<int64_t> Database::FindToolchain(const ToolchainInfo& t) {
-  Stmt q(db_, "SELECT id FROM toolchains WHERE nvrtc_version=? AND generator_version=? AND template_hash=?");
-  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash);
-  Status st;
-  if (q.Step(&st)) return q.Int(0);
-  if (!st.ok()) return st;
-  return Status(Code::kNotFound, "toolchain is not in '" + path_ + "'");
+  return FindToolchainIn(db_, t, Status(Code::kNotFound, "toolchain is not in '" + path_ + "'"));
 }
 
 Result<int64_t> Database::RecordTrial(int64_t device_id, int64_t toolchain_id, const TrialRecord& t) {
