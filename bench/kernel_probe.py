@@ -141,11 +141,13 @@ def check_kernel(kern, log):
     return worst
 
 
-def bench(fn, reps=30):
+def bench(fn, reps=30, warmup_s=0.05):
+    """Median milliseconds of `reps` calls of fn, each bracketed by CUDA events on the current
+    stream, after a warm-up of warmup_s seconds (shared by compare_torch.py and perf_report.py)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    t_end = time.time() + 0.05
+    t_end = time.time() + warmup_s
     while time.time() < t_end:  # synchronised: queued launches would spill into the timed calls
         fn()
         torch.cuda.synchronize()

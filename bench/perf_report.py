@@ -311,24 +311,11 @@ def measure(a, doc, json_path):
                 "efficient": SDPBackend.EFFICIENT_ATTENTION}
     tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from kernel_probe import bench as time_calls  # needs torch and the CUDA driver: GPU runs only
+
     def bench(fn):
-        """Median milliseconds of a.reps timed calls after a warm-up, CUDA events on the current stream."""
-        fn()
-        torch.cuda.synchronize()
-        end = time.time() + a.warmup_s
-        while time.time() < end:  # synchronised: queued launches would spill into the timed calls
-            fn()
-            torch.cuda.synchronize()
-        times = []
-        for _ in range(a.reps):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            times.append(e0.elapsed_time(e1))
-        times.sort()
-        return times[len(times) // 2]
+        return time_calls(fn, a.reps, a.warmup_s)
 
     torch.cuda.init()
     torch.zeros(1, device="cuda")  # torch's primary context is current on this thread: flashtune launches there
