@@ -55,14 +55,7 @@ class GpuMeasurer final : public Measurer {
   }
 
   DeviceRecord Device() const override {
-    DeviceRecord d;
-    d.name = device_.name;
-    d.uuid = device_.uuid;
-    d.cc_major = device_.cc_major;
-    d.cc_minor = device_.cc_minor;
-    d.sm_count = device_.sm_count;
-    d.driver_version = driver_version_;
-    return d;
+    return DeviceRecord{device_.name, device_.uuid, device_.cc_major, device_.cc_minor, device_.sm_count, driver_version_};
   }
   ToolchainInfo Toolchain() const override { return CurrentToolchain(); }
 
