@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
-"""Compares the winners of two tuning runs of the same problems (is tuning reproducible?).
+"""Compares the winners of two tuning runs of the same problems (is tuning reproducible? is a
+budgeted run as good as an exhaustive one?).
 
 Input: two trial exports, `flashtune db export --format csv`, one per run. A run's winner for a
 problem is its finalist with the lowest re-timed median (phase "retime"; the search minimum when
-the run re-timed nothing), and that median is the winner's re-measured time. For every problem
-in both runs it prints both winners, whether they are the same variant, and the ratio of the
-second run's winner time to the first's; then how many problems are within --tolerance.
+the run re-timed nothing). For every problem in both runs it prints both winners, whether they
+are the same variant, and the ratio of the second run's winner time to the first's; then how
+many problems are within --tolerance.
 
-usage: compare_tunes.py FIRST.csv SECOND.csv [--tolerance 0.02]
-Exit status: 0 when every common problem is within the tolerance, 1 otherwise, 2 on bad usage.
+Without --remeasure the times are the ones each run recorded, so the ratio mixes the choice
+with the drift of the machine between the runs (1-5% here). With --remeasure FLASHTUNE, the two
+winners of every problem where they differ are timed again side by side in one process
+(`flashtune bench --variant A,B --rounds R`, order alternating per round): the ratio is then
+the choice alone. Where both runs chose the same variant the ratio is 1 by definition.
+
+usage: compare_tunes.py FIRST.csv SECOND.csv [--tolerance 0.02] [--one-sided]
+                        [--remeasure FLASHTUNE [--rounds 5] [--bench-arg=ARG ...]]
+--one-sided: only a slower second winner counts against the tolerance (budgeted vs exhaustive).
+Exit status: 0 when every common problem is within the tolerance, 1 otherwise, 2 on bad usage
+or when a re-measurement fails.
 """
 import argparse
 import csv
+import json
 import math
+import subprocess
 import sys
 
 PROBLEM_COLUMNS = ("dtype", "head_dim", "causal", "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv")
@@ -41,14 +53,63 @@ def winners(rows):
 
 def compare(first_rows, second_rows, tolerance):
     """Rows of (problem, first winner, first us, second winner, second us, ratio) and the summary."""
+    rows, keys = compare_keyed(first_rows, second_rows)
+    return rows, within(rows, tolerance, False), sum(1 for row in rows if row[1] == row[3])
+
+
+def compare_keyed(first_rows, second_rows):
+    """compare()'s rows, sorted by problem name, and the problem key of each."""
     a, b = winners(first_rows), winners(second_rows)
+    keyed = sorted(((problem_name(k), k) for k in set(a) & set(b)))
+    rows = [(name, a[k][0], a[k][1], b[k][0], b[k][1], b[k][1] / a[k][1]) for name, k in keyed]
+    return rows, [k for _, k in keyed]
+
+
+def bench_command(flashtune, key, variants, rounds, extra=()):
+    """The `flashtune bench` command line that times `variants` on the problem `key`."""
+    dtype, d, causal, b, nq, nk, hq, hkv = key
+    cmd = [flashtune, "bench", "--dtype", dtype, "--head-dim", d, "--batch", b, "--seqlen-q", nq, "--seqlen-k", nk,
+           "--heads-q", hq, "--heads-kv", hkv, "--variant", ",".join(variants), "--rounds", str(rounds), "--json"]
+    if causal == "1":
+        cmd.append("--causal")
+    return cmd + list(extra)
+
+
+def parse_bench(stdout):
+    """variant -> median µs from `flashtune bench --json`; raises ValueError on a failed variant."""
+    out = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        if r["status"] != "ok":
+            raise ValueError(f"{r['variant']}: {r['status']}: {r['message']}")
+        out[r["variant"]] = float(r["median_us"])
+    return out
+
+
+def remeasure(rows, keys, flashtune, rounds, extra=(), run=subprocess.run):
+    """Replaces the recorded times of rows whose winners differ by times measured side by side.
+
+    rows and keys as from compare(); `run` is subprocess.run (tests pass a stand-in)."""
     out = []
-    for key in sorted(set(a) & set(b)):
-        (va, ta), (vb, tb) = a[key], b[key]
-        out.append((problem_name(key), va, ta, vb, tb, tb / ta))
-    within = sum(1 for row in out if abs(row[5] - 1) <= tolerance)
-    same = sum(1 for row in out if row[1] == row[3])
-    return out, within, same
+    for row, key in zip(rows, keys):
+        name, va, ta, vb, tb, _ = row
+        if va != vb:
+            cmd = bench_command(flashtune, key, [va, vb], rounds, extra)
+            p = run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise ValueError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+            times = parse_bench(p.stdout)
+            if va not in times or vb not in times:
+                raise ValueError(f"{' '.join(cmd)} did not report both variants")
+            ta, tb = times[va], times[vb]
+        out.append((name, va, ta, vb, tb, tb / ta if va != vb else 1.0))
+    return out
+
+
+def within(rows, tolerance, one_sided):
+    return sum(1 for r in rows if (r[5] - 1 if one_sided else abs(r[5] - 1)) <= tolerance + 1e-12)
 
 
 def read(path):
@@ -65,24 +126,34 @@ def main(argv=None):
     ap.add_argument("first")
     ap.add_argument("second")
     ap.add_argument("--tolerance", type=float, default=0.02, help="allowed |second/first - 1| (default 0.02)")
+    ap.add_argument("--one-sided", action="store_true", help="only a slower second winner counts")
+    ap.add_argument("--remeasure", metavar="FLASHTUNE", help="re-time differing winners side by side with this CLI")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per re-measurement (default 5)")
+    ap.add_argument("--bench-arg", action="append", default=[], help="extra argument for flashtune bench")
     a = ap.parse_args(argv)
     try:
-        rows, within, same = compare(read(a.first), read(a.second), a.tolerance)
+        rows, keys = compare_keyed(read(a.first), read(a.second))
+        if a.remeasure and rows:
+            rows = remeasure(rows, keys, a.remeasure, a.rounds, a.bench_arg)
     except (OSError, ValueError) as e:
         print(f"compare_tunes: {e}", file=sys.stderr)
         return 2
     if not rows:
         print("compare_tunes: the two runs have no problem in common", file=sys.stderr)
         return 1
+    n_within = within(rows, a.tolerance, a.one_sided)
+    same = sum(1 for row in rows if row[1] == row[3])
+    print("times: " + ("re-measured side by side where the winners differ" if a.remeasure else "as each run recorded"))
     print(f"{'problem':46s} {'first winner':42s} {'us':>9s} {'second winner':42s} {'us':>9s} {'ratio':>6s}")
     for name, va, ta, vb, tb, ratio in rows:
-        print(f"{name:46s} {va[len('fa2_fwd_'):]:42s} {ta:9.2f} {vb[len('fa2_fwd_'):]:42s} {tb:9.2f} {ratio:6.3f}")
+        note = "  same variant" if a.remeasure and va == vb else ""
+        print(f"{name:46s} {va[len('fa2_fwd_'):]:42s} {ta:9.2f} {vb[len('fa2_fwd_'):]:42s} {tb:9.2f} {ratio:6.3f}{note}")
     ratios = [r[5] for r in rows]
     worst = max(ratios, key=lambda x: abs(x - 1))
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    print(f"{within}/{len(rows)} problems within {a.tolerance:.0%}; same winner in {same}; "
-          f"geometric mean ratio {geo:.4f}, worst {worst:.4f}")
-    return 0 if within == len(rows) else 1
+    print(f"{n_within}/{len(rows)} problems within {'+' if a.one_sided else ''}{a.tolerance:.0%}; same winner in "
+          f"{same}; geometric mean ratio {geo:.4f}, worst {worst:.4f}")
+    return 0 if n_within == len(rows) else 1
 
 
 if __name__ == "__main__":

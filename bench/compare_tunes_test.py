@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """CPU tests of bench/compare_tunes.py (no GPU). Run by ctest (label cpu) or by hand."""
+import contextlib
 import csv
+import io
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -11,13 +15,13 @@ sys.path.insert(0, HERE)
 
 import compare_tunes  # noqa: E402
 
-COLUMNS = compare_tunes.PROBLEM_COLUMNS + ("variant", "status", "median_us", "phase")
+COLUMNS = compare_tunes.PROBLEM_COLUMNS + ("variant", "status", "median_us", "iqr_us", "phase")
 
 
 def row(n, variant, us, phase="search", status="ok"):
     return dict(dtype="bf16", head_dim="64", causal="0", batch=str(16384 // n), seqlen_q=str(n), seqlen_k=str(n),
                 heads_q="32", heads_kv="32", variant=f"fa2_fwd_bf16_d64_{variant}_full", status=status,
-                median_us=str(us), phase=phase)
+                median_us=str(us), iqr_us="1.0", phase=phase)
 
 
 def write(rows):
@@ -67,6 +71,77 @@ class Compare(unittest.TestCase):
             self.assertEqual(compare_tunes.main([a, "/nonexistent.csv"]), 2)
         finally:
             for p in (a, b, c, bad):
+                os.unlink(p)
+
+
+class Remeasure(unittest.TestCase):
+    KEY = ("bf16", "64", "1", "4", "4096", "4096", "32", "32")
+
+    def test_bench_command_names_the_shape_both_variants_and_the_mask(self):
+        cmd = compare_tunes.bench_command("ft", self.KEY, ["A", "B"], 3, ["--device", "1"])
+        self.assertEqual(cmd[:2], ["ft", "bench"])
+        for flag, value in (("--dtype", "bf16"), ("--head-dim", "64"), ("--batch", "4"), ("--seqlen-q", "4096"),
+                            ("--seqlen-k", "4096"), ("--heads-q", "32"), ("--heads-kv", "32"), ("--variant", "A,B"),
+                            ("--rounds", "3"), ("--device", "1")):
+            self.assertEqual(cmd[cmd.index(flag) + 1], value)
+        self.assertIn("--causal", cmd)
+        self.assertIn("--json", cmd)
+        self.assertNotIn("--causal", compare_tunes.bench_command("ft", ("f16",) + self.KEY[1:2] + ("0",) + self.KEY[3:],
+                                                                 ["A"], 1))
+
+    def test_only_differing_winners_are_timed_again_and_their_ratio_is_the_new_one(self):
+        calls = []
+
+        def fake_run(cmd, **_):
+            calls.append(cmd)
+            out = "\n".join(json.dumps(dict(variant=v, status="ok", median_us=us, message=""))
+                            for v, us in (("fa2_fwd_bf16_d64_a_full", 100.0), ("fa2_fwd_bf16_d64_b_full", 101.5)))
+            return subprocess.CompletedProcess(cmd, 0, out, "")
+
+        first = [row(512, "a", 100.0, "retime"), row(1024, "a", 200.0, "retime")]
+        second = [row(512, "a", 110.0, "retime"), row(1024, "b", 150.0, "retime")]
+        rows, keys = compare_tunes.compare_keyed(first, second)
+        rows = compare_tunes.remeasure(rows, keys, "ft", 5, run=fake_run)
+        self.assertEqual(len(calls), 1)  # N=512 chose the same variant twice: nothing to time
+        self.assertIn("fa2_fwd_bf16_d64_a_full,fa2_fwd_bf16_d64_b_full", calls[0])
+        by_n = {r[0].split()[4]: r for r in rows}
+        self.assertAlmostEqual(by_n["Nq1024"][5], 1.015)  # not the recorded 0.75
+        self.assertEqual(by_n["Nq512"][5], 1.0)           # not the recorded 1.10
+
+    def test_a_failed_remeasurement_is_an_error_naming_the_variant(self):
+        def fake_run(cmd, **_):
+            out = json.dumps(dict(variant="fa2_fwd_bf16_d64_b_full", status="wrong_result", median_us=0,
+                                  message="max error 3"))
+            return subprocess.CompletedProcess(cmd, 0, out, "")
+
+        rows, keys = compare_tunes.compare_keyed([row(512, "a", 1.0)], [row(512, "b", 1.0)])
+        with self.assertRaisesRegex(ValueError, "fa2_fwd_bf16_d64_b_full: wrong_result: max error 3"):
+            compare_tunes.remeasure(rows, keys, "ft", 5, run=fake_run)
+
+    def test_one_sided_tolerance_forgives_a_faster_second_winner(self):
+        rows = [("p", "a", 100.0, "b", 90.0, 0.90), ("q", "a", 100.0, "b", 102.5, 1.025)]
+        self.assertEqual(compare_tunes.within(rows, 0.03, one_sided=True), 2)
+        self.assertEqual(compare_tunes.within(rows, 0.03, one_sided=False), 1)
+
+    @unittest.skipUnless(os.environ.get("FLASHTUNE_CLI"), "FLASHTUNE_CLI (the built flashtune) not set")
+    def test_end_to_end_through_flashtune_bench_replay(self):
+        # The real CLI answers from recorded timings: A is 100 then 104, 102 (median 102);
+        # B is 98 then 99 (median 99): B re-measured is 0.97x A although the runs recorded 1.3x.
+        replay = write([row(4096, "br128_bc32_w4_s2", 100.0), row(4096, "br128_bc32_w4_s2", 104.0, "retime"),
+                        row(4096, "br128_bc32_w4_s2", 102.0, "retime"), row(4096, "br128_bc64_w4_s3", 98.0),
+                        row(4096, "br128_bc64_w4_s3", 99.0, "retime")])
+        first = write([row(4096, "br128_bc32_w4_s2", 100.0, "retime")])
+        second = write([row(4096, "br128_bc64_w4_s3", 130.0, "retime")])
+        try:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = compare_tunes.main([first, second, "--remeasure", os.environ["FLASHTUNE_CLI"], "--rounds", "3",
+                                         f"--bench-arg=--replay={replay}", "--tolerance", "0.05"])
+            self.assertEqual(rc, 0, out.getvalue())
+            self.assertIn("re-measured side by side", out.getvalue())
+            self.assertIn(" 0.971", out.getvalue())
+        finally:
+            for p in (replay, first, second):
                 os.unlink(p)
 
 
