@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "flashtune/compiler.h"
 #include "flashtune/hash.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "tuner/compile_queue.h"
 #include "tuner/gpu_protocol.h"
 
 namespace flashtune {
@@ -33,7 +35,10 @@ std::string WorkerExecutable(const std::string& configured) {
 class GpuMeasurer final : public Measurer {
  public:
   GpuMeasurer(int ordinal, const GpuMeasurerOptions& options)
-      : ordinal_(ordinal), options_(options), compiler_(Compiler::Options{options.cache_dir, options.compile_threads}) {}
+      : ordinal_(ordinal),
+        options_(options),
+        compiler_(Compiler::Options{options.cache_dir, options.compile_threads}),
+        compile_queue_(compiler_, options.compile_threads) {}
 
   // Starts the worker and learns the device from it.
   Result<detail::HelloReply> Start() {
@@ -77,6 +82,9 @@ class GpuMeasurer final : public Measurer {
   struct Compiled {
     Result<Cubin> cubin = Status(Code::kInternal, "not compiled");
     std::string source_hash;
+    bool prepared = false;                  // the source was generated (or failed: cubin says why)
+    std::optional<CompileRequest> request;  // set when the source was generated
+    bool fetched = false;                   // cubin holds the compile's result
   };
 
   // The generated source, or the caller's override for this URI.
@@ -86,45 +94,44 @@ class GpuMeasurer final : public Measurer {
     return Source{v, v.Uri(), v.Uri(), it->second, Sha256Hex(it->second)};
   }
 
-  // Compiles the whole space of the problem's class at once, in parallel, the first time the
-  // class is seen; later candidates of the class come from memory.
+  // The first time a class is seen, queues its whole space (the trusted variant first) for
+  // compilation on background threads: NVRTC then works while the GPU measures, and a
+  // candidate needed before its turn is compiled at once (CompileQueue::Get).
   void CompileClass(const ProblemClass& cls) {
     const std::string key = std::string(DTypeName(cls.dtype)) + std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
     if (!compiled_classes_.insert(key).second) return;
     SpaceOptions space_options;
     space_options.max_smem_bytes = device_.max_smem_per_block_optin;
-    std::vector<Variant> variants;
-    if (auto space = EnumerateSpace(cls, space_options); space.ok()) variants = *space;
-    variants.push_back(DefaultVariant(cls, device_.max_smem_per_block_optin));
+    std::vector<Variant> variants{DefaultVariant(cls, device_.max_smem_per_block_optin)};
+    if (auto space = EnumerateSpace(cls, space_options); space.ok())
+      variants.insert(variants.end(), space->begin(), space->end());
     std::vector<CompileRequest> requests;
-    std::vector<std::string> uris;
-    for (const Variant& v : variants) {
-      if (compiled_.count(v.Uri())) continue;
-      auto source = SourceFor(v);
-      if (!source.ok()) {
-        compiled_[v.Uri()].cubin = source.status();
-        continue;
-      }
-      compiled_[v.Uri()].source_hash = source->sha256;
-      requests.push_back(CompileRequest{source->uri, source->text, device_.Arch(), {}});
-      uris.push_back(source->uri);
+    for (const Variant& v : variants)
+      if (const Compiled& c = Prepare(v); c.request) requests.push_back(*c.request);
+    compile_queue_.Enqueue(requests);
+  }
+
+  // The variant's source and compile request, generated once; a source error is final.
+  Compiled& Prepare(const Variant& v) {
+    Compiled& c = compiled_[v.Uri()];
+    if (c.prepared) return c;
+    c.prepared = true;
+    auto source = SourceFor(v);
+    if (!source.ok()) {
+      c.cubin = source.status();
+      return c;
     }
-    auto results = compiler_.CompileMany(requests);
-    for (size_t i = 0; i < results.size(); ++i) compiled_[uris[i]].cubin = std::move(results[i]);
+    c.source_hash = source->sha256;
+    c.request = CompileRequest{source->uri, source->text, device_.Arch(), {}};
+    return c;
   }
 
   const Compiled& CompiledFor(const Variant& v) {
     CompileClass(ClassOf(v));
-    Compiled& c = compiled_[v.Uri()];
-    if (!c.cubin.ok() && c.cubin.status().code() == Code::kInternal && c.source_hash.empty()) {
-      // Outside the enumerated space (a hand-picked variant): compile it alone.
-      auto source = SourceFor(v);
-      if (!source.ok()) {
-        c.cubin = source.status();
-      } else {
-        c.source_hash = source->sha256;
-        c.cubin = compiler_.Compile(CompileRequest{source->uri, source->text, device_.Arch(), {}});
-      }
+    Compiled& c = Prepare(v);  // also a hand-picked variant outside the enumerated space
+    if (c.request && !c.fetched) {
+      c.cubin = compile_queue_.Get(*c.request);
+      c.fetched = true;
     }
     return c;
   }
@@ -187,6 +194,7 @@ class GpuMeasurer final : public Measurer {
   int ordinal_;
   GpuMeasurerOptions options_;
   Compiler compiler_;
+  detail::CompileQueue compile_queue_;  // after compiler_: it compiles with it
   std::unique_ptr<WorkerProcess> worker_;
   DeviceInfo device_;
   std::string driver_version_;
