@@ -90,6 +90,7 @@ class Budgeted final : public Strategy {
       double total = 0;
       int n = 0;
       const CandidateResult* best = nullptr;
+      const CandidateResult* other_rows = nullptr;  // the best with the other B_r (set below)
       for (const auto& r : ctx.results()) {
         if (!r.ok() || !(r.measurement.median_us > 0)) continue;
         double lt = std::log(r.measurement.median_us);
@@ -106,6 +107,17 @@ class Budgeted final : public Strategy {
       const Variant* next = &pending.front();  // nothing ok yet: the model's order
       const bool refine = spent >= own - own / 3;
       if (best) {
+        for (const auto& r : ctx.results())
+          if (r.ok() && r.measurement.median_us > 0 && r.variant.block_m != best->variant.block_m &&
+              (!other_rows || r.measurement.median_us < other_rows->measurement.median_us))
+            other_rows = &r;
+        // The polish alternates between the neighbours of the best and those of the best with
+        // the other B_r when that one is close (within 5%): which B_r wins turns on the
+        // parallelism of the shape, and its best stage count is found only by looking there.
+        if (other_rows && other_rows->measurement.median_us > 1.05 * best->measurement.median_us) other_rows = nullptr;
+      }
+      const CandidateResult* anchor = (refine && other_rows && (spent - (own - own / 3)) % 2 == 1) ? other_rows : best;
+      if (best) {
         const double mean = total / n;
         double best_pred = 1e30, best_steps = 1e30;
         for (const Variant& v : pending) {  // pending is in cost order: first minimum wins ties
@@ -115,7 +127,7 @@ class Budgeted final : public Strategy {
             auto it = sums.find({k, values[k]});
             pred += it == sums.end() ? -kOptimism : it->second.first / it->second.second - mean;
           }
-          double steps = Steps(best->variant, v);
+          double steps = Steps(anchor->variant, v);
           if (refine) pred = steps;  // the last third of the budget polishes around the best
           if (pred < best_pred - 1e-12 || (std::abs(pred - best_pred) <= 1e-12 && steps < best_steps)) {
             best_pred = pred;

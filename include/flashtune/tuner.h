@@ -109,7 +109,8 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // Spends most of its budget on the first problem of each class and little on the rest:
 // - with no tuned problem of the class yet: ranks by a cost model (FA-2's known-good tiles per
 //   head dim, warps, stages), measures the top few, then follows an additive model of the
-//   measured times and finally the neighbours of the best (default budget: 45% of the space);
+//   measured times and finally the neighbours of the best, alternating with those of the best
+//   with the other B_r when it is within 5% (default budget: 45% of the space);
 // - otherwise: measures the top of PriorRanking() (nearest sizes weigh most), then the prior's
 //   best for each B_r and B_c not yet covered, then B_c values never measured in the class
 //   (default budget: 5% of the space, at least 2).

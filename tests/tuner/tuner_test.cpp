@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <map>
 
 #include "flashtune/database.h"
@@ -73,6 +75,37 @@ TEST(Tuner, ExhaustiveFindsTrueBest) {
   EXPECT_EQ(second->measured, 0);
 }
 
+// "problem fields,variant" as the first nine columns of a `db export --format csv` row.
+std::string RecordedKey(const Problem& p, const std::string& uri) {
+  return std::string(DTypeName(p.dtype)) + "," + std::to_string(p.head_dim) + "," + (p.causal ? "1" : "0") + "," +
+         std::to_string(p.batch) + "," + std::to_string(p.seqlen_q) + "," + std::to_string(p.seqlen_k) + "," +
+         std::to_string(p.heads_q) + "," + std::to_string(p.heads_kv) + "," + uri;
+}
+
+// RecordedKey -> mean median_us over the ok rows of an exported trials CSV. The columns read
+// (problem, variant, status, median_us) come before any quoted free text.
+std::map<std::string, double> MeanRecordedTimes(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);  // header
+  std::map<std::string, std::pair<double, int>> sums;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    std::string f;
+    while (fields.size() < 11 && std::getline(ss, f, ',')) fields.push_back(f);
+    if (fields.size() < 11 || fields[9] != "ok") continue;
+    std::string key = fields[0];
+    for (int i = 1; i < 9; ++i) key += "," + fields[i];
+    auto& e = sums[key];
+    e.first += std::stod(fields[10]);
+    ++e.second;
+  }
+  std::map<std::string, double> out;
+  for (const auto& [k, e] : sums) out[k] = e.first / e.second;
+  return out;
+}
+
 // Real timings: every variant of the default set's problems, measured on an H200 by
 // `flashtune tune` and exported with `flashtune db export --format csv`: `file` under bench/data.
 // The budgeted strategy must find a winner within 3% of the exhaustive one for every problem
@@ -111,16 +144,27 @@ void ExpectBudgetedMatchesExhaustive(const std::string& name, size_t problem_cou
   const Run exhaustive = run("exhaustive");
   const Run budgeted = run("budgeted");
   ASSERT_EQ(budgeted.summary.problems.size(), exhaustive.summary.problems.size());
+  // A variant's speed is the mean of all its recorded medians (search and re-timings): the
+  // single re-timing a replayed run happens to draw differs by up to 3% at short lengths.
+  const std::map<std::string, double> speed = MeanRecordedTimes(file);
+  auto speed_of = [&](const ProblemSummary& s) {
+    auto it = speed.find(RecordedKey(s.problem, s.winner_uri));
+    return it == speed.end() ? 0.0 : it->second;
+  };
+  double worst = 0;  // slowest budgeted winner relative to the exhaustive one
   for (size_t i = 0; i < problems.size(); ++i) {
     const ProblemSummary& b = budgeted.summary.problems[i];
     const ProblemSummary& e = exhaustive.summary.problems[i];
     ASSERT_EQ(b.outcome, ProblemOutcome::kTuned) << b.message;
-    EXPECT_LE(b.median_us, e.median_us * 1.03) << b.problem.ToString() << ": " << b.winner_uri << " vs " << e.winner_uri;
+    ASSERT_GT(speed_of(e), 0) << e.winner_uri;
+    worst = std::max(worst, speed_of(b) / speed_of(e));
+    EXPECT_LE(speed_of(b), speed_of(e) * 1.03) << b.problem.ToString() << ": " << b.winner_uri << " vs " << e.winner_uri;
   }
   EXPECT_LE(budgeted.calls * 4, exhaustive.calls) << budgeted.calls << " of " << exhaustive.calls << " measurements";
   EXPECT_LE(budgeted.gpu_us * 4, exhaustive.gpu_us) << budgeted.gpu_us << " of " << exhaustive.gpu_us << " us";
-  std::printf("[ budgeted ] %s: %lld of %lld measurements, %.0f%% of the kernel time\n", name.c_str(),
-              (long long)budgeted.calls, (long long)exhaustive.calls, 100.0 * budgeted.gpu_us / exhaustive.gpu_us);
+  std::printf("[ budgeted ] %s: %lld of %lld measurements, %.0f%% of the kernel time, worst winner %+.1f%%\n",
+              name.c_str(), (long long)budgeted.calls, (long long)exhaustive.calls,
+              100.0 * budgeted.gpu_us / exhaustive.gpu_us, 100.0 * (worst - 1));
 }
 
 // The first template version's timings (42 problems; the GPU run stopped before the last 6).
@@ -132,6 +176,12 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnRecordedH200Timings) {
 // is an isolated winner (its neighbours in stages are 15% slower).
 TEST(Tuner, BudgetedMatchesExhaustiveOnRecordedH200TimingsOfTheCurrentTemplate) {
   ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2.csv", 48);
+}
+
+// The same template tuned again in a later session (exhaustive, cold; another lease of the
+// machine): the same landscape with another draw of the noise.
+TEST(Tuner, BudgetedMatchesExhaustiveOnASecondRecordingOfTheCurrentTemplate) {
+  ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run2.csv", 48);
 }
 
 TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
