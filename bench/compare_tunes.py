@@ -2,11 +2,11 @@
 """Compares the winners of two tuning runs of the same problems (is tuning reproducible? is a
 budgeted run as good as an exhaustive one?).
 
-Input: two trial exports, `flashtune db export --format csv`, one per run. A run's winner for a
-problem is its finalist with the lowest re-timed median (phase "retime"; the search minimum when
-the run re-timed nothing). For every problem in both runs it prints both winners, whether they
-are the same variant, and the ratio of the second run's winner time to the first's; then how
-many problems are within --tolerance.
+Input: the winners of each run, `flashtune db export --format csv --table winners` (what the
+runtime launches: the tuner's choice after re-timing and its noise rule, which need not be the
+fastest trial). For every problem in both runs it prints both winners, whether they are the
+same variant, and the ratio of the second run's winner time to the first's; then how many
+problems are within --tolerance.
 
 Without --remeasure the times are the ones each run recorded, so the ratio mixes the choice
 with the drift of the machine between the runs (1-5% here). With --remeasure FLASHTUNE, the two
@@ -36,19 +36,15 @@ def problem_name(key):
 
 
 def winners(rows):
-    """problem key -> (variant, re-measured median us) from one run's exported trials."""
-    best = {}
-    for phase in ("retime", "search"):
-        for r in rows:
-            if r["status"] != "ok" or r["phase"] != phase:
-                continue
-            key = tuple(r[c] for c in PROBLEM_COLUMNS)
-            if phase == "search" and key in best and best[key][2] == "retime":
-                continue  # a re-timed finalist decides; search times only where nothing was re-timed
-            t = float(r["median_us"])
-            if key not in best or t < best[key][1]:
-                best[key] = (r["variant"], t, phase)
-    return {k: (v, t) for k, (v, t, _) in best.items()}
+    """problem key -> (variant, median us) from one run's exported winners."""
+    out = {}
+    for r in rows:
+        key = tuple(r[c] for c in PROBLEM_COLUMNS)
+        if key in out:
+            raise ValueError(f"{problem_name(key)} has several winners (other devices or toolchains): "
+                             "compare databases of one device and one build")
+        out[key] = (r["variant"], float(r["median_us"]))
+    return out
 
 
 def compare(first_rows, second_rows, tolerance):
@@ -115,9 +111,10 @@ def within(rows, tolerance, one_sided):
 def read(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    missing = [c for c in PROBLEM_COLUMNS + ("variant", "status", "median_us", "phase") if rows and c not in rows[0]]
-    if missing:
-        raise ValueError(f"{path}: not a `flashtune db export --format csv` file (no column {missing[0]})")
+    missing = [c for c in PROBLEM_COLUMNS + ("bucket", "variant", "median_us") if rows and c not in rows[0]]
+    if missing or (rows and "status" in rows[0]):
+        raise ValueError(f"{path}: not a `flashtune db export --format csv --table winners` file"
+                         + (f" (no column {missing[0]})" if missing else " (it holds trials)"))
     return rows
 
 

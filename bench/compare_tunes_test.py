@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,18 +16,30 @@ sys.path.insert(0, HERE)
 
 import compare_tunes  # noqa: E402
 
-COLUMNS = compare_tunes.PROBLEM_COLUMNS + ("variant", "status", "median_us", "iqr_us", "phase")
+WINNER_COLUMNS = compare_tunes.PROBLEM_COLUMNS + ("bucket", "variant", "median_us", "tflops")
+TRIAL_COLUMNS = compare_tunes.PROBLEM_COLUMNS + ("variant", "status", "median_us", "iqr_us", "phase")
+
+
+def shape(n):
+    return dict(dtype="bf16", head_dim="64", causal="0", batch=str(16384 // n), seqlen_q=str(n), seqlen_k=str(n),
+                heads_q="32", heads_kv="32")
+
+
+def winner(n, variant, us):
+    """One row of `flashtune db export --table winners`."""
+    return dict(shape(n), bucket=f"bf16/d64/full/q{n.bit_length() - 1}", variant=f"fa2_fwd_bf16_d64_{variant}_full",
+                median_us=str(us), tflops="1")
 
 
 def row(n, variant, us, phase="search", status="ok"):
-    return dict(dtype="bf16", head_dim="64", causal="0", batch=str(16384 // n), seqlen_q=str(n), seqlen_k=str(n),
-                heads_q="32", heads_kv="32", variant=f"fa2_fwd_bf16_d64_{variant}_full", status=status,
-                median_us=str(us), iqr_us="1.0", phase=phase)
+    """One row of a trials export (what the replay measurer reads)."""
+    return dict(shape(n), variant=f"fa2_fwd_bf16_d64_{variant}_full", status=status, median_us=str(us), iqr_us="1.0",
+                phase=phase)
 
 
-def write(rows):
+def write(rows, columns=WINNER_COLUMNS):
     f = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="")
-    w = csv.DictWriter(f, fieldnames=COLUMNS)
+    w = csv.DictWriter(f, fieldnames=columns)
     w.writeheader()
     w.writerows(rows)
     f.close()
@@ -34,21 +47,28 @@ def write(rows):
 
 
 class Winners(unittest.TestCase):
-    def test_retimed_finalist_decides_over_a_faster_search_time(self):
-        w = compare_tunes.winners([row(512, "a", 90.0), row(512, "b", 95.0), row(512, "b", 97.0, "retime"),
-                                   row(512, "a", 99.0, "retime")])
-        self.assertEqual(list(w.values()), [("fa2_fwd_bf16_d64_b_full", 97.0)])
+    def test_the_exported_winner_decides_not_the_fastest_trial(self):
+        w = compare_tunes.winners([winner(512, "b", 97.0), winner(1024, "a", 50.0)])
+        self.assertEqual(w[tuple(shape(512).values())], ("fa2_fwd_bf16_d64_b_full", 97.0))
+        self.assertEqual(len(w), 2)
 
-    def test_search_minimum_when_nothing_was_retimed_and_failures_never_win(self):
-        w = compare_tunes.winners([row(1024, "a", 50.0, status="wrong_result"), row(1024, "b", 60.0),
-                                   row(1024, "c", 70.0)])
-        self.assertEqual(list(w.values()), [("fa2_fwd_bf16_d64_b_full", 60.0)])
+    def test_several_winners_for_one_problem_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "several winners"):
+            compare_tunes.winners([winner(512, "a", 1.0), winner(512, "b", 2.0)])
+
+    def test_a_trials_export_is_refused_by_name(self):
+        path = write([row(512, "a", 1.0)], TRIAL_COLUMNS)
+        try:
+            with self.assertRaisesRegex(ValueError, "--table winners"):
+                compare_tunes.read(path)
+        finally:
+            os.unlink(path)
 
 
 class Compare(unittest.TestCase):
     def test_ratios_same_winner_and_tolerance(self):
-        first = [row(512, "a", 100.0, "retime"), row(1024, "a", 200.0, "retime"), row(2048, "a", 400.0, "retime")]
-        second = [row(512, "a", 101.0, "retime"), row(1024, "b", 190.0, "retime"), row(4096, "a", 800.0, "retime")]
+        first = [winner(512, "a", 100.0), winner(1024, "a", 200.0), winner(2048, "a", 400.0)]
+        second = [winner(512, "a", 101.0), winner(1024, "b", 190.0), winner(4096, "a", 800.0)]
         rows, within, same = compare_tunes.compare(first, second, 0.02)
         self.assertEqual(len(rows), 2)  # only the problems both runs tuned
         self.assertEqual(within, 1)     # 1.01 is within 2%, 0.95 is not
@@ -57,9 +77,9 @@ class Compare(unittest.TestCase):
         self.assertAlmostEqual(rows[1][5], 1.01)
 
     def test_exit_status(self):
-        a = write([row(512, "a", 100.0, "retime")])
-        b = write([row(512, "a", 101.0, "retime")])
-        c = write([row(512, "a", 110.0, "retime")])
+        a = write([winner(512, "a", 100.0)])
+        b = write([winner(512, "a", 101.0)])
+        c = write([winner(512, "a", 110.0)])
         bad = write([])
         with open(bad, "w") as f:
             f.write("x,y\n1,2\n")
@@ -98,8 +118,8 @@ class Remeasure(unittest.TestCase):
                             for v, us in (("fa2_fwd_bf16_d64_a_full", 100.0), ("fa2_fwd_bf16_d64_b_full", 101.5)))
             return subprocess.CompletedProcess(cmd, 0, out, "")
 
-        first = [row(512, "a", 100.0, "retime"), row(1024, "a", 200.0, "retime")]
-        second = [row(512, "a", 110.0, "retime"), row(1024, "b", 150.0, "retime")]
+        first = [winner(512, "a", 100.0), winner(1024, "a", 200.0)]
+        second = [winner(512, "a", 110.0), winner(1024, "b", 150.0)]
         rows, keys = compare_tunes.compare_keyed(first, second)
         rows = compare_tunes.remeasure(rows, keys, "ft", 5, run=fake_run)
         self.assertEqual(len(calls), 1)  # N=512 chose the same variant twice: nothing to time
@@ -114,7 +134,7 @@ class Remeasure(unittest.TestCase):
                                   message="max error 3"))
             return subprocess.CompletedProcess(cmd, 0, out, "")
 
-        rows, keys = compare_tunes.compare_keyed([row(512, "a", 1.0)], [row(512, "b", 1.0)])
+        rows, keys = compare_tunes.compare_keyed([winner(512, "a", 1.0)], [winner(512, "b", 1.0)])
         with self.assertRaisesRegex(ValueError, "fa2_fwd_bf16_d64_b_full: wrong_result: max error 3"):
             compare_tunes.remeasure(rows, keys, "ft", 5, run=fake_run)
 
@@ -124,25 +144,38 @@ class Remeasure(unittest.TestCase):
         self.assertEqual(compare_tunes.within(rows, 0.03, one_sided=False), 1)
 
     @unittest.skipUnless(os.environ.get("FLASHTUNE_CLI"), "FLASHTUNE_CLI (the built flashtune) not set")
-    def test_end_to_end_through_flashtune_bench_replay(self):
-        # The real CLI answers from recorded timings: A is 100 then 104, 102 (median 102);
-        # B is 98 then 99 (median 99): B re-measured is 0.97x A although the runs recorded 1.3x.
-        replay = write([row(4096, "br128_bc32_w4_s2", 100.0), row(4096, "br128_bc32_w4_s2", 104.0, "retime"),
-                        row(4096, "br128_bc32_w4_s2", 102.0, "retime"), row(4096, "br128_bc64_w4_s3", 98.0),
-                        row(4096, "br128_bc64_w4_s3", 99.0, "retime")])
-        first = write([row(4096, "br128_bc32_w4_s2", 100.0, "retime")])
-        second = write([row(4096, "br128_bc64_w4_s3", 130.0, "retime")])
+    def test_end_to_end_two_replayed_tunes_exported_and_remeasured(self):
+        # Two runs tune N=4096 from recorded timings into their own databases: the first finds
+        # A fastest, the second B. Their winners are exported by the CLI and re-measured side by
+        # side through `flashtune bench --replay`: A 100 then 104, 102 (median 102), B 98 then 99
+        # (median 99), so B re-measured is 0.97x A whatever the two runs recorded.
+        a, b = "br128_bc32_w4_s2", "br128_bc64_w4_s3"
+        cli = os.environ["FLASHTUNE_CLI"]
+        tmp = tempfile.mkdtemp()
+        first_trials = write([row(4096, a, 100.0), row(4096, b, 130.0)], TRIAL_COLUMNS)
+        second_trials = write([row(4096, a, 120.0), row(4096, b, 90.0)], TRIAL_COLUMNS)
+        side_by_side = write([row(4096, a, 100.0), row(4096, a, 104.0, "retime"), row(4096, a, 102.0, "retime"),
+                              row(4096, b, 98.0), row(4096, b, 99.0, "retime")], TRIAL_COLUMNS)
+        exports = []
         try:
+            for name, trials in (("first", first_trials), ("second", second_trials)):
+                db, csv_out = os.path.join(tmp, name + ".db"), os.path.join(tmp, name + ".csv")
+                subprocess.run([cli, "tune", "--replay", trials, "--db", db], check=True, capture_output=True)
+                subprocess.run([cli, "db", "export", "--format", "csv", "--table", "winners", "--db", db,
+                                "--output", csv_out], check=True, capture_output=True)
+                exports.append(csv_out)
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                rc = compare_tunes.main([first, second, "--remeasure", os.environ["FLASHTUNE_CLI"], "--rounds", "3",
-                                         f"--bench-arg=--replay={replay}", "--tolerance", "0.05"])
+                rc = compare_tunes.main(exports + ["--remeasure", cli, "--rounds", "3",
+                                                   f"--bench-arg=--replay={side_by_side}", "--tolerance", "0.05"])
             self.assertEqual(rc, 0, out.getvalue())
             self.assertIn("re-measured side by side", out.getvalue())
+            self.assertIn(a[:15], out.getvalue())
             self.assertIn(" 0.971", out.getvalue())
         finally:
-            for p in (replay, first, second):
+            for p in (first_trials, second_trials, side_by_side):
                 os.unlink(p)
+            shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ fi
 #     compared (bench/compare_tunes.py): where they differ, both are re-measured side by side
 #     in one process (flashtune bench --rounds), so the ratio is the choice, not the drift of
 #     the machine between the runs. Target: within 2%.
-export_csv() { "$FT" db export --format csv --db "$1" --output "$1.csv"; }
+export_csv() { "$FT" db export --format csv --table winners --db "$1" --output "$1.csv"; }
 if want twice; then
   start=$(date +%s)
   DB2=$(mktemp -d)/second.db

@@ -201,7 +201,26 @@ FROM trials t JOIN problems p ON p.id = t.problem_id JOIN variants v ON v.id = t
      JOIN devices d ON d.id = t.device_id JOIN toolchains tc ON tc.id = t.toolchain_id
 ORDER BY t.id)sql";
 
+// The winners, one per device x toolchain x bucket, with the problem that was tuned for it.
+constexpr const char* kWinnersSelect = R"sql(
+SELECT p.dtype AS dtype, p.head_dim AS head_dim, p.causal AS causal, p.batch AS batch,
+       p.seqlen_q AS seqlen_q, p.seqlen_k AS seqlen_k, p.heads_q AS heads_q, p.heads_kv AS heads_kv,
+       w.bucket AS bucket, v.uri AS variant, w.median_us AS median_us, w.tflops AS tflops,
+       v.source_hash AS source_hash, d.name AS device, d.uuid AS device_uuid,
+       d.driver_version AS driver_version, tc.nvrtc_version AS nvrtc_version,
+       tc.generator_version AS generator_version, tc.template_hash AS template_hash,
+       w.updated_at AS updated_at
+FROM winners w JOIN problems p ON p.id = w.problem_id JOIN variants v ON v.id = w.variant_id
+     JOIN devices d ON d.id = w.device_id JOIN toolchains tc ON tc.id = w.toolchain_id
+ORDER BY w.device_id, w.toolchain_id, w.bucket)sql";
+
 }  // namespace
+
+Result<ExportTable> ParseExportTable(std::string_view text) {
+  if (text == "trials") return ExportTable::kTrials;
+  if (text == "winners") return ExportTable::kWinners;
+  return Status(Code::kInvalidArgument, "--table '" + std::string(text) + "': allowed trials, winners");
+}
 
 Result<ExportFormat> ParseExportFormat(std::string_view text) {
   if (text == "csv") return ExportFormat::kCsv;
@@ -648,26 +667,22 @@ Status Database::EndRun(int64_t run_id, const RunCounts& c) {
   return up.Run();
 }
 
-Result<std::string> Database::Export(ExportFormat format) {
+Result<std::string> Database::Export(ExportFormat format, ExportTable table) {
+  const char* select = table == ExportTable::kWinners ? kWinnersSelect : kExportSelect;
   if (format == ExportFormat::kJson) {
-    Stmt q(db_, (std::string("SELECT coalesce(json_group_array(json_object("
-                             "'dtype', dtype, 'head_dim', head_dim, 'causal', causal, 'batch', batch,"
-                             " 'seqlen_q', seqlen_q, 'seqlen_k', seqlen_k, 'heads_q', heads_q, 'heads_kv', heads_kv,"
-                             " 'variant', variant, 'status', status, 'median_us', median_us, 'iqr_us', iqr_us,"
-                             " 'reps', reps, 'registers', registers, 'smem_bytes', smem_bytes,"
-                             " 'spill_bytes', spill_bytes, 'message', message, 'tflops', tflops,"
-                             " 'compile_ms', compile_ms, 'phase', phase, 'source_hash', source_hash,"
-                             " 'bucket', bucket, 'device', device, 'device_uuid', device_uuid,"
-                             " 'cc_major', cc_major, 'cc_minor', cc_minor, 'sm_count', sm_count,"
-                             " 'driver_version', driver_version, 'nvrtc_version', nvrtc_version,"
-                             " 'generator_version', generator_version, 'template_hash', template_hash,"
-                             " 'created_at', created_at, 'trial_id', trial_id)), '[]') FROM (") +
-                 kExportSelect + ")").c_str());
+    // One object per row, keyed by the select's column names, built by SQLite's JSON functions.
+    std::string pairs;
+    {
+      Stmt names(db_, select);
+      for (int c = 0; c < names.Columns(); ++c)
+        pairs += std::string(c ? ", " : "") + "'" + names.ColumnName(c) + "', " + names.ColumnName(c);
+    }
+    Stmt q(db_, ("SELECT coalesce(json_group_array(json_object(" + pairs + ")), '[]') FROM (" + select + ")").c_str());
     Status st;
     if (!q.Step(&st)) return st.ok() ? Status(Code::kInternal, "export returned no row") : st;
     return q.Text(0) + "\n";
   }
-  Stmt q(db_, kExportSelect);
+  Stmt q(db_, select);
   std::string out;
   for (int c = 0; c < q.Columns(); ++c) {
     if (c) out += ',';

@@ -2,6 +2,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <iostream>
 
 #include "cli/command.h"
@@ -16,10 +17,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
-    "  list                          problems with trial counts and best variant\n"
+    "  list                          problems with trial counts and winners\n"
     "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
     "                                one problem's trials, ranked\n"
-    "  export --format csv|json [--output FILE]\n"
+    "  export --format csv|json [--table trials|winners] [--output FILE]\n"
+    "                                every trial (default), or the winners the runtime launches\n"
     "  merge OTHER.db                bring another database's rows in (idempotent)\n"
     "  prune                         drop trials/winners/cubins of other toolchains\n"
     "  check                         integrity check + staleness against this build's toolchain\n"
@@ -46,7 +48,7 @@ int RunDb(const std::vector<std::string>& args) {
                  sub.c_str());
     return kExitUsage;
   }
-  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl;
+  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials";
   int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
   int causal = 0;
   std::vector<std::string> positional;
@@ -54,6 +56,7 @@ int RunDb(const std::vector<std::string>& args) {
   desc.add_options()
       ("db", po::value(&db_path), "database file")
       ("format", po::value(&format), "csv | json")
+      ("table", po::value(&table_name), "export: trials | winners")
       ("output,o", po::value(&output), "write to FILE instead of stdout")
       ("html", po::value(&html), "report: the HTML file to write ('-' = stdout)")
       ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal), "")
@@ -88,10 +91,17 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   ExportFormat fmt = ExportFormat::kCsv;
+  ExportTable table = ExportTable::kTrials;
   if (sub == "export") {
     auto f = ParseExportFormat(format);
     if (!f.ok()) return Fail(sub, f.status());
     fmt = *f;
+    auto t = ParseExportTable(table_name);
+    if (!t.ok()) return Fail(sub, t.status());
+    table = *t;
+  } else if (vm.count("table")) {
+    std::fprintf(stderr, "flashtune db %s: --table is only for 'export'\n", sub.c_str());
+    return kExitUsage;
   }
   if (sub == "report" && html.empty()) {
     std::fprintf(stderr, "flashtune db report: --html FILE is required (the page to write; '-' = stdout)\n");
@@ -108,14 +118,33 @@ int RunDb(const std::vector<std::string>& args) {
   if (sub == "list") {
     auto rows = (*db)->ListProblems();
     if (!rows.ok()) return Fail(sub, rows.status());
-    std::printf("%5s  %-46s %-26s %7s %5s  %-44s %10s\n", "id", "problem", "bucket", "trials", "ok", "best",
-                "median_us");
-    for (const auto& r : *rows)
-      std::printf("%5lld  %-46s %-26s %7lld %5lld  %-44s %10.2f\n", (long long)r.id, r.problem.ToString().c_str(),
-                  r.bucket.c_str(), (long long)r.trials, (long long)r.ok_trials,
-                  r.best_variant.empty() ? "-" : r.best_variant.c_str(), r.best_median_us);
     auto winners = (*db)->ListWinners();
     if (!winners.ok()) return Fail(sub, winners.status());
+    // The winner is what the runtime launches: the search's fastest trial unless re-timing or
+    // the noise rule (an incumbent within noise keeps its place) decided otherwise.
+    std::map<int64_t, std::vector<const WinnerRow*>> by_problem;
+    for (const WinnerRow& w : *winners) by_problem[w.problem_id].push_back(&w);
+    std::printf("%5s  %-46s %-26s %7s %5s  %-44s %10s  %s\n", "id", "problem", "bucket", "trials", "ok", "winner",
+                "median_us", "fastest trial, if another");
+    for (const auto& r : *rows) {
+      const auto found = by_problem.find(r.id);
+      std::string winner = "-", note;
+      double winner_us = 0;
+      if (found != by_problem.end() && found->second.size() == 1) {
+        winner = found->second[0]->variant_uri;
+        winner_us = found->second[0]->median_us;
+      } else if (found != by_problem.end()) {
+        winner = std::to_string(found->second.size()) + " winners (devices/toolchains)";
+      }
+      if (!r.best_variant.empty() && r.best_variant != winner) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s %.2f", r.best_variant.c_str(), r.best_median_us);
+        note = buf;
+      }
+      std::printf("%5lld  %-46s %-26s %7lld %5lld  %-44s %10.2f%s%s\n", (long long)r.id, r.problem.ToString().c_str(),
+                  r.bucket.c_str(), (long long)r.trials, (long long)r.ok_trials, winner.c_str(), winner_us,
+                  note.empty() ? "" : "  ", note.c_str());
+    }
     std::printf("%zu problem(s), %zu winner(s)\n", rows->size(), winners->size());
     return kExitOk;
   }
@@ -160,7 +189,7 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (sub == "export") {
-    auto text = (*db)->Export(fmt);
+    auto text = (*db)->Export(fmt, table);
     if (!text.ok()) return Fail(sub, text.status());
     if (output.empty()) {
       std::fwrite(text->data(), 1, text->size(), stdout);

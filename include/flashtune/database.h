@@ -178,6 +178,9 @@ struct RunRow {
 enum class ExportFormat { kCsv, kJson };
 // Parses "csv" / "json"; kInvalidArgument naming the allowed values.
 Result<ExportFormat> ParseExportFormat(std::string_view text);
+enum class ExportTable { kTrials, kWinners };
+// Parses "trials" / "winners"; kInvalidArgument naming the allowed values.
+Result<ExportTable> ParseExportTable(std::string_view text);
 
 // $FLASHTUNE_DB when set and non-empty, else "./flashtune.db".
 std::string DefaultDatabasePath();
@@ -255,11 +258,17 @@ class Database {
   Result<int64_t> BeginRun(int64_t device_id, int64_t toolchain_id, const std::string& strategy);
   Status EndRun(int64_t run_id, const RunCounts& counts);
 
-  // All trials joined with problem, variant, device and toolchain. The CSV/JSON has the replay
-  // columns (dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, variant,
-  // status, median_us, iqr_us, reps, registers, smem_bytes, spill_bytes, message, ...) so an
-  // export can be fed back to the replay measurer.
-  Result<std::string> Export(ExportFormat format);
+  // kTrials: all trials joined with problem, variant, device and toolchain. The CSV/JSON has the
+  // replay columns (dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,
+  // variant, status, median_us, iqr_us, reps, registers, smem_bytes, spill_bytes, message, ...)
+  // so an export can be fed back to the replay measurer.
+  // kWinners: what the runtime launches, one row per device x toolchain x bucket: the tuned
+  // problem's columns as above, then bucket, variant, median_us (the time that decided it),
+  // tflops, source_hash, device, device_uuid, driver_version, nvrtc_version,
+  // generator_version, template_hash, updated_at.
+  // Returns the text (a header line and one line per row, or one JSON array); an SQLite error
+  // otherwise.
+  Result<std::string> Export(ExportFormat format, ExportTable table = ExportTable::kTrials);
 
   // Brings in every row of another flashtune database (ATTACH; insert-or-ignore on natural
   // keys). Idempotent: merging the same file twice adds nothing the second time.

@@ -315,6 +315,43 @@ TEST(Database, ExportMergeRoundTrip) {
   EXPECT_NE(self.status().message().find("itself"), std::string::npos) << self.status().message();
 }
 
+// The winners export says what the runtime launches, which need not be the fastest trial: here
+// the winner (kept by the noise rule) is V(128, 64) although V(128, 128) has a faster trial.
+TEST(Database, ExportOfWinnersListsWhatTheRuntimeLaunches) {
+  auto db = Database::Open(TempDir("db_export_winners") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(P(4096), V(128, 64), 300)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(P(4096), V(128, 128), 298)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(P(512), V(64, 64), 10)).ok());  // no winner: not exported
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, P(4096), V(128, 64), "src-" + V(128, 64).Uri(), 301.5, 2).ok());
+
+  auto csv = (*db)->Export(ExportFormat::kCsv, ExportTable::kWinners);
+  ASSERT_TRUE(csv.ok()) << csv.status().ToString();
+  std::istringstream lines(*csv);
+  std::string header, row, extra;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  EXPECT_FALSE(std::getline(lines, extra)) << *csv;  // one winner, one row
+  EXPECT_EQ(header.rfind("dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,bucket,variant,median_us,", 0),
+            0u) << header;
+  EXPECT_NE(row.find("," + V(128, 64).Uri() + ",301.5,"), std::string::npos) << row;
+  EXPECT_NE(row.find(BucketString(BucketOf(P(4096)))), std::string::npos) << row;
+  EXPECT_NE(row.find(kH200.uuid), std::string::npos) << row;
+  EXPECT_NE(row.find(kTc.template_hash), std::string::npos) << row;
+
+  auto json = (*db)->Export(ExportFormat::kJson, ExportTable::kWinners);
+  ASSERT_TRUE(json.ok());
+  EXPECT_NE(json->find("\"variant\":\"" + V(128, 64).Uri() + "\""), std::string::npos) << *json;
+  EXPECT_NE(json->find("\"median_us\":301.5"), std::string::npos) << *json;
+  EXPECT_EQ(json->find(V(128, 128).Uri()), std::string::npos) << *json;
+
+  EXPECT_EQ(ParseExportTable("winners").value(), ExportTable::kWinners);
+  auto bad = ParseExportTable("best");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("allowed trials, winners"), std::string::npos);
+}
+
 TEST(Database, PruneAndCheck) {
   auto db = Database::Open(TempDir("db_prune") + "/t.db");
   ASSERT_TRUE(db.ok());
