@@ -149,6 +149,67 @@ TEST(Cli, CompileErrorShowsNvrtcLogOnStderr) {
 
 namespace {
 
+// `flashtune bench` from recorded timings (--replay): no GPU needed, the real command line.
+const char* kBenchShape = "--head-dim 64 --batch 4 --seqlen-q 4096 --heads-q 32";
+const std::string kA = "fa2_fwd_bf16_d64_br128_bc32_w4_s2_full";
+const std::string kB = "fa2_fwd_bf16_d64_br128_bc64_w4_s3_full";
+const std::string kBroken = "fa2_fwd_bf16_d64_br64_bc64_w4_s3_full";
+
+// Writes the recorded timings into `dir`; returns the file's path.
+std::string BenchReplayFile(const flashtune::testing::TempDir& dir) {
+  const std::string p = "bf16,64,0,4,4096,4096,32,32,";
+  const std::string path = dir.path() + "/bench_replay.csv";
+  std::ofstream(path) <<
+      "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase\n" +
+          p + kA + ",ok,100,1,search\n" + p + kA + ",ok,104,1,retime\n" + p + kA + ",ok,101,1,retime\n" + p + kB +
+          ",ok,99,1,search\n" + p + kB + ",ok,110,1,retime\n" + p + kBroken + ",wrong_result,0,0,search\n";
+  return path;
+}
+
+TEST(Cli, BenchRoundsReportTheMedianOfTheRoundMedians) {
+  flashtune::testing::TempDir dir;
+  CliRun r = RunCli(std::string("bench ") + kBenchShape + " --replay " + BenchReplayFile(dir) + " --rounds 3 --json --variant " +
+                        kA + "," + kB,
+                    "", /*stderr_only=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // A: 100, 104, 101 -> 101. B: 99, then its one re-timing (110) twice -> 110.
+  EXPECT_TRUE(Contains(r.output, "\"variant\":\"" + kA + "\",\"status\":\"ok\",\"median_us\":101.000")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "\"round_medians_us\":[100.000000,104.000000,101.000000]")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "\"variant\":\"" + kB + "\",\"status\":\"ok\",\"median_us\":110.000")) << r.output;
+}
+
+TEST(Cli, BenchReportsAFailedVariantAndTimesTheOthers) {
+  flashtune::testing::TempDir dir;
+  CliRun r = RunCli(std::string("bench ") + kBenchShape + " --replay " + BenchReplayFile(dir) + " --rounds 2 --variant " +
+                    kBroken + "," + kA);
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // one variant passed
+  EXPECT_TRUE(Contains(r.output, "2 rounds")) << r.output;
+  EXPECT_TRUE(Contains(r.output, kBroken + "          wrong_result")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "best: " + kA)) << r.output;
+}
+
+TEST(Cli, BenchRejectsBadVariantListsAndRoundsBeforeMeasuring) {
+  const std::string base = std::string("bench ") + kBenchShape + " --replay /nonexistent.csv ";
+  CliRun other_class = RunCli(base + "--variant " + kA + ",fa2_fwd_bf16_d128_br128_bc32_w4_s2_full");
+  EXPECT_EQ(other_class.exit_code, 2);
+  EXPECT_TRUE(Contains(other_class.output, "is not of the problem's class bf16 d64 full")) << other_class.output;
+  CliRun twice = RunCli(base + "--variant " + kA + "," + kA);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_TRUE(Contains(twice.output, "--variant names " + kA + " twice")) << twice.output;
+  CliRun empty = RunCli(base + "--variant ,");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_TRUE(Contains(empty.output, "--variant")) << empty.output;
+  CliRun rounds = RunCli(base + "--rounds 0");
+  EXPECT_EQ(rounds.exit_code, 2);
+  EXPECT_TRUE(Contains(rounds.output, "--rounds must be 1 to 100")) << rounds.output;
+}
+
+TEST(Cli, BenchWithoutADriverSaysSo) {
+  CliRun r = RunCli(std::string("bench ") + kBenchShape + " --variant " + kA, "FLASHTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "no CUDA driver found")) << r.output;
+}
+
 TEST(Cli, BinaryDoesNotLinkLibcuda) {
   // The driver is dlopen'ed so the CLI runs on machines without one.
   FILE* pipe = ::popen("readelf -d '" FLASHTUNE_CLI_PATH "' 2>/dev/null", "r");
