@@ -306,20 +306,35 @@ class GpuWorker {
   }
 
   // Random inputs for the timed shape, replicated so one pass over the copies exceeds 3x L2.
+  // q, k and v depend only on the dtype and the sizes, so problems of equal sizes (the default
+  // set's all hold B*N*H*D = 16k*2048 elements) share them; only o and lse are reallocated.
+  // Filling ~100M random values takes about a second, which used to be half of a budgeted run.
   Status PrepareTimedInputs(const Problem& p) {
     const std::string key = p.ToString();
     if (inputs_key_ == key) return Status::Ok();
-    inputs_.clear();
     inputs_key_.clear();
     trusted_key_.clear();
-    std::vector<uint16_t> q(QElems(p)), k(KElems(p)), v(KElems(p));
-    FillRandom(q, p.dtype, 11);
-    FillRandom(k, p.dtype, 12);
-    FillRandom(v, p.dtype, 13);
-    const double set_bytes = 2.0 * (2 * q.size() + 2 * k.size());
-    const int sets = std::clamp(int(std::ceil(3.0 * info_.l2_bytes / set_bytes)), 1, 8);
-    inputs_.resize(sets);
-    for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v));
+    const std::string data_key =
+        std::string(DTypeName(p.dtype)) + " q" + std::to_string(QElems(p)) + " kv" + std::to_string(KElems(p));
+    if (data_key_ == data_key) {
+      for (DeviceTensors& t : inputs_) {
+        t.o.reset();
+        t.lse.reset();
+        FT_RETURN_IF_ERROR(AllocOutputs(t, p));
+      }
+    } else {
+      inputs_.clear();
+      data_key_.clear();
+      std::vector<uint16_t> q(QElems(p)), k(KElems(p)), v(KElems(p));
+      FillRandom(q, p.dtype, 11);
+      FillRandom(k, p.dtype, 12);
+      FillRandom(v, p.dtype, 13);
+      const double set_bytes = 2.0 * (2 * q.size() + 2 * k.size());
+      const int sets = std::clamp(int(std::ceil(3.0 * info_.l2_bytes / set_bytes)), 1, 8);
+      inputs_.resize(sets);
+      for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v));
+      data_key_ = data_key;
+    }
     output_ = DeviceTensors{};
     FT_RETURN_IF_ERROR(AllocOutputs(output_, p));
     inputs_key_ = key;
@@ -386,7 +401,8 @@ class GpuWorker {
   std::unique_ptr<Stream> stream_;
   std::vector<Event> events_;
   std::map<std::string, std::vector<VerifyCase>> cases_;
-  std::string inputs_key_;
+  std::string inputs_key_;  // the problem inputs_ and output_ are laid out for
+  std::string data_key_;    // dtype and sizes of the random q, k, v in inputs_
   std::vector<DeviceTensors> inputs_;
   DeviceTensors output_;
   std::string trusted_key_;
