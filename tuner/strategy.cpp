@@ -147,16 +147,18 @@ class Budgeted final : public Strategy {
   Status FollowPrior(SearchContext& ctx, const std::vector<Variant>& prior) {
     const int64_t own = ctx.per_problem_budget() >= 0
                             ? ctx.per_problem_budget()
-                            : std::max<int64_t>(2, int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
+                            : std::max<int64_t>(kFollowerMinimum,
+                                                int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
     int64_t spent = 0;
     std::vector<Variant> ranked;
     for (const Variant& v : prior)
       if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) ranked.push_back(v);
-    // The prior's best first, then its best variant for each B_r and each B_c not yet covered:
-    // which tile wins moves with the sequence length (parallelism against per-block
-    // efficiency), and a prior learnt at other sizes must not lock one in. Then, for each B_c
-    // the prior never measured at all, the cost model's pick with it: exploration, so a value
-    // the first problem's search skipped still gets a chance at the other sizes.
+    // The prior's two best first (winners of one class are often near-ties between stage counts
+    // or B_c 32/64 at d64, whose order flips with the length and with noise), then its best
+    // variant for each B_r and each B_c not yet covered: which tile wins moves with the sequence
+    // length (parallelism against per-block efficiency), and a prior learnt at other sizes must
+    // not lock one in. Then, for each B_c the prior never measured at all, the cost model's pick
+    // with it: exploration, so a value the first problem's search skipped still gets a chance.
     std::vector<Variant> order;
     auto add_if_new = [&order](const Variant& v) {
       if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
@@ -164,7 +166,7 @@ class Budgeted final : public Strategy {
     auto covers = [](const std::vector<Variant>& vs, auto field, int value) {
       return std::any_of(vs.begin(), vs.end(), [&](const Variant& o) { return o.*field == value; });
     };
-    if (!ranked.empty()) order.push_back(ranked.front());
+    for (size_t i = 0; i < ranked.size() && i < 2; ++i) order.push_back(ranked[i]);
     for (const Variant& v : ranked)
       if (!covers(order, &Variant::block_m, v.block_m)) add_if_new(v);
     for (const Variant& v : ranked)
@@ -185,6 +187,7 @@ class Budgeted final : public Strategy {
   }
 
   static constexpr double kPriorFraction = 0.05;
+  static constexpr int64_t kFollowerMinimum = 3;
   double fraction_;
 };
 

@@ -304,7 +304,15 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
   if (*existing)
     for (size_t i = 0; i < ok.size(); ++i)
       if (ok[i].variant.Uri() == (*existing)->variant_uri) incumbent = i;
-  std::vector<CandidateResult> finalists(ok.begin(), ok.begin() + std::min<size_t>(ok.size(), std::max(1, o.retime_top_k)));
+  // Finalists: the top k, less those too far behind the leader for a re-timing to change the
+  // order (two always stay, so the leader is re-timed against its closest rival).
+  std::vector<CandidateResult> finalists;
+  for (const CandidateResult& r : ok) {
+    if (finalists.size() >= size_t(std::max(1, o.retime_top_k))) break;
+    const bool within_reach = r.measurement.median_us <= ok.front().measurement.median_us * (1 + o.retime_reach);
+    if (finalists.size() >= 2 && !within_reach) break;
+    finalists.push_back(r);
+  }
   if (incumbent >= finalists.size()) finalists.push_back(ok[incumbent]);
   const Variant incumbent_variant = ok[incumbent].variant;
 

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <map>
+#include <random>
 
 #include "flashtune/database.h"
 #include "tests/support/replay_fixture.h"
@@ -75,12 +77,14 @@ TEST(Tuner, ExhaustiveFindsTrueBest) {
   EXPECT_EQ(second->measured, 0);
 }
 
-// "problem fields,variant" as the first nine columns of a `db export --format csv` row.
-std::string RecordedKey(const Problem& p, const std::string& uri) {
+// The problem's eight columns of a `db export --format csv` row, comma-separated.
+std::string ProblemKey(const Problem& p) {
   return std::string(DTypeName(p.dtype)) + "," + std::to_string(p.head_dim) + "," + (p.causal ? "1" : "0") + "," +
          std::to_string(p.batch) + "," + std::to_string(p.seqlen_q) + "," + std::to_string(p.seqlen_k) + "," +
-         std::to_string(p.heads_q) + "," + std::to_string(p.heads_kv) + "," + uri;
+         std::to_string(p.heads_q) + "," + std::to_string(p.heads_kv);
 }
+// "problem fields,variant": the first nine columns.
+std::string RecordedKey(const Problem& p, const std::string& uri) { return ProblemKey(p) + "," + uri; }
 
 // RecordedKey -> mean median_us over the ok rows of an exported trials CSV. The columns read
 // (problem, variant, status, median_us) come before any quoted free text.
@@ -182,6 +186,80 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnRecordedH200TimingsOfTheCurrentTemplate) 
 // machine): the same landscape with another draw of the noise.
 TEST(Tuner, BudgetedMatchesExhaustiveOnASecondRecordingOfTheCurrentTemplate) {
   ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run2.csv", 48);
+}
+
+// The recorded H200 timings with fresh measurement noise: every ok row's median replaced by its
+// variant's mean over the recording times exp(N(0, sigma)), seeded. Returns the CSV text.
+std::string WithNoise(const std::string& file, const std::map<std::string, double>& mean, uint32_t seed,
+                      double sigma) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma);
+  std::ifstream in(file);
+  std::string line, out;
+  std::getline(in, line);
+  out = line + "\n";
+  while (std::getline(in, line)) {
+    // The first 11 columns (problem, variant, status, median_us) never hold quoted text.
+    std::vector<size_t> commas;
+    for (size_t i = 0; i < line.size() && commas.size() < 11; ++i)
+      if (line[i] == ',') commas.push_back(i);
+    const std::string key = line.substr(0, commas[8]);
+    if (line.compare(commas[8] + 1, commas[9] - commas[8] - 1, "ok") == 0) {
+      const double us = mean.at(key) * std::exp(noise(rng));
+      line = line.substr(0, commas[9] + 1) + std::to_string(us) + line.substr(commas[10]);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// Real landscapes, simulated noise: how often does a strategy pick a variant more than 3%
+// slower than the true best (its mean over the recording)? 1.5% per measurement is what two
+// runs on the H200 differ by (docs/perf-notes.md). Exhaustive does so for about 0.5% of
+// problems; budgeted, which measures a quarter as much, must stay within 3%.
+TEST(Tuner, BudgetedRarelyMissesByMoreThan3PercentUnderMeasurementNoise) {
+  int64_t misses = 0, problems = 0, measured = 0, exhaustive_measured = 0;
+  for (const char* name : {"h200-2026-11-30-trials.csv", "h200-2026-11-30-trials-v2.csv",
+                           "h200-2026-11-30-trials-v2-run2.csv"}) {
+    const std::string file = std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/" + name;
+    const std::map<std::string, double> mean = MeanRecordedTimes(file);
+    std::map<std::string, double> best;  // problem key -> fastest mean
+    for (const auto& [key, us] : mean) {
+      const std::string problem = key.substr(0, key.rfind(','));
+      if (!best.count(problem) || us < best[problem]) best[problem] = us;
+    }
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+      const std::string text = WithNoise(file, mean, seed, 0.015);
+      auto space = ReplayMeasurer::FromText(text, name, {});
+      ASSERT_TRUE(space.ok()) << space.status().ToString();
+      for (const std::string strategy : {"budgeted", "exhaustive"}) {
+        if (strategy == "exhaustive" && seed > 1) continue;  // its count, once per recording
+        auto measurer = ReplayMeasurer::FromText(text, name, {});
+        std::vector<std::unique_ptr<Measurer>> ms;
+        ms.push_back(std::move(*measurer));
+        TuneOptions o = Options(TempDir("noise_" + strategy) + "/t.db", (*space)->Problems(), space->get());
+        o.strategy = strategy;
+        auto summary = Tune(o, std::move(ms));
+        ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+        if (strategy == "exhaustive") {
+          exhaustive_measured += summary->measured * 10;
+          continue;
+        }
+        measured += summary->measured;
+        for (const ProblemSummary& p : summary->problems) {
+          const double us = mean.at(RecordedKey(p.problem, p.winner_uri));
+          const double fastest = best.at(ProblemKey(p.problem));
+          misses += us > fastest * 1.03;
+          ++problems;
+        }
+      }
+    }
+  }
+  std::printf("[ budgeted ] with 1.5%% noise: %lld of %lld winners more than 3%% slower than the best; "
+              "%lld of %lld measurements\n", (long long)misses, (long long)problems, (long long)measured,
+              (long long)exhaustive_measured);
+  EXPECT_LE(misses * 100, problems * 3) << misses << " of " << problems;
+  EXPECT_LE(measured * 4, exhaustive_measured) << measured << " of " << exhaustive_measured << " measurements";
 }
 
 TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
