@@ -25,7 +25,7 @@ CompileQueue::~CompileQueue() {
 void CompileQueue::Enqueue(const std::vector<CompileRequest>& requests) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const CompileRequest& r : requests) {
-    if (!entries_.emplace(r.name, Entry{State::kQueued, r, Status(Code::kInternal, "not compiled")}).second) continue;
+    if (!entries_.emplace(r.name, Entry{State::kQueued, r}).second) continue;
     queue_.push_back(r.name);
   }
   while (static_cast<int>(pool_.size()) < threads_ && pool_.size() < queue_.size()) {
@@ -40,18 +40,11 @@ void CompileQueue::Enqueue(const std::vector<CompileRequest>& requests) {
 
 Result<Cubin> CompileQueue::Get(const CompileRequest& request) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto [it, inserted] = entries_.emplace(request.name, Entry{State::kQueued, request, Status(Code::kInternal, "")});
+  auto [it, inserted] = entries_.emplace(request.name, Entry{State::kQueued, request});
   Entry& e = it->second;
   if (e.state == State::kQueued) {
     if (!inserted) queue_.erase(std::find(queue_.begin(), queue_.end(), request.name));
-    e.state = State::kRunning;
-    ++started_;
-    lock.unlock();
-    Result<Cubin> result = compiler_.Compile(e.request);
-    lock.lock();
-    e.result = std::move(result);
-    e.state = State::kDone;
-    changed_.notify_all();
+    Run(lock, e);
   }
   changed_.wait(lock, [&] { return e.state == State::kDone; });
   return e.result;
@@ -72,15 +65,19 @@ void CompileQueue::BackgroundLoop() {
     if (stopping_) return;
     Entry& e = entries_.at(queue_.front());
     queue_.pop_front();
-    e.state = State::kRunning;
-    ++started_;
-    lock.unlock();
-    Result<Cubin> result = compiler_.Compile(e.request);
-    lock.lock();
-    e.result = std::move(result);
-    e.state = State::kDone;
-    changed_.notify_all();
+    Run(lock, e);
   }
+}
+
+void CompileQueue::Run(std::unique_lock<std::mutex>& lock, Entry& e) {
+  e.state = State::kRunning;
+  ++started_;
+  lock.unlock();  // NVRTC takes seconds: other threads queue, take and wait meanwhile
+  Result<Cubin> result = compiler_.Compile(e.request);
+  lock.lock();
+  e.result = std::move(result);
+  e.state = State::kDone;
+  changed_.notify_all();
 }
 
 }  // namespace flashtune::detail

@@ -47,6 +47,8 @@ class CompileQueue {
     Result<Cubin> result = Status(Code::kInternal, "not compiled");
   };
   void BackgroundLoop();
+  // Compiles a queued entry with the lock released; returns with it held, the entry done.
+  void Run(std::unique_lock<std::mutex>& lock, Entry& e);
 
   const Compiler& compiler_;
   const int threads_;

@@ -90,7 +90,6 @@ class Budgeted final : public Strategy {
       double total = 0;
       int n = 0;
       const CandidateResult* best = nullptr;
-      const CandidateResult* other_rows = nullptr;  // the best with the other B_r (set below)
       for (const auto& r : ctx.results()) {
         if (!r.ok() || !(r.measurement.median_us > 0)) continue;
         double lt = std::log(r.measurement.median_us);
@@ -106,16 +105,10 @@ class Budgeted final : public Strategy {
       }
       const Variant* next = &pending.front();  // nothing ok yet: the model's order
       const bool refine = spent >= own - own / 3;
-      if (best) {
-        for (const auto& r : ctx.results())
-          if (r.ok() && r.measurement.median_us > 0 && r.variant.block_m != best->variant.block_m &&
-              (!other_rows || r.measurement.median_us < other_rows->measurement.median_us))
-            other_rows = &r;
-        // The polish alternates between the neighbours of the best and those of the best with
-        // the other B_r when that one is close (within 5%): which B_r wins turns on the
-        // parallelism of the shape, and its best stage count is found only by looking there.
-        if (other_rows && other_rows->measurement.median_us > 1.05 * best->measurement.median_us) other_rows = nullptr;
-      }
+      // The polish alternates between the neighbours of the best and those of the best with the
+      // other B_r when that one is close (within 5%): which B_r wins turns on the parallelism of
+      // the shape, and its best stage count is found only by looking there.
+      const CandidateResult* other_rows = best ? BestWithOtherBlockM(ctx, *best, 1.05) : nullptr;
       const CandidateResult* anchor = (refine && other_rows && (spent - (own - own / 3)) % 2 == 1) ? other_rows : best;
       if (best) {
         const double mean = total / n;
@@ -143,6 +136,17 @@ class Budgeted final : public Strategy {
   }
 
  private:
+  // The fastest ok result whose B_r differs from `best`'s, when within `within` times its time.
+  static const CandidateResult* BestWithOtherBlockM(const SearchContext& ctx, const CandidateResult& best,
+                                                    double within) {
+    const CandidateResult* other = nullptr;
+    for (const auto& r : ctx.results())
+      if (r.ok() && r.measurement.median_us > 0 && r.variant.block_m != best.variant.block_m &&
+          (!other || r.measurement.median_us < other->measurement.median_us))
+        other = &r;
+    return other && other->measurement.median_us <= within * best.measurement.median_us ? other : nullptr;
+  }
+
   // The class has been tuned at other sizes: its best variants there are measured first.
   Status FollowPrior(SearchContext& ctx, const std::vector<Variant>& prior) {
     const int64_t own = ctx.per_problem_budget() >= 0
