@@ -47,14 +47,9 @@ def winners(rows):
     return out
 
 
-def compare(first_rows, second_rows, tolerance):
-    """Rows of (problem, first winner, first us, second winner, second us, ratio) and the summary."""
-    rows, keys = compare_keyed(first_rows, second_rows)
-    return rows, within(rows, tolerance, False), sum(1 for row in rows if row[1] == row[3])
-
-
 def compare_keyed(first_rows, second_rows):
-    """compare()'s rows, sorted by problem name, and the problem key of each."""
+    """Rows of (problem, first winner, first us, second winner, second us, ratio) for the
+    problems both runs tuned, sorted by problem name, and the problem key of each."""
     a, b = winners(first_rows), winners(second_rows)
     keyed = sorted(((problem_name(k), k) for k in set(a) & set(b)))
     rows = [(name, a[k][0], a[k][1], b[k][0], b[k][1], b[k][1] / a[k][1]) for name, k in keyed]
@@ -87,7 +82,7 @@ def parse_bench(stdout):
 def remeasure(rows, keys, flashtune, rounds, extra=(), run=subprocess.run):
     """Replaces the recorded times of rows whose winners differ by times measured side by side.
 
-    rows and keys as from compare(); `run` is subprocess.run (tests pass a stand-in)."""
+    rows and keys as from compare_keyed(); `run` is subprocess.run (tests pass a stand-in)."""
     out = []
     for row, key in zip(rows, keys):
         name, va, ta, vb, tb, _ = row
@@ -105,7 +100,12 @@ def remeasure(rows, keys, flashtune, rounds, extra=(), run=subprocess.run):
 
 
 def within(rows, tolerance, one_sided):
+    """How many rows have a ratio within the tolerance (one-sided: only slower counts)."""
     return sum(1 for r in rows if (r[5] - 1 if one_sided else abs(r[5] - 1)) <= tolerance + 1e-12)
+
+
+def same_winner(rows):
+    return sum(1 for r in rows if r[1] == r[3])
 
 
 def read(path):
@@ -139,7 +139,7 @@ def main(argv=None):
         print("compare_tunes: the two runs have no problem in common", file=sys.stderr)
         return 1
     n_within = within(rows, a.tolerance, a.one_sided)
-    same = sum(1 for row in rows if row[1] == row[3])
+    same = same_winner(rows)
     print("times: " + ("re-measured side by side where the winners differ" if a.remeasure else "as each run recorded"))
     print(f"{'problem':46s} {'first winner':42s} {'us':>9s} {'second winner':42s} {'us':>9s} {'ratio':>6s}")
     for name, va, ta, vb, tb, ratio in rows:

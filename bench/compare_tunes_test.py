@@ -69,10 +69,10 @@ class Compare(unittest.TestCase):
     def test_ratios_same_winner_and_tolerance(self):
         first = [winner(512, "a", 100.0), winner(1024, "a", 200.0), winner(2048, "a", 400.0)]
         second = [winner(512, "a", 101.0), winner(1024, "b", 190.0), winner(4096, "a", 800.0)]
-        rows, within, same = compare_tunes.compare(first, second, 0.02)
+        rows, _ = compare_tunes.compare_keyed(first, second)
         self.assertEqual(len(rows), 2)  # only the problems both runs tuned
-        self.assertEqual(within, 1)     # 1.01 is within 2%, 0.95 is not
-        self.assertEqual(same, 1)
+        self.assertEqual(compare_tunes.within(rows, 0.02, one_sided=False), 1)  # 1.01 is within 2%, 0.95 is not
+        self.assertEqual(compare_tunes.same_winner(rows), 1)
         self.assertAlmostEqual(rows[0][5], 0.95)  # sorted by problem name: N1024 first
         self.assertAlmostEqual(rows[1][5], 1.01)
 
