@@ -2,8 +2,8 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 
 #include "cli/command.h"
 #include "flashtune/database.h"
