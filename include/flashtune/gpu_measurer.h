@@ -1,5 +1,8 @@
 // flashtune/gpu_measurer.h — the tuner's real Measurer: compiles a variant with NVRTC (through
 // the cubin cache), then verifies and times it on one GPU inside a supervised worker process.
+// The first candidate of a class queues the class's whole space for compilation on background
+// threads (lower CPU priority), so NVRTC works while the GPU measures; a candidate needed
+// before its turn is compiled at once.
 //
 // Per candidate, in the worker: load the cubin; run it on two ragged verification shapes of
 // the problem's class (GQA, Nq != Nk, rows that see no key when causal) and compare with the
@@ -33,7 +36,7 @@ namespace flashtune {
 
 struct GpuMeasurerOptions {
   std::string cache_dir;      // cubin cache ("" = default, "-" = off)
-  int compile_threads = 0;    // 0 = all cores
+  int compile_threads = 0;    // background compile threads; 0 = all cores
   int min_reps = 20;          // timed launches, at least
   int max_reps = 100;         // and at most
   double warmup_ms = 25;      // warm-up by time before timing
