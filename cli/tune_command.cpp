@@ -145,7 +145,7 @@ int RunTune(const std::vector<std::string>& args) {
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
       devices, replay, arch;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
-  int top_k = 3, delay_ms = 0;
+  int top_k = 3, retime_rounds = 1, delay_ms = 0;
   desc.add_options()
       ("help,h", "show this help")
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
@@ -168,7 +168,9 @@ int RunTune(const std::vector<std::string>& args) {
       ("arch", po::value(&arch), "target for --compile-only or when there is no GPU (default sm_90a)")
       ("replay", po::value(&replay), "measure from recorded timings (CSV/JSON as written by `db export`)")
       ("replay-delay-ms", po::value(&delay_ms), "sleep per replayed measurement (testing)")
-      ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)");
+      ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)")
+      ("retime-rounds", po::value(&retime_rounds),
+       "re-timing rounds, 1 to 10 (default 1); a finalist's time is the median of its rounds");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -186,9 +188,10 @@ int RunTune(const std::vector<std::string>& args) {
   options.strategy = strategy;
   options.retune = vm.count("retune") > 0;
   options.retime_top_k = top_k;
+  options.retime_rounds = retime_rounds;
   {
-    auto s = MakeStrategy(strategy);
-    if (!s.ok()) return Fail(s.status());
+    Status valid = ValidateTuneOptions(options);  // before any GPU worker starts
+    if (!valid.ok()) return Fail(valid);
     auto pp = ParseBudget(per_problem, "--budget-per-problem");
     if (!pp.ok()) return Fail(pp.status());
     options.per_problem = *pp;

@@ -317,33 +317,48 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
   const Variant incumbent_variant = ok[incumbent].variant;
 
   if (o.retime_top_k >= 2 && finalists.size() >= 2) {
-    std::vector<size_t> order(finalists.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // Each round re-times the finalists still standing in a new shuffled order; a finalist's
+    // time is then the median of its rounds (more rounds: fewer near-ties decided by noise).
     std::mt19937_64 rng(o.seed ^ std::hash<std::string>()(problem.ToString()));
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<Variant> shuffled;
-    for (size_t i : order) shuffled.push_back(finalists[i].variant);
-    auto again = measurer.Remeasure(problem, shuffled);
-    if (!again.ok()) {
-      s.outcome = ProblemOutcome::kError;
-      s.message = "re-timing: " + again.status().ToString();
-      return Status::Ok();
-    }
-    if (again->size() != shuffled.size())
-      return Status(Code::kInternal, "Remeasure returned " + std::to_string(again->size()) + " results for " +
-                                         std::to_string(shuffled.size()) + " variants");
-    std::vector<CandidateResult> retimed;
-    for (size_t k = 0; k < order.size(); ++k) {
-      Measurement m = (*again)[k];
-      if (m.source_hash.empty()) m.source_hash = finalists[order[k]].measurement.source_hash;
-      auto id = db.RecordTrial(device_id, toolchain_id, ToTrial(problem, shuffled[k], m, "retime", run_id));
-      if (!id.ok()) return id.status();
-      ++s.measured;
-      if (!m.status.ok()) {
-        ++s.failed;
-        continue;  // a candidate that fails re-timing is out of contention
+    std::vector<std::vector<Measurement>> rounds(finalists.size());
+    std::vector<bool> out(finalists.size(), false);  // failed a re-timing: out of contention
+    for (int round = 0; round < o.retime_rounds; ++round) {
+      std::vector<size_t> order;
+      for (size_t i = 0; i < finalists.size(); ++i)
+        if (!out[i]) order.push_back(i);
+      if (order.empty()) break;
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<Variant> shuffled;
+      for (size_t i : order) shuffled.push_back(finalists[i].variant);
+      auto again = measurer.Remeasure(problem, shuffled);
+      if (!again.ok()) {
+        s.outcome = ProblemOutcome::kError;
+        s.message = "re-timing: " + again.status().ToString();
+        return Status::Ok();
       }
-      retimed.push_back({shuffled[k], m});
+      if (again->size() != shuffled.size())
+        return Status(Code::kInternal, "Remeasure returned " + std::to_string(again->size()) + " results for " +
+                                           std::to_string(shuffled.size()) + " variants");
+      for (size_t k = 0; k < order.size(); ++k) {
+        Measurement m = (*again)[k];
+        if (m.source_hash.empty()) m.source_hash = finalists[order[k]].measurement.source_hash;
+        auto id = db.RecordTrial(device_id, toolchain_id, ToTrial(problem, shuffled[k], m, "retime", run_id));
+        if (!id.ok()) return id.status();
+        ++s.measured;
+        if (!m.status.ok()) {
+          ++s.failed;
+          out[order[k]] = true;
+          continue;
+        }
+        rounds[order[k]].push_back(m);
+      }
+    }
+    std::vector<CandidateResult> retimed;
+    for (size_t i = 0; i < finalists.size(); ++i) {
+      if (out[i] || rounds[i].empty()) continue;
+      std::vector<Measurement>& ms = rounds[i];
+      std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.median_us < b.median_us; });
+      retimed.push_back({finalists[i].variant, ms[(ms.size() - 1) / 2]});  // the (lower) median round
     }
     if (retimed.empty()) {
       s.outcome = ProblemOutcome::kNoWinner;
@@ -385,14 +400,20 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
 
 }  // namespace
 
+Status ValidateTuneOptions(const TuneOptions& options) {
+  auto strategy = MakeStrategy(options.strategy);
+  if (!strategy.ok()) return strategy.status();
+  if (options.retime_rounds < 1 || options.retime_rounds > 10)
+    return Status(Code::kInvalidArgument,
+                  "--retime-rounds " + std::to_string(options.retime_rounds) + ": allowed 1 to 10");
+  return Status::Ok();
+}
+
 Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr<Measurer>> measurers) {
   if (measurers.empty()) return Status(Code::kInvalidArgument, "Tune: no measurers (devices) given");
   if (!options.enumerate) return Status(Code::kInvalidArgument, "Tune: options.enumerate is not set");
   if (options.db_path.empty()) return Status(Code::kInvalidArgument, "Tune: options.db_path is empty");
-  {
-    auto s = MakeStrategy(options.strategy);
-    if (!s.ok()) return s.status();
-  }
+  FT_RETURN_IF_ERROR(ValidateTuneOptions(options));
   // Open (create/migrate) once up front so a bad file is one clear error before threads start.
   {
     auto db = Database::Open(options.db_path);

@@ -193,10 +193,15 @@ struct TuneOptions {
   bool retune = false;
   int retime_top_k = 3;                // 0 or 1: no re-timing
   double retime_reach = 0.05;          // beyond the first two, only finalists this close to the leader
+  int retime_rounds = 1;               // re-timing rounds; a finalist's time is their median
   double min_noise = 0.01;             // 1%
   uint64_t seed = 0x5eed;              // shuffles the re-timing order
   ProgressSink* progress = nullptr;    // may be null
 };
+
+// Checks the options a caller sets by hand (strategy name, retime_rounds 1-10). OK, or
+// kInvalidArgument naming the option (as its CLI flag) and the allowed values.
+Status ValidateTuneOptions(const TuneOptions& options);
 
 // Tunes options.problems on every measurer's device. OK with the summary (candidate failures are
 // data, not errors; a problem whose measurer failed is kError in its summary), or

@@ -328,6 +328,45 @@ TEST(Tuner, NoiseRuleKeepsIncumbent) {
   EXPECT_DOUBLE_EQ(s2->problems[0].median_us, 95.0);
 }
 
+// One noisy re-timing decides for a; the median of three decides for b, and every round is a
+// recorded trial.
+TEST(Tuner, RetimeRoundsDecideOnTheMedianRound) {
+  Problem p = SmallProblemSet()[0];
+  Variant a{p.dtype, p.head_dim, p.causal, 128, 64, 4, 2};
+  Variant b{p.dtype, p.head_dim, p.causal, 128, 128, 4, 2};
+  const std::vector<RecordedRow> rows = {
+      {p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 101.0, 0.2, "search", ""},
+      {p, a, "ok", 99.0, 0.2, "retime", ""},  {p, a, "ok", 110.0, 0.2, "retime", ""},
+      {p, a, "ok", 111.0, 0.2, "retime", ""}, {p, b, "ok", 105.0, 0.2, "retime", ""},
+      {p, b, "ok", 104.0, 0.2, "retime", ""}, {p, b, "ok", 103.0, 0.2, "retime", ""},
+  };
+  for (int rounds : {1, 3}) {
+    auto space = Replay(rows);
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(Replay(rows));
+    const std::string db = TempDir("tune_rounds" + std::to_string(rounds)) + "/t.db";
+    TuneOptions o = Options(db, {p}, space.get());
+    o.retime_rounds = rounds;
+    auto s = Tune(o, std::move(ms));
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->problems[0].winner_uri, rounds == 1 ? a.Uri() : b.Uri()) << rounds << " round(s)";
+    EXPECT_DOUBLE_EQ(s->problems[0].median_us, rounds == 1 ? 99.0 : 104.0);
+    EXPECT_EQ(s->measured, 2 + 2 * rounds);  // search, then every finalist once per round
+  }
+  for (int bad : {0, 11}) {
+    auto space = Replay(rows);
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(Replay(rows));
+    TuneOptions o = Options(TempDir("tune_rounds_bad") + "/t.db", {p}, space.get());
+    o.retime_rounds = bad;
+    auto s = Tune(o, std::move(ms));
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("--retime-rounds " + std::to_string(bad) + ": allowed 1 to 10"),
+              std::string::npos) << s.status().message();
+  }
+}
+
 TEST(Tuner, ResumeSkipsRecordedVariants) {
   Problem p = SmallProblemSet()[0];
   auto rows = SyntheticRows(p, 3);
