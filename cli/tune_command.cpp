@@ -145,7 +145,7 @@ int RunTune(const std::vector<std::string>& args) {
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
       devices, replay, arch;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
-  int top_k = 3, retime_rounds = 1, delay_ms = 0;
+  int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
       ("help,h", "show this help")
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
@@ -170,7 +170,8 @@ int RunTune(const std::vector<std::string>& args) {
       ("replay-delay-ms", po::value(&delay_ms), "sleep per replayed measurement (testing)")
       ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)")
       ("retime-rounds", po::value(&retime_rounds),
-       "re-timing rounds, 1 to 10 (default 1); a finalist's time is the median of its rounds");
+       "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
+       "time is its median round, and rounds stop once the leader is 3% ahead");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);

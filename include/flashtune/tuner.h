@@ -193,13 +193,15 @@ struct TuneOptions {
   bool retune = false;
   int retime_top_k = 3;                // 0 or 1: no re-timing
   double retime_reach = 0.05;          // beyond the first two, only finalists this close to the leader
-  int retime_rounds = 1;               // re-timing rounds; a finalist's time is their median
+  int retime_rounds = 0;               // most re-timing rounds (a finalist's time is its median
+                                       // round; they stop once the leader is 3% ahead); 0: 3 for
+                                       // exhaustive, 1 for budgeted
   double min_noise = 0.01;             // 1%
   uint64_t seed = 0x5eed;              // shuffles the re-timing order
   ProgressSink* progress = nullptr;    // may be null
 };
 
-// Checks the options a caller sets by hand (strategy name, retime_rounds 1-10). OK, or
+// Checks the options a caller sets by hand (strategy name, retime_rounds 0-10). OK, or
 // kInvalidArgument naming the option (as its CLI flag) and the allowed values.
 Status ValidateTuneOptions(const TuneOptions& options);
 

@@ -89,4 +89,12 @@ int RunShell(const std::string& command) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+TuneOptions ReplayTuneOptions(const std::string& db, std::vector<Problem> problems, ReplayMeasurer* space) {
+  TuneOptions o;
+  o.db_path = db;
+  o.problems = std::move(problems);
+  o.enumerate = [space](const Problem& p) -> Result<std::vector<Variant>> { return space->Variants(p); };
+  return o;
+}
+
 }  // namespace flashtune::testing

@@ -31,6 +31,9 @@ std::string WriteTempFile(const std::string& name, const std::string& text);
 std::string TempDir(const std::string& name);
 // Small problems for tests: bf16/f16 × d64/d128, N 512 and 2048, causal both.
 std::vector<Problem> SmallProblemSet();
+// TuneOptions for `problems` into the database at `db`, their candidates the variants
+// `space` recorded.
+TuneOptions ReplayTuneOptions(const std::string& db, std::vector<Problem> problems, ReplayMeasurer* space);
 // Runs a shell command; returns its exit status (-1 if it did not exit normally).
 int RunShell(const std::string& command);
 
