@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 namespace flashtune {
 
@@ -88,14 +90,40 @@ float Uniform(uint64_t& state, float lo, float hi) {
 
 }  // namespace
 
+namespace {
+
+// Element i is Uniform of the stream's (i+1)-th state, seed + (i+1) * increment, so chunks can
+// be filled on several threads and the result is the same bits as one pass.
+template <typename T, typename Convert>
+void FillStream(std::span<T> out, uint64_t seed, float lo, float hi, Convert convert) {
+  auto fill = [&](size_t begin, size_t end) {
+    uint64_t state = seed + uint64_t(begin) * 0x9e3779b97f4a7c15ull;
+    for (size_t i = begin; i < end; ++i) out[i] = convert(Uniform(state, lo, hi));
+  };
+  constexpr size_t kChunk = size_t(1) << 20;  // below this a thread costs more than it saves
+  const size_t threads = std::clamp<size_t>(out.size() / kChunk, 1, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 1) return fill(0, out.size());
+  std::vector<std::thread> pool;
+  const size_t per = (out.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(fill, t * per, std::min(out.size(), (t + 1) * per));
+    } catch (const std::system_error&) {
+      fill(t * per, std::min(out.size(), (t + 1) * per));  // no thread: this one does it
+    }
+  }
+  fill(0, std::min(out.size(), per));
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
 void FillRandom(std::span<uint16_t> out, DType dtype, uint64_t seed, float lo, float hi) {
-  uint64_t state = seed;
-  for (uint16_t& x : out) x = FloatToBits(Uniform(state, lo, hi), dtype);
+  FillStream(out, seed, lo, hi, [dtype](float x) { return FloatToBits(x, dtype); });
 }
 
 void FillRandom(std::span<float> out, uint64_t seed, float lo, float hi) {
-  uint64_t state = seed;
-  for (float& x : out) x = Uniform(state, lo, hi);
+  FillStream(out, seed, lo, hi, [](float x) { return x; });
 }
 
 // ---- reference ---------------------------------------------------------------------------

@@ -34,7 +34,8 @@ float BitsToFloat(uint16_t bits, DType dtype);
 
 // ---- deterministic inputs ----------------------------------------------------------------
 // Fills `out` with values uniform in [lo, hi), rounded to `dtype`. The same (seed, size, range)
-// gives the same bits on every platform and compiler (own PRNG, not <random>'s distributions).
+// gives the same bits on every platform and compiler (own PRNG, not <random>'s distributions),
+// and element i does not depend on the size: large fills use all cores, with the same result.
 void FillRandom(std::span<uint16_t> out, DType dtype, uint64_t seed, float lo = -1.0f,
                 float hi = 1.0f);
 void FillRandom(std::span<float> out, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

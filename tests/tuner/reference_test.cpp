@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -60,6 +62,29 @@ TEST(Conversions, EveryNonNanBitPatternRoundTrips) {
 }
 
 // ---- random fill ----
+
+// A large fill (several threads) is the same stream as a small one (one thread), element by
+// element; checked against splitmix64 written out here.
+TEST(FillRandom, LargeFillsAreTheSameStream) {
+  const uint64_t seed = 42;
+  auto expected = [seed](uint64_t i) {
+    uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return -1.0f + 2.0f * (float(z >> 40) * (1.0f / 16777216.0f));
+  };
+  std::vector<float> big(5'000'003);
+  FillRandom(big, seed);
+  for (size_t i : {size_t(0), size_t(1), size_t(1) << 20, size_t(2'500'001), big.size() - 1})
+    EXPECT_EQ(big[i], expected(i)) << i;
+  std::vector<float> small(1000);
+  FillRandom(small, seed);
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), big.begin()));
+  std::vector<uint16_t> bf16(big.size());
+  FillRandom(bf16, DType::kBF16, seed);
+  for (size_t i : {size_t(3), size_t(4'999'999)}) EXPECT_EQ(bf16[i], FloatToBf16Bits(big[i])) << i;
+}
 
 TEST(FillRandom, IsDeterministicAndPinned) {
   std::vector<float> a(3), b(3), c(3);
