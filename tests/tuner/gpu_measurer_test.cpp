@@ -1,0 +1,125 @@
+// The GpuMeasurer's parent side without a GPU: it compiles in the parent and sends ELF cubins,
+// keeps a compile error from the worker, and restarts a worker that faulted or hung. The worker
+// is tests/fixtures/fake_gpu_worker.cpp, which speaks the real protocol; the real worker is
+// tested on a GPU (tests/tuner/tune_gpu_test.cpp).
+#include "flashtune/gpu_measurer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "flashtune/hash.h"
+#include "flashtune/space.h"
+#include "tests/support/temp_dir.h"
+
+namespace flashtune {
+namespace {
+
+const Problem kProblem{DType::kBF16, 64, false, 1, 128, 128, 2, 2};
+
+// A small kernel standing in for a variant's source: compiles in a fraction of a second.
+std::string TinyKernel(const Variant& v) {
+  return "extern \"C\" __global__ void " + v.Uri() + "(float* x) { x[threadIdx.x] += 1.0f; }\n";
+}
+
+class GpuMeasurerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_ = dir_.path() + "/worker.log";
+    ::setenv("FAKE_GPU_WORKER_LOG", log_.c_str(), 1);
+    auto space = EnumerateSpace(ClassOf(kProblem));
+    ASSERT_TRUE(space.ok());
+    a_ = (*space)[0];
+    b_ = (*space)[1];
+    trusted_ = DefaultVariant(ClassOf(kProblem), 232448);
+    options_.worker_executable = FLASHTUNE_FAKE_GPU_WORKER;
+    options_.cache_dir = "-";
+    options_.compile_threads = 1;  // the rest of the class compiles in the background: keep it small
+    for (const Variant& v : {a_, b_, trusted_}) options_.source_overrides[v.Uri()] = TinyKernel(v);
+  }
+  void TearDown() override {
+    for (const char* name : {"FAKE_GPU_WORKER_LOG", "FAKE_GPU_WORKER_FAULT", "FAKE_GPU_WORKER_HANG"}) ::unsetenv(name);
+  }
+  std::unique_ptr<Measurer> Make() {
+    auto made = MakeGpuMeasurers({}, options_);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return made.ok() ? std::move(made->front()) : nullptr;
+  }
+  std::string WorkerLog() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  testing::TempDir dir_;
+  std::string log_;
+  Variant a_, b_, trusted_;
+  GpuMeasurerOptions options_;
+};
+
+TEST_F(GpuMeasurerTest, LearnsTheDeviceFromTheWorkerAndMeasuresThroughIt) {
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  EXPECT_EQ(measurer->Device().name, "Fake GPU");
+  EXPECT_EQ(measurer->Device().uuid, "GPU-fake-0");
+  auto m = measurer->Measure(kProblem, a_);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->status.ok()) << m->status.ToString();  // the worker saw two ELF cubins
+  EXPECT_GT(m->median_us, 100.0);
+  EXPECT_EQ(m->registers, 32);
+  EXPECT_EQ(m->source_hash, Sha256Hex(TinyKernel(a_)));
+  auto again = measurer->Remeasure(kProblem, {b_, a_});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_DOUBLE_EQ((*again)[1].median_us, m->median_us);  // the fake's time is a function of the URI
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1\nmeasure " + b_.Uri() + " verify=0\nmeasure " +
+                             a_.Uri() + " verify=0\n");
+}
+
+TEST_F(GpuMeasurerTest, CompileErrorIsRecordedWithTheLogAndNeverSentToTheWorker) {
+  options_.source_overrides[b_.Uri()] = "extern \"C\" __global__ void k() { no_such_symbol = 1; }\n";
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto m = measurer->Measure(kProblem, b_);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->status.code(), Code::kCompileError);
+  EXPECT_NE(m->status.log().find("no_such_symbol"), std::string::npos) << m->status.log();
+  EXPECT_EQ(WorkerLog().find("measure"), std::string::npos) << WorkerLog();
+  auto next = measurer->Measure(kProblem, a_);  // the run goes on
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->status.ok()) << next->status.ToString();
+}
+
+TEST_F(GpuMeasurerTest, AFaultIsRecordedAndTheWorkerRestarts) {
+  ::setenv("FAKE_GPU_WORKER_FAULT", a_.Uri().c_str(), 1);
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto m = measurer->Measure(kProblem, a_);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->status.code(), Code::kFault) << m->status.ToString();
+  auto next = measurer->Measure(kProblem, b_);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_TRUE(next->status.ok()) << next->status.ToString();
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1\nhello\nmeasure " + b_.Uri() + " verify=1\n");
+}
+
+TEST_F(GpuMeasurerTest, AHungWorkerTimesOutAndIsReplaced) {
+  ::setenv("FAKE_GPU_WORKER_HANG", a_.Uri().c_str(), 1);
+  options_.timeout_s = 1;
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto m = measurer->Measure(kProblem, a_);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->status.code(), Code::kTimeout) << m->status.ToString();
+  EXPECT_NE(m->status.ToString().find(a_.Uri()), std::string::npos) << m->status.ToString();
+  auto next = measurer->Measure(kProblem, b_);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_TRUE(next->status.ok()) << next->status.ToString();
+}
+
+}  // namespace
+}  // namespace flashtune
