@@ -149,29 +149,27 @@ TEST(Tuner, RetimeRoundsDecideNearTiesOnTheMedianRound) {
     ms.push_back(Replay(rows));
     TuneOptions o = ReplayTuneOptions(TempDir("tune_rounds") + "/t.db", {p}, space.get());
     o.retime_rounds = rounds;
-    auto s = Tune(o, std::move(ms));
+    return Tune(o, std::move(ms));
+  };
+  auto tuned = [&](const std::vector<RecordedRow>& rows, int rounds) {
+    auto s = tune(rows, rounds);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return *s;
+    return s.ok() ? *s : TuneSummary{};
   };
   const auto near_tie = rows_with({101.5, 110.0, 111.0}, {103.0, 104.0, 103.0});
-  TuneSummary one = tune(near_tie, 1);
+  TuneSummary one = tuned(near_tie, 1);
   EXPECT_EQ(one.problems[0].winner_uri, a.Uri());
   EXPECT_DOUBLE_EQ(one.problems[0].median_us, 101.5);
   EXPECT_EQ(one.measured, 2 + 2);  // search, then each finalist once
-  TuneSummary three = tune(near_tie, 3);
+  TuneSummary three = tuned(near_tie, 3);
   EXPECT_EQ(three.problems[0].winner_uri, b.Uri());
   EXPECT_DOUBLE_EQ(three.problems[0].median_us, 103.0);
   EXPECT_EQ(three.measured, 2 + 2 * 3);
-  TuneSummary clear = tune(rows_with({99.0, 110.0, 111.0}, {105.0, 104.0, 103.0}), 3);
+  TuneSummary clear = tuned(rows_with({99.0, 110.0, 111.0}, {105.0, 104.0, 103.0}), 3);
   EXPECT_EQ(clear.problems[0].winner_uri, a.Uri());
   EXPECT_EQ(clear.measured, 2 + 2);  // 6% apart after one round: decided
   for (int bad : {-1, 11}) {
-    auto space = Replay(near_tie);
-    std::vector<std::unique_ptr<Measurer>> ms;
-    ms.push_back(Replay(near_tie));
-    TuneOptions o = ReplayTuneOptions(TempDir("tune_rounds_bad") + "/t.db", {p}, space.get());
-    o.retime_rounds = bad;
-    auto s = Tune(o, std::move(ms));
+    auto s = tune(near_tie, bad);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
     EXPECT_NE(s.status().message().find("--retime-rounds " + std::to_string(bad) + ": allowed 1 to 10, or 0"),
