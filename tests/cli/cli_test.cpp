@@ -204,6 +204,30 @@ TEST(Cli, BenchRejectsBadVariantListsAndRoundsBeforeMeasuring) {
   EXPECT_TRUE(Contains(rounds.output, "--rounds must be 1 to 100")) << rounds.output;
 }
 
+TEST(Cli, BenchReplayFileThatCannotBeReadIsNamed) {
+  CliRun r = RunCli(std::string("bench ") + kBenchShape + " --variant " + kA + " --replay /nonexistent/timings.csv");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "replay file '/nonexistent/timings.csv' cannot be read")) << r.output;
+}
+
+TEST(Cli, DbExportTableNamesAllowedValuesAndBelongsToExport) {
+  flashtune::testing::TempDir dir;
+  const std::string db = " --db '" + dir.path() + "/x.db'";
+  CliRun bad = RunCli("db export --format csv --table best" + db);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(Contains(bad.output, "--table 'best': allowed trials, winners")) << bad.output;
+  CliRun elsewhere = RunCli("db list --table winners" + db);
+  EXPECT_EQ(elsewhere.exit_code, 2) << elsewhere.output;
+  EXPECT_TRUE(Contains(elsewhere.output, "--table is only for 'export'")) << elsewhere.output;
+}
+
+TEST(Cli, TuneRetimeRoundsNamesAllowedValues) {
+  flashtune::testing::TempDir dir;
+  CliRun r = RunCli("tune --dry-run --retime-rounds 11 --db '" + dir.path() + "/x.db'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--retime-rounds 11: allowed 1 to 10")) << r.output;
+}
+
 TEST(Cli, BenchWithoutADriverSaysSo) {
   CliRun r = RunCli(std::string("bench ") + kBenchShape + " --variant " + kA, "FLASHTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
