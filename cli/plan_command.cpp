@@ -48,6 +48,27 @@ std::string ProblemJson(const Problem& p) {
   return o.str();
 }
 
+// The planned variant's latest measurement on the problem it was tuned on, on the planned GPU:
+// what ptxas gave it (registers, shared memory, spills). nullopt for heuristic plans or when
+// the database cannot say.
+std::optional<TrialRecord> WinnerMeasurement(const std::string& db_path, const Plan& p) {
+  if (!p.tuned_problem) return std::nullopt;
+  Database::OpenOptions ro;
+  ro.read_only = true;
+  auto db = Database::Open(db_path, ro);
+  if (!db.ok()) return std::nullopt;
+  auto id = (*db)->FindProblem(*p.tuned_problem);
+  if (!id.ok()) return std::nullopt;
+  auto trials = (*db)->TrialsForProblem(*id);
+  if (!trials.ok()) return std::nullopt;
+  const TrialRow* latest = nullptr;
+  for (const TrialRow& t : *trials)
+    if (t.trial.status == Code::kOk && t.variant_uri == p.variant.Uri() &&
+        (p.device_name.empty() || t.device_name == p.device_name) && (!latest || t.id > latest->id))
+      latest = &t;
+  return latest ? std::optional<TrialRecord>(latest->trial) : std::nullopt;
+}
+
 int RunPlan(const std::vector<std::string>& args) {
   std::string dtype_text, db_path, device_uuid, gpu_name;
   int head_dim = 0;
@@ -163,6 +184,8 @@ int RunPlan(const std::vector<std::string>& args) {
     return plan.status().code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   const Plan& p = *plan;
+  const std::optional<TrialRecord> measured =
+      db_exists ? WinnerMeasurement(options.db_path, p) : std::nullopt;
   if (vm.count("json")) {
     std::ostringstream o;
     o << "{\"problem\":" << ProblemJson(p.problem) << ",\"variant\":" << JsonString(p.variant.Uri())
@@ -171,7 +194,13 @@ int RunPlan(const std::vector<std::string>& args) {
       << ",\"tuned_problem\":" << (p.tuned_problem ? ProblemJson(*p.tuned_problem) : "null")
       << ",\"tuned_median_us\":" << (p.tuned_median_us > 0 ? std::to_string(p.tuned_median_us) : "null")
       << ",\"distance\":" << p.distance << ",\"device\":" << (p.device_name.empty() ? "null" : JsonString(p.device_name))
-      << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why) << "}";
+      << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why) << ",\"resources\":";
+    if (measured)
+      o << "{\"registers\":" << measured->registers << ",\"smem_bytes\":" << measured->smem_bytes
+        << ",\"spill_bytes\":" << measured->spill_bytes << "}";
+    else
+      o << "null";
+    o << "}";
     std::cout << o.str() << "\n";
     return kExitOk;
   }
@@ -185,6 +214,9 @@ int RunPlan(const std::vector<std::string>& args) {
   if (p.tuned_problem)
     std::printf("tuned on: %s (%s), %.1f us\n", p.tuned_problem->ToString().c_str(), p.tuned_bucket.c_str(),
                 p.tuned_median_us);
+  if (measured)
+    std::printf("kernel:   %d registers per thread, %d B shared memory, %d B spill stores + loads\n",
+                measured->registers, measured->smem_bytes, measured->spill_bytes);
   std::printf("why:      %s\n", p.why.c_str());
   return kExitOk;
 }

@@ -101,5 +101,40 @@ TEST(PlanCli, TunedDatabaseGivesExactAndNearest) {
   EXPECT_NE(by_name.out.find("source:   nearest"), std::string::npos) << by_name.out;
 }
 
+// The plan says what ptxas gave the chosen kernel: its latest measurement on the problem it was
+// tuned on. A heuristic plan has none.
+TEST(PlanCli, ShowsTheChosenKernelsRegistersSharedMemoryAndSpills) {
+  const std::string db = MakeTunedDatabase(TempDir("plan_cli_resources"));
+  const Problem p = TunedProblems()[0];
+  {
+    auto opened = Database::Open(db);
+    ASSERT_TRUE(opened.ok());
+    const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(CurrentToolchain());
+    auto winner = (*opened)->FindWinner(TunedDevice(), CurrentToolchain(), BucketOf(p));
+    ASSERT_TRUE(winner.ok() && winner->has_value());
+    TrialRecord t;
+    t.problem = p;
+    t.variant = (*winner)->variant;
+    t.median_us = 500;
+    t.registers = 168;
+    t.smem_bytes = 36864;
+    t.spill_bytes = 16;
+    t.phase = "retime";
+    ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
+  }
+  const std::string shape = "--dtype bf16 --head-dim 128 --batch " + std::to_string(p.batch) + " --seqlen-q " +
+                            std::to_string(p.seqlen_q) + " --heads-q " + std::to_string(p.heads_q);
+  const std::string where = " --device-uuid " + TunedDevice().uuid + " --db '" + db + "'";
+  CliRun text = Plan(shape + where);
+  EXPECT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("kernel:   168 registers per thread, 36864 B shared memory, 16 B spill stores + loads"),
+            std::string::npos) << text.out;
+  CliRun json = Plan(shape + where + " --json");
+  EXPECT_NE(json.out.find("\"resources\":{\"registers\":168,\"smem_bytes\":36864,\"spill_bytes\":16}"),
+            std::string::npos) << json.out;
+  CliRun heuristic = Plan("--dtype f16 --head-dim 64 --batch 1 --seqlen-q 128 --heads-q 2" + where + " --json");
+  EXPECT_NE(heuristic.out.find("\"resources\":null"), std::string::npos) << heuristic.out;
+}
+
 }  // namespace
 }  // namespace flashtune
