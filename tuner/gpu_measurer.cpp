@@ -52,6 +52,11 @@ class GpuMeasurer final : public Measurer {
     auto frame = worker_->Call(detail::EncodeHelloRequest(), std::chrono::seconds(120));
     if (!frame.ok()) return frame.status();
     auto hello = detail::DecodeHelloReply(*frame);
+    if (!hello.ok() && hello.status().code() == Code::kUnsupported)
+      return Status(Code::kUnsupported, hello.status().message() + " (worker: " +
+                                            (exe.empty() ? std::string("a fork of this process") : exe) +
+                                            "); point FLASHTUNE_WORKER or GpuMeasurerOptions::worker_executable "
+                                            "at the flashtune CLI of this build");
     if (!hello.ok()) return hello.status();
     if (!hello->status.ok()) return hello->status;
     device_ = hello->device;

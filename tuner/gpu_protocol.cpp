@@ -47,10 +47,16 @@ static Variant GetVariant(FrameReader& r) {
 }
 static Status Broken(const char* what) { return Status(Code::kInternal, std::string("malformed ") + what + " frame"); }
 
-std::string EncodeHelloRequest() { return FrameWriter().I64(kHelloMessage).data(); }
+std::string EncodeHelloRequest() { return FrameWriter().I64(kHelloMessage).I64(kProtocolVersion).data(); }
+
+int64_t DecodeHelloRequestVersion(FrameReader& reader) {
+  const int64_t version = reader.I64();
+  return reader.ok() ? version : 0;
+}
 
 std::string EncodeHelloReply(const HelloReply& h) {
   FrameWriter w;
+  w.I64(h.protocol_version);  // first: an older worker's reply starts with a status code (0)
   PutStatus(w, h.status);
   const DeviceInfo& d = h.device;
   w.I64(h.device_count).Str(h.driver_version).I64(d.ordinal).Str(d.name).Str(d.uuid).I64(d.cc_major).I64(d.cc_minor)
@@ -61,6 +67,11 @@ std::string EncodeHelloReply(const HelloReply& h) {
 Result<HelloReply> DecodeHelloReply(const std::string& frame) {
   FrameReader r(frame);
   HelloReply h;
+  h.protocol_version = r.I64();
+  if (h.protocol_version != kProtocolVersion)
+    return Status(Code::kUnsupported, "the GPU worker speaks protocol " + std::to_string(h.protocol_version) +
+                                          " and this tuner " + std::to_string(kProtocolVersion) +
+                                          ": they come from different flashtune builds");
   h.status = GetStatus(r);
   h.device_count = static_cast<int>(r.I64());
   h.driver_version = r.Str();

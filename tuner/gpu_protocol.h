@@ -13,7 +13,13 @@ namespace flashtune::detail {
 
 enum MessageKind : int64_t { kHelloMessage = 1, kMeasureMessage = 2 };
 
+// Bumped whenever a message's layout changes. The hello carries it both ways, so a tuner and a
+// worker from different builds (a library user's FLASHTUNE_WORKER pointing at an older CLI)
+// stop with a message instead of misreading each other's frames.
+inline constexpr int64_t kProtocolVersion = 2;
+
 struct HelloReply {
+  int64_t protocol_version = 0;  // the worker's; 0 from a worker older than versioning
   Status status;
   int device_count = 0;
   DeviceInfo device;
@@ -40,6 +46,9 @@ struct MeasureReply {
 };
 
 std::string EncodeHelloRequest();
+// The protocol version a hello request carries (0 from a tuner older than versioning); the
+// reader is positioned after the message kind.
+int64_t DecodeHelloRequestVersion(FrameReader& reader);
 std::string EncodeHelloReply(const HelloReply& reply);
 Result<HelloReply> DecodeHelloReply(const std::string& frame);
 std::string EncodeMeasureRequest(const MeasureRequest& request);

@@ -427,7 +427,16 @@ int GpuWorkerMain(int request_fd, int reply_fd, int ordinal) {
     FrameReader reader(*frame);
     const int64_t kind = reader.I64();
     if (kind == kHelloMessage) {
-      if (!WriteFrame(reply_fd, EncodeHelloReply(worker.Hello())).ok()) return 0;
+      const int64_t theirs = DecodeHelloRequestVersion(reader);
+      HelloReply hello;
+      if (theirs == kProtocolVersion) {
+        hello = worker.Hello();
+      } else {  // a tuner of another build: say so rather than touch the GPU for it
+        hello.status = Status(Code::kUnsupported, "this GPU worker speaks protocol " + std::to_string(kProtocolVersion) +
+                                                      " and the tuner " + std::to_string(theirs));
+      }
+      hello.protocol_version = kProtocolVersion;
+      if (!WriteFrame(reply_fd, EncodeHelloReply(hello)).ok()) return 0;
       continue;
     }
     MeasureReply reply;

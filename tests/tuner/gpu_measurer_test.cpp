@@ -25,7 +25,7 @@ std::string TinyKernel(const Variant& v) {
   return "extern \"C\" __global__ void " + v.Uri() + "(float* x) { x[threadIdx.x] += 1.0f; }\n";
 }
 
-class GpuMeasurerTest : public ::testing::Test {
+class GpuMeasurerWithFakeWorker : public ::testing::Test {
  protected:
   void SetUp() override {
     log_ = dir_.path() + "/worker.log";
@@ -41,7 +41,9 @@ class GpuMeasurerTest : public ::testing::Test {
     for (const Variant& v : {a_, b_, trusted_}) options_.source_overrides[v.Uri()] = TinyKernel(v);
   }
   void TearDown() override {
-    for (const char* name : {"FAKE_GPU_WORKER_LOG", "FAKE_GPU_WORKER_FAULT", "FAKE_GPU_WORKER_HANG"}) ::unsetenv(name);
+    for (const char* name :
+         {"FAKE_GPU_WORKER_LOG", "FAKE_GPU_WORKER_FAULT", "FAKE_GPU_WORKER_HANG", "FAKE_GPU_WORKER_PROTOCOL"})
+      ::unsetenv(name);
   }
   std::unique_ptr<Measurer> Make() {
     auto made = MakeGpuMeasurers({}, options_);
@@ -61,7 +63,7 @@ class GpuMeasurerTest : public ::testing::Test {
   GpuMeasurerOptions options_;
 };
 
-TEST_F(GpuMeasurerTest, LearnsTheDeviceFromTheWorkerAndMeasuresThroughIt) {
+TEST_F(GpuMeasurerWithFakeWorker, LearnsTheDeviceFromTheWorkerAndMeasuresThroughIt) {
   auto measurer = Make();
   ASSERT_NE(measurer, nullptr);
   EXPECT_EQ(measurer->Device().name, "Fake GPU");
@@ -80,7 +82,19 @@ TEST_F(GpuMeasurerTest, LearnsTheDeviceFromTheWorkerAndMeasuresThroughIt) {
                              a_.Uri() + " verify=0\n");
 }
 
-TEST_F(GpuMeasurerTest, CompileErrorIsRecordedWithTheLogAndNeverSentToTheWorker) {
+// A worker from another build (its protocol differs) is refused at the hello, naming it.
+TEST_F(GpuMeasurerWithFakeWorker, AWorkerOfAnotherBuildIsAClearError) {
+  ::setenv("FAKE_GPU_WORKER_PROTOCOL", "1", 1);
+  auto made = MakeGpuMeasurers({}, options_);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), Code::kUnsupported);
+  const std::string message = made.status().message();
+  EXPECT_NE(message.find("speaks protocol 1"), std::string::npos) << message;
+  EXPECT_NE(message.find(FLASHTUNE_FAKE_GPU_WORKER), std::string::npos) << message;
+  EXPECT_NE(message.find("FLASHTUNE_WORKER"), std::string::npos) << message;
+}
+
+TEST_F(GpuMeasurerWithFakeWorker, CompileErrorIsRecordedWithTheLogAndNeverSentToTheWorker) {
   options_.source_overrides[b_.Uri()] = "extern \"C\" __global__ void k() { no_such_symbol = 1; }\n";
   auto measurer = Make();
   ASSERT_NE(measurer, nullptr);
@@ -94,7 +108,7 @@ TEST_F(GpuMeasurerTest, CompileErrorIsRecordedWithTheLogAndNeverSentToTheWorker)
   EXPECT_TRUE(next->status.ok()) << next->status.ToString();
 }
 
-TEST_F(GpuMeasurerTest, AFaultIsRecordedAndTheWorkerRestarts) {
+TEST_F(GpuMeasurerWithFakeWorker, AFaultIsRecordedAndTheWorkerRestarts) {
   ::setenv("FAKE_GPU_WORKER_FAULT", a_.Uri().c_str(), 1);
   auto measurer = Make();
   ASSERT_NE(measurer, nullptr);
@@ -107,7 +121,7 @@ TEST_F(GpuMeasurerTest, AFaultIsRecordedAndTheWorkerRestarts) {
   EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1\nhello\nmeasure " + b_.Uri() + " verify=1\n");
 }
 
-TEST_F(GpuMeasurerTest, AHungWorkerTimesOutAndIsReplaced) {
+TEST_F(GpuMeasurerWithFakeWorker, AHungWorkerTimesOutAndIsReplaced) {
   ::setenv("FAKE_GPU_WORKER_HANG", a_.Uri().c_str(), 1);
   options_.timeout_s = 1;
   auto measurer = Make();

@@ -110,6 +110,34 @@ TEST(Frame, ReaderFlagsShortAndMalformedFrames) {
   EXPECT_FALSE(lying.ok());
 }
 
+TEST(GpuProtocol, HelloCarriesTheProtocolVersionBothWays) {
+  const std::string request = EncodeHelloRequest();
+  FrameReader reader(request);
+  ASSERT_EQ(reader.I64(), kHelloMessage);
+  EXPECT_EQ(DecodeHelloRequestVersion(reader), kProtocolVersion);
+  FrameReader old_request(FrameWriter().I64(kHelloMessage).data());  // a tuner from before versioning
+  old_request.I64();
+  EXPECT_EQ(DecodeHelloRequestVersion(old_request), 0);
+
+  HelloReply hello;
+  hello.protocol_version = kProtocolVersion;
+  hello.device_count = 2;
+  hello.driver_version = "13.0";
+  hello.device.name = "NVIDIA H200";
+  hello.device.cc_major = 9;
+  auto decoded = DecodeHelloReply(EncodeHelloReply(hello));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->device_count, 2);
+  EXPECT_EQ(decoded->device.name, "NVIDIA H200");
+  // A worker from before versioning starts its reply with the status code (0).
+  hello.protocol_version = 0;
+  auto old = DecodeHelloReply(EncodeHelloReply(hello));
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.status().code(), Code::kUnsupported);
+  EXPECT_NE(old.status().message().find("speaks protocol 0 and this tuner " + std::to_string(kProtocolVersion)),
+            std::string::npos) << old.status().message();
+}
+
 TEST(GpuProtocol, MeasureMessagesRoundTrip) {
   MeasureRequest request;
   request.problem = Problem{DType::kF16, 96, true, 3, 1000, 127, 8, 2};
