@@ -308,7 +308,8 @@ class GpuWorker {
   // Random inputs for the timed shape, replicated so one pass over the copies exceeds 3x L2.
   // q, k and v depend only on the dtype and the sizes, so problems of equal sizes (the default
   // set's all hold B*N*H*D = 16k*2048 elements) share them; only o and lse are reallocated.
-  // Filling ~100M random values takes about a second, which used to be half of a budgeted run.
+  // Preparing a new set (fill, allocation, upload) took ~1.3 s per problem on an H200, more than
+  // half of a budgeted run.
   Status PrepareTimedInputs(const Problem& p) {
     const std::string key = p.ToString();
     if (inputs_key_ == key) return Status::Ok();

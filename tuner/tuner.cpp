@@ -205,24 +205,27 @@ class Context final : public SearchContext {
   Clock::time_point start_;
 };
 
-// Tunes one problem on one device; fills `s`. Returns an error only when the device's run
-// cannot continue (measurer or database failure).
 constexpr double kDecidedGap = 0.03;
 
+// A finalist's re-timing that decides for it: its median round (the lower one of an even count).
+Measurement MedianRound(std::vector<Measurement> rounds) {
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Measurement& a, const Measurement& b) { return a.median_us < b.median_us; });
+  return rounds[(rounds.size() - 1) / 2];
+}
+
 // Whether the leader by median round is ahead of every other finalist by more than `gap`.
-bool Decided(std::vector<std::vector<Measurement>> rounds, const std::vector<bool>& out, double gap) {
+bool Decided(const std::vector<std::vector<Measurement>>& rounds, const std::vector<bool>& out, double gap) {
   std::vector<double> medians;
-  for (size_t i = 0; i < rounds.size(); ++i) {
-    if (out[i] || rounds[i].empty()) continue;
-    auto& ms = rounds[i];
-    std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.median_us < b.median_us; });
-    medians.push_back(ms[(ms.size() - 1) / 2].median_us);
-  }
+  for (size_t i = 0; i < rounds.size(); ++i)
+    if (!out[i] && !rounds[i].empty()) medians.push_back(MedianRound(rounds[i]).median_us);
   if (medians.size() < 2) return true;
   std::sort(medians.begin(), medians.end());
   return medians[1] > medians[0] * (1 + gap);
 }
 
+// Tunes one problem on one device; fills `s`. Returns an error only when the device's run
+// cannot continue (measurer or database failure).
 Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strategy, int64_t device_id,
                int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem, ProblemSummary& s) {
   const TuneOptions& o = *shared.options;
@@ -374,12 +377,8 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
       if (Decided(rounds, out, kDecidedGap)) break;  // more rounds only for near-ties
     }
     std::vector<CandidateResult> retimed;
-    for (size_t i = 0; i < finalists.size(); ++i) {
-      if (out[i] || rounds[i].empty()) continue;
-      std::vector<Measurement>& ms = rounds[i];
-      std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.median_us < b.median_us; });
-      retimed.push_back({finalists[i].variant, ms[(ms.size() - 1) / 2]});  // the (lower) median round
-    }
+    for (size_t i = 0; i < finalists.size(); ++i)
+      if (!out[i] && !rounds[i].empty()) retimed.push_back({finalists[i].variant, MedianRound(rounds[i])});
     if (retimed.empty()) {
       s.outcome = ProblemOutcome::kNoWinner;
       s.message = "every finalist failed re-timing";
