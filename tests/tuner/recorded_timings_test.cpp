@@ -54,6 +54,27 @@ std::map<std::string, double> MeanRecordedTimes(const std::string& file) {
   return out;
 }
 
+// Tunes the problems recorded in `text` (a trials CSV) from those recordings into `db`.
+TuneSummary TuneReplayed(const std::string& text, const std::string& strategy, const std::string& db) {
+  auto space = ReplayMeasurer::FromText(text, "recording", {});
+  EXPECT_TRUE(space.ok()) << space.status().ToString();
+  auto measurer = ReplayMeasurer::FromText(text, "recording", {});
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(std::move(*measurer));
+  TuneOptions o = ReplayTuneOptions(db, (*space)->Problems(), space->get());
+  o.strategy = strategy;
+  auto summary = Tune(o, std::move(ms));
+  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  return summary.ok() ? *summary : TuneSummary{};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Real timings: every variant of the default set's problems, measured on an H200 by
 // `flashtune tune` and exported with `flashtune db export --format csv`: `file` under bench/data.
 // The budgeted strategy must find a winner within 3% of the exhaustive one for every problem
@@ -69,19 +90,12 @@ void ExpectBudgetedMatchesExhaustive(const std::string& name, size_t problem_cou
     int64_t calls = 0;
     double gpu_us = 0;  // kernel time of every measurement: what timing costs on the GPU
   };
+  const std::string text = ReadFile(file);
   auto run = [&](const std::string& strategy) {
-    auto measurer = ReplayMeasurer::FromFile(file, {});
-    EXPECT_TRUE(measurer.ok());
-    std::vector<std::unique_ptr<Measurer>> ms;
-    ms.push_back(std::move(*measurer));
     const std::string db = TempDir("tune_" + strategy) + "/t.db";
-    TuneOptions o = ReplayTuneOptions(db, problems, space->get());
-    o.strategy = strategy;
     Run r;
-    auto summary = Tune(o, std::move(ms));
-    EXPECT_TRUE(summary.ok()) << summary.status().ToString();
-    r.summary = *summary;
-    r.calls = r.summary.measured;  // Tune owns (and has destroyed) the measurer by now
+    r.summary = TuneReplayed(text, strategy, db);
+    r.calls = r.summary.measured;
     auto opened = Database::Open(db);
     for (const Problem& p : problems) {
       const auto trials = (*opened)->TrialsForProblem(*(*opened)->FindProblem(p));  // held: not a temporary
@@ -183,20 +197,6 @@ std::map<std::string, double> FastestPerProblem(const std::map<std::string, doub
   return best;
 }
 
-// Tunes the problems of a noisy copy of a recording; the summary.
-TuneSummary TuneReplayed(const std::string& text, const std::string& strategy) {
-  auto space = ReplayMeasurer::FromText(text, "noisy recording", {});
-  EXPECT_TRUE(space.ok()) << space.status().ToString();
-  auto measurer = ReplayMeasurer::FromText(text, "noisy recording", {});
-  std::vector<std::unique_ptr<Measurer>> ms;
-  ms.push_back(std::move(*measurer));
-  TuneOptions o = ReplayTuneOptions(TempDir("noisy_" + strategy) + "/t.db", (*space)->Problems(), space->get());
-  o.strategy = strategy;
-  auto summary = Tune(o, std::move(ms));
-  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
-  return summary.ok() ? *summary : TuneSummary{};
-}
-
 // Real landscapes, simulated noise: how often does a strategy pick a variant more than 3%
 // slower than the true best (its mean over the recording)? 1.5% per measurement is what two
 // runs on the H200 differ by (docs/perf-notes.md). Exhaustive does so for about 0.5% of
@@ -210,8 +210,8 @@ TEST(Tuner, BudgetedRarelyMissesByMoreThan3PercentUnderMeasurementNoise) {
     const std::map<std::string, double> best = FastestPerProblem(mean);
     for (uint32_t seed = 1; seed <= 10; ++seed) {
       const std::string text = WithNoise(file, mean, seed, 0.015);
-      if (seed == 1) exhaustive_measured += TuneReplayed(text, "exhaustive").measured * 10;
-      const TuneSummary summary = TuneReplayed(text, "budgeted");
+      if (seed == 1) exhaustive_measured += TuneReplayed(text, "exhaustive", TempDir("noisy") + "/e.db").measured * 10;
+      const TuneSummary summary = TuneReplayed(text, "budgeted", TempDir("noisy") + "/b.db");
       measured += summary.measured;
       for (const ProblemSummary& p : summary.problems) {
         misses += mean.at(RecordedKey(p.problem, p.winner_uri)) > best.at(ProblemKey(p.problem)) * 1.03;
@@ -235,8 +235,10 @@ TEST(Tuner, TuningTwiceRarelyDisagreesByMoreThan2PercentUnderMeasurementNoise) {
     const std::string file = std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/" + name;
     const std::map<std::string, double> mean = MeanRecordedTimes(file);
     for (uint32_t pair = 0; pair < 5; ++pair) {
-      const TuneSummary first = TuneReplayed(WithNoise(file, mean, 100 + 2 * pair, 0.015), "exhaustive");
-      const TuneSummary second = TuneReplayed(WithNoise(file, mean, 101 + 2 * pair, 0.015), "exhaustive");
+      const TuneSummary first =
+          TuneReplayed(WithNoise(file, mean, 100 + 2 * pair, 0.015), "exhaustive", TempDir("twice") + "/1.db");
+      const TuneSummary second =
+          TuneReplayed(WithNoise(file, mean, 101 + 2 * pair, 0.015), "exhaustive", TempDir("twice") + "/2.db");
       ASSERT_EQ(first.problems.size(), second.problems.size());
       for (size_t i = 0; i < first.problems.size(); ++i) {
         const double a = mean.at(RecordedKey(first.problems[i].problem, first.problems[i].winner_uri));
