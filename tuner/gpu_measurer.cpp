@@ -83,6 +83,12 @@ class GpuMeasurer final : public Measurer {
     return out;
   }
 
+  Result<int> CompiledRegisters(const Variant& variant) override {
+    const Compiled& c = CompiledFor(variant);
+    if (!c.cubin.ok()) return c.cubin.status();
+    return c.cubin->resources.registers;
+  }
+
  private:
   struct Compiled {
     Result<Cubin> cubin = Status(Code::kInternal, "not compiled");

@@ -236,6 +236,14 @@ Result<Measurement> ReplayMeasurer::Measure(const Problem& p, const Variant& v) 
   return e->rows.front();
 }
 
+Result<int> ReplayMeasurer::CompiledRegisters(const Variant& v) {
+  for (const Entry& e : entries_)
+    if (e.variant == v)
+      for (const Measurement& m : e.rows)
+        if (m.registers > 0) return m.registers;
+  return Status(Code::kNotFound, "replay: no registers recorded for " + v.Uri());
+}
+
 Result<std::vector<Measurement>> ReplayMeasurer::Remeasure(const Problem& p, const std::vector<Variant>& vs) {
   std::vector<Measurement> out;
   for (const Variant& v : vs) {

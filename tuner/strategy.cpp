@@ -59,6 +59,9 @@ double Steps(const Variant& a, const Variant& b) {
 class Budgeted final : public Strategy {
  public:
   static constexpr double kOptimism = 0.05;  // assumed gain of an untried parameter value (5%)
+  // The model's factors: B_r, B_c, warps, stages, and the warps an SM holds at once, which no
+  // parameter decides alone (4 more registers can cost a CTA per SM).
+  static constexpr int kFactors = 5;
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
   Status Search(SearchContext& ctx) override {
@@ -95,8 +98,10 @@ class Budgeted final : public Strategy {
         double lt = std::log(r.measurement.median_us);
         total += lt;
         ++n;
-        const int values[4] = {r.variant.block_m, r.variant.block_n, r.variant.warps, r.variant.stages};
-        for (int k = 0; k < 4; ++k) {
+        const int values[kFactors] = {r.variant.block_m, r.variant.block_n, r.variant.warps, r.variant.stages,
+                                      ctx.ResidentWarpsPerSm(r.variant)};
+        for (int k = 0; k < kFactors; ++k) {
+          if (values[k] == 0) continue;  // residency unknown
           auto& e = sums[{k, values[k]}];
           e.first += lt;
           ++e.second;
@@ -114,9 +119,10 @@ class Budgeted final : public Strategy {
         const double mean = total / n;
         double best_pred = 1e30, best_steps = 1e30;
         for (const Variant& v : pending) {  // pending is in cost order: first minimum wins ties
-          const int values[4] = {v.block_m, v.block_n, v.warps, v.stages};
+          const int values[kFactors] = {v.block_m, v.block_n, v.warps, v.stages, ctx.ResidentWarpsPerSm(v)};
           double pred = 0;
-          for (int k = 0; k < 4; ++k) {
+          for (int k = 0; k < kFactors; ++k) {
+            if (values[k] == 0) continue;
             auto it = sums.find({k, values[k]});
             pred += it == sums.end() ? -kOptimism : it->second.first / it->second.second - mean;
           }
@@ -191,7 +197,7 @@ class Budgeted final : public Strategy {
   }
 
   static constexpr double kPriorFraction = 0.05;
-  static constexpr int64_t kFollowerMinimum = 3;
+  static constexpr int64_t kFollowerMinimum = 4;
   double fraction_;
 };
 

@@ -13,6 +13,8 @@
 #include <random>
 #include <thread>
 
+#include "flashtune/space.h"
+
 namespace flashtune {
 
 Result<std::vector<Measurement>> Measurer::Remeasure(const Problem& problem, const std::vector<Variant>& variants) {
@@ -23,6 +25,36 @@ Result<std::vector<Measurement>> Measurer::Remeasure(const Problem& problem, con
     out.push_back(std::move(*m));
   }
   return out;
+}
+
+Result<int> Measurer::CompiledRegisters(const Variant& variant) {
+  return Status(Code::kUnsupported, "this measurer cannot tell " + variant.Uri() + "'s registers before measuring");
+}
+
+SmLimits SmLimitsFor(int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  SmLimits l;  // sm_90 and sm_100: 228 KB, 2048 threads, 32 CTAs
+  if (cc == 80 || cc == 87) {
+    l.smem_bytes = 167936;  // 164 KB
+    l.threads = cc == 80 ? 2048 : 1536;
+  } else if (cc == 90 || cc == 100 || cc == 103) {
+    return l;
+  } else {  // sm_86, sm_89, sm_120 and anything not known: the smallest
+    l.smem_bytes = 102400;
+    l.threads = 1536;
+    l.ctas = cc == 89 || cc >= 120 ? 24 : 16;
+  }
+  return l;
+}
+
+int ResidentCtasPerSm(const SmLimits& limits, int registers, int threads, int64_t smem_bytes) {
+  if (registers <= 0 || threads <= 0) return 0;
+  const int warps = (threads + 31) / 32;
+  const int regs_per_warp = (registers * 32 + 255) / 256 * 256;
+  int ctas = std::min(limits.ctas, limits.threads / (warps * 32));
+  ctas = std::min(ctas, limits.registers / regs_per_warp / warps);
+  ctas = int(std::min<int64_t>(ctas, limits.smem_bytes / (smem_bytes + limits.smem_reserved_per_cta)));
+  return std::max(ctas, 0);
 }
 
 std::string_view ProblemOutcomeName(ProblemOutcome o) {
@@ -182,6 +214,18 @@ class Context final : public SearchContext {
     return out;
   }
 
+  int ResidentWarpsPerSm(const Variant& v) override {
+    auto [it, inserted] = residency_.try_emplace(v.Uri(), 0);
+    if (inserted) {
+      auto regs = measurer_.CompiledRegisters(v);
+      const DeviceRecord d = measurer_.Device();
+      if (regs.ok())
+        it->second = ResidentCtasPerSm(SmLimitsFor(d.cc_major, d.cc_minor), *regs, v.warps * 32, SharedMemoryBytes(v)) *
+                     v.warps;
+    }
+    return it->second;
+  }
+
   void SeedBest() {
     for (const auto& r : results_)
       if (r.ok() && (best_us_ == 0 || r.measurement.median_us < best_us_)) best_us_ = r.measurement.median_us;
@@ -197,6 +241,7 @@ class Context final : public SearchContext {
   Problem problem_;
   std::vector<Variant> unmeasured_;
   std::vector<CandidateResult> results_;
+  std::map<std::string, int> residency_;  // URI -> ResidentWarpsPerSm
   size_t space_;
   ProblemSummary& summary_;
   int64_t per_problem_ = -1;

@@ -58,7 +58,27 @@ class Measurer {
   // Re-times already verified candidates, in the given (shuffled) order; one Measurement each,
   // same order. The default calls Measure for each.
   virtual Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants);
+  // Registers per thread of `variant`'s compiled kernel, compiling it (or reading the cubin
+  // cache) without launching it: what a strategy needs to predict occupancy before measuring.
+  // The compile error's status when it does not compile; kUnsupported (the default) when this
+  // measurer cannot tell.
+  virtual Result<int> CompiledRegisters(const Variant& variant);
 };
+
+// What limits how many CTAs an SM holds at once (the CUDA occupancy rules).
+struct SmLimits {
+  int registers = 65536;            // per SM, allocated per warp in units of 256
+  int64_t smem_bytes = 233472;      // per SM, for CTAs' shared memory
+  int64_t smem_reserved_per_cta = 1024;
+  int threads = 2048;
+  int ctas = 32;
+};
+// The limits of compute capability major.minor (sm_80 … sm_120); unknown ones get the
+// smallest of the known (100 KB shared memory, 1536 threads, 16 CTAs).
+SmLimits SmLimitsFor(int cc_major, int cc_minor);
+// CTAs of `threads` threads using `registers` per thread and `smem_bytes` of shared memory
+// that one SM holds at once; 0 when one does not fit.
+int ResidentCtasPerSm(const SmLimits& limits, int registers, int threads, int64_t smem_bytes);
 
 // This build's toolchain: NVRTC version, flashtune version, sha256 of the embedded templates.
 ToolchainInfo CurrentToolchain();
@@ -91,6 +111,10 @@ class SearchContext {
   // causal) already tuned on this device and toolchain: geometric mean of time / best time.
   // Empty when no such problem exists. Winners of one class tend to agree across lengths.
   virtual std::vector<Variant> PriorRanking() const { return {}; }
+  // Warps of `variant` one SM of this device holds at once (ResidentCtasPerSm × warps), from
+  // its compiled registers and its shared memory; 0 when unknown (the measurer cannot tell
+  // before measuring, or the variant does not compile). May compile the variant.
+  virtual int ResidentWarpsPerSm(const Variant& /*variant*/) { return 0; }
   // Measures and records one unmeasured candidate. kOutOfResources when the budget is spent,
   // kInvalidArgument when not an unmeasured candidate, the Measurer's error otherwise.
   virtual Result<CandidateResult> Measure(const Variant& variant) = 0;
@@ -109,15 +133,17 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // Spends most of its budget on the first problem of each class and little on the rest:
 // - with no tuned problem of the class yet: ranks by a cost model (FA-2's known-good tiles per
 //   head dim, warps, stages), measures the top few, then follows an additive model of the
-//   measured times and finally the neighbours of the best, alternating with those of the best
-//   with the other B_r when it is within 5% (default budget: 40% of the space);
+//   measured times — one effect per B_r, B_c, warps, stages and per resident warps per SM
+//   (SearchContext::ResidentWarpsPerSm, from the compiled registers) — and finally the
+//   neighbours of the best, alternating with those of the best with the other B_r when it is
+//   within 5% (default budget: 45% of the space);
 // - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), then the
 //   prior's best for each B_r and B_c not yet covered, then B_c values never measured in the
-//   class (default budget: 5% of the space, at least 3).
-// Over the default problem set this measures a quarter of what exhaustive does. On the H200's
-// recorded timings (bench/data) every winner is within 3% of the exhaustive one; with 1.5%
-// lognormal noise added to every recorded time (20 draws per recording), about 2% of its
-// winners are more than 3% slower than the true best, against 0.5% for exhaustive.
+//   class (default budget: 5% of the space, at least 4).
+// Over the default problem set this measures under a quarter of what exhaustive does (17% of
+// its kernel time). Replaying five H200 recordings (bench/data) with fresh 1.5% lognormal
+// noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
+// than the true best (exhaustive: about 0.5%).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
 // "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name);
@@ -246,6 +272,8 @@ class ReplayMeasurer : public Measurer {
   // kNotFound (error Result) when nothing was recorded for (problem, variant).
   Result<Measurement> Measure(const Problem& problem, const Variant& variant) override;
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override;
+  // The registers recorded for `variant` (on any problem); kNotFound when none was.
+  Result<int> CompiledRegisters(const Variant& variant) override;
 
   // The problems recorded, in first-seen order, and each one's recorded variants (the space).
   std::vector<Problem> Problems() const;

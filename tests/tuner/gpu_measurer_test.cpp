@@ -108,6 +108,22 @@ TEST_F(GpuMeasurerWithFakeWorker, CompileErrorIsRecordedWithTheLogAndNeverSentTo
   EXPECT_TRUE(next->status.ok()) << next->status.ToString();
 }
 
+// A strategy asks for registers before measuring: NVRTC's count (ptxas), nothing launched; a
+// source that does not compile answers with the compile error and its log.
+TEST_F(GpuMeasurerWithFakeWorker, CompiledRegistersComeFromTheCompileWithoutALaunch) {
+  options_.source_overrides[b_.Uri()] = "extern \"C\" __global__ void k() { no_such_symbol = 1; }\n";
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto regs = measurer->CompiledRegisters(a_);
+  ASSERT_TRUE(regs.ok()) << regs.status().ToString();
+  EXPECT_GT(*regs, 0);
+  EXPECT_LT(*regs, 32);  // TinyKernel needs a handful; 32 would be the fake worker's answer
+  auto broken = measurer->CompiledRegisters(b_);
+  EXPECT_EQ(broken.status().code(), Code::kCompileError);
+  EXPECT_NE(broken.status().log().find("no_such_symbol"), std::string::npos) << broken.status().log();
+  EXPECT_EQ(WorkerLog(), "hello\n");
+}
+
 TEST_F(GpuMeasurerWithFakeWorker, AFaultIsRecordedAndTheWorkerRestarts) {
   ::setenv("FAKE_GPU_WORKER_FAULT", a_.Uri().c_str(), 1);
   auto measurer = Make();

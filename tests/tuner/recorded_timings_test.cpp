@@ -146,6 +146,15 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnASecondRecordingOfTheCurrentTemplate) {
   ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run2.csv", 48);
 }
 
+// A third exhaustive run of the current template on the H200 (stop 10), where the budgeted run
+// beside it missed bf16 d64 non-causal by 5%: that class's best variant is set apart by
+// occupancy (tests/tuner/occupancy_test.cpp). The fourth run (run4) is only replayed with
+// fresh noise below: its one re-timing of f16 d64 causal N512's best is 6% above its search
+// time, and a budgeted run, which re-times once, loses that near-tie to the draw.
+TEST(Tuner, BudgetedMatchesExhaustiveOnAThirdRecordingOfTheCurrentTemplate) {
+  ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run3.csv", 48);
+}
+
 // The recorded H200 timings with fresh measurement noise: per variant of each problem, one
 // search row and three re-timing rows, each its mean over the recording times
 // exp(N(0, sigma)), seeded; failed rows as recorded. Returns the CSV text.
@@ -200,11 +209,13 @@ std::map<std::string, double> FastestPerProblem(const std::map<std::string, doub
 // Real landscapes, simulated noise: how often does a strategy pick a variant more than 3%
 // slower than the true best (its mean over the recording)? 1.5% per measurement is what two
 // runs on the H200 differ by (docs/perf-notes.md). Exhaustive does so for about 0.5% of
-// problems; budgeted, which measures a quarter as much, must stay within 3%.
+// problems; budgeted, which measures a quarter as much, must stay under 2% (1.2% with the
+// residency factor and four follower measurements; 3.1% without them).
 TEST(Tuner, BudgetedRarelyMissesByMoreThan3PercentUnderMeasurementNoise) {
   int64_t misses = 0, problems = 0, measured = 0, exhaustive_measured = 0;
   for (const char* name : {"h200-2026-11-30-trials.csv", "h200-2026-11-30-trials-v2.csv",
-                           "h200-2026-11-30-trials-v2-run2.csv"}) {
+                           "h200-2026-11-30-trials-v2-run2.csv", "h200-2026-11-30-trials-v2-run3.csv",
+                           "h200-2026-11-30-trials-v2-run4.csv"}) {
     const std::string file = std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/" + name;
     const std::map<std::string, double> mean = MeanRecordedTimes(file);
     const std::map<std::string, double> best = FastestPerProblem(mean);
@@ -222,7 +233,7 @@ TEST(Tuner, BudgetedRarelyMissesByMoreThan3PercentUnderMeasurementNoise) {
   std::printf("[ budgeted ] with 1.5%% noise: %lld of %lld winners more than 3%% slower than the best; "
               "%lld of %lld measurements\n", (long long)misses, (long long)problems, (long long)measured,
               (long long)exhaustive_measured);
-  EXPECT_LE(misses * 100, problems * 3) << misses << " of " << problems;
+  EXPECT_LE(misses * 100, problems * 2) << misses << " of " << problems;
   EXPECT_LE(measured * 4, exhaustive_measured) << measured << " of " << exhaustive_measured << " measurements";
 }
 
