@@ -68,7 +68,7 @@ TEST(ReplayMeasurer, CompiledRegistersComeFromTheRecording) {
   EXPECT_EQ((*replay)->CompiledRegisters(*other).status().code(), Code::kNotFound);
 }
 
-// The H200 run (bench/data/h200-2026-11-30-v2-budgeted-2.log) that missed bf16 d64 full by 5%:
+// The H200 run (bench/data/h200-2026-11-30-v2-tune-run3-and-budgeted-2.log) that missed bf16 d64 full by 5%:
 // the 13 times its pilot measured, the exhaustive run's for the 14 others, the registers ptxas
 // gave each. br128_bc32_w4_s2 (168 registers, 12 warps per SM) is 4% ahead of everything, but
 // its neighbour in stages (172 registers, 8 warps per SM) is 12% behind, so a model of the
