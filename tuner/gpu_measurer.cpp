@@ -83,6 +83,8 @@ class GpuMeasurer final : public Measurer {
     return out;
   }
 
+  void Prefetch(const Problem& problem) override { CompileClass(ClassOf(problem)); }
+
   Result<int> CompiledRegisters(const Variant& variant) override {
     const Compiled& c = CompiledFor(variant);
     if (!c.cubin.ok()) return c.cubin.status();

@@ -270,9 +270,11 @@ bool Decided(const std::vector<std::vector<Measurement>>& rounds, const std::vec
 }
 
 // Tunes one problem on one device; fills `s`. Returns an error only when the device's run
-// cannot continue (measurer or database failure).
+// cannot continue (measurer or database failure). `next_class`, when given, is the next problem
+// of another class in the list: its compiles are queued while this one measures.
 Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strategy, int64_t device_id,
-               int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem, ProblemSummary& s) {
+               int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem,
+               const Problem* next_class, ProblemSummary& s) {
   const TuneOptions& o = *shared.options;
   const DeviceRecord device = measurer.Device();
   const ToolchainInfo toolchain = measurer.Toolchain();
@@ -298,6 +300,7 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
     s.tflops = (*existing)->tflops;
     return Status::Ok();
   }
+  if (next_class) measurer.Prefetch(*next_class);  // only when this one is measured: a rerun compiles nothing
   auto space = o.enumerate(problem);
   if (!space.ok()) {
     s.outcome = ProblemOutcome::kError;
@@ -524,7 +527,11 @@ Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr
       const size_t index = g * n + i;
       ProblemSummary& s = summaries[index];
       auto t0 = Clock::now();
-      Status st = TuneOne(shared, **db, measurer, **strategy, *dev, *tc, *run, index, options.problems[i], s);
+      const Problem* next_class = nullptr;
+      for (size_t j = next[g].load(); j < n && !next_class; ++j)
+        if (ClassOf(options.problems[j]) != ClassOf(options.problems[i])) next_class = &options.problems[j];
+      Status st =
+          TuneOne(shared, **db, measurer, **strategy, *dev, *tc, *run, index, options.problems[i], next_class, s);
       s.seconds = Seconds(t0);
       ++counts.problems;
       counts.measured += s.measured;

@@ -63,6 +63,9 @@ class Measurer {
   // The compile error's status when it does not compile; kUnsupported (the default) when this
   // measurer cannot tell.
   virtual Result<int> CompiledRegisters(const Variant& variant);
+  // A hint that `problem` comes next: the GPU measurer queues its class's compiles on its
+  // background threads, so they are ready when its first candidate is. The default ignores it.
+  virtual void Prefetch(const Problem& /*problem*/) {}
 };
 
 // What limits how many CTAs an SM holds at once (the CUDA occupancy rules).

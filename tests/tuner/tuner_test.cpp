@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <string>
 
 #include "flashtune/database.h"
+#include "flashtune/space.h"
 #include "tests/support/replay_fixture.h"
 
 namespace flashtune {
@@ -63,6 +66,62 @@ TEST(Tuner, ExhaustiveFindsTrueBest) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->skipped, int64_t(problems.size()));
   EXPECT_EQ(second->measured, 0);
+}
+
+// A replay that logs what the tuner asks of it: "measure P" and "prefetch P".
+class LoggingMeasurer final : public Measurer {
+ public:
+  LoggingMeasurer(std::unique_ptr<ReplayMeasurer> replay, std::shared_ptr<std::vector<std::string>> log)
+      : replay_(std::move(replay)), log_(std::move(log)) {}
+  DeviceRecord Device() const override { return replay_->Device(); }
+  ToolchainInfo Toolchain() const override { return replay_->Toolchain(); }
+  Result<Measurement> Measure(const Problem& p, const Variant& v) override {
+    log_->push_back("measure " + p.ToString());
+    return replay_->Measure(p, v);
+  }
+  void Prefetch(const Problem& p) override { log_->push_back("prefetch " + p.ToString()); }
+
+ private:
+  std::unique_ptr<ReplayMeasurer> replay_;
+  std::shared_ptr<std::vector<std::string>> log_;
+};
+
+// While a problem measures, the next problem of another class is announced (its compiles can
+// start), once per problem measured; a rerun that measures nothing announces nothing.
+TEST(Tuner, TheNextClassIsPrefetchedWhileAProblemMeasures) {
+  const std::vector<Problem> all = SmallProblemSet();
+  std::vector<Problem> problems;  // two lengths of one class, then one of another
+  for (const Problem& p : all)
+    if (ClassOf(p) == ClassOf(all[0]) && problems.size() < 2) problems.push_back(p);
+  for (const Problem& p : all)
+    if (ClassOf(p) != ClassOf(all[0])) {
+      problems.push_back(p);
+      break;
+    }
+  ASSERT_EQ(problems.size(), 3u);
+  std::vector<RecordedRow> rows;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto r = SyntheticRows(problems[i], uint32_t(i + 1));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  auto space = Replay(rows);
+  const std::string db_path = TempDir("tune_prefetch") + "/t.db";
+  auto run = [&] {
+    auto log = std::make_shared<std::vector<std::string>>();
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(std::make_unique<LoggingMeasurer>(Replay(rows), log));
+    EXPECT_TRUE(Tune(ReplayTuneOptions(db_path, problems, space.get()), std::move(ms)).ok());
+    return *log;
+  };
+  const std::vector<std::string> log = run();
+  const std::string other = "prefetch " + problems[2].ToString();
+  EXPECT_EQ(std::count(log.begin(), log.end(), other), 2);  // once per problem of the first class
+  EXPECT_EQ(log.front(), other);  // before the first measurement
+  const auto first_of_other = std::find(log.begin(), log.end(), "measure " + problems[2].ToString());
+  ASSERT_NE(first_of_other, log.end());
+  EXPECT_EQ(std::count_if(first_of_other, log.end(), [](const std::string& e) { return e.rfind("prefetch", 0) == 0; }),
+            0);  // the last class has nothing after it
+  EXPECT_TRUE(run().empty());  // rerun: every problem skipped
 }
 
 TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
