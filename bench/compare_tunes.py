@@ -146,7 +146,8 @@ def main(argv=None):
         note = "  same variant" if a.remeasure and va == vb else ""
         print(f"{name:46s} {va[len('fa2_fwd_'):]:42s} {ta:9.2f} {vb[len('fa2_fwd_'):]:42s} {tb:9.2f} {ratio:6.3f}{note}")
     ratios = [r[5] for r in rows]
-    worst = max(ratios, key=lambda x: abs(x - 1))
+    # One-sided, a faster second winner is no fault: the worst is the slowest.
+    worst = max(ratios) if a.one_sided else max(ratios, key=lambda x: abs(x - 1))
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
     print(f"{n_within}/{len(rows)} problems within {'+' if a.one_sided else ''}{a.tolerance:.0%}; same winner in "
           f"{same}; geometric mean ratio {geo:.4f}, worst {worst:.4f}")

@@ -143,6 +143,19 @@ class Remeasure(unittest.TestCase):
         self.assertEqual(compare_tunes.within(rows, 0.03, one_sided=True), 2)
         self.assertEqual(compare_tunes.within(rows, 0.03, one_sided=False), 1)
 
+    def test_the_summary_names_the_slowest_second_winner_when_one_sided(self):
+        a = write([winner(512, "a", 100.0), winner(1024, "a", 200.0)])
+        b = write([winner(512, "b", 90.0), winner(1024, "b", 202.0)])
+        try:
+            for args, worst in (([], "worst 0.9000"), (["--one-sided"], "worst 1.0100")):
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    compare_tunes.main([a, b, "--tolerance", "0.15"] + args)
+                self.assertIn(worst, out.getvalue().splitlines()[-1])
+        finally:
+            os.unlink(a)
+            os.unlink(b)
+
     @unittest.skipUnless(os.environ.get("FLASHTUNE_CLI"), "FLASHTUNE_CLI (the built flashtune) not set")
     def test_end_to_end_two_replayed_tunes_exported_and_remeasured(self):
         # Two runs tune N=4096 from recorded timings into their own databases: the first finds
