@@ -144,7 +144,7 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 //   prior's best for each B_r and B_c not yet covered, then B_c values never measured in the
 //   class (default budget: 5% of the space, at least 4).
 // Over the default problem set this measures under a quarter of what exhaustive does (17% of
-// its kernel time). Replaying five H200 recordings (bench/data) with fresh 1.5% lognormal
+// its kernel time). Replaying six H200 recordings (bench/data) with fresh 1.5% lognormal
 // noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
 // than the true best (exhaustive: about 0.5%).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
