@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <map>
 
+#include "cache/csv.h"
 #include "cache/sqlite_util.h"
 
 namespace flashtune {
 
+using detail::CsvField;
 using detail::Exec;
 using detail::SqliteError;
 using detail::Stmt;
@@ -173,16 +175,6 @@ Result<int64_t> UpsertVariantIn(sqlite3* db, const Variant& v, const std::string
   Stmt q(db, "SELECT id FROM variants WHERE uri=? AND source_hash=?");
   q.Bind(1, uri).Bind(2, source_hash);
   return IdFrom(q, Status(Code::kInternal, "variant row vanished after insert"));
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // Shared by Export: every trial with its context, replay columns first.

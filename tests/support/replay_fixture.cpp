@@ -1,5 +1,6 @@
 #include "tests/support/replay_fixture.h"
 
+#include "cache/csv.h"
 #include "flashtune/space.h"
 
 #include <sys/wait.h>
@@ -36,17 +37,6 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
   return rows;
 }
 
-// A CSV field, quoted when it holds a separator, a quote or a line break.
-static std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
   std::string out =
       "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase,message\n";
@@ -57,7 +47,7 @@ std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
                   (long long)r.problem.batch, (long long)r.problem.seqlen_q, (long long)r.problem.seqlen_k,
                   (long long)r.problem.heads_q, (long long)r.problem.heads_kv, r.variant.Uri().c_str(),
                   r.status.c_str(), r.median_us, r.iqr_us, r.phase.c_str());
-    out += buf + CsvField(r.message) + "\n";
+    out += buf + detail::CsvField(r.message) + "\n";
   }
   return out;
 }
