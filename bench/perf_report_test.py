@@ -168,6 +168,7 @@ class CtypesBindings(unittest.TestCase):
         self.assertIn(f"_br{info.block_m}_bc{info.block_n}_w{info.warps}_s{info.stages}_", info.variant_uri)
         self.assertIn(info.source_name, ("exact", "nearest", "heuristic"))
         self.assertTrue(info.why)
+        self.assertEqual(info.family, info.variant_uri.split("_bf16_")[0].split("_f16_")[0])
 
     def test_bad_head_dim_is_named(self):
         args = self.ft.forward_args(self.ft.Problem.make("f16", 100, False, 1, 64, 64, 2, 2), 16, 16, 16, 16, 0,

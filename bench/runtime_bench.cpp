@@ -14,7 +14,7 @@
 #include "flashtune/kernel.h"
 #include "flashtune/runtime.h"
 #include "flashtune/source.h"
-#include "generator/launch_config.h"
+#include "generator/family.h"
 
 namespace flashtune {
 namespace {
@@ -120,15 +120,15 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   Compiler compiler(Compiler::Options{});
   auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, device->Arch(), {}});
   if (!cubin.ok()) return state.SkipWithError(cubin.status().ToString().c_str());
-  auto kernel = Kernel::Load(*g.context, *cubin, plan->variant);
+  auto kernel = ForwardKernel::Load(*g.context, *cubin, plan->variant);
   if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());
-  const detail::LaunchConfig config = detail::ComputeLaunchConfig(plan->variant, args);
-  detail::KernelParams params = detail::MakeKernelParams(args);
-  void* kernel_args[] = {&params};
-  const std::array<unsigned, 3> grid{config.grid[0], config.grid[1], config.grid[2]};
-  const std::array<unsigned, 3> block{config.block[0], config.block[1], config.block[2]};
+  LaunchPacket packet;
+  if (!PackForward(plan->variant, args, &packet).ok()) return state.SkipWithError("cannot pack the call");
+  void* kernel_args[] = {packet.args};
+  const std::array<unsigned, 3> grid{packet.grid[0], packet.grid[1], packet.grid[2]};
+  const std::array<unsigned, 3> block{packet.block[0], packet.block[1], packet.block[2]};
   TimeLaunches(state, g, [&] {
-    return Launch(kernel->function(), grid, block, unsigned(config.smem_bytes), g.stream->get(), kernel_args);
+    return Launch(kernel->function(), grid, block, packet.smem_bytes, g.stream->get(), kernel_args);
   });
 }
 BENCHMARK(BM_DriverLaunchBaseline);

@@ -88,20 +88,26 @@ CREATE TABLE tuning_runs(
 PRAGMA user_version = 2;
 )sql";
 
+// Version 3 adds the kernel family of every variant (the first field of its URI); every variant
+// stored before version 3 is an fa2_fwd one, the only family there was.
+const char* kMigrate2To3 = R"sql(
+ALTER TABLE variants ADD COLUMN family TEXT NOT NULL DEFAULT 'fa2_fwd';
+PRAGMA user_version = 3;
+)sql";
+
 Code CodeFromName(std::string_view name) {
   for (int c = 0; c <= int(Code::kInternal); ++c)
     if (CodeName(Code(c)) == name) return Code(c);
   return Code::kInternal;
 }
 
+// {"family":"fa2_fwd","dtype":"bf16","head_dim":128,"causal":false,"br":128,...}: the URI's
+// fields as JSON, for people and tools reading the database. Names are [a-z0-9_], no escaping.
 std::string VariantParams(const Variant& v) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf,
-                "{\"dtype\":\"%s\",\"head_dim\":%d,\"causal\":%s,\"block_m\":%d,\"block_n\":%d,"
-                "\"warps\":%d,\"stages\":%d}",
-                std::string(DTypeName(v.dtype)).c_str(), v.head_dim, v.causal ? "true" : "false",
-                v.block_m, v.block_n, v.warps, v.stages);
-  return buf;
+  std::string s = "{\"family\":\"" + v.family + "\",\"dtype\":\"" + std::string(DTypeName(v.dtype)) +
+                  "\",\"head_dim\":" + std::to_string(v.head_dim) + ",\"causal\":" + (v.causal ? "true" : "false");
+  for (const VariantParam& p : v.params) s += ",\"" + p.name + "\":" + std::to_string(p.value);
+  return s + "}";
 }
 
 // problems columns p.dtype .. p.heads_kv starting at `c`.
@@ -169,8 +175,8 @@ Result<int64_t> UpsertProblemIn(sqlite3* db, const Problem& p) {
 
 Result<int64_t> UpsertVariantIn(sqlite3* db, const Variant& v, const std::string& source_hash) {
   std::string uri = v.Uri();
-  Stmt ins(db, "INSERT INTO variants(uri, params, source_hash) VALUES(?,?,?) ON CONFLICT DO NOTHING");
-  ins.Bind(1, uri).Bind(2, VariantParams(v)).Bind(3, source_hash);
+  Stmt ins(db, "INSERT INTO variants(uri, params, source_hash, family) VALUES(?,?,?,?) ON CONFLICT DO NOTHING");
+  ins.Bind(1, uri).Bind(2, VariantParams(v)).Bind(3, source_hash).Bind(4, v.family);
   FT_RETURN_IF_ERROR(ins.Run());
   Stmt q(db, "SELECT id FROM variants WHERE uri=? AND source_hash=?");
   q.Bind(1, uri).Bind(2, source_hash);
@@ -297,6 +303,11 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
       Status m = Exec(raw, kMigrate1To2);
       if (!m.ok()) return Status(m.code(), "migrating '" + path + "' from schema 1 to 2: " + m.message());
       version = 2;
+    }
+    if (version == 2) {
+      Status m = Exec(raw, kMigrate2To3);
+      if (!m.ok()) return Status(m.code(), "migrating '" + path + "' from schema 2 to 3: " + m.message());
+      version = 3;
     }
     FT_RETURN_IF_ERROR(tx.Commit());
   }

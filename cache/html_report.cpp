@@ -4,6 +4,7 @@
 // toolchain → heatmaps (one card per problem: a panel per warps × stages, cells over B_r × B_c)
 // → failures grouped by status → tuning runs. Plain HTML + inline SVG + one <style>; no script,
 // so the page opens from a file, in a mail attachment or on an air-gapped machine.
+#include "generator/family.h"
 #include "flashtune/report.h"
 
 #include <algorithm>
@@ -121,8 +122,8 @@ std::string ProblemShape(const Problem& p) {
 }
 
 std::string TileText(const Variant& v) {
-  return "B<sub>r</sub> " + Int(v.block_m) + " × B<sub>c</sub> " + Int(v.block_n) + ", " + Int(v.warps) +
-         " warps, " + Int(v.stages) + (v.stages == 1 ? " stage" : " stages");
+  auto family = FamilyOf(v);
+  return HtmlEscape(v.family) + " " + (family.ok() ? HtmlEscape((*family)->Describe(v)) : std::string());
 }
 
 // Order of the failure groups: the tuner's usual statuses first, then any other by name.
@@ -324,8 +325,8 @@ std::string HeatmapCard(const ProblemEntry& e, const Axes& ax) {
   for (const TrialRow& t : e.trials) {
     if (t.trial.phase == "retime") continue;  // every cell shows the same first-pass protocol
     auto v = Variant::FromUri(t.variant_uri);
-    if (!v.ok()) continue;  // another kernel family: not on these axes
-    Cell& c = cells[{v->block_m, v->block_n, v->warps, v->stages}];
+    if (!v.ok() || v->family != "fa2_fwd") continue;  // the heatmap's axes are fa2_fwd's
+    Cell& c = cells[{v->Param("br"), v->Param("bc"), v->Param("w"), v->Param("s")}];
     c.uri = t.variant_uri;
     c.trials++;
     if (t.trial.status == Code::kOk) {
@@ -463,11 +464,11 @@ Axes GroupAxes(const Group& g) {
   for (const auto& e : g.problems)
     for (const auto& t : e.trials) {
       auto v = Variant::FromUri(t.variant_uri);
-      if (!v.ok()) continue;
-      br.insert(v->block_m);
-      bc.insert(v->block_n);
-      w.insert(v->warps);
-      st.insert(v->stages);
+      if (!v.ok() || v->family != "fa2_fwd") continue;
+      br.insert(v->Param("br"));
+      bc.insert(v->Param("bc"));
+      w.insert(v->Param("w"));
+      st.insert(v->Param("s"));
     }
   return Axes{{br.begin(), br.end()}, {bc.begin(), bc.end()}, {w.begin(), w.end()}, {st.begin(), st.end()}};
 }

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "generator/family.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "flashtune/variant.h"
@@ -67,7 +68,7 @@ int PrintSource(const std::string& uri, const std::string& arch, bool arch_given
     text = "{\"uri\": \"" + source->uri + "\", \"kernel_name\": \"" + source->kernel_name +
            "\", \"sha256\": \"" + source->sha256 + "\", \"smem_bytes\": " +
            std::to_string(SharedMemoryBytes(*variant)) + ", \"threads\": " +
-           std::to_string(variant->threads()) + ", \"text\": " + JsonString(source->text) +
+           std::to_string(ThreadsPerBlock(*variant)) + ", \"text\": " + JsonString(source->text) +
            "}\n";
   }
   return Emit(text, output) ? kExitOk : kExitFailure;
@@ -83,6 +84,7 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
   if (!dtype.ok()) return UsageError(dtype.status().message());
   ProblemClass pc{*dtype, vm["head-dim"].as<int>(), vm.count("causal") > 0};
   SpaceOptions options;
+  options.arch = arch;
   options.max_smem_bytes = MaxSharedMemoryForArch(arch);
   Result<std::vector<Variant>> space = EnumerateSpace(pc, options);
   if (!space.ok()) {
@@ -98,9 +100,11 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
         << ", \"variants\": [";
     for (size_t i = 0; i < space->size(); ++i) {
       const Variant& v = (*space)[i];
-      out << (i ? ",\n  " : "\n  ") << "{\"uri\": \"" << v.Uri() << "\", \"block_m\": " << v.block_m
-          << ", \"block_n\": " << v.block_n << ", \"warps\": " << v.warps
-          << ", \"stages\": " << v.stages << ", \"smem_bytes\": " << SharedMemoryBytes(v) << "}";
+      out << (i ? ",\n  " : "\n  ") << "{\"uri\": \"" << v.Uri() << "\", \"family\": \"" << v.family
+          << "\", \"params\": {";
+      for (size_t k = 0; k < v.params.size(); ++k)
+        out << (k ? ", " : "") << "\"" << v.params[k].name << "\": " << v.params[k].value;
+      out << "}, \"threads\": " << ThreadsPerBlock(v) << ", \"smem_bytes\": " << SharedMemoryBytes(v) << "}";
     }
     out << "\n]}\n";
   } else {

@@ -29,10 +29,12 @@ namespace {
 
 int Fail(const Status& s);
 
-// The space of each problem's class, limited to the shared memory of the smallest target.
-EnumerateFn DefaultEnumerate(int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
-  return [max_smem_bytes](const Problem& p) -> Result<std::vector<Variant>> {
+// The space of each problem's class: every family serving `arch`, limited to the shared
+// memory of the smallest target.
+EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
+  return [arch, max_smem_bytes](const Problem& p) -> Result<std::vector<Variant>> {
     SpaceOptions space_options;
+    space_options.arch = arch;
     space_options.max_smem_bytes = max_smem_bytes;
     return EnumerateSpace(ClassOf(p), space_options);
   };
@@ -316,13 +318,17 @@ int RunTune(const std::vector<std::string>& args) {
   std::vector<DeviceRecord> tuned_devices;
   if (replay.empty()) {
     // Variants that cannot get their shared memory on a GPU here are pruned, not measured.
+    // One space for every device: the first device's arch (families that need its instructions,
+    // e.g. sm_90a's wgmma) and the smallest shared memory of all.
     int64_t max_smem = kDefaultMaxSmemBytes;
+    std::string arch;
     for (const auto& m : measurers) {
       tuned_devices.push_back(m->Device());
+      if (arch.empty()) arch = ArchOf(tuned_devices.back());
       const int64_t limit = MaxSharedMemoryForArch(ArchOf(tuned_devices.back()));
       if (limit > 0) max_smem = std::min(max_smem, limit);
     }
-    options.enumerate = DefaultEnumerate(max_smem);
+    options.enumerate = DefaultEnumerate(arch.empty() ? "sm_90a" : arch, max_smem);
   }
   auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
   options.progress = progress.get();

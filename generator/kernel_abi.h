@@ -1,9 +1,11 @@
-// The binary interface between the host launcher and templates/fa2_fwd.cuh.
-// The template declares the same struct (FtParams); keep the two in lock-step —
-// the kernel takes it by value as its only parameter.
+// The binary interface between the fa2_fwd family's packing (generator/families/fa2_fwd.cpp)
+// and templates/fa2_fwd.cuh. The template declares the same struct (FtParams); keep the two in
+// lock-step — the kernel takes it by value as its only parameter.
 #pragma once
 
 #include <cstdint>
+
+#include "flashtune/forward_args.h"
 
 namespace flashtune::detail {
 
@@ -30,6 +32,32 @@ static_assert(sizeof(KernelParams) == 5 * 8 + 12 * 8 + 5 * 4 + 4, "KernelParams 
 // by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks. The template asserts the same.
 constexpr int64_t SharedMemoryBytes(int block_m, int block_n, int head_dim, int stages) {
   return int64_t(block_m + 2 * stages * block_n) * (head_dim + 8) * 2;
+}
+
+// The kernel's only parameter; scale_log2 = EffectiveScale() * log2(e) because the kernel
+// exponentiates with exp2. Precondition: ValidateForwardArgs(args) is OK.
+inline KernelParams MakeKernelParams(const ForwardArgs& a) {
+  constexpr double kLog2e = 1.4426950408889634074;
+  KernelParams p{};
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.o = a.o;
+  p.lse = a.lse;
+  const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
+  int64_t* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};
+  for (int t = 0; t < 4; ++t) {
+    out[t][0] = in[t]->batch;
+    out[t][1] = in[t]->seq;
+    out[t][2] = in[t]->head;
+  }
+  p.batch = int32_t(a.batch);
+  p.seqlen_q = int32_t(a.seqlen_q);
+  p.seqlen_k = int32_t(a.seqlen_k);
+  p.heads_q = int32_t(a.heads_q);
+  p.heads_kv = int32_t(a.heads_kv);
+  p.scale_log2 = float(double(a.EffectiveScale()) * kLog2e);
+  return p;
 }
 
 }  // namespace flashtune::detail

@@ -5,47 +5,35 @@
 
 #include "flashtune/hash.h"
 #include "flashtune/space.h"
+#include "generator/family.h"
 #include "generator/embedded_templates.h"
 
 namespace flashtune {
 
 std::string GeneratePrologue(const Variant& v) {
-  const std::string uri = v.Uri();
-  auto b = [](bool x) { return x ? "true" : "false"; };
-  std::string s;
-  s += "// flashtune generated prologue for " + uri + "\n";
-  s += "#define FT_CONFIG_PROVIDED 1\n";
-  s += "#define FT_KERNEL_NAME " + uri + "\n";
-  s += "namespace ft_config {\n";
-  s += std::string("constexpr bool kBf16 = ") + b(v.dtype == DType::kBF16) + ";  // false = fp16\n";
-  s += "constexpr int kHeadDim = " + std::to_string(v.head_dim) + ";\n";
-  s += "constexpr int kBlockM = " + std::to_string(v.block_m) + ";\n";
-  s += "constexpr int kBlockN = " + std::to_string(v.block_n) + ";\n";
-  s += "constexpr int kWarps = " + std::to_string(v.warps) + ";\n";
-  s += "constexpr int kStages = " + std::to_string(v.stages) + ";\n";
-  s += std::string("constexpr bool kCausal = ") + b(v.causal) + ";\n";
-  s += "constexpr int kSmemBytes = " + std::to_string(SharedMemoryBytes(v)) + ";\n";
-  s += "}  // namespace ft_config\n";
-  s += "#line 1 \"" + std::string(kForwardTemplateName) + "\"\n";
-  return s;
+  const Family* family = FindFamily(v.family);
+  return family ? family->Prologue(v) : std::string();
 }
 
 Result<Source> GenerateSource(const Variant& variant) {
+  auto family = FamilyOf(variant);
+  if (!family.ok()) return Status(family.status()).WithVariant(variant.Uri());
   // Only the largest opt-in limit here (the template asserts it too); the per-target limit is
   // the caller's (EnumerateSpace / the tuner).
-  Status valid = CheckVariant(variant, kLargestMaxSmemBytes);
+  Status valid = (*family)->Check(variant, kLargestMaxSmemBytes);
   if (!valid.ok()) return valid.WithVariant(variant.Uri());
+  const std::string template_name((*family)->template_name());
   const auto& templates = detail::EmbeddedTemplates();
-  auto it = templates.find(std::string(kForwardTemplateName));
+  auto it = templates.find(template_name);
   if (it == templates.end()) {
-    return Status(Code::kInternal, "template " + std::string(kForwardTemplateName) +
+    return Status(Code::kInternal, "template " + template_name +
                                        " is not embedded in this build (templates/ was empty)");
   }
   Source src;
   src.variant = variant;
   src.uri = variant.Uri();
   src.kernel_name = src.uri;
-  src.text = GeneratePrologue(variant);
+  src.text = (*family)->Prologue(variant);
   src.text.append(it->second);
   src.sha256 = Sha256Hex(src.text);
   return src;

@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "generator/kernel_abi.h"
+#include "generator/family.h"
 
 namespace flashtune {
 
@@ -44,47 +44,10 @@ std::string ProblemClass::ToString() const {
 ProblemClass ClassOf(const Problem& p) { return {p.dtype, p.head_dim, p.causal}; }
 ProblemClass ClassOf(const Variant& v) { return {v.dtype, v.head_dim, v.causal}; }
 
-int64_t SharedMemoryBytes(const Variant& v) {
-  return detail::SharedMemoryBytes(v.block_m, v.block_n, v.head_dim, v.stages);
-}
-
 Status CheckVariant(const Variant& v, int64_t max_smem_bytes) {
-  if (v.dtype != DType::kF16 && v.dtype != DType::kBF16) {
-    return Invalid("dtype (" + std::to_string(int(v.dtype)) + ") must be f16 or bf16");
-  }
-  if (!Contains(kSupportedHeadDims, v.head_dim)) {
-    return Invalid("head_dim (" + std::to_string(v.head_dim) + ") must be one of " +
-                   List(kSupportedHeadDims));
-  }
-  if (!Contains(kAllowedBlockM, v.block_m)) {
-    return Invalid("block_m (" + std::to_string(v.block_m) + ") must be one of " +
-                   List(kAllowedBlockM));
-  }
-  if (!Contains(kAllowedBlockN, v.block_n)) {
-    return Invalid("block_n (" + std::to_string(v.block_n) + ") must be one of " +
-                   List(kAllowedBlockN));
-  }
-  if (!Contains(kAllowedWarps, v.warps)) {
-    return Invalid("warps (" + std::to_string(v.warps) + ") must be one of " + List(kAllowedWarps));
-  }
-  if (!Contains(kAllowedStages, v.stages)) {
-    return Invalid("stages (" + std::to_string(v.stages) + ") must be one of " +
-                   List(kAllowedStages));
-  }
-  // Split-Q: each warp owns whole 16-row mma tiles of the query block.
-  if (v.block_m % (v.warps * 16) != 0) {
-    return Invalid("block_m (" + std::to_string(v.block_m) + ") must be a multiple of warps * 16 (" +
-                   std::to_string(v.warps * 16) + ")");
-  }
-  const int64_t smem = SharedMemoryBytes(v);
-  if (smem > max_smem_bytes) {
-    return Invalid("shared memory (" + std::to_string(smem) + " bytes for block_m " +
-                   std::to_string(v.block_m) + ", block_n " + std::to_string(v.block_n) +
-                   ", stages " + std::to_string(v.stages) + ", head_dim " +
-                   std::to_string(v.head_dim) + ") exceeds max_smem_bytes (" +
-                   std::to_string(max_smem_bytes) + ")");
-  }
-  return Status::Ok();
+  auto family = FamilyOf(v);
+  if (!family.ok()) return family.status();
+  return (*family)->Check(v, max_smem_bytes);
 }
 
 Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceOptions& opt) {
@@ -92,67 +55,53 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceO
     return Invalid("head_dim (" + std::to_string(pc.head_dim) + ") must be one of " +
                    List(kSupportedHeadDims));
   }
-  const struct {
-    const char* name;
-    const std::vector<int>& values;
-    std::span<const int> allowed;
-  } axes[] = {{"block_m", opt.block_m, kAllowedBlockM},
-              {"block_n", opt.block_n, kAllowedBlockN},
-              {"warps", opt.warps, kAllowedWarps},
-              {"stages", opt.stages, kAllowedStages}};
-  for (const auto& axis : axes) {
-    for (int v : axis.values) {
-      if (!Contains(axis.allowed, v)) {
-        return Invalid(std::string("SpaceOptions.") + axis.name + " holds " + std::to_string(v) +
-                       "; allowed: " + List(axis.allowed));
-      }
+  for (const std::string& name : opt.families) {
+    if (FindFamily(name) == nullptr) {
+      return Invalid("family '" + name + "' is not known; known families: " + FamilyNames());
     }
   }
-  auto sorted = [](std::vector<int> v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-  };
-  std::vector<Variant> out;
-  for (int bm : sorted(opt.block_m)) {
-    for (int bn : sorted(opt.block_n)) {
-      for (int w : sorted(opt.warps)) {
-        for (int s : sorted(opt.stages)) {
-          Variant v{pc.dtype, pc.head_dim, pc.causal, bm, bn, w, s};
-          if (CheckVariant(v, opt.max_smem_bytes).ok()) out.push_back(v);
+  for (const auto& [param, values] : opt.values) {
+    bool known = false;
+    for (const Family* f : Families()) {
+      for (const ParamAxis& axis : f->axes()) {
+        if (axis.name != param) continue;
+        known = true;
+        for (int v : values) {
+          if (!Contains(axis.allowed, v)) {
+            return Invalid("SpaceOptions." + param + " holds " + std::to_string(v) + "; " +
+                           std::string(f->name()) + " allows: " + List(axis.allowed));
+          }
         }
       }
     }
+    if (!known) return Invalid("SpaceOptions: no family has a parameter '" + param + "'");
+  }
+  const Target target{opt.arch, opt.max_smem_bytes};
+  std::vector<Variant> out;
+  for (const Family* f : Families()) {
+    if (!opt.families.empty() &&
+        std::find(opt.families.begin(), opt.families.end(), f->name()) == opt.families.end()) {
+      continue;
+    }
+    std::vector<Variant> space = f->Space(pc, target, opt.values);
+    out.insert(out.end(), space.begin(), space.end());
   }
   if (out.empty()) {
-    return Invalid("no variant of " + pc.ToString() + " fits max_smem_bytes (" +
+    return Invalid("no variant of " + pc.ToString() + " fits " + opt.arch + " (max_smem_bytes " +
                    std::to_string(opt.max_smem_bytes) + ") with the given SpaceOptions");
   }
   return out;
 }
 
-Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes) {
-  Variant v{pc.dtype, pc.head_dim, pc.causal, 64, 64, 4, 2};
-  if (pc.head_dim <= 64) {
-    v.block_m = 128;
-    v.block_n = 128;
-  } else if (pc.head_dim <= 128) {
-    v.block_m = 128;
-    v.block_n = 64;
+Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes, std::string_view arch) {
+  const Target target{std::string(arch), max_smem_bytes};
+  const Family* best = nullptr;
+  for (const Family* f : Families()) {
+    if (!f->Serves(pc, target)) continue;
+    if (best == nullptr || f->preference() > best->preference()) best = f;
   }
-  // Cheapest losses first: prefetch depth, then key tile, then query tile.
-  while (SharedMemoryBytes(v) > max_smem_bytes) {
-    if (v.stages > 1) {
-      --v.stages;
-    } else if (v.block_n > 32) {
-      v.block_n /= 2;
-    } else if (v.block_m > 64) {
-      v.block_m /= 2;
-    } else {
-      break;  // nothing smaller exists; CheckVariant reports it
-    }
-  }
-  return v;
+  if (best == nullptr) best = FindFamily("fa2_fwd");
+  return best->Default(pc, target);
 }
 
 int64_t MaxSharedMemoryForArch(std::string_view arch) {

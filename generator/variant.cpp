@@ -2,8 +2,12 @@
 #include "flashtune/variant.h"
 
 #include <charconv>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include "flashtune/space.h"
+#include "generator/family.h"
 
 namespace flashtune {
 
@@ -42,21 +46,35 @@ std::string Problem::ToString() const {
   return s;
 }
 
+int Variant::Param(std::string_view name, int fallback) const {
+  for (const VariantParam& p : params)
+    if (p.name == name) return p.value;
+  return fallback;
+}
+
+void Variant::SetParam(std::string_view name, int value) {
+  for (VariantParam& p : params) {
+    if (p.name == name) {
+      p.value = value;
+      return;
+    }
+  }
+  params.push_back({std::string(name), value});
+}
+
 std::string Variant::Uri() const {
-  std::string s = "fa2_fwd_";
+  std::string s = family;
+  s += "_";
   s += DTypeName(dtype);
   s += "_d" + std::to_string(head_dim);
-  s += "_br" + std::to_string(block_m);
-  s += "_bc" + std::to_string(block_n);
-  s += "_w" + std::to_string(warps);
-  s += "_s" + std::to_string(stages);
+  for (const VariantParam& p : params) s += "_" + p.name + std::to_string(p.value);
   s += causal ? "_causal" : "_full";
   return s;
 }
 
 namespace {
 
-constexpr std::string_view kUriForm = "fa2_fwd_<bf16|f16>_d<D>_br<Br>_bc<Bc>_w<W>_s<S>_<causal|full>";
+constexpr std::string_view kUriForm = "<family>_<bf16|f16>_d<D>_<param><value>..._<causal|full>";
 
 Status UriError(std::string_view uri, const std::string& what) {
   return Status(Code::kInvalidArgument, "variant URI '" + std::string(uri) + "': " + what +
@@ -77,15 +95,18 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
   }
 }
 
-// Parses "<prefix><decimal>" strictly: no sign, no leading zeros, no trailing junk.
-bool ParseField(std::string_view field, std::string_view prefix, int* out) {
-  if (field.substr(0, prefix.size()) != prefix) return false;
-  std::string_view digits = field.substr(prefix.size());
+// Parses "<letters><decimal>" strictly: no sign, no leading zeros, no trailing junk.
+bool ParseField(std::string_view field, std::string* name, int* out) {
+  size_t i = 0;
+  while (i < field.size() && field[i] >= 'a' && field[i] <= 'z') ++i;
+  if (i == 0) return false;
+  std::string_view digits = field.substr(i);
   if (digits.empty() || digits.size() > 6 || (digits.size() > 1 && digits[0] == '0')) return false;
   if (digits[0] < '0' || digits[0] > '9') return false;  // from_chars would take a '-'
   int value = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (ec != std::errc() || ptr != digits.data() + digits.size()) return false;
+  *name = std::string(field.substr(0, i));
   *out = value;
   return true;
 }
@@ -93,47 +114,57 @@ bool ParseField(std::string_view field, std::string_view prefix, int* out) {
 }  // namespace
 
 Result<Variant> Variant::FromUri(std::string_view uri) {
-  std::vector<std::string_view> parts = Split(uri, '_');
-  // fa2 fwd dtype d br bc w s mask
-  if (parts.size() != 9) {
-    return UriError(uri, "has " + std::to_string(parts.size()) + " '_'-separated fields, not 9");
+  // The family is the longest registered name the URI starts with (names may hold '_').
+  const Family* family = nullptr;
+  for (const Family* f : Families()) {
+    const std::string prefix = std::string(f->name()) + "_";
+    if (uri.substr(0, prefix.size()) == prefix && (!family || f->name().size() > family->name().size())) family = f;
   }
-  if (parts[0] != "fa2" || parts[1] != "fwd") {
-    return UriError(uri, "kernel family '" + std::string(parts[0]) + "_" + std::string(parts[1]) +
-                             "' is not fa2_fwd");
+  if (family == nullptr) {
+    std::string_view head = uri.substr(0, uri.find('_', uri.find('_') + 1));
+    return UriError(uri, "kernel family '" + std::string(head) + "' is not known (known: " + FamilyNames() + ")");
   }
   Variant v;
-  if (parts[2] == "bf16") {
+  v.family = std::string(family->name());
+  const std::vector<std::string_view> parts = Split(uri.substr(v.family.size() + 1), '_');
+  // dtype, d<D>, one field per parameter, mask.
+  const auto& axes = family->axes();
+  const size_t expected = 3 + axes.size();
+  if (parts.size() != expected) {
+    return UriError(uri, "has " + std::to_string(parts.size()) + " '_'-separated fields after '" + v.family +
+                             "_', not " + std::to_string(expected));
+  }
+  if (parts[0] == "bf16") {
     v.dtype = DType::kBF16;
-  } else if (parts[2] == "f16") {
+  } else if (parts[0] == "f16") {
     v.dtype = DType::kF16;
   } else {
-    return UriError(uri, "dtype field '" + std::string(parts[2]) + "' is not bf16 or f16");
+    return UriError(uri, "dtype field '" + std::string(parts[0]) + "' is not bf16 or f16");
   }
-  struct Field {
-    std::string_view prefix;
-    const char* name;
-    int* out;
-  };
-  const Field fields[] = {{"d", "head dim", &v.head_dim},
-                          {"br", "block_m (br)", &v.block_m},
-                          {"bc", "block_n (bc)", &v.block_n},
-                          {"w", "warps (w)", &v.warps},
-                          {"s", "stages (s)", &v.stages}};
-  for (int i = 0; i < 5; ++i) {
-    const Field& f = fields[i];
-    if (!ParseField(parts[3 + i], f.prefix, f.out)) {
-      return UriError(uri, std::string(f.name) + " field '" + std::string(parts[3 + i]) +
-                               "' is not '" + std::string(f.prefix) + "<positive integer>'");
+  std::string name;
+  if (!ParseField(parts[1], &name, &v.head_dim) || name != "d") {
+    return UriError(uri, "head dim field '" + std::string(parts[1]) + "' is not 'd<positive integer>'");
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int value = 0;
+    const std::string_view field = parts[2 + i];
+    if (!ParseField(field, &name, &value) || name != axes[i].name) {
+      return UriError(uri, std::string(axes[i].description) + " field '" + std::string(field) + "' is not '" +
+                               std::string(axes[i].name) + "<positive integer>'");
     }
+    v.params.push_back({name, value});
   }
-  if (parts[8] == "causal") {
+  if (parts.back() == "causal") {
     v.causal = true;
-  } else if (parts[8] == "full") {
+  } else if (parts.back() == "full") {
     v.causal = false;
   } else {
-    return UriError(uri, "mask field '" + std::string(parts[8]) + "' is not causal or full");
+    return UriError(uri, "mask field '" + std::string(parts.back()) + "' is not causal or full");
   }
+  // Every rule but the shared-memory limit, which depends on the target: recorded trials of
+  // variants that did not fit (compile errors) must still read back.
+  Status valid = family->Check(v, std::numeric_limits<int64_t>::max());
+  if (!valid.ok()) return UriError(uri, valid.message());
   return v;
 }
 

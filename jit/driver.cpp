@@ -539,3 +539,52 @@ Status DeviceBuffer::MemsetAsync(uint8_t value, CUstream stream) {
 }
 
 }  // namespace flashtune
+
+namespace flashtune {
+
+Status EncodeTensorMap(const Driver& driver, const TensorMapRequest& r, void* out) {
+  auto invalid = [](const std::string& what) {
+    return Status(Code::kInvalidArgument, "tensor map: " + what);
+  };
+  if (r.rank < 1 || r.rank > 5) return invalid("rank " + std::to_string(r.rank) + " is not in 1..5");
+  if (reinterpret_cast<uintptr_t>(out) % 64 != 0) return invalid("destination is not 64-byte aligned");
+  if (reinterpret_cast<uintptr_t>(r.base) % 16 != 0) return invalid("base address is not 16-byte aligned");
+  for (uint32_t i = 0; i + 1 < r.rank; ++i) {
+    if (r.strides_bytes[i] % 16 != 0) {
+      return invalid("stride of dim " + std::to_string(i + 1) + " (" + std::to_string(r.strides_bytes[i]) +
+                     " bytes) is not a multiple of 16");
+    }
+  }
+  static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  switch (r.swizzle) {
+    case TensorMapRequest::Swizzle::kNone: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+    case TensorMapRequest::Swizzle::k32B: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+    case TensorMapRequest::Swizzle::k64B: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+    case TensorMapRequest::Swizzle::k128B: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  }
+  cuuint64_t dims[5];
+  cuuint64_t strides[4];
+  cuuint32_t box[5];
+  cuuint32_t element_strides[5];
+  for (int i = 0; i < 5; ++i) {
+    dims[i] = r.dims[i];
+    box[i] = r.box[i];
+    element_strides[i] = r.element_strides[i];
+    if (i < 4) strides[i] = r.strides_bytes[i];
+  }
+  const CUresult res = driver.api().cuTensorMapEncodeTiled(
+      static_cast<CUtensorMap*>(out), r.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      r.rank, const_cast<void*>(r.base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (res == CUDA_SUCCESS) return Status::Ok();
+  std::string shape = "dims {";
+  for (uint32_t i = 0; i < r.rank; ++i) shape += (i ? ", " : "") + std::to_string(r.dims[i]);
+  shape += "}, box {";
+  for (uint32_t i = 0; i < r.rank; ++i) shape += (i ? ", " : "") + std::to_string(r.box[i]);
+  shape += "}";
+  Status s = driver.Check(res, "cuTensorMapEncodeTiled");
+  return Status(s.code(), s.message() + " (" + shape + ")");
+}
+
+}  // namespace flashtune

@@ -1,35 +1,34 @@
 #include "flashtune/kernel.h"
 
-#include "generator/launch_config.h"
-#include "flashtune/space.h"
-
 namespace flashtune {
 
-Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const Variant& variant) {
+Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const std::string& name, int64_t smem_bytes) {
   auto module = Module::Load(context, cubin);
-  if (!module.ok()) return Status(module.status()).WithVariant(variant.Uri());
+  if (!module.ok()) return Status(module.status()).WithVariant(name);
   auto owned = std::make_unique<Module>(std::move(*module));
-  auto function = owned->GetFunction(variant.Uri());
-  if (!function.ok()) return Status(function.status()).WithVariant(variant.Uri());
-  Status smem = function->SetMaxDynamicSharedMemory(static_cast<int>(SharedMemoryBytes(variant)));
-  if (!smem.ok()) return smem.WithVariant(variant.Uri());
-  return Kernel(variant, std::move(owned), std::move(*function));
+  auto function = owned->GetFunction(name);
+  if (!function.ok()) return Status(function.status()).WithVariant(name);
+  Status smem = function->SetMaxDynamicSharedMemory(static_cast<int>(smem_bytes));
+  if (!smem.ok()) return smem.WithVariant(name);
+  return Kernel(name, smem_bytes, std::move(owned), std::move(*function));
 }
 
-Status Kernel::Launch(const ForwardArgs& args, CUstream stream) const {
-  FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
-  return LaunchValidated(args, stream);
-}
-
-Status Kernel::LaunchValidated(const ForwardArgs& args, CUstream stream) const {
-  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(variant_, args));
-  const detail::LaunchConfig config = detail::ComputeLaunchConfig(variant_, args);
-  detail::KernelParams params = detail::MakeKernelParams(args);
-  void* kernel_args[] = {&params};
-  Status status = flashtune::Launch(function_, {config.grid[0], config.grid[1], config.grid[2]},
-                                    {config.block[0], config.block[1], config.block[2]},
-                                    static_cast<unsigned>(config.smem_bytes), stream, kernel_args);
-  if (!status.ok()) status.WithVariant(variant_.Uri());
+Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
+  if (packet->smem_bytes > smem_bytes_) {
+    return Status(Code::kInvalidArgument, "launch asks for " + std::to_string(packet->smem_bytes) +
+                                              " bytes of dynamic shared memory; the kernel was loaded with " +
+                                              std::to_string(smem_bytes_))
+        .WithVariant(name_);
+  }
+  for (int i = 0; i < packet->tensor_maps; ++i) {
+    Status encoded = EncodeTensorMap(function_.driver(), packet->maps[i], packet->args + packet->maps[i].offset);
+    if (!encoded.ok()) return encoded.WithVariant(name_);
+  }
+  void* kernel_args[] = {packet->args};
+  Status status = flashtune::Launch(function_, {packet->grid[0], packet->grid[1], packet->grid[2]},
+                                    {packet->block[0], packet->block[1], packet->block[2]}, packet->smem_bytes,
+                                    stream, kernel_args);
+  if (!status.ok()) status.WithVariant(name_);
   return status;
 }
 

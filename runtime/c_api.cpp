@@ -7,6 +7,7 @@
 #include <string>
 
 #include "flashtune/runtime.h"
+#include "generator/family.h"
 
 struct ft_runtime {
   std::unique_ptr<flashtune::Runtime> runtime;
@@ -126,10 +127,12 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   Copy(out->bucket, sizeof out->bucket, plan->bucket_name);
   Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan->tuned_bucket);
   out->tuned_median_us = plan->tuned_median_us;
-  out->block_m = plan->variant.block_m;
-  out->block_n = plan->variant.block_n;
-  out->warps = plan->variant.warps;
-  out->stages = plan->variant.stages;
+  const auto& params = plan->variant.params;
+  out->block_m = params.size() > 0 ? params[0].value : 0;
+  out->block_n = params.size() > 1 ? params[1].value : 0;
+  out->warps = flashtune::ThreadsPerBlock(plan->variant) / 32;
+  out->stages = plan->variant.Param("s");
+  Copy(out->family, sizeof out->family, plan->variant.family);
   Copy(out->why, sizeof out->why, plan->why);
   return Succeed();
 }

@@ -15,6 +15,7 @@
 #include "flashtune/cubin_store.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
+#include "generator/family.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "flashtune/tuner.h"
@@ -110,10 +111,10 @@ struct Runtime::Impl {
     DeviceState* device = nullptr;
   };
   std::map<CUcontext, ContextState> contexts;
-  std::map<std::pair<CUcontext, std::string>, std::unique_ptr<Kernel>> kernels;
+  std::map<std::pair<CUcontext, std::string>, std::unique_ptr<ForwardKernel>> kernels;
   std::atomic<Driver*> driver{nullptr};  // cached after the first successful Driver::Load
   std::shared_mutex launch_mutex;
-  std::unordered_map<std::pair<CUcontext, uint64_t>, const Kernel*, PairHash> launch_cache;
+  std::unordered_map<std::pair<CUcontext, uint64_t>, const ForwardKernel*, PairHash> launch_cache;
 
   explicit Impl(const RuntimeOptions& o)
       : options(o), compiler(Compiler::Options{o.cache_dir, 1}) {}
@@ -260,14 +261,15 @@ struct Runtime::Impl {
       return plan;
     }
     const ProblemClass cls = ClassOf(problem);
-    plan.variant = DefaultVariant(cls, device.max_smem_bytes);
+    const std::string arch = device.arch.empty() ? std::string("sm_90a") : device.arch;
+    plan.variant = DefaultVariant(cls, device.max_smem_bytes, arch);
     plan.source = PlanSource::kHeuristic;
     FT_RETURN_IF_ERROR(CheckVariant(plan.variant, device.max_smem_bytes));
+    auto family = FamilyOf(plan.variant);
     plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
-               (have_device ? "" : " (no device to match tuned rows)") + "; FA-2's default tile " +
-               std::to_string(plan.variant.block_m) + "x" + std::to_string(plan.variant.block_n) + " w" +
-               std::to_string(plan.variant.warps) + " s" + std::to_string(plan.variant.stages) +
-               " fitted to " + std::to_string(device.max_smem_bytes) + " bytes of shared memory";
+               (have_device ? "" : " (no device to match tuned rows)") + "; " + plan.variant.family +
+               "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " + arch +
+               ", fitted to " + std::to_string(device.max_smem_bytes) + " bytes of shared memory";
     return plan;
   }
 
@@ -315,7 +317,7 @@ struct Runtime::Impl {
   }
 
   // Cold path of forward(): context, plan, kernel. Caller holds load_mutex.
-  Result<const Kernel*> Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args) {
+  Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args) {
     const detail::CudaApi& api = driver.api();
     CUcontext context = current;
     if (context == nullptr) {
@@ -370,11 +372,11 @@ struct Runtime::Impl {
     if (k == kernels.end()) {
       auto cubin = CubinFor(plan->variant, device.arch);
       if (!cubin.ok()) return cubin.status();
-      auto kernel = Kernel::Load(*cs->second.retained, *cubin, plan->variant);
+      auto kernel = ForwardKernel::Load(*cs->second.retained, *cubin, plan->variant);
       if (!kernel.ok()) return kernel.status();
-      k = kernels.emplace(key, std::make_unique<Kernel>(std::move(*kernel))).first;
+      k = kernels.emplace(key, std::make_unique<ForwardKernel>(std::move(*kernel))).first;
     }
-    const Kernel* kernel = k->second.get();
+    const ForwardKernel* kernel = k->second.get();
     std::unique_lock lock(launch_mutex);
     launch_cache[{context, BucketCode(plan->bucket)}] = kernel;
     return kernel;
@@ -440,7 +442,7 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   }
   CUcontext context = nullptr;
   FT_RETURN_IF_ERROR(driver->Check(driver->api().cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
-  const Kernel* kernel = nullptr;
+  const ForwardKernel* kernel = nullptr;
   if (context != nullptr) {
     std::shared_lock lock(impl_->launch_mutex);
     auto it = impl_->launch_cache.find({context, BucketCode(BucketOf(args.problem()))});

@@ -30,20 +30,16 @@ static Problem GetProblem(FrameReader& r) {
   p.heads_kv = r.I64();
   return p;
 }
-static void PutVariant(FrameWriter& w, const Variant& v) {
-  w.I64(static_cast<int64_t>(v.dtype)).I64(v.head_dim).I64(v.causal).I64(v.block_m).I64(v.block_n).I64(v.warps)
-      .I64(v.stages);
-}
+// A variant travels as its URI: every family's parameters, and the worker re-validates it.
+static void PutVariant(FrameWriter& w, const Variant& v) { w.Str(v.Uri()); }
 static Variant GetVariant(FrameReader& r) {
-  Variant v;
-  v.dtype = static_cast<DType>(r.I64());
-  v.head_dim = static_cast<int>(r.I64());
-  v.causal = r.I64() != 0;
-  v.block_m = static_cast<int>(r.I64());
-  v.block_n = static_cast<int>(r.I64());
-  v.warps = static_cast<int>(r.I64());
-  v.stages = static_cast<int>(r.I64());
-  return v;
+  const std::string uri = r.Str();
+  auto v = Variant::FromUri(uri);
+  if (v.ok()) return *v;
+  Variant unknown;  // fails the worker's checks with the URI in its message
+  unknown.family = uri;
+  unknown.params.clear();
+  return unknown;
 }
 static Status Broken(const char* what) { return Status(Code::kInternal, std::string("malformed ") + what + " frame"); }
 

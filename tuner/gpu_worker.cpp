@@ -133,7 +133,7 @@ class GpuWorker {
     reply.status = Init();
     if (!reply.status.ok()) return reply;
     PhaseClock clock;
-    auto kernel = Kernel::Load(*context_, CubinFromImage(request.candidate_cubin, request.candidate), request.candidate);
+    auto kernel = ForwardKernel::Load(*context_, CubinFromImage(request.candidate_cubin, request.candidate), request.candidate);
     if (!kernel.ok()) {
       reply.status = kernel.status();
       return reply;
@@ -219,7 +219,7 @@ class GpuWorker {
   }
 
   // Poisons o and lse with NaN, launches, and waits.
-  Status RunPoisoned(const Kernel& kernel, const Problem& p, DeviceTensors& t, const DeviceTensors* inputs) {
+  Status RunPoisoned(const ForwardKernel& kernel, const Problem& p, DeviceTensors& t, const DeviceTensors* inputs) {
     FT_RETURN_IF_ERROR(t.o->MemsetAsync(0xFF, stream_->get()));
     FT_RETURN_IF_ERROR(t.lse->MemsetAsync(0xFF, stream_->get()));
     ForwardArgs args = ArgsFor(p, inputs ? inputs : &t);
@@ -258,7 +258,7 @@ class GpuWorker {
     return &(cases_[key] = std::move(cases));
   }
 
-  Status CheckAgainstReference(const Kernel& kernel, std::vector<VerifyCase>& cases, const std::string& who) {
+  Status CheckAgainstReference(const ForwardKernel& kernel, std::vector<VerifyCase>& cases, const std::string& who) {
     for (VerifyCase& c : cases) {
       FT_RETURN_IF_ERROR(RunPoisoned(kernel, c.problem, c.device, nullptr));
       std::vector<uint16_t> o(QElems(c.problem));
@@ -279,14 +279,14 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  Status Verify(const Kernel& kernel, const MeasureRequest& request) {
+  Status Verify(const ForwardKernel& kernel, const MeasureRequest& request) {
     auto cases = CasesFor(request.problem);
     if (!cases.ok()) return cases.status();
     FT_RETURN_IF_ERROR(CheckAgainstReference(kernel, **cases, "the candidate"));
     // The trusted output of the timed shape: the class's default variant, itself checked first.
     const std::string problem_key = request.problem.ToString();
     if (trusted_key_ != problem_key) {
-      auto trusted = Kernel::Load(*context_, CubinFromImage(request.trusted_cubin, request.trusted), request.trusted);
+      auto trusted = ForwardKernel::Load(*context_, CubinFromImage(request.trusted_cubin, request.trusted), request.trusted);
       if (!trusted.ok()) return Status(Code::kInternal, "trusted variant failed to load: " + trusted.status().ToString());
       Status checked = CheckAgainstReference(*trusted, **cases, "the trusted variant " + request.trusted.Uri());
       if (!checked.ok()) return checked;
@@ -349,7 +349,7 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  Status Time(const Kernel& kernel, const Problem& p, const GpuMeasurerOptions& o, MeasureReply& reply) {
+  Status Time(const ForwardKernel& kernel, const Problem& p, const GpuMeasurerOptions& o, MeasureReply& reply) {
     auto launch = [&](size_t i) {
       DeviceTensors& t = inputs_[i % inputs_.size()];
       ForwardArgs args = ArgsFor(p, &t);

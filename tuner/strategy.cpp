@@ -4,28 +4,16 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "flashtune/tuner.h"
+#include "generator/family.h"
 
 namespace flashtune {
 
 double CostModelScore(const Problem& p, const Variant& v) {
-  // Registers per thread the template needs, estimated: the O and S accumulators of the warp's
-  // 16-row MMA tiles, Q's fragments when it keeps them in registers, and ~64 for addressing and
-  // softmax state. Past 255 the kernel spills, which costs more than any tile choice gains.
-  const int rows_per_warp = v.block_m / v.warps;
-  const int m_tiles = std::max(1, rows_per_warp / 16);
-  const int q_regs = m_tiles * v.head_dim <= 128 ? m_tiles * v.head_dim / 4 : 0;
-  const int regs = m_tiles * (v.head_dim / 8) * 4 + m_tiles * (v.block_n / 8) * 4 + q_regs + 64;
-  double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
-  // More rows per warp reuse each K/V fragment read from shared memory for more MMAs; longer
-  // K/V steps amortise the per-step softmax bookkeeping and barriers.
-  score -= 0.5 * std::log2(rows_per_warp / 16.0);
-  score -= 0.25 * std::log2(v.block_n / 32.0);
-  if (v.stages == 1) score += 0.3;  // no prefetch: loads are exposed
-  // Short query sequences leave SMs idle with 128-row tiles.
-  if (p.seqlen_q * p.batch * p.heads_q < 128LL * 132 * 2 && v.block_m == 128) score += 0.25;
-  return score;
+  const Family* family = FindFamily(v.family);
+  return family ? family->PriorScore(p, v) : 0.0;
 }
 
 namespace {
@@ -50,18 +38,37 @@ class Exhaustive final : public Strategy {
   }
 };
 
-// Steps between two variants: log2 ratio of tile sizes and warps, plus the stage difference.
+// Steps between two variants: their family's distance; variants of different families are
+// far apart (a polish around the best stays in its family).
 double Steps(const Variant& a, const Variant& b) {
-  return std::abs(std::log2(double(a.block_m) / b.block_m)) + std::abs(std::log2(double(a.block_n) / b.block_n)) +
-         std::abs(std::log2(double(a.warps) / b.warps)) + std::abs(a.stages - b.stages);
+  if (a.family != b.family) return 1e6;
+  const Family* family = FindFamily(a.family);
+  return family ? family->Distance(a, b) : 1e6;
 }
+
+// The search model's factors of a variant: its family, each (family, parameter) value, and the
+// warps an SM holds at once (0 = unknown, skipped).
+struct Factor {
+  std::string name;
+  int value;
+  bool operator<(const Factor& o) const { return std::tie(name, value) < std::tie(o.name, o.value); }
+};
+std::vector<Factor> FactorsOf(const Variant& v, int resident_warps) {
+  std::vector<Factor> f;
+  f.push_back({"family:" + v.family, 0});
+  for (const VariantParam& p : v.params) f.push_back({v.family + "." + p.name, p.value});
+  if (resident_warps != 0) f.push_back({"resident_warps", resident_warps});
+  return f;
+}
+// The first parameter of every family is its query tile, the second its key tile (family.h).
+int QueryTile(const Variant& v) { return v.params.empty() ? 0 : v.params[0].value; }
+int KeyTile(const Variant& v) { return v.params.size() < 2 ? 0 : v.params[1].value; }
 
 class Budgeted final : public Strategy {
  public:
   static constexpr double kOptimism = 0.05;  // assumed gain of an untried parameter value (5%)
-  // The model's factors: B_r, B_c, warps, stages, and the warps an SM holds at once, which no
-  // parameter decides alone (4 more registers can cost a CTA per SM).
-  static constexpr int kFactors = 5;
+  // The model's factors (FactorsOf): the family, each parameter, and the warps an SM holds at
+  // once, which no parameter decides alone (4 more registers can cost a CTA per SM).
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
   Status Search(SearchContext& ctx) override {
@@ -89,7 +96,7 @@ class Budgeted final : public Strategy {
     // ties go to the closest to the best result, then to the cost model. The last third of the
     // budget measures the closest neighbours of the best instead (a local polish).
     while (allowed()) {
-      std::map<std::pair<int, int>, std::pair<double, int>> sums;  // (param, value) -> (sum log t, n)
+      std::map<Factor, std::pair<double, int>> sums;  // factor -> (sum log t, n)
       double total = 0;
       int n = 0;
       const CandidateResult* best = nullptr;
@@ -98,11 +105,8 @@ class Budgeted final : public Strategy {
         double lt = std::log(r.measurement.median_us);
         total += lt;
         ++n;
-        const int values[kFactors] = {r.variant.block_m, r.variant.block_n, r.variant.warps, r.variant.stages,
-                                      ctx.ResidentWarpsPerSm(r.variant)};
-        for (int k = 0; k < kFactors; ++k) {
-          if (values[k] == 0) continue;  // residency unknown
-          auto& e = sums[{k, values[k]}];
+        for (const Factor& f : FactorsOf(r.variant, ctx.ResidentWarpsPerSm(r.variant))) {
+          auto& e = sums[f];
           e.first += lt;
           ++e.second;
         }
@@ -119,11 +123,9 @@ class Budgeted final : public Strategy {
         const double mean = total / n;
         double best_pred = 1e30, best_steps = 1e30;
         for (const Variant& v : pending) {  // pending is in cost order: first minimum wins ties
-          const int values[kFactors] = {v.block_m, v.block_n, v.warps, v.stages, ctx.ResidentWarpsPerSm(v)};
           double pred = 0;
-          for (int k = 0; k < kFactors; ++k) {
-            if (values[k] == 0) continue;
-            auto it = sums.find({k, values[k]});
+          for (const Factor& f : FactorsOf(v, ctx.ResidentWarpsPerSm(v))) {
+            auto it = sums.find(f);
             pred += it == sums.end() ? -kOptimism : it->second.first / it->second.second - mean;
           }
           double steps = Steps(anchor->variant, v);
@@ -147,7 +149,7 @@ class Budgeted final : public Strategy {
                                                     double within) {
     const CandidateResult* other = nullptr;
     for (const auto& r : ctx.results())
-      if (r.ok() && r.measurement.median_us > 0 && r.variant.block_m != best.variant.block_m &&
+      if (r.ok() && r.measurement.median_us > 0 && QueryTile(r.variant) != QueryTile(best.variant) &&
           (!other || r.measurement.median_us < other->measurement.median_us))
         other = &r;
     return other && other->measurement.median_us <= within * best.measurement.median_us ? other : nullptr;
@@ -173,17 +175,18 @@ class Budgeted final : public Strategy {
     auto add_if_new = [&order](const Variant& v) {
       if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
     };
-    auto covers = [](const std::vector<Variant>& vs, auto field, int value) {
-      return std::any_of(vs.begin(), vs.end(), [&](const Variant& o) { return o.*field == value; });
+    auto covers = [](const std::vector<Variant>& vs, int (*field)(const Variant&), const Variant& v) {
+      return std::any_of(vs.begin(), vs.end(),
+                         [&](const Variant& o) { return o.family == v.family && field(o) == field(v); });
     };
     for (size_t i = 0; i < ranked.size() && i < 2; ++i) order.push_back(ranked[i]);
     for (const Variant& v : ranked)
-      if (!covers(order, &Variant::block_m, v.block_m)) add_if_new(v);
+      if (!covers(order, QueryTile, v)) add_if_new(v);
     for (const Variant& v : ranked)
-      if (!covers(order, &Variant::block_n, v.block_n)) add_if_new(v);
+      if (!covers(order, KeyTile, v)) add_if_new(v);
     const std::vector<Variant> by_cost = RankByCost(ctx.problem(), ctx.unmeasured());
     for (const Variant& v : by_cost)
-      if (!covers(prior, &Variant::block_n, v.block_n) && !covers(order, &Variant::block_n, v.block_n)) add_if_new(v);
+      if (!covers(prior, KeyTile, v) && !covers(order, KeyTile, v)) add_if_new(v);
     for (const Variant& v : ranked) add_if_new(v);
     // Candidates the prior problems never measured come after, in cost-model order.
     for (const Variant& v : by_cost) add_if_new(v);

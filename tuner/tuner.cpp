@@ -1,5 +1,6 @@
 // The tuning engine; see include/flashtune/tuner.h.
 #include "flashtune/tuner.h"
+#include "generator/family.h"
 
 #include <algorithm>
 #include <atomic>
@@ -220,8 +221,8 @@ class Context final : public SearchContext {
       auto regs = measurer_.CompiledRegisters(v);
       const DeviceRecord d = measurer_.Device();
       if (regs.ok())
-        it->second = ResidentCtasPerSm(SmLimitsFor(d.cc_major, d.cc_minor), *regs, v.warps * 32, SharedMemoryBytes(v)) *
-                     v.warps;
+        it->second = ResidentCtasPerSm(SmLimitsFor(d.cc_major, d.cc_minor), *regs, ThreadsPerBlock(v), SharedMemoryBytes(v)) *
+                     (ThreadsPerBlock(v) / 32);
     }
     return it->second;
   }

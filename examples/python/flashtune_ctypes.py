@@ -56,7 +56,8 @@ class PlanInfo(ctypes.Structure):
     _fields_ = [("variant_uri_", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name_", ctypes.c_char * 16),
                 ("bucket_", ctypes.c_char * 64), ("tuned_bucket_", ctypes.c_char * 64),
                 ("tuned_median_us", ctypes.c_double), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int),
-                ("warps", ctypes.c_int), ("stages", ctypes.c_int), ("why_", ctypes.c_char * 1024)]
+                ("warps", ctypes.c_int), ("stages", ctypes.c_int), ("why_", ctypes.c_char * 1024),
+                ("family_", ctypes.c_char * 32)]
 
     # The char arrays as str, so callers need not decode.
     variant_uri = property(lambda s: s.variant_uri_.decode())
@@ -64,6 +65,7 @@ class PlanInfo(ctypes.Structure):
     bucket = property(lambda s: s.bucket_.decode())
     tuned_bucket = property(lambda s: s.tuned_bucket_.decode())
     why = property(lambda s: s.why_.decode())
+    family = property(lambda s: s.family_.decode())
 
 
 def forward_args(problem, q, k, v, o, lse, q_strides, k_strides, v_strides, o_strides, softmax_scale=0.0):

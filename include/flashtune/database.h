@@ -33,7 +33,7 @@ struct sqlite3;
 
 namespace flashtune {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // The GPU a trial ran on. Identity of a physical GPU: uuid + driver_version.
 struct DeviceRecord {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "flashtune/status.h"
+#include "generator/launch_packet.h"
 
 // The driver's opaque handle types, declared exactly as cuda.h declares them so that this
 // header does not need the toolkit.
@@ -285,5 +286,11 @@ inline Status Launch(const Function& function, std::array<unsigned, 3> grid,
                      const Stream& stream, void** args) {
   return Launch(function, grid, block, shared_memory_bytes, stream.get(), args);
 }
+
+// Encodes a TMA tensor map (cuTensorMapEncodeTiled) described by `request` into the 128 bytes
+// at `out` (64-byte aligned). Host-only work: no context, no allocation. kInvalidArgument
+// naming the field when the request cannot be a tensor map (rank, alignment, box); the
+// driver's error with its name otherwise.
+Status EncodeTensorMap(const Driver& driver, const TensorMapRequest& request, void* out);
 
 }  // namespace flashtune

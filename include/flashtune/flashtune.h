@@ -81,8 +81,11 @@ typedef struct ft_plan_info {
   char bucket[64];       /* the problem's bucket */
   char tuned_bucket[64]; /* the winner's bucket, "" for heuristic */
   double tuned_median_us;/* the winner's measured median, 0 when unknown */
+  /* The variant's query tile (its family's first parameter), key tile (second), warps per
+   * block and K/V pipeline stages ("s"; 0 when the family has none). */
   int block_m, block_n, warps, stages;
   char why[1024];        /* one sentence, truncated to fit */
+  char family[32];       /* the kernel family, "fa2_fwd" */
 } ft_plan_info;
 
 /* Opens a runtime on the tuning database at db_path (NULL or "": $FLASHTUNE_DB, else

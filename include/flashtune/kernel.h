@@ -1,49 +1,82 @@
 // flashtune/kernel.h — the last stage of the pipeline (Variant → Source → Cubin → Module →
-// Kernel): a loaded FA-2 forward kernel, ready to launch on a caller's stream.
+// Kernel): a loaded kernel, ready to launch on a caller's stream.
 //
-// A Kernel owns its Module, knows its Variant (and so its tile geometry and shared memory),
-// and validates every ForwardArgs before launching: on bad input nothing is launched.
+// The JIT layer knows no kernel family: a Kernel is a function in a loaded module with the
+// dynamic shared memory it was given, and it launches a LaunchPacket — geometry, shared memory
+// and the parameter bytes a family packed (PackForward in generator/family.h). The packet's
+// tensor-map requests are encoded through the driver into the parameter bytes just before the
+// launch.
 //
 // Thread safety: Launch() may be called from several threads at once (it only reads the
 // Kernel); Load and destruction need external synchronisation.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
-#include "flashtune/forward_args.h"
 #include "flashtune/status.h"
+#include "flashtune/forward_args.h"
 #include "flashtune/variant.h"
+#include "generator/launch_packet.h"
 
 namespace flashtune {
 
 class Kernel {
  public:
-  // Loads `cubin` (compiled from GenerateSource(variant)) into `context` and raises the
-  // function's dynamic shared memory limit to what the variant needs.
-  // kNotFound when the cubin has no kernel named variant.Uri(); kOutOfResources when the
-  // device cannot give the variant its shared memory; the driver's error otherwise.
-  static Result<Kernel> Load(const Context& context, const Cubin& cubin, const Variant& variant);
+  // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
+  // memory limit to `smem_bytes`. kNotFound when the cubin has no such kernel;
+  // kOutOfResources when the device cannot give it the shared memory; the driver's error
+  // otherwise. Errors carry `name` as their variant URI.
+  static Result<Kernel> Load(const Context& context, const Cubin& cubin, const std::string& name,
+                             int64_t smem_bytes);
 
-  // Validates `args` (ValidateForwardArgs and agreement with the variant) and launches on
-  // `stream` without synchronising or allocating. OK when queued; kInvalidArgument naming the
-  // argument (nothing launched); kOutOfResources or kFault from the driver.
-  Status Launch(const ForwardArgs& args, CUstream stream) const;
+  // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
+  // without synchronising or allocating. OK when queued; kInvalidArgument when the packet asks
+  // for more shared memory than the kernel was loaded with or a tensor map is refused;
+  // kOutOfResources or kFault from the driver. Nothing is launched on error.
+  Status Launch(LaunchPacket* packet, CUstream stream) const;
 
-  // Launch() for callers that have already passed `args` through ValidateForwardArgs (the
-  // runtime's hot path validates once, not twice); still checks agreement with the variant.
-  Status LaunchValidated(const ForwardArgs& args, CUstream stream) const;
-
-  const Variant& variant() const { return variant_; }
+  const std::string& name() const { return name_; }
+  int64_t smem_bytes() const { return smem_bytes_; }
   const Function& function() const { return function_; }
 
  private:
-  Kernel(Variant variant, std::unique_ptr<Module> module, Function function)
-      : variant_(variant), module_(std::move(module)), function_(std::move(function)) {}
-  Variant variant_;
+  Kernel(std::string name, int64_t smem_bytes, std::unique_ptr<Module> module, Function function)
+      : name_(std::move(name)), smem_bytes_(smem_bytes), module_(std::move(module)), function_(std::move(function)) {}
+  std::string name_;
+  int64_t smem_bytes_ = 0;
   std::unique_ptr<Module> module_;  // heap: Function keeps handles into it
   Function function_;
+};
+
+// A Kernel bound to the Variant it was compiled from: a forward call's arguments are validated
+// and packed by the variant's family (PackForward, generator/family.h), then launched. This is
+// what the runtime and the tuner's worker hold; it names no family either.
+// Thread safety: as Kernel.
+class ForwardKernel {
+ public:
+  // Kernel::Load with the variant's URI as the function name and its shared memory.
+  static Result<ForwardKernel> Load(const Context& context, const Cubin& cubin, const Variant& variant);
+
+  // Validates `args` (ValidateForwardArgs, agreement with the variant, the family's CanRun)
+  // and launches on `stream` without synchronising or allocating. OK when queued;
+  // kInvalidArgument / kUnsupported naming the argument (nothing launched); kOutOfResources or
+  // kFault from the driver.
+  Status Launch(const ForwardArgs& args, CUstream stream) const;
+  // Launch() for callers that have already passed `args` through ValidateForwardArgs (the
+  // runtime's hot path validates once, not twice).
+  Status LaunchValidated(const ForwardArgs& args, CUstream stream) const;
+
+  const Variant& variant() const { return variant_; }
+  const Function& function() const { return kernel_.function(); }
+
+ private:
+  ForwardKernel(Variant variant, Kernel kernel) : variant_(std::move(variant)), kernel_(std::move(kernel)) {}
+  Variant variant_;
+  Kernel kernel_;
 };
 
 }  // namespace flashtune

@@ -1,8 +1,8 @@
 // flashtune/source.h — a Variant turned into one self-contained CUDA translation unit.
 //
 // The text is a generated constexpr prologue (the variant's parameters, the kernel's extern "C"
-// name = the variant URI) followed by `#line 1 "fa2_fwd.cuh"` and the kernel template embedded
-// in the library at build time. The text depends only on the variant and the template, so the
+// name = the variant URI) followed by `#line 1 "<template>"` and the variant's family's kernel
+// template, embedded in the library at build time. The text depends only on the variant and the template, so the
 // sha256 is stable: the same variant built from the same template always hashes the same, and a
 // template change changes every hash (the database keys timings on it).
 //
@@ -25,16 +25,14 @@ struct Source {
   std::string sha256;       // Sha256Hex(text)
 };
 
-// The template file the FA-2 forward variants are generated from.
-inline constexpr std::string_view kForwardTemplateName = "fa2_fwd.cuh";
-
 // Builds the source of `variant`. kInvalidArgument (from CheckVariant against the largest
 // opt-in limit of any target, kLargestMaxSmemBytes; the per-target limit is the caller's) when
 // the variant is not valid; kInternal when the template was not embedded in this build.
 Result<Source> GenerateSource(const Variant& variant);
 
-// The generated prologue alone (ends with the `#line 1 "fa2_fwd.cuh"` line). No validation:
-// tests use it to force invalid combinations through the template's static_asserts.
+// The generated prologue alone (ends with the `#line 1 "<template>"` line); "" for an unknown
+// family. No validation: tests use it to force invalid combinations through the template's
+// static_asserts.
 std::string GeneratePrologue(const Variant& variant);
 
 // sha256 over every embedded template's name and text, in name order; identifies the template

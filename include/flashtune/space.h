@@ -1,10 +1,12 @@
 // flashtune/space.h — the design space: every valid Variant for a problem class.
 //
 // A problem class is what a compiled kernel is specialised on (dtype, head dim, causal); the
-// sizes (B, N, H) are run-time arguments. EnumerateSpace lists the variants that pass the
-// static rules (tile divisibility, allowed values, shared memory within the target's opt-in
-// limit); register pressure is left to the tuner. The same rules are enforced again inside the
-// template by static_assert.
+// sizes (B, N, H) are run-time arguments. The space is the union of the spaces of the kernel
+// families that serve the class on the target (fa2_fwd everywhere from sm_80; others where
+// their instructions exist). EnumerateSpace lists the variants that pass each family's static
+// rules (tile divisibility, allowed values, shared memory within the target's opt-in limit);
+// register pressure is left to the tuner. The same rules are enforced again inside the
+// templates by static_assert.
 //
 // Thread safety: pure functions of their arguments; safe from any thread.
 #pragma once
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "flashtune/status.h"
@@ -35,44 +38,41 @@ ProblemClass ClassOf(const Variant& variant);
 
 // Opt-in shared-memory limit of the H100/H200 (sm_90): the default target.
 inline constexpr int64_t kDefaultMaxSmemBytes = 232448;
-// The largest opt-in limit of any target MaxSharedMemoryForArch knows (the template asserts it).
+// The largest opt-in limit of any target MaxSharedMemoryForArch knows (templates assert it).
 inline constexpr int64_t kLargestMaxSmemBytes = 232448;
 
-// The axes of the space. Every value must itself be allowed (see CheckVariant); combinations
-// that break a rule are pruned.
+// What to enumerate. By default: every family that serves the class on `arch`, each over its
+// own searched values.
 struct SpaceOptions {
-  std::vector<int> block_m{64, 128};
-  std::vector<int> block_n{32, 64, 128};
-  std::vector<int> warps{4, 8};
-  std::vector<int> stages{1, 2, 3};
+  std::string arch = "sm_90a";
   int64_t max_smem_bytes = kDefaultMaxSmemBytes;
+  std::vector<std::string> families;  // empty: every family; else only these (each must exist)
+  // Per-parameter values replacing a family's searched ones ("br" -> {64, 128}), for every
+  // family that has that parameter; each value must be one the family allows.
+  std::vector<std::pair<std::string, std::vector<int>>> values;
 };
 
-// Values each parameter may take.
-inline constexpr int kAllowedBlockM[] = {64, 128};
-inline constexpr int kAllowedBlockN[] = {32, 64, 128};
-inline constexpr int kAllowedWarps[] = {4, 8};
-inline constexpr int kAllowedStages[] = {1, 2, 3};
-
-// Dynamic shared memory the variant's kernel needs, in bytes.
+// Dynamic shared memory the variant's kernel needs, in bytes (its family's rule; 0 for an
+// unknown family).
 int64_t SharedMemoryBytes(const Variant& variant);
 
-// OK when the template accepts `variant` and its shared memory fits in `max_smem_bytes`;
-// otherwise kInvalidArgument naming the parameter, its value and the allowed values.
+// OK when the variant's family accepts it (parameters, allowed values, rules) and its shared
+// memory fits in `max_smem_bytes`; otherwise kInvalidArgument naming the parameter, its value
+// and the allowed values.
 Status CheckVariant(const Variant& variant, int64_t max_smem_bytes = kDefaultMaxSmemBytes);
 
-// The valid variants of `problem_class`, ordered by block_m, block_n, warps, stages (ascending);
-// deterministic. kInvalidArgument when the class's head dim is unsupported, when an option
-// holds a value outside the allowed ones, or when no variant fits max_smem_bytes.
+// The valid variants of `problem_class` on the options' target, family by family (in name
+// order), each family's in ascending parameter order; deterministic. kInvalidArgument when
+// the class's head dim is unsupported, when an option names an unknown family or holds a value
+// no family allows, or when no variant fits.
 Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
                                             const SpaceOptions& options = {});
 
-// FA-2's own starting tiles (d <= 64: 128x128 w4; d <= 128: 128x64 w4; else 64x64 w4;
-// stages 2), downgraded (fewer stages, then smaller block_n, then smaller block_m) until the
-// shared memory fits. Used when no tuned winner exists. For an unsupported head dim the result
-// fails CheckVariant; callers check.
-Variant DefaultVariant(const ProblemClass& problem_class,
-                       int64_t max_smem_bytes = kDefaultMaxSmemBytes);
+// The untuned choice for `problem_class` on `arch`: the default of the most preferred family
+// serving it there (see Family::preference). For an unsupported head dim the result fails
+// CheckVariant; callers check.
+Variant DefaultVariant(const ProblemClass& problem_class, int64_t max_smem_bytes = kDefaultMaxSmemBytes,
+                       std::string_view arch = "sm_90a");
 
 // The opt-in dynamic shared-memory limit per block of a target ("sm_80", "sm_90a", ...):
 // sm_80/sm_87: 166912, sm_86/sm_89/sm_120: 101376, sm_90/sm_90a/sm_100/sm_100a: 232448.

@@ -1,9 +1,15 @@
 // flashtune/variant.h — what a kernel variant is, and the problem it solves.
 //
-// A Problem is one attention forward call's shape (dtype, head dim, causal, sizes).
-// A Variant is one point of the kernel design space: every compile-time parameter of the
-// FA-2 forward template. Its URI ("fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal") names every
-// parameter; it is the kernel's extern "C" name, the database key and the file name.
+// A Problem is one attention call's shape: its operation (forward today; backward and decode
+// are families to come), its layout (dense today; varlen and paged to come), dtype, head dim,
+// causal and sizes.
+// A Variant is one point of a kernel family's design space: the family's name, the problem
+// class it is specialised on (dtype, head dim, causal) and the family's compile-time
+// parameters, each a short name and an integer, in the family's order. Its URI
+// ("fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal") names every one of them; it is the kernel's
+// extern "C" name, the database key and the file name. Which parameters a family has, and
+// which values they may take, is the family's (generator/family.h): FromUri checks a URI
+// against its family's rules, so a variant read from a file is validated like any other.
 //
 // Thread safety: value types; distinct objects may be used from different threads.
 #pragma once
@@ -11,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "flashtune/status.h"
 
@@ -23,10 +30,16 @@ std::string_view DTypeName(DType dtype);
 // Parses "f16"/"fp16"/"half" and "bf16"/"bfloat16"; kInvalidArgument naming `what` otherwise.
 Result<DType> ParseDType(std::string_view text, std::string_view what = "dtype");
 
-// Head dims the template supports.
+// Head dims some family supports (fa2_fwd supports them all).
 inline constexpr int kSupportedHeadDims[] = {32, 64, 96, 128, 160, 192, 224, 256};
 
-// One forward call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq].
+// What an attention call computes. Only kForward is served today; the enum is where backward
+// and decode join without another rewrite of Problem.
+enum class Operation { kForward };
+// How Q/K/V are laid out. Only kDense ([B, N, H, D] with strides) is served today.
+enum class Layout { kDense };
+
+// One call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq].
 struct Problem {
   DType dtype = DType::kBF16;
   int head_dim = 128;
@@ -36,6 +49,8 @@ struct Problem {
   int64_t seqlen_k = 1;
   int64_t heads_q = 1;
   int64_t heads_kv = 1;
+  Operation operation = Operation::kForward;
+  Layout layout = Layout::kDense;
 
   // Forward FLOPs by FA-2's convention: 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk.
   double Flops() const;
@@ -44,22 +59,32 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-// Every compile-time parameter of the FA-2 forward template.
+// One compile-time parameter of a family: its URI key ("br") and value.
+struct VariantParam {
+  std::string name;
+  int value = 0;
+  bool operator==(const VariantParam&) const = default;
+};
+
 struct Variant {
+  std::string family = "fa2_fwd";
   DType dtype = DType::kBF16;
   int head_dim = 128;
   bool causal = false;
-  int block_m = 128;  // B_r: query rows per thread block
-  int block_n = 64;   // B_c: key/value rows per inner-loop step
-  int warps = 4;      // warps per thread block; each owns block_m / warps query rows
-  int stages = 2;     // K/V shared-memory buffers (1 = no prefetch)
+  std::vector<VariantParam> params;  // in the family's order
 
-  // "fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal" (or "..._s2_full" when not causal).
+  // The value of parameter `name`; `fallback` when the variant has no such parameter.
+  int Param(std::string_view name, int fallback = 0) const;
+  // Sets `name` to `value`, appending it when absent.
+  void SetParam(std::string_view name, int value);
+
+  // "<family>_<bf16|f16>_d<D>_<name><value>..._<causal|full>".
   std::string Uri() const;
-  // Inverse of Uri(); kInvalidArgument naming the bad field otherwise.
+  // Inverse of Uri(), checked against the family's rules (its parameter names, allowed values
+  // and tiling rules; not the shared-memory limit, which is the target's). kInvalidArgument naming the bad field and
+  // the expected form otherwise; kNotFound-free: an unknown family is kInvalidArgument too.
   static Result<Variant> FromUri(std::string_view uri);
 
-  int threads() const { return warps * 32; }
   bool operator==(const Variant&) const = default;
 };
 

@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/database.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ const ToolchainInfo kTc{"13.0", "0.1.0", "tplhash1"};
 
 Problem P(int64_t n, bool causal = false) { return Problem{DType::kBF16, 128, causal, 16384 / n, n, n, 16, 16}; }
 Variant V(int bm, int bn, int w = 4, int s = 2, bool causal = false) {
-  return Variant{DType::kBF16, 128, causal, bm, bn, w, s};
+  return Fa2Variant(DType::kBF16, 128, causal, bm, bn, w, s);
 }
 
 TrialRecord Ok(const Problem& p, const Variant& v, double us) {
@@ -102,8 +103,8 @@ TEST(Database, MigratesVersion1File) {
 
   auto db = Database::Open(path);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  EXPECT_EQ(*(*db)->SchemaVersion(), 2);
-  // The old trial survived with v2 defaults; v2 features work.
+  EXPECT_EQ(*(*db)->SchemaVersion(), 3);
+  // The old trial survived with v2 defaults; v2 features work; v3 knows its family.
   auto rows = (*db)->TrialsForProblem(1);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
@@ -112,6 +113,15 @@ TEST(Database, MigratesVersion1File) {
   auto run = (*db)->BeginRun(1, 1, "exhaustive");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_TRUE((*db)->EndRun(*run, RunCounts{1, 2, 0, 0, 1}).ok());
+  // Version 3: the variant stored before families existed is an fa2_fwd one.
+  sqlite3* check = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &check, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(check, "SELECT family FROM variants WHERE id = 1", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "fa2_fwd");
+  sqlite3_finalize(st);
+  sqlite3_close(check);
 }
 
 TEST(Database, NewerSchemaIsUnsupported) {
@@ -233,7 +243,7 @@ TEST(Database, NearestBucketSameClass) {
   auto near = (*db)->FindNearestWinner(kH200, kTc, BucketOf(P(4096)));  // q12: 8192 (q13) is 1+1+1 away
   ASSERT_TRUE(near.ok());
   ASSERT_TRUE(near->has_value());
-  EXPECT_EQ((*near)->variant.block_n, 128);
+  EXPECT_EQ((*near)->variant.Param("bc"), 128);
   EXPECT_GT((*near)->distance, 0);
   auto causal = (*db)->FindNearestWinner(kH200, kTc, BucketOf(P(4096, true)));
   ASSERT_TRUE(causal.ok());

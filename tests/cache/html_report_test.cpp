@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/report.h"
 
 #include <gtest/gtest.h>
@@ -278,7 +279,7 @@ TEST(HtmlReport, KilledRunCountsUpToItsLastTrialAndRetimesAreNotVariants) {
     run_id = *run;
     TrialRecord t;
     t.problem = Problem{DType::kBF16, 64, false, 4, 1024, 1024, 8, 8};
-    t.variant = Variant{DType::kBF16, 64, false, 128, 64, 4, 2};
+    t.variant = Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2);
     t.median_us = 100;
     t.run_id = run_id;
     ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());

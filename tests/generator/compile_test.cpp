@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/compiler.h"
 #include "flashtune/source.h"
 #include "generator/embedded_templates.h"
@@ -23,7 +24,7 @@ TEST(GeneratedSource, SampleOfDefaultSpaceCompilesForSm90aAndSm80) {
 
 TEST(GeneratedSource, DefaultVariantsCompileForEveryHeadDim) {
   std::vector<testing_sweep::Job> jobs;
-  for (int d : kSupportedHeadDims) jobs.push_back({DefaultVariant({DType::kBF16, d, true}), "sm_90a"});
+  for (int d : kSupportedHeadDims) jobs.push_back({DefaultVariant(ProblemClass{DType::kBF16, d, true}), "sm_90a"});
   testing_sweep::CompileAll(jobs);
 }
 
@@ -41,16 +42,16 @@ void ExpectStaticAssert(const std::string& prologue, const std::string& message)
 }
 
 TEST(GeneratedSource, TemplateStaticAssertsRejectBadCombinations) {
-  Variant v{DType::kBF16, 128, false, 64, 64, 8, 2};  // 64 rows cannot split over 8 warps
+  Variant v = Fa2Variant(DType::kBF16, 128, false, 64, 64, 8, 2);  // 64 rows cannot split over 8 warps
   ASSERT_FALSE(CheckVariant(v).ok());
   ExpectStaticAssert(GeneratePrologue(v), "block_m must be a multiple of 16 * warps");
-  v = {DType::kF16, 256, false, 128, 128, 4, 3};  // 473 KB of shared memory
+  v = Fa2Variant(DType::kF16, 256, false, 128, 128, 4, 3);  // 473 KB of shared memory
   ExpectStaticAssert(GeneratePrologue(v), "shared memory exceeds the largest opt-in limit");
-  v = {DType::kF16, 64, false, 128, 48, 4, 2};
+  v = Fa2Variant(DType::kF16, 64, false, 128, 48, 4, 2);
   ExpectStaticAssert(GeneratePrologue(v), "block_n (B_c) must be 32, 64 or 128");
   // A prologue whose kSmemBytes disagrees with the tiles.
-  std::string p = GeneratePrologue({DType::kF16, 64, false, 128, 64, 4, 2});
-  const std::string smem = "kSmemBytes = " + std::to_string(SharedMemoryBytes({DType::kF16, 64, false, 128, 64, 4, 2}));
+  std::string p = GeneratePrologue(Fa2Variant(DType::kF16, 64, false, 128, 64, 4, 2));
+  const std::string smem = "kSmemBytes = " + std::to_string(SharedMemoryBytes(Fa2Variant(DType::kF16, 64, false, 128, 64, 4, 2)));
   ASSERT_NE(p.find(smem), std::string::npos);
   p.replace(p.find(smem), smem.size(), "kSmemBytes = 1024");
   ExpectStaticAssert(p, "kSmemBytes disagrees with the template's shared-memory layout");

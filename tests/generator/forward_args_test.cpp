@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/forward_args.h"
 
 #include <gtest/gtest.h>
@@ -6,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "generator/launch_config.h"
+#include "generator/family.h"
 
 namespace flashtune {
 namespace {
@@ -102,7 +103,7 @@ TEST(ForwardArgs, EffectiveScaleDefaultsToRsqrtHeadDim) {
 
 TEST(ForwardArgs, CheckArgsMatchVariantNamesTheField) {
   ForwardArgs a = Good();
-  Variant v{DType::kF16, 64, false, 128, 64, 4, 2};
+  Variant v = Fa2Variant(DType::kF16, 64, false, 128, 64, 4, 2);
   EXPECT_TRUE(CheckArgsMatchVariant(v, a).ok());
   a.head_dim = 128;
   Status s = CheckArgsMatchVariant(v, a);
@@ -118,25 +119,47 @@ TEST(ForwardArgs, CheckArgsMatchVariantNamesTheField) {
   EXPECT_NE(CheckArgsMatchVariant(v, a).message().find("args.causal (true)"), std::string::npos);
 }
 
-TEST(LaunchConfig, GridCoversQueriesHeadsBatch) {
-  ForwardArgs a = Good();  // Nq 100, Hq 12, B 2
-  Variant v{DType::kF16, 64, false, 64, 64, 4, 2};
-  detail::LaunchConfig c = detail::ComputeLaunchConfig(v, a);
+// Needs valid pointers to pack: fake, aligned addresses (nothing is launched).
+ForwardArgs WithPointers(ForwardArgs a) {
+  a.q = reinterpret_cast<const void*>(uintptr_t{0x10000});
+  a.k = reinterpret_cast<const void*>(uintptr_t{0x20000});
+  a.v = reinterpret_cast<const void*>(uintptr_t{0x30000});
+  a.o = reinterpret_cast<void*>(uintptr_t{0x40000});
+  return a;
+}
+
+TEST(Fa2FwdPack, GridCoversQueriesHeadsBatch) {
+  ForwardArgs a = WithPointers(Good());  // Nq 100, Hq 12, B 2
+  Variant v = Fa2Variant(DType::kF16, 64, false, 64, 64, 4, 2);
+  LaunchPacket c;
+  ASSERT_TRUE(PackForward(v, a, &c).ok());
   EXPECT_EQ(c.grid[0], 2u);
   EXPECT_EQ(c.grid[1], 12u);
   EXPECT_EQ(c.grid[2], 2u);
   EXPECT_EQ(c.block[0], 128u);
   EXPECT_EQ(c.block[1], 1u);
   EXPECT_EQ(c.block[2], 1u);
-  EXPECT_EQ(c.smem_bytes, (64 + 2 * 2 * 64) * 72 * 2);
-  v.block_m = 128;
-  v.warps = 8;
+  EXPECT_EQ(c.smem_bytes, uint32_t((64 + 2 * 2 * 64) * 72 * 2));
+  EXPECT_EQ(c.tensor_maps, 0);
+  EXPECT_EQ(c.arg_bytes, sizeof(detail::KernelParams));
+  v.SetParam("br", 128);
+  v.SetParam("w", 8);
   a.seqlen_q = 128;
-  c = detail::ComputeLaunchConfig(v, a);
+  ASSERT_TRUE(PackForward(v, a, &c).ok());
   EXPECT_EQ(c.grid[0], 1u);
   EXPECT_EQ(c.block[0], 256u);
   a.seqlen_q = 129;
-  EXPECT_EQ(detail::ComputeLaunchConfig(v, a).grid[0], 2u);
+  ASSERT_TRUE(PackForward(v, a, &c).ok());
+  EXPECT_EQ(c.grid[0], 2u);
+}
+
+TEST(Fa2FwdPack, RefusesArgsOfAnotherClass) {
+  ForwardArgs a = WithPointers(Good());
+  a.causal = true;
+  LaunchPacket c;
+  Status s = PackForward(Fa2Variant(DType::kF16, 64, false, 64, 64, 4, 2), a, &c);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("args.causal (true)"), std::string::npos) << s.message();
 }
 
 TEST(LaunchConfig, KernelParamsMirrorArgs) {

@@ -121,7 +121,7 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
 }
 
 // Runs `kernel` on `c` with poisoned outputs; "" when it matches the reference, else why not.
-std::string RunAndCompare(Gpu& gpu, const Kernel& kernel, Case& c) {
+std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
   if (!c.dout->Memset(0xFF).ok() || !c.dlse->Memset(0xFF).ok()) return "memset failed";
   Status launched = kernel.Launch(c.device, gpu.stream->get());
   if (!launched.ok()) return launched.ToString();
@@ -162,7 +162,7 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   for (size_t i = 0; i < variants.size(); ++i) {
     const std::string uri = variants[i].Uri();
     ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = Kernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
     if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
     for (auto& c : cases) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 
@@ -47,7 +48,7 @@ CliRun Generate(const std::string& args) {
 TEST(GenerateCommand, ListsTheSpaceOneUriPerLine) {
   CliRun r = Generate("--dtype bf16 --head-dim 128 --causal");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto space = EnumerateSpace({DType::kBF16, 128, true});
+  auto space = EnumerateSpace(ProblemClass{DType::kBF16, 128, true});
   ASSERT_TRUE(space.ok());
   std::string expected;
   for (const Variant& v : *space) expected += v.Uri() + "\n";

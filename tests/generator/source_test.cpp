@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/source.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 namespace flashtune {
 namespace {
 
-const Variant kVariant{DType::kBF16, 128, true, 128, 64, 4, 2};
+const Variant kVariant = Fa2Variant(DType::kBF16, 128, true, 128, 64, 4, 2);
 
 TEST(Source, PrologueCarriesEveryParameterThenLineDirective) {
   const std::string p = GeneratePrologue(kVariant);
@@ -80,8 +81,8 @@ TEST(Source, HashIsStableAndDistinctPerVariant) {
 
 TEST(Source, RejectsInvalidVariantWithItsUri) {
   Variant v = kVariant;
-  v.block_m = 64;
-  v.warps = 8;
+  v.SetParam("br", 64);
+  v.SetParam("w", 8);
   auto s = GenerateSource(v);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
@@ -92,11 +93,11 @@ TEST(Source, RejectsInvalidVariantWithItsUri) {
 
 TEST(Source, ChecksSharedMemoryAgainstTheLargestTarget) {
   // 126 KB: too much for sm_86, fine for sm_90. The per-target check is the caller's.
-  Variant v{DType::kF16, 64, false, 128, 128, 4, 3};
+  Variant v = Fa2Variant(DType::kF16, 64, false, 128, 128, 4, 3);
   ASSERT_FALSE(CheckVariant(v, MaxSharedMemoryForArch("sm_86")).ok());
   EXPECT_TRUE(GenerateSource(v).ok());
   // 462 KB fits no target (and the template would static_assert).
-  v = {DType::kF16, 256, false, 128, 128, 4, 3};
+  v = Fa2Variant(DType::kF16, 256, false, 128, 128, 4, 3);
   auto s = GenerateSource(v);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("exceeds max_smem_bytes (232448)"), std::string::npos)

@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/space.h"
 
 #include <gtest/gtest.h>
@@ -32,8 +33,8 @@ TEST(Space, DefaultSpaceCountsMatchTheRules) {
     }
   }
   // Anchors worked out on paper: d128 on sm_90 keeps 25 of 27 divisible combinations.
-  EXPECT_EQ(EnumerateSpace({DType::kBF16, 128, true})->size(), 25u);
-  EXPECT_EQ(EnumerateSpace({DType::kF16, 64, false})->size(), 27u);
+  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kBF16, 128, true})->size(), 25u);
+  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kF16, 64, false})->size(), 27u);
 }
 
 TEST(Space, PrunesD256Br128Stages3OnSm80) {
@@ -42,10 +43,10 @@ TEST(Space, PrunesD256Br128Stages3OnSm80) {
   auto space = EnumerateSpace({DType::kF16, 256, true}, o);
   ASSERT_TRUE(space.ok());
   for (const Variant& v : *space) {
-    EXPECT_FALSE(v.block_m == 128 && v.stages == 3) << v.Uri();
+    EXPECT_FALSE(v.Param("br") == 128 && v.Param("s") == 3) << v.Uri();
     EXPECT_LE(SharedMemoryBytes(v), 166912) << v.Uri();
   }
-  Variant v{DType::kF16, 256, true, 128, 32, 4, 3};
+  Variant v = Fa2Variant(DType::kF16, 256, true, 128, 32, 4, 3);
   Status s = CheckVariant(v, 166912);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("shared memory (168960 bytes"), std::string::npos) << s.message();
@@ -54,8 +55,8 @@ TEST(Space, PrunesD256Br128Stages3OnSm80) {
 }
 
 TEST(Space, IsDeterministicAndOrdered) {
-  auto a = EnumerateSpace({DType::kBF16, 96, false});
-  auto b = EnumerateSpace({DType::kBF16, 96, false});
+  auto a = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
+  auto b = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
   EXPECT_EQ(a->front().Uri(), "fa2_fwd_bf16_d96_br64_bc32_w4_s1_full");
@@ -68,10 +69,10 @@ TEST(Space, IsDeterministicAndOrdered) {
 
 TEST(Space, RespectsNarrowedOptions) {
   SpaceOptions o;
-  o.block_m = {128};
-  o.block_n = {64};
-  o.warps = {8};
-  o.stages = {2};
+  o.values.push_back({"br", {128}});
+  o.values.push_back({"bc", {64}});
+  o.values.push_back({"w", {8}});
+  o.values.push_back({"s", {2}});
   auto space = EnumerateSpace({DType::kBF16, 128, false}, o);
   ASSERT_TRUE(space.ok());
   ASSERT_EQ(space->size(), 1u);
@@ -79,14 +80,14 @@ TEST(Space, RespectsNarrowedOptions) {
 }
 
 TEST(Space, RejectsBadClassAndOptions) {
-  auto r = EnumerateSpace({DType::kBF16, 80, false});
+  auto r = EnumerateSpace(ProblemClass{DType::kBF16, 80, false});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_dim (80) must be one of 32, 64, 96"), std::string::npos);
   SpaceOptions o;
-  o.block_n = {48};
+  o.values.push_back({"bc", {48}});
   r = EnumerateSpace({DType::kBF16, 64, false}, o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("block_n holds 48; allowed: 32, 64, 128"), std::string::npos)
+  EXPECT_NE(r.status().message().find("bc holds 48; fa2_fwd allows: 32, 64, 128"), std::string::npos)
       << r.status().message();
   o = SpaceOptions{};
   o.max_smem_bytes = 1000;
@@ -102,46 +103,46 @@ void ExpectRejected(Variant v, const std::string& fragment) {
 }
 
 TEST(Space, CheckVariantNamesParameterAndAllowedValues) {
-  const Variant ok{DType::kBF16, 128, false, 128, 64, 4, 2};
+  const Variant ok = Fa2Variant(DType::kBF16, 128, false, 128, 64, 4, 2);
   EXPECT_TRUE(CheckVariant(ok).ok());
   Variant v = ok;
   v.head_dim = 48;
   ExpectRejected(v, "head_dim (48) must be one of 32, 64, 96, 128, 160, 192, 224, 256");
   v = ok;
-  v.block_m = 96;
-  ExpectRejected(v, "block_m (96) must be one of 64, 128");
+  v.SetParam("br", 96);
+  ExpectRejected(v, "block_m (br) (96) must be one of 64, 128");
   v = ok;
-  v.block_n = 16;
-  ExpectRejected(v, "block_n (16) must be one of 32, 64, 128");
+  v.SetParam("bc", 16);
+  ExpectRejected(v, "block_n (bc) (16) must be one of 32, 64, 128");
   v = ok;
-  v.warps = 2;
-  ExpectRejected(v, "warps (2) must be one of 4, 8");
+  v.SetParam("w", 2);
+  ExpectRejected(v, "warps (w) (2) must be one of 4, 8");
   v = ok;
-  v.stages = 4;
-  ExpectRejected(v, "stages (4) must be one of 1, 2, 3");
+  v.SetParam("s", 4);
+  ExpectRejected(v, "stages (s) (4) must be one of 1, 2, 3");
   v = ok;
-  v.block_m = 64;
-  v.warps = 8;
+  v.SetParam("br", 64);
+  v.SetParam("w", 8);
   ExpectRejected(v, "block_m (64) must be a multiple of warps * 16 (128)");
   v = ok;
-  v.block_n = 128;
-  v.stages = 3;
+  v.SetParam("bc", 128);
+  v.SetParam("s", 3);
   ExpectRejected(v, "exceeds max_smem_bytes (232448)");
 }
 
 TEST(Space, SharedMemoryMatchesKernelAbi) {
-  Variant v{DType::kBF16, 128, false, 128, 64, 4, 2};
+  Variant v = Fa2Variant(DType::kBF16, 128, false, 128, 64, 4, 2);
   EXPECT_EQ(SharedMemoryBytes(v), (128 + 2 * 2 * 64) * (128 + 8) * 2);
   EXPECT_EQ(SharedMemoryBytes(v), detail::SharedMemoryBytes(128, 64, 128, 2));
 }
 
 TEST(Space, DefaultVariantIsFa2StartingTileAndFits) {
-  EXPECT_EQ(DefaultVariant({DType::kBF16, 64, false}).Uri(), "fa2_fwd_bf16_d64_br128_bc128_w4_s2_full");
-  EXPECT_EQ(DefaultVariant({DType::kF16, 128, true}).Uri(), "fa2_fwd_f16_d128_br128_bc64_w4_s2_causal");
-  EXPECT_EQ(DefaultVariant({DType::kBF16, 256, false}).Uri(), "fa2_fwd_bf16_d256_br64_bc64_w4_s2_full");
-  EXPECT_EQ(DefaultVariant({DType::kBF16, 32, false}).block_n, 128);
-  EXPECT_EQ(DefaultVariant({DType::kBF16, 96, false}).block_n, 64);
-  EXPECT_EQ(DefaultVariant({DType::kBF16, 160, false}).block_m, 64);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 64, false}).Uri(), "fa2_fwd_bf16_d64_br128_bc128_w4_s2_full");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 128, true}).Uri(), "fa2_fwd_f16_d128_br128_bc64_w4_s2_causal");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 256, false}).Uri(), "fa2_fwd_bf16_d256_br64_bc64_w4_s2_full");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 32, false}).Param("bc"), 128);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, false}).Param("bc"), 64);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 160, false}).Param("br"), 64);
   // d128 128x64 s2 needs 104448 bytes: on sm_86 it drops to one stage.
   Variant small = DefaultVariant({DType::kBF16, 128, false}, MaxSharedMemoryForArch("sm_86"));
   EXPECT_EQ(small.Uri(), "fa2_fwd_bf16_d128_br128_bc64_w4_s1_full");
@@ -178,7 +179,7 @@ TEST(ProblemClass, FromProblemAndVariant) {
   Problem p{DType::kF16, 64, true, 2, 10, 20, 4, 2};
   EXPECT_EQ(ClassOf(p), (ProblemClass{DType::kF16, 64, true}));
   EXPECT_EQ(ClassOf(p).ToString(), "f16 d64 causal");
-  Variant v{DType::kBF16, 256, false, 64, 64, 4, 1};
+  Variant v = Fa2Variant(DType::kBF16, 256, false, 64, 64, 4, 1);
   EXPECT_EQ(ClassOf(v).ToString(), "bf16 d256 full");
 }
 

@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/variant.h"
 
 #include <gtest/gtest.h>
@@ -11,9 +12,9 @@ namespace flashtune {
 namespace {
 
 TEST(Variant, UriNamesEveryParameter) {
-  Variant v{DType::kBF16, 128, true, 128, 64, 4, 2};
+  Variant v = Fa2Variant(DType::kBF16, 128, true, 128, 64, 4, 2);
   EXPECT_EQ(v.Uri(), "fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal");
-  Variant f{DType::kF16, 64, false, 64, 32, 4, 3};
+  Variant f = Fa2Variant(DType::kF16, 64, false, 64, 32, 4, 3);
   EXPECT_EQ(f.Uri(), "fa2_fwd_f16_d64_br64_bc32_w4_s3_full");
 }
 
@@ -37,7 +38,7 @@ TEST(Variant, UriRoundTripsForEveryVariantOfSeveralSpaces) {
 }
 
 TEST(Variant, UrisAreUniqueWithinASpace) {
-  auto space = EnumerateSpace({DType::kBF16, 64, false});
+  auto space = EnumerateSpace(ProblemClass{DType::kBF16, 64, false});
   ASSERT_TRUE(space.ok());
   std::set<std::string> uris;
   for (const Variant& v : *space) uris.insert(v.Uri());
@@ -61,9 +62,12 @@ TEST(Variant, FromUriNamesTheBadField) {
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s02_full", "stages (s) field 's02'");
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2_masked", "mask field 'masked'");
   ExpectUriError("fa2_bwd_bf16_d128_br128_bc64_w4_s2_full", "kernel family 'fa2_bwd'");
-  ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2", "has 8 '_'-separated fields");
-  ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full_", "has 10");
-  ExpectUriError("", "has 1");
+  ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2", "has 6 '_'-separated fields after 'fa2_fwd_', not 7");
+  ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full_", "has 8");
+  ExpectUriError("", "kernel family '' is not known");
+  // Values are checked against the family's rules, not just parsed.
+  ExpectUriError("fa2_fwd_bf16_d128_br999_bc64_w4_s2_causal", "block_m (br) (999) must be one of 64, 128");
+  ExpectUriError("fa2_fwd_bf16_d128_br64_bc64_w8_s2_causal", "must be a multiple of warps * 16");
 }
 
 TEST(DType, NamesAndParsing) {

@@ -24,9 +24,9 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
   std::vector<RecordedRow> rows;
   const auto space = EnumerateSpace(ClassOf(p));  // held: the loop must not iterate a temporary
   for (const Variant& v : *space) {
-    double penalty = 1 + 0.15 * std::abs(std::log2(double(v.block_m) / bm)) +
-                     0.12 * std::abs(std::log2(double(v.block_n) / bn)) + 0.10 * std::abs(std::log2(double(v.warps) / w)) +
-                     0.04 * std::abs(v.stages - s);
+    double penalty = 1 + 0.15 * std::abs(std::log2(double(v.Param("br")) / bm)) +
+                     0.12 * std::abs(std::log2(double(v.Param("bc")) / bn)) + 0.10 * std::abs(std::log2(double(v.Param("w")) / w)) +
+                     0.04 * std::abs(v.Param("s") - s);
     RecordedRow r;
     r.problem = p;
     r.variant = v;

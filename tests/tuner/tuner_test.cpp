@@ -1,3 +1,4 @@
+#include "generator/families/fa2_fwd.h"
 #include "flashtune/tuner.h"
 
 #include <gtest/gtest.h>
@@ -166,8 +167,8 @@ TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
 
 TEST(Tuner, NoiseRuleKeepsIncumbent) {
   Problem p = SmallProblemSet()[0];
-  Variant a{p.dtype, p.head_dim, p.causal, 128, 64, 4, 2};
-  Variant b{p.dtype, p.head_dim, p.causal, 128, 128, 4, 2};
+  Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
   // First pass: a leads. Re-timing: b is 0.5% faster — within noise, so a stays.
   std::vector<RecordedRow> rows = {
       {p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 101.0, 0.2, "search", ""},
@@ -194,8 +195,8 @@ TEST(Tuner, NoiseRuleKeepsIncumbent) {
 // less than 3% ahead, and the median round decides for b. A clear gap stops after one round.
 TEST(Tuner, RetimeRoundsDecideNearTiesOnTheMedianRound) {
   Problem p = SmallProblemSet()[0];
-  Variant a{p.dtype, p.head_dim, p.causal, 128, 64, 4, 2};
-  Variant b{p.dtype, p.head_dim, p.causal, 128, 128, 4, 2};
+  Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
   auto rows_with = [&](std::vector<double> a_retimes, std::vector<double> b_retimes) {
     std::vector<RecordedRow> rows = {{p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 101.0, 0.2, "search", ""}};
     for (double us : a_retimes) rows.push_back({p, a, "ok", us, 0.2, "retime", ""});

@@ -1,5 +1,6 @@
 // The tuner's process supervision, with real child processes: replies, crashes, hangs and
 // restarts, and the GPU worker's message encoding.
+#include "generator/families/fa2_fwd.h"
 #include "tuner/worker_process.h"
 
 #include <gtest/gtest.h>
@@ -141,9 +142,9 @@ TEST(GpuProtocol, HelloCarriesTheProtocolVersionBothWays) {
 TEST(GpuProtocol, MeasureMessagesRoundTrip) {
   MeasureRequest request;
   request.problem = Problem{DType::kF16, 96, true, 3, 1000, 127, 8, 2};
-  request.candidate = Variant{DType::kF16, 96, true, 64, 32, 4, 3};
+  request.candidate = Fa2Variant(DType::kF16, 96, true, 64, 32, 4, 3);
   request.candidate_cubin = std::string("\x7f" "ELF\0\1\2", 7);
-  request.trusted = Variant{DType::kF16, 96, true, 128, 64, 4, 2};
+  request.trusted = Fa2Variant(DType::kF16, 96, true, 128, 64, 4, 2);
   request.trusted_cubin = "trusted";
   request.verify = false;
   request.options.min_reps = 33;

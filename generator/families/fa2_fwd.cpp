@@ -1,0 +1,191 @@
+// The fa2_fwd family: space, prologue, launch packing and cost prior of templates/fa2_fwd.cuh.
+#include "generator/families/fa2_fwd.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "flashtune/space.h"
+#include "generator/family.h"
+
+namespace flashtune {
+
+Variant Fa2Variant(DType dtype, int head_dim, bool causal, int block_m, int block_n, int warps, int stages) {
+  Variant v;
+  v.family = "fa2_fwd";
+  v.dtype = dtype;
+  v.head_dim = head_dim;
+  v.causal = causal;
+  v.params = {{"br", block_m}, {"bc", block_n}, {"w", warps}, {"s", stages}};
+  return v;
+}
+
+namespace {
+
+struct Fa2Params {
+  int block_m, block_n, warps, stages;
+  explicit Fa2Params(const Variant& v)
+      : block_m(v.Param("br")), block_n(v.Param("bc")), warps(v.Param("w")), stages(v.Param("s")) {}
+};
+
+// mma.sync, ldmatrix and cp.async exist from sm_80 on.
+bool HasAmpereInstructions(std::string_view arch) {
+  if (arch.substr(0, 3) != "sm_") return false;
+  int cc = 0;
+  for (char c : arch.substr(3)) {
+    if (c < '0' || c > '9') break;
+    cc = cc * 10 + (c - '0');
+  }
+  return cc >= 80;
+}
+
+class Fa2Fwd final : public Family {
+ public:
+  std::string_view name() const override { return "fa2_fwd"; }
+  std::string_view template_name() const override { return "fa2_fwd.cuh"; }
+  const std::vector<ParamAxis>& axes() const override {
+    static const std::vector<ParamAxis> kAxes = {
+        {"br", "block_m (br)", {64, 128}, {64, 128}},
+        {"bc", "block_n (bc)", {32, 64, 128}, {32, 64, 128}},
+        {"w", "warps (w)", {4, 8}, {4, 8}},
+        {"s", "stages (s)", {1, 2, 3}, {1, 2, 3}},
+    };
+    return kAxes;
+  }
+
+  bool Serves(const ProblemClass& cls, const Target& target) const override {
+    (void)cls;
+    return HasAmpereInstructions(target.arch);
+  }
+
+  int64_t SharedMemoryBytes(const Variant& v) const override {
+    const Fa2Params p(v);
+    return detail::SharedMemoryBytes(p.block_m, p.block_n, v.head_dim, p.stages);
+  }
+  int Threads(const Variant& v) const override { return v.Param("w") * 32; }
+
+  Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
+    const Fa2Params p(v);
+    // Split-Q: each warp owns whole 16-row mma tiles of the query block.
+    if (p.block_m % (p.warps * 16) != 0) {
+      return Status(Code::kInvalidArgument, "block_m (" + std::to_string(p.block_m) +
+                                                ") must be a multiple of warps * 16 (" +
+                                                std::to_string(p.warps * 16) + ")");
+    }
+    const int64_t smem = SharedMemoryBytes(v);
+    if (smem > max_smem_bytes) {
+      return Status(Code::kInvalidArgument,
+                    "shared memory (" + std::to_string(smem) + " bytes for block_m " + std::to_string(p.block_m) +
+                        ", block_n " + std::to_string(p.block_n) + ", stages " + std::to_string(p.stages) +
+                        ", head_dim " + std::to_string(v.head_dim) + ") exceeds max_smem_bytes (" +
+                        std::to_string(max_smem_bytes) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // FA-2's own starting tiles (d <= 64: 128x128 w4; d <= 128: 128x64 w4; else 64x64 w4;
+  // stages 2), downgraded until the shared memory fits: cheapest losses first (prefetch
+  // depth, then key tile, then query tile).
+  Variant Default(const ProblemClass& cls, const Target& target) const override {
+    int bm = 64, bn = 64, w = 4, s = 2;
+    if (cls.head_dim <= 64) {
+      bm = 128;
+      bn = 128;
+    } else if (cls.head_dim <= 128) {
+      bm = 128;
+      bn = 64;
+    }
+    Variant v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s);
+    while (SharedMemoryBytes(v) > target.max_smem_bytes) {
+      if (s > 1) {
+        --s;
+      } else if (bn > 32) {
+        bn /= 2;
+      } else if (bm > 64) {
+        bm /= 2;
+      } else {
+        break;  // nothing smaller exists; Check reports it
+      }
+      v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s);
+    }
+    return v;
+  }
+
+  std::string Prologue(const Variant& v) const override {
+    const Fa2Params p(v);
+    const std::string uri = v.Uri();
+    auto b = [](bool x) { return x ? "true" : "false"; };
+    std::string s;
+    s += "// flashtune generated prologue for " + uri + "\n";
+    s += "#define FT_CONFIG_PROVIDED 1\n";
+    s += "#define FT_KERNEL_NAME " + uri + "\n";
+    s += "namespace ft_config {\n";
+    s += std::string("constexpr bool kBf16 = ") + b(v.dtype == DType::kBF16) + ";  // false = fp16\n";
+    s += "constexpr int kHeadDim = " + std::to_string(v.head_dim) + ";\n";
+    s += "constexpr int kBlockM = " + std::to_string(p.block_m) + ";\n";
+    s += "constexpr int kBlockN = " + std::to_string(p.block_n) + ";\n";
+    s += "constexpr int kWarps = " + std::to_string(p.warps) + ";\n";
+    s += "constexpr int kStages = " + std::to_string(p.stages) + ";\n";
+    s += std::string("constexpr bool kCausal = ") + b(v.causal) + ";\n";
+    s += "constexpr int kSmemBytes = " + std::to_string(SharedMemoryBytes(v)) + ";\n";
+    s += "}  // namespace ft_config\n";
+    s += "#line 1 \"" + std::string(template_name()) + "\"\n";
+    return s;
+  }
+
+  void Pack(const Variant& v, const ForwardArgs& a, LaunchPacket* out) const override {
+    const Fa2Params vp(v);
+    // Grid: (ceil(Nq / block_m), Hq, B); the template's indexing agrees.
+    out->grid[0] = unsigned((a.seqlen_q + vp.block_m - 1) / vp.block_m);
+    out->grid[1] = unsigned(a.heads_q);
+    out->grid[2] = unsigned(a.batch);
+    out->block[0] = unsigned(vp.warps * 32);
+    out->block[1] = 1;
+    out->block[2] = 1;
+    out->smem_bytes = uint32_t(SharedMemoryBytes(v));
+    out->tensor_maps = 0;
+    out->SetArgs(detail::MakeKernelParams(a));
+  }
+
+  std::string Describe(const Variant& v) const override {
+    const Fa2Params p(v);
+    return std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" + std::to_string(p.warps) + " s" +
+           std::to_string(p.stages);
+  }
+
+  // log2 ratio of tile sizes and warps, plus the stage difference.
+  double Distance(const Variant& a, const Variant& b) const override {
+    const Fa2Params x(a), y(b);
+    return std::abs(std::log2(double(x.block_m) / y.block_m)) + std::abs(std::log2(double(x.block_n) / y.block_n)) +
+           std::abs(std::log2(double(x.warps) / y.warps)) + std::abs(x.stages - y.stages);
+  }
+
+  double PriorScore(const Problem& problem, const Variant& v) const override {
+    const Fa2Params p(v);
+    // Registers per thread the template needs, estimated: the O and S accumulators of the
+    // warp's 16-row MMA tiles, Q's fragments when it keeps them in registers, and ~64 for
+    // addressing and softmax state. Past 255 the kernel spills, which costs more than any tile
+    // choice gains.
+    const int rows_per_warp = p.block_m / p.warps;
+    const int m_tiles = std::max(1, rows_per_warp / 16);
+    const int q_regs = m_tiles * v.head_dim <= 128 ? m_tiles * v.head_dim / 4 : 0;
+    const int regs = m_tiles * (v.head_dim / 8) * 4 + m_tiles * (p.block_n / 8) * 4 + q_regs + 64;
+    double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
+    // More rows per warp reuse each K/V fragment read from shared memory for more MMAs; longer
+    // K/V steps amortise the per-step softmax bookkeeping and barriers.
+    score -= 0.5 * std::log2(rows_per_warp / 16.0);
+    score -= 0.25 * std::log2(p.block_n / 32.0);
+    if (p.stages == 1) score += 0.3;  // no prefetch: loads are exposed
+    // Short query sequences leave SMs idle with 128-row tiles.
+    if (problem.seqlen_q * problem.batch * problem.heads_q < 128LL * 132 * 2 && p.block_m == 128) score += 0.25;
+    return score;
+  }
+};
+
+}  // namespace
+
+const Family& FamilyEntry_fa2_fwd() {
+  static const Fa2Fwd family;
+  return family;
+}
+
+}  // namespace flashtune

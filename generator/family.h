@@ -1,0 +1,153 @@
+// generator/family.h — a kernel family: the seam every kind of attention kernel plugs into.
+//
+// A family is one kernel template and everything the pipeline needs to know about it:
+//  - its parameter space: the parameters' URI names, allowed values and the values searched
+//    by default, pruned by the target's limits (Space, Check);
+//  - its source: a constexpr prologue prepended to its template (Prologue, template_name);
+//  - its launch: geometry, dynamic shared memory and argument packing for one call (Pack),
+//    and whether a given call is one its kernel can serve at all (CanRun: e.g. TMA needs
+//    16-byte-aligned strides), so the runtime can fall back to another family and say why;
+//  - its output check: the tolerances its results are verified with (Tolerances);
+//  - a prior for the budgeted search (PriorScore) and a short human description (Describe).
+// The tuner searches the union of the spaces of the families that serve a (problem class,
+// target); the database keys trials by variant URI, whose first field is the family; the
+// runtime dispatches a winner to its family. None of them names a family: adding one means
+// adding generator/families/<name>.cpp (defining `const Family& FamilyEntry_<name>()`; the
+// build generates the registry from the file names) and its template under templates/.
+//
+// Thread safety: families are immutable singletons; every method is const and may be called
+// from any thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "flashtune/forward_args.h"
+#include "flashtune/status.h"
+#include "flashtune/variant.h"
+#include "generator/launch_packet.h"
+
+namespace flashtune {
+
+struct ProblemClass;
+
+// The compilation target a family is asked about: the NVRTC arch ("sm_90a") and its opt-in
+// dynamic shared-memory limit per block.
+struct Target {
+  std::string arch = "sm_90a";
+  int64_t max_smem_bytes = 232448;
+};
+
+// One parameter axis of a family.
+struct ParamAxis {
+  std::string_view name;         // URI key, e.g. "br"
+  std::string_view description;  // "block_m: query rows per thread block"
+  std::vector<int> allowed;      // every value the template accepts
+  std::vector<int> searched;     // the values the default space enumerates (subset of allowed)
+};
+
+struct Tolerances {
+  double output_rel_l2 = 1e-2;  // |o - ref| / |ref| over the whole output
+  double lse_abs = 1e-3;        // max |lse - ref|
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  // URI prefix and registry key ("fa2_fwd").
+  virtual std::string_view name() const = 0;
+  // The embedded template the source is generated from ("fa2_fwd.cuh").
+  virtual std::string_view template_name() const = 0;
+  // Which family's Default the runtime prefers when several serve a class and nothing is
+  // tuned (higher wins): the family expected to be fastest untuned.
+  virtual int preference() const { return 0; }
+  // The operation its kernels compute.
+  virtual Operation operation() const { return Operation::kForward; }
+  // Its parameters, in URI order. By convention the first is the query tile (rows per block:
+  // the parallelism knob) and the second the key tile; the budgeted search relies on it.
+  virtual const std::vector<ParamAxis>& axes() const = 0;
+
+  // Whether the family has kernels for `cls` on `target` at all (its space is empty otherwise).
+  virtual bool Serves(const ProblemClass& cls, const Target& target) const = 0;
+  // Dynamic shared memory the variant's kernel needs, in bytes.
+  virtual int64_t SharedMemoryBytes(const Variant& v) const = 0;
+  // Threads per block.
+  virtual int Threads(const Variant& v) const = 0;
+  // OK when the template accepts `v` (beyond the per-axis allowed values, which the caller
+  // has checked) and its shared memory fits `max_smem_bytes`; kInvalidArgument naming the
+  // parameter, its value and the rule otherwise.
+  virtual Status CheckRules(const Variant& v, int64_t max_smem_bytes) const = 0;
+  // The family's untuned choice for `cls` on `target` (what the runtime runs without a tuned
+  // winner). Must pass Check.
+  virtual Variant Default(const ProblemClass& cls, const Target& target) const = 0;
+  // The constexpr prologue (ends with `#line 1 "<template>"`).
+  virtual std::string Prologue(const Variant& v) const = 0;
+  // OK when the variant's kernel can run `args` (already validated and matching the variant's
+  // class); kUnsupported saying why otherwise (the runtime then falls back to another family).
+  virtual Status CanRun(const Variant& v, const ForwardArgs& args) const {
+    (void)v;
+    (void)args;
+    return Status::Ok();
+  }
+  // Fills geometry, shared memory and parameter bytes for one call. Precondition: CanRun OK.
+  virtual void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const = 0;
+  virtual Tolerances ToleranceFor(DType dtype) const {
+    return {dtype == DType::kBF16 ? 1e-2 : 2e-3, 1e-3};
+  }
+  // The budgeted search's prior: lower is more promising. 0 for every variant by default.
+  virtual double PriorScore(const Problem& p, const Variant& v) const {
+    (void)p;
+    (void)v;
+    return 0;
+  }
+  // How far apart two variants of this family are, in "steps" (the budgeted search polishes
+  // around its best by nearest steps). Default: sum over parameters of |log2(a / b)|.
+  virtual double Distance(const Variant& a, const Variant& b) const;
+  // "128x64 w4 s2": the parameters in a line a person reads.
+  virtual std::string Describe(const Variant& v) const;
+
+  // Full check: family name, class, every parameter present with an allowed value, then
+  // CheckRules. kInvalidArgument naming the field.
+  Status Check(const Variant& v, int64_t max_smem_bytes) const;
+  // Every variant of the searched values (the cross product of axes().searched, in axis
+  // order, ascending) that passes Check on `target`; empty when !Serves.
+  // `values` replaces the searched values of the parameters it names (values the family does
+  // not allow are dropped by Check).
+  std::vector<Variant> Space(const ProblemClass& cls, const Target& target,
+                             const std::vector<std::pair<std::string, std::vector<int>>>& values = {}) const;
+  // A variant of this family with every parameter set.
+  Variant MakeVariant(const ProblemClass& cls, std::span<const int> values) const;
+};
+
+// Every registered family, in name order.
+std::span<const Family* const> Families();
+// The family called `name`; nullptr when none is.
+const Family* FindFamily(std::string_view name);
+// The family of `v`; kInvalidArgument naming the known families when none is registered.
+Result<const Family*> FamilyOf(const Variant& v);
+// Comma-separated names, for messages.
+std::string FamilyNames();
+
+// Registers a family for the life of the process (tests add families that only they use).
+// Not thread-safe with concurrent lookups: call before any other thread uses the registry.
+void RegisterFamilyForTesting(const Family* family);
+
+// The union of the spaces of every family serving (cls, target), families in name order.
+std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target);
+
+// Threads per block of `v`, through its family (0 for an unknown family). SharedMemoryBytes
+// is in flashtune/space.h.
+int ThreadsPerBlock(const Variant& v);
+
+// Validates args for `v` (ValidateForwardArgs, CheckArgsMatchVariant, the family's CanRun)
+// and packs them. On error nothing is written that a launch could use.
+Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
+// PackForward for callers that have already run ValidateForwardArgs (the runtime's hot path).
+Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
+
+}  // namespace flashtune

@@ -1,0 +1,55 @@
+// A LaunchPacket: everything the driver needs to launch one kernel call — geometry, dynamic
+// shared memory, and the bytes of the kernel's single by-value parameter — produced by a
+// family from a call's arguments (Family::Pack) and consumed by the JIT layer's Kernel, which
+// knows no family. Tensor maps (Hopper TMA descriptors) cannot be built without the driver, so
+// a family describes each one (TensorMapRequest) and the JIT layer encodes it into the
+// parameter bytes at the given offset just before launching.
+//
+// Fixed-size storage: packing and launching allocate nothing (the runtime's hot path).
+// Thread safety: a plain value type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace flashtune {
+
+// cuTensorMapEncodeTiled's arguments for a 16-bit float tensor, in the driver's order:
+// dims[0] is the contiguous one; strides_bytes[i] is the stride of dims[i + 1].
+struct TensorMapRequest {
+  enum class Swizzle : uint8_t { kNone, k32B, k64B, k128B };
+  uint32_t offset = 0;  // byte offset of the 128-byte, 64-byte-aligned map in LaunchPacket::args
+  bool bf16 = true;     // else fp16
+  uint32_t rank = 0;    // 1..5
+  const void* base = nullptr;
+  uint64_t dims[5] = {};
+  uint64_t strides_bytes[4] = {};
+  uint32_t box[5] = {};
+  uint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  Swizzle swizzle = Swizzle::kNone;
+};
+
+struct LaunchPacket {
+  static constexpr size_t kMaxArgBytes = 1024;
+  static constexpr int kMaxTensorMaps = 6;
+
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  uint32_t smem_bytes = 0;
+  uint32_t arg_bytes = 0;
+  int tensor_maps = 0;
+  TensorMapRequest maps[kMaxTensorMaps];
+  alignas(64) unsigned char args[kMaxArgBytes];
+
+  // Copies `params` (the kernel's parameter struct) into args.
+  template <typename T>
+  void SetArgs(const T& params) {
+    static_assert(sizeof(T) <= kMaxArgBytes, "kernel parameter struct exceeds LaunchPacket::kMaxArgBytes");
+    static_assert(alignof(T) <= 64, "kernel parameter struct needs more than 64-byte alignment");
+    std::memcpy(args, &params, sizeof(T));
+    arg_bytes = uint32_t(sizeof(T));
+  }
+};
+
+}  // namespace flashtune

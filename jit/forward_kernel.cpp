@@ -1,0 +1,27 @@
+// ForwardKernel: a loaded kernel bound to its variant; packing goes through the family seam.
+#include "flashtune/kernel.h"
+#include "flashtune/space.h"
+#include "generator/family.h"
+
+namespace flashtune {
+
+Result<ForwardKernel> ForwardKernel::Load(const Context& context, const Cubin& cubin, const Variant& variant) {
+  auto family = FamilyOf(variant);
+  if (!family.ok()) return Status(family.status()).WithVariant(variant.Uri());
+  auto kernel = Kernel::Load(context, cubin, variant.Uri(), (*family)->SharedMemoryBytes(variant));
+  if (!kernel.ok()) return kernel.status();
+  return ForwardKernel(variant, std::move(*kernel));
+}
+
+Status ForwardKernel::Launch(const ForwardArgs& args, CUstream stream) const {
+  FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
+  return LaunchValidated(args, stream);
+}
+
+Status ForwardKernel::LaunchValidated(const ForwardArgs& args, CUstream stream) const {
+  LaunchPacket packet;
+  FT_RETURN_IF_ERROR(PackValidatedForward(variant_, args, &packet));
+  return kernel_.Launch(&packet, stream);
+}
+
+}  // namespace flashtune
