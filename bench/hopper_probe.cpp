@@ -65,13 +65,31 @@ struct Gpu {
 
 std::string g_template;  // the template text
 
-HopperConfig Config(DType dt, int d, bool causal, int wgs, int bn, int stages) {
-  return HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages};
+// A config plus an optional template knob (an NVRTC -D option) for A/B experiments.
+struct Probe {
+  HopperConfig config;
+  std::string define;  // "" or e.g. "FT_HOPPER_PINGPONG=0"
+  bool operator==(const Probe&) const = default;
+};
+
+Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "") {
+  return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages}, std::move(define)};
+}
+
+// The kernel name: the URI, plus the knob when there is one ("..._FT_HOPPER_PINGPONG_0").
+std::string Name(const Probe& p) {
+  std::string name = detail::HopperUri(p.config);
+  if (!p.define.empty()) {
+    std::string tag = p.define;
+    std::replace(tag.begin(), tag.end(), '=', '_');
+    name += "_" + tag;
+  }
+  return name;
 }
 
 // A compiled, loaded variant.
 struct Loaded {
-  HopperConfig config;
+  Probe probe;
   std::string uri;
   std::optional<Module> module;
   std::optional<Function> function;
@@ -81,17 +99,19 @@ struct Loaded {
 std::map<std::string, std::unique_ptr<Loaded>> g_loaded;
 
 // Compiles every config not loaded yet (in parallel), then loads them.
-void LoadAll(Gpu& gpu, const std::vector<HopperConfig>& configs) {
+void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
   Compiler compiler(Compiler::Options{});
   std::vector<CompileRequest> requests;
-  std::vector<HopperConfig> todo;
-  for (const HopperConfig& c : configs) {
-    const std::string uri = detail::HopperUri(c);
-    if (g_loaded.count(uri) || std::any_of(todo.begin(), todo.end(), [&](auto& t) { return t == c; })) continue;
-    CHECK_OK(detail::CheckHopperConfig(c));
-    requests.push_back(CompileRequest{uri, detail::HopperPrologue(c, uri) + g_template,
-                                      gpu.driver ? gpu.info.Arch() : "sm_90a", {}});
-    todo.push_back(c);
+  std::vector<Probe> todo;
+  for (const Probe& p : probes) {
+    const std::string name = Name(p);
+    if (g_loaded.count(name) || std::find(todo.begin(), todo.end(), p) != todo.end()) continue;
+    CHECK_OK(detail::CheckHopperConfig(p.config));
+    std::vector<std::string> options;
+    if (!p.define.empty()) options.push_back("-D" + p.define);
+    requests.push_back(CompileRequest{name, detail::HopperPrologue(p.config, name) + g_template,
+                                      gpu.driver ? gpu.info.Arch() : "sm_90a", options});
+    todo.push_back(p);
   }
   auto cubins = compiler.CompileMany(requests);
   for (size_t i = 0; i < todo.size(); ++i) {
@@ -100,7 +120,7 @@ void LoadAll(Gpu& gpu, const std::vector<HopperConfig>& configs) {
       std::exit(2);
     }
     auto l = std::make_unique<Loaded>();
-    l->config = todo[i];
+    l->probe = todo[i];
     l->uri = requests[i].name;
     l->registers = cubins[i]->resources.registers;
     l->spills = cubins[i]->resources.spill_store_bytes;
@@ -108,21 +128,21 @@ void LoadAll(Gpu& gpu, const std::vector<HopperConfig>& configs) {
       std::printf("ptxas note for %s:\n%s\n", l->uri.c_str(), cubins[i]->log.c_str());
     if (gpu.driver == nullptr) {  // --compile-only: report and keep nothing
       std::printf("  %-50s %3d regs, %d spill bytes, %lld smem bytes\n", l->uri.c_str(), l->registers, l->spills,
-                  (long long)detail::HopperSmemBytes(todo[i]));
+                  (long long)detail::HopperSmemBytes(todo[i].config));
       continue;
     }
     l->module.emplace(Must(Module::Load(*gpu.context, *cubins[i]), "module load"));
     l->function.emplace(Must(l->module->GetFunction(l->uri), "get function"));
-    CHECK_OK(l->function->SetMaxDynamicSharedMemory(int(detail::HopperSmemBytes(todo[i]))));
+    CHECK_OK(l->function->SetMaxDynamicSharedMemory(int(detail::HopperSmemBytes(todo[i].config))));
     g_loaded[l->uri] = std::move(l);
   }
 }
 
-Loaded& Get(const HopperConfig& c) { return *g_loaded.at(detail::HopperUri(c)); }
+Loaded& Get(const Probe& p) { return *g_loaded.at(Name(p)); }
 
-Status LaunchHopper(Gpu& gpu, const HopperConfig& c, const ForwardArgs& args) {
-  Loaded& l = Get(c);
-  auto launch = detail::PackHopper(c, args);
+Status LaunchHopper(Gpu& gpu, const Probe& p, const ForwardArgs& args) {
+  Loaded& l = Get(p);
+  auto launch = detail::PackHopper(p.config, args);
   if (!launch.ok()) return launch.status();
   FT_RETURN_IF_ERROR(detail::EncodeInto(*gpu.driver, *launch));
   void* params[] = {&launch->params};
@@ -192,7 +212,7 @@ std::string ShapeText(const Shape& s) {
 }
 
 // Runs `c` with poisoned outputs; "" when o and lse match the reference, else why not.
-std::string RunAndCompare(Gpu& gpu, const HopperConfig& config, Case& c, bool with_lse) {
+std::string RunAndCompare(Gpu& gpu, const Probe& config, Case& c, bool with_lse) {
   CHECK_OK(c.dout->Memset(0xFF));
   CHECK_OK(c.dlse->Memset(0xFF));
   ForwardArgs args = c.device;
@@ -262,7 +282,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
     DType dt;
     int d;
     bool causal;
-    std::vector<HopperConfig> configs;
+    std::vector<Probe> configs;
   };
   std::vector<Class> classes;
   for (DType dt : {DType::kBF16, DType::kF16})
@@ -279,11 +299,11 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
         classes.push_back({dt, 192, causal, {Config(dt, 192, causal, 2, 112, 2)}});
       }
     }
-  std::vector<HopperConfig> all;
+  std::vector<Probe> all;
   for (auto& cls : classes) {
-    std::vector<HopperConfig> keep;
+    std::vector<Probe> keep;
     for (auto& c : cls.configs)
-      if (Wanted(only, detail::HopperUri(c))) keep.push_back(c);
+      if (Wanted(only, Name(c))) keep.push_back(c);
     cls.configs = keep;
     all.insert(all.end(), keep.begin(), keep.end());
   }
@@ -294,7 +314,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
     if (cls.configs.empty()) continue;
     for (const Shape& s : shapes) {
       auto c = MakeCase(gpu, cls.dt, cls.d, cls.causal, s, seed += 10, true);
-      for (const HopperConfig& config : cls.configs) {
+      for (const Probe& config : cls.configs) {
         for (bool with_lse : {true, false}) {
           if (!with_lse && s.seqlen_q != 127) continue;  // one lse=null run per class
           const std::string why = RunAndCompare(gpu, config, *c, with_lse);
@@ -319,7 +339,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   }
   for (auto& [uri, l] : g_loaded)
     std::printf("  %-50s %3d regs, %d spill bytes, %lld smem bytes\n", uri.c_str(), l->registers, l->spills,
-                (long long)detail::HopperSmemBytes(l->config));
+                (long long)detail::HopperSmemBytes(l->probe.config));
   std::printf("check: %d passed, %d failed\n", pass, fail);
   return fail == 0 ? 0 : 1;
 }
@@ -353,33 +373,39 @@ int Time(Gpu& gpu, const std::string& only) {
     Shape shape;
     int d;
     bool causal;
-    std::vector<HopperConfig> configs;
+    std::vector<Probe> configs;
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
+  const std::string nopp = "FT_HOPPER_PINGPONG=0";  // A/B: ping-pong off
   for (bool causal : {false, true}) {
     benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
-                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 176, 2),
-                        Config(dt, 128, causal, 2, 128, 3), Config(dt, 128, causal, 2, 112, 3)}});
+                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
+                        Config(dt, 128, causal, 2, 176, 2), Config(dt, 128, causal, 2, 112, 3),
+                        Config(dt, 128, causal, 2, 144, 2)}});
     benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal,
-                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 176, 2)}});
+                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
+                        Config(dt, 128, causal, 2, 176, 2)}});
     benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal,
-                       {Config(dt, 64, causal, 2, 128, 2), Config(dt, 64, causal, 3, 128, 2),
-                        Config(dt, 64, causal, 2, 192, 2), Config(dt, 64, causal, 3, 96, 3)}});
+                       {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 2, nopp),
+                        Config(dt, 64, causal, 2, 128, 2), Config(dt, 64, causal, 2, 192, 2),
+                        Config(dt, 64, causal, 3, 96, 3)}});
     benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal,
-                       {Config(dt, 256, causal, 2, 80, 2), Config(dt, 256, causal, 2, 64, 2)}});
+                       {Config(dt, 256, causal, 2, 80, 2), Config(dt, 256, causal, 2, 80, 2, nopp),
+                        Config(dt, 256, causal, 2, 64, 2)}});
   }
-  std::vector<HopperConfig> all;
+  std::vector<Probe> all;
   for (auto& b : benches) {
-    std::vector<HopperConfig> keep;
+    std::vector<Probe> keep;
     for (auto& c : b.configs)
-      if (Wanted(only, detail::HopperUri(c))) keep.push_back(c);
+      if (Wanted(only, Name(c))) keep.push_back(c);
     b.configs = keep;
     all.insert(all.end(), keep.begin(), keep.end());
   }
   LoadAll(gpu, all);
   Compiler compiler(Compiler::Options{});
   uint64_t seed = 7;
+  bool warmed = false;
   for (auto& b : benches) {
     if (b.configs.empty()) continue;
     auto c = MakeCase(gpu, dt, b.d, b.causal, b.shape, seed += 10, false);
@@ -388,10 +414,15 @@ int Time(Gpu& gpu, const std::string& only) {
     char shape[160];
     std::snprintf(shape, sizeof shape, "d%d %s B%lld H%lld N%lld", b.d, b.causal ? "causal" : "full",
                   (long long)b.shape.batch, (long long)b.shape.heads_q, (long long)b.shape.seqlen_q);
-    for (const HopperConfig& config : b.configs) {
+    if (!warmed) {  // about a second of work first, so the first row does not pay for clock ramp-up
+      for (int i = 0; i < 200; ++i) CHECK_OK(LaunchHopper(gpu, b.configs[0], c->device));
+      CHECK_OK(gpu.stream->Synchronize());
+      warmed = true;
+    }
+    for (const Probe& config : b.configs) {
       // Time the call as a runtime would issue it: pack + encode + launch.
       const double ms = TimeMs(gpu, [&] { return LaunchHopper(gpu, config, c->device); });
-      rows.push_back({shape, detail::HopperUri(config), ms, flops / (ms * 1e-3) / 1e12});
+      rows.push_back({shape, Name(config), ms, flops / (ms * 1e-3) / 1e12});
       std::printf("%-28s %-50s %8.3f ms %7.1f TFLOP/s\n", shape, rows.back().kernel.c_str(), ms, rows.back().tflops);
       std::fflush(stdout);
     }
@@ -450,14 +481,14 @@ int main(int argc, char** argv) {
   }
   Gpu gpu;
   if (compile_only) {  // every config of --check and --time, for sm_90a, without a GPU
-    std::vector<HopperConfig> all;
+    std::vector<Probe> all;
     for (DType dt : {DType::kBF16, DType::kF16})
       for (bool causal : {false, true})
         for (auto [d, wgs, bn, st] : std::vector<std::array<int, 4>>{
                  {64, 2, 128, 2}, {64, 3, 128, 2}, {64, 1, 64, 3}, {64, 2, 192, 2}, {64, 3, 96, 3}, {128, 2, 128, 2},
                  {128, 2, 176, 2}, {128, 1, 96, 4}, {128, 2, 128, 3}, {128, 2, 112, 3}, {192, 2, 112, 2},
                  {256, 2, 80, 2}, {256, 2, 64, 2}})
-          if (Wanted(only, detail::HopperUri(Config(dt, d, causal, wgs, bn, st)))) all.push_back(Config(dt, d, causal, wgs, bn, st));
+          if (Wanted(only, Name(Config(dt, d, causal, wgs, bn, st)))) all.push_back(Config(dt, d, causal, wgs, bn, st));
     LoadAll(gpu, all);
     return 0;
   }
