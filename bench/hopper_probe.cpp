@@ -5,18 +5,23 @@
 // tensor maps and launches. --check compares o and lse (outputs poisoned with NaN first) with
 // the float64 CPU reference over ragged, GQA/MQA, Nq != Nk and head-major shapes, for bf16
 // and fp16, d64/d128/d192/d256, causal and not, and 1-3 consumer warpgroups. --small runs one
-// small shape per head dim (for compute-sanitizer). --time times big shapes (CUDA events, 5
-// warm-ups, median of 30) for several tile variants next to the library's FA-2 default.
+// small shape per head dim (for compute-sanitizer). --time times big shapes for several tile
+// variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
+// --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
+// every variant with that template knob (its name gets the knob appended).
+//
 // usage: hopper_probe [--check] [--small] [--time] [--compile-only] [--template FILE] [--only SUBSTRING]
+//                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +69,8 @@ struct Gpu {
 };
 
 std::string g_template;  // the template text
+std::string g_dump_dir;  // --dump DIR: write each compiled cubin there
+std::string g_define;    // --define NAME=VALUE: a template knob for every variant without one
 
 // A config plus an optional template knob (an NVRTC -D option) for A/B experiments.
 struct Probe {
@@ -73,6 +80,7 @@ struct Probe {
 };
 
 Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "") {
+  if (define.empty()) define = g_define;
   return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages}, std::move(define)};
 }
 
@@ -126,6 +134,10 @@ void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
     l->spills = cubins[i]->resources.spill_store_bytes;
     if (cubins[i]->log.find("C7508") != std::string::npos || cubins[i]->log.find("serializ") != std::string::npos)
       std::printf("ptxas note for %s:\n%s\n", l->uri.c_str(), cubins[i]->log.c_str());
+    if (!g_dump_dir.empty()) {
+      std::ofstream out(g_dump_dir + "/" + l->uri + ".cubin", std::ios::binary);
+      out.write(cubins[i]->image.data(), std::streamsize(cubins[i]->image.size()));
+    }
     if (gpu.driver == nullptr) {  // --compile-only: report and keep nothing
       std::printf("  %-50s %3d regs, %d spill bytes, %lld smem bytes\n", l->uri.c_str(), l->registers, l->spills,
                   (long long)detail::HopperSmemBytes(todo[i].config));
@@ -344,24 +356,6 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   return fail == 0 ? 0 : 1;
 }
 
-// Median of `reps` event-timed launches after `warmup` launches, in ms.
-template <typename F>
-double TimeMs(Gpu& gpu, F launch, int warmup = 5, int reps = 30) {
-  for (int i = 0; i < warmup; ++i) CHECK_OK(launch());
-  CHECK_OK(gpu.stream->Synchronize());
-  std::vector<double> ms;
-  Event start = Must(Event::Create(*gpu.context), "event"), end = Must(Event::Create(*gpu.context), "event");
-  for (int i = 0; i < reps; ++i) {
-    CHECK_OK(start.Record(*gpu.stream));
-    CHECK_OK(launch());
-    CHECK_OK(end.Record(*gpu.stream));
-    CHECK_OK(end.Synchronize());
-    ms.push_back(Must(Event::ElapsedMs(start, end), "elapsed"));
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 int Time(Gpu& gpu, const std::string& only) {
   struct Row {
     std::string shape;
@@ -377,15 +371,16 @@ int Time(Gpu& gpu, const std::string& only) {
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
-  const std::string nopp = "FT_HOPPER_PINGPONG=0";  // A/B: ping-pong off
+  const std::string nopp = "FT_HOPPER_PINGPONG=0";     // A/B: ping-pong off
+  const std::string lazy = "FT_HOPPER_LAZY_RESCALE=1";  // A/B: skip O rescales by 1.0
   for (bool causal : {false, true}) {
     benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
                        {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                        Config(dt, 128, causal, 2, 176, 2), Config(dt, 128, causal, 2, 112, 3),
-                        Config(dt, 128, causal, 2, 144, 2)}});
+                        Config(dt, 128, causal, 2, 128, 2, lazy), Config(dt, 128, causal, 2, 144, 2),
+                        Config(dt, 128, causal, 2, 176, 2), Config(dt, 128, causal, 2, 112, 3)}});
     benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal,
                        {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                        Config(dt, 128, causal, 2, 176, 2)}});
+                        Config(dt, 128, causal, 2, 144, 2)}});
     benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal,
                        {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 2, nopp),
                         Config(dt, 64, causal, 2, 128, 2), Config(dt, 64, causal, 2, 192, 2),
@@ -419,21 +414,47 @@ int Time(Gpu& gpu, const std::string& only) {
       CHECK_OK(gpu.stream->Synchronize());
       warmed = true;
     }
-    for (const Probe& config : b.configs) {
-      // Time the call as a runtime would issue it: pack + encode + launch.
-      const double ms = TimeMs(gpu, [&] { return LaunchHopper(gpu, config, c->device); });
-      rows.push_back({shape, Name(config), ms, flops / (ms * 1e-3) / 1e12});
-      std::printf("%-28s %-50s %8.3f ms %7.1f TFLOP/s\n", shape, rows.back().kernel.c_str(), ms, rows.back().tflops);
-      std::fflush(stdout);
-    }
-    // The library's FA-2 default for the same class, in the same run.
+    // Every kernel of the shape (the Hopper variants and the library's FA-2 default), timed
+    // interleaved: 6 rounds, each launching every kernel 5 times in a rotated order, so that
+    // the GPU's power and clock state is shared by all of them; the median of the 30 samples.
+    // (Timing one kernel after another biased the first of a pair by up to 12%.)
     const Variant fa2 = DefaultVariant(ProblemClass{dt, b.d, b.causal});
     auto source = Must(GenerateSource(fa2), "fa2 source");
     auto cubin = Must(compiler.Compile(CompileRequest{source.uri, source.text, gpu.info.Arch(), {}}), "fa2 compile");
     auto kernel = Must(Kernel::Load(*gpu.context, cubin, fa2), "fa2 load");
-    const double ms = TimeMs(gpu, [&] { return kernel.Launch(c->device, gpu.stream->get()); });
-    rows.push_back({shape, fa2.Uri(), ms, flops / (ms * 1e-3) / 1e12});
-    std::printf("%-28s %-50s %8.3f ms %7.1f TFLOP/s\n", shape, rows.back().kernel.c_str(), ms, rows.back().tflops);
+    std::vector<std::string> names;
+    std::vector<std::function<Status()>> launches;
+    for (const Probe& config : b.configs) {
+      names.push_back(Name(config));
+      // The call as a runtime would issue it: pack + encode + launch.
+      launches.push_back([&gpu, config, &c] { return LaunchHopper(gpu, config, c->device); });
+    }
+    names.push_back(fa2.Uri());
+    launches.push_back([&] { return kernel.Launch(c->device, gpu.stream->get()); });
+    const size_t n = launches.size();
+    std::vector<std::vector<double>> samples(n);
+    Event start = Must(Event::Create(*gpu.context), "event"), end = Must(Event::Create(*gpu.context), "event");
+    for (size_t k = 0; k < n; ++k)
+      for (int i = 0; i < 3; ++i) CHECK_OK(launches[k]());
+    for (int round = 0; round < 6; ++round) {
+      for (size_t j = 0; j < n; ++j) {
+        const size_t k = (j + round) % n;
+        for (int i = 0; i < 5; ++i) {
+          CHECK_OK(start.Record(*gpu.stream));
+          CHECK_OK(launches[k]());
+          CHECK_OK(end.Record(*gpu.stream));
+          CHECK_OK(end.Synchronize());
+          samples[k].push_back(Must(Event::ElapsedMs(start, end), "elapsed"));
+        }
+      }
+    }
+    for (size_t k = 0; k < n; ++k) {
+      std::sort(samples[k].begin(), samples[k].end());
+      const double ms = samples[k][samples[k].size() / 2];
+      rows.push_back({shape, names[k], ms, flops / (ms * 1e-3) / 1e12});
+      std::printf("%-28s %-50s %8.3f ms %7.1f TFLOP/s (min %.3f, max %.3f)\n", shape, names[k].c_str(), ms,
+                  rows.back().tflops, samples[k].front(), samples[k].back());
+    }
     std::fflush(stdout);
   }
   std::printf("\n%-28s | %-50s | %8s | %s\n", "shape (bf16)", "kernel", "ms", "TFLOP/s");
@@ -454,9 +475,11 @@ int main(int argc, char** argv) {
     else if (a == "--compile-only") compile_only = true;
     else if (a == "--template" && i + 1 < argc) template_path = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
+    else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
       std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--compile-only] [--template FILE]"
-                           " [--only SUBSTRING]\n");
+                           " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }
   }

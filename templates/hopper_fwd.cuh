@@ -12,7 +12,9 @@
 //    exp2 (scale*log2(e) folded into one FMA); O += P V by wgmma with P from registers as the
 //    A operand and V from shared memory as an MN-major ("transposed") B operand.
 //    Intra-warpgroup overlap: S for block j+1 is issued before P V for block j, so the
-//    tensor cores work while the softmax of block j+1 runs.
+//    tensor cores work while the softmax of block j+1 runs. Ping-pong between consumer
+//    warpgroups (named barriers) orders their wgmma issues so that one warpgroup's softmax
+//    overlaps the others' GEMMs.
 //  - the epilogue divides by the row sum, writes this warpgroup's O rows into its own (now
 //    dead) Q rows in the TMA 128-byte swizzled layout and stores them with one TMA store per
 //    64 columns; TMA clips rows past seqlen_q. lse is written with plain stores.
@@ -77,6 +79,22 @@ struct FtHopperParams {
   int heads_kv;
   float scale_log2;    // softmax_scale * log2(e)
 };
+
+// Ping-pong between consumer warpgroups: each issues its wgmmas only in its turn (a ring of
+// named barriers), so one warpgroup's softmax runs while the next one's GEMMs occupy the
+// tensor cores. FT_HOPPER_PINGPONG=0 (an NVRTC -D option) turns it off for experiments.
+#ifndef FT_HOPPER_PINGPONG
+#define FT_HOPPER_PINGPONG 1
+#endif
+constexpr bool kPingPong = FT_HOPPER_PINGPONG && kConsumerWarpgroups > 1;
+// Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
+// kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
+constexpr int kTurnBarrier = 4;
+// FT_HOPPER_LAZY_RESCALE=1: skip the O rescale when no row of the warp moved its max (the
+// skipped multiplies would all be by exactly 1.0f: bit-identical results).
+#ifndef FT_HOPPER_LAZY_RESCALE
+#define FT_HOPPER_LAZY_RESCALE 0
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -152,6 +170,9 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 }
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- wgmma ----------------------------------------------------------------------------------
@@ -412,11 +433,20 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
             if (col >= Nk || (kCausal && col > row + diag)) s[4 * i + e] = kNegInf;
           }
       }
+      // Row max and row sum over this thread's kBlockN / 4 scores of each row, with four
+      // independent partial results so the reductions are not one long dependent chain.
+      constexpr int kParts = kBlockN / 8 >= 4 ? 4 : kBlockN / 8;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = kNegInf;
+        float part[kParts];
 #pragma unroll
-        for (int i = 0; i < kBlockN / 8; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+        for (int j = 0; j < kParts; ++j) part[j] = kNegInf;
+#pragma unroll
+        for (int i = 0; i < kBlockN / 8; ++i)
+          part[i % kParts] = fmaxf(part[i % kParts], fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+        float mx = part[0];
+#pragma unroll
+        for (int j = 1; j < kParts; ++j) mx = fmaxf(mx, part[j]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float m_new = fmaxf(row_max[r], mx * scale_log2);
@@ -424,13 +454,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         const float m_base = m_new == kNegInf ? 0.f : m_new;
         correction[r] = fast_exp2(row_max[r] - m_base);
         row_max[r] = m_new;
-        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < kParts; ++j) part[j] = 0.f;
 #pragma unroll
         for (int i = 0; i < kBlockN / 8; ++i) {
           s[4 * i + 2 * r] = fast_exp2(fmaf(s[4 * i + 2 * r], scale_log2, -m_base));
           s[4 * i + 2 * r + 1] = fast_exp2(fmaf(s[4 * i + 2 * r + 1], scale_log2, -m_base));
-          sum += s[4 * i + 2 * r] + s[4 * i + 2 * r + 1];
+          part[i % kParts] += s[4 * i + 2 * r] + s[4 * i + 2 * r + 1];
         }
+        float sum = part[0];
+#pragma unroll
+        for (int j = 1; j < kParts; ++j) sum += part[j];
         row_sum[r] = row_sum[r] * correction[r] + sum;
       }
     };
@@ -445,6 +479,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
     auto rescale_o = [&](const float (&correction)[2]) {
+      if (FT_HOPPER_LAZY_RESCALE && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
       for (int i = 0; i < kHeadDim / 8; ++i) {
         acc_o[4 * i + 0] *= correction[0];
@@ -454,16 +489,34 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
 
+    // Ping-pong turns: a warpgroup waits for its turn before issuing wgmmas and passes the turn
+    // on right after. Every warpgroup has n_blocks + 1 issue phases; the last warpgroup opens
+    // the ring and skips its very last pass, so every barrier sees as many arrivals as waits.
+    auto turn_wait = [&]() {
+      if constexpr (kPingPong) named_barrier_sync(kTurnBarrier + cw, 256);
+    };
+    auto turn_pass = [&](bool last_phase) {
+      if constexpr (kPingPong) {
+        if (!(last_phase && cw == kConsumerWarpgroups - 1))
+          named_barrier_arrive(kTurnBarrier + (cw + 1) % kConsumerWarpgroups, 256);
+      }
+    };
+
     if (n_blocks > 0) {
       float acc_s[kBlockN / 2];
       u32 p_frag[kBlockN / 16][4];
       float correction[2];
+      if constexpr (kPingPong) {
+        if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
+      }
       mbar_wait(bar_q, 0);
       // Block 0 (the last K/V block): S, softmax, P.
+      turn_wait();
       mbar_wait(bar_k_full(0), 0);
       wgmma_fence();
       gemm_qk(acc_s, sQw, sK);
       wgmma_commit();
+      turn_pass(false);
       wgmma_wait<0>();
       fence_regs(acc_s);
       release(bar_k_empty(0));
@@ -473,6 +526,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       for (int it = 1; it < n_blocks; ++it) {
         const int s = it % kStages;
         const int sp = (it - 1) % kStages;
+        turn_wait();
         mbar_wait(bar_k_full(s), (u32)(it / kStages) & 1u);
         wgmma_fence();
         gemm_qk(acc_s, sQw, sK + s * kKVBytes);
@@ -480,6 +534,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         mbar_wait(bar_v_full(sp), (u32)((it - 1) / kStages) & 1u);
         gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
         wgmma_commit();
+        turn_pass(false);
         wgmma_wait<1>();
         fence_regs(acc_s);
         release(bar_k_empty(s));
@@ -492,10 +547,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
       {
         const int sp = (n_blocks - 1) % kStages;
+        turn_wait();
         mbar_wait(bar_v_full(sp), (u32)((n_blocks - 1) / kStages) & 1u);
         wgmma_fence();
         gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
         wgmma_commit();
+        turn_pass(true);
         wgmma_wait<0>();
         fence_regs(acc_o);
         release(bar_v_empty(sp));
