@@ -6,17 +6,19 @@
 // the float64 CPU reference over ragged, GQA/MQA, Nq != Nk and head-major shapes, for bf16
 // and fp16, d64/d128/d192/d256, causal and not, and 1-3 consumer warpgroups. --small runs one
 // small shape per head dim (for compute-sanitizer). --time times big shapes for several tile
-// variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30).
+// variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
+// --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead.
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--sweep] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -79,9 +81,12 @@ struct Probe {
   bool operator==(const Probe&) const = default;
 };
 
-Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "") {
+Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "", bool persistent = false) {
   if (define.empty()) define = g_define;
-  return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages}, std::move(define)};
+  return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages, persistent}, std::move(define)};
+}
+Probe Persistent(DType dt, int d, bool causal, int wgs, int bn, int stages) {
+  return Config(dt, d, causal, wgs, bn, stages, "", true);
 }
 
 // The kernel name: the URI, plus the knob when there is one ("..._FT_HOPPER_PINGPONG_0").
@@ -154,7 +159,7 @@ Loaded& Get(const Probe& p) { return *g_loaded.at(Name(p)); }
 
 Status LaunchHopper(Gpu& gpu, const Probe& p, const ForwardArgs& args) {
   Loaded& l = Get(p);
-  auto launch = detail::PackHopper(p.config, args);
+  auto launch = detail::PackHopper(p.config, args, gpu.info.sm_count);
   if (!launch.ok()) return launch.status();
   FT_RETURN_IF_ERROR(detail::EncodeInto(*gpu.driver, *launch));
   void* params[] = {&launch->params};
@@ -287,8 +292,11 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       {1, 128, 128, 4, 1, true},   {1, 1000, 1000, 2, 2, true}, {1, 4097, 4097, 1, 1, false},
       {1, 127, 1000, 2, 1, false}, {2, 1000, 127, 2, 2, false},  // Nq < Nk; Nq > Nk (masked rows when causal)
       {1, 300, 300, 4, 1, false},  // MQA
+      {2, 1000, 1000, 16, 4, false},  // more tiles than SMs: persistent blocks walk several
+      {4, 700, 300, 16, 16, true},    // ... with tiles that see no key when causal
   };
-  const std::vector<Shape> small_shapes = {{1, 200, 300, 2, 1, false}, {1, 300, 130, 2, 2, true}};
+  const std::vector<Shape> small_shapes = {
+      {1, 200, 300, 2, 1, false}, {1, 300, 130, 2, 2, true}, {8, 300, 100, 16, 4, false}};
   const std::vector<Shape>& shapes = small ? small_shapes : full_shapes;
   struct Class {
     DType dt;
@@ -300,14 +308,15 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   for (DType dt : {DType::kBF16, DType::kF16})
     for (bool causal : {false, true}) {
       if (small && dt == DType::kF16) continue;
-      classes.push_back({dt, 64, causal, {Config(dt, 64, causal, 2, 128, 2)}});
-      classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2)}});
-      classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2)}});
+      classes.push_back({dt, 64, causal, {Config(dt, 64, causal, 2, 128, 2), Persistent(dt, 64, causal, 3, 128, 2)}});
+      classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+      classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
       if (!small) {
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 3, 128, 2));
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 64, 3));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 2, 176, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 1, 96, 4));
+        classes[classes.size() - 2].configs.push_back(Persistent(dt, 128, causal, 1, 96, 4));
         classes.push_back({dt, 192, causal, {Config(dt, 192, causal, 2, 112, 2)}});
       }
     }
@@ -356,7 +365,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   return fail == 0 ? 0 : 1;
 }
 
-int Time(Gpu& gpu, const std::string& only) {
+int Time(Gpu& gpu, const std::string& only, bool sweep) {
   struct Row {
     std::string shape;
     std::string kernel;
@@ -373,21 +382,39 @@ int Time(Gpu& gpu, const std::string& only) {
   std::vector<Bench> benches;
   const std::string nopp = "FT_HOPPER_PINGPONG=0";     // A/B: ping-pong off
   const std::string lazy = "FT_HOPPER_LAZY_RESCALE=1";  // A/B: skip O rescales by 1.0
-  for (bool causal : {false, true}) {
-    benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
-                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                        Config(dt, 128, causal, 2, 128, 2, lazy), Config(dt, 128, causal, 2, 144, 2),
-                        Config(dt, 128, causal, 2, 176, 2), Config(dt, 128, causal, 2, 112, 3)}});
-    benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal,
-                       {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                        Config(dt, 128, causal, 2, 144, 2)}});
-    benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal,
-                       {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 2, nopp),
-                        Config(dt, 64, causal, 2, 128, 2), Config(dt, 64, causal, 2, 192, 2),
-                        Config(dt, 64, causal, 3, 96, 3)}});
-    benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal,
-                       {Config(dt, 256, causal, 2, 80, 2), Config(dt, 256, causal, 2, 80, 2, nopp),
-                        Config(dt, 256, causal, 2, 64, 2)}});
+  if (!sweep) {
+    for (bool causal : {false, true}) {
+      benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
+                         {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
+                          Config(dt, 128, causal, 2, 128, 2, lazy), Config(dt, 128, causal, 2, 144, 2),
+                          Config(dt, 128, causal, 2, 160, 2), Config(dt, 128, causal, 2, 176, 2),
+                          Config(dt, 128, causal, 2, 192, 2), Config(dt, 128, causal, 2, 112, 3),
+                          Persistent(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+      benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal,
+                         {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
+                          Config(dt, 128, causal, 2, 176, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+      benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal,
+                         {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 2, nopp),
+                          Config(dt, 64, causal, 3, 128, 3), Config(dt, 64, causal, 3, 112, 2),
+                          Config(dt, 64, causal, 2, 192, 2), Config(dt, 64, causal, 3, 96, 3),
+                          Persistent(dt, 64, causal, 3, 128, 2)}});
+      benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal,
+                         {Config(dt, 256, causal, 2, 80, 2), Config(dt, 256, causal, 2, 80, 2, nopp),
+                          Config(dt, 256, causal, 2, 64, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
+    }
+  } else {
+    // Hidden 2048, B * N = 16k, N from 512 to 16k: the best tiles seen so far per head dim.
+    for (bool causal : {false, true})
+      for (int64_t n : {512, 1024, 2048, 4096, 8192, 16384}) {
+        const int64_t b = 16384 / n;
+        benches.push_back({{b, n, n, 32, 32, false}, 64, causal,
+                           {Config(dt, 64, causal, 3, 128, 2), Persistent(dt, 64, causal, 3, 128, 2)}});
+        benches.push_back({{b, n, n, 16, 16, false}, 128, causal,
+                           {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 176, 2),
+                            Persistent(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+        benches.push_back({{b, n, n, 8, 8, false}, 256, causal,
+                           {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
+      }
   }
   std::vector<Probe> all;
   for (auto& b : benches) {
@@ -457,6 +484,23 @@ int Time(Gpu& gpu, const std::string& only) {
     }
     std::fflush(stdout);
   }
+  // Host cost of one call's packing: PackHopper + encoding four tensor maps (a runtime pays this
+  // per call unless it caches the maps by pointer and shape).
+  if (!benches.empty() && !benches.front().configs.empty()) {
+    auto c = MakeCase(gpu, dt, 64, false, Shape{1, 64, 64, 1, 1, false}, 1, false);
+    const HopperConfig& config = benches.front().configs.front().config;
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr int kCalls = 2000;
+    for (int i = 0; i < kCalls; ++i) {
+      ForwardArgs a = c->device;
+      a.head_dim = config.head_dim;
+      a.causal = config.causal;
+      auto l = detail::PackHopper(config, a, gpu.info.sm_count);
+      if (l.ok()) CHECK_OK(detail::EncodeInto(*gpu.driver, *l));
+    }
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+    std::printf("host: PackHopper + 4 x cuTensorMapEncodeTiled = %.2f us per call\n", us);
+  }
   std::printf("\n%-28s | %-50s | %8s | %s\n", "shape (bf16)", "kernel", "ms", "TFLOP/s");
   for (const Row& r : rows) std::printf("%-28s | %-50s | %8.3f | %6.1f\n", r.shape.c_str(), r.kernel.c_str(), r.ms, r.tflops);
   return 0;
@@ -465,20 +509,21 @@ int Time(Gpu& gpu, const std::string& only) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false, small = false, time = false, compile_only = false;
+  bool check = false, small = false, time = false, compile_only = false, sweep = false;
   std::string template_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
+    else if (a == "--sweep") sweep = time = true;
     else if (a == "--compile-only") compile_only = true;
     else if (a == "--template" && i + 1 < argc) template_path = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--sweep] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }
@@ -511,7 +556,9 @@ int main(int argc, char** argv) {
                  {64, 2, 128, 2}, {64, 3, 128, 2}, {64, 1, 64, 3}, {64, 2, 192, 2}, {64, 3, 96, 3}, {128, 2, 128, 2},
                  {128, 2, 176, 2}, {128, 1, 96, 4}, {128, 2, 128, 3}, {128, 2, 112, 3}, {192, 2, 112, 2},
                  {256, 2, 80, 2}, {256, 2, 64, 2}})
-          if (Wanted(only, Name(Config(dt, d, causal, wgs, bn, st)))) all.push_back(Config(dt, d, causal, wgs, bn, st));
+          for (bool pers : {false, true})
+            if (Wanted(only, Name(Config(dt, d, causal, wgs, bn, st, "", pers))))
+              all.push_back(Config(dt, d, causal, wgs, bn, st, "", pers));
     LoadAll(gpu, all);
     return 0;
   }
@@ -527,6 +574,6 @@ int main(int argc, char** argv) {
   }
   int rc = 0;
   if (check || small) rc |= Check(gpu, small, only);
-  if (time) rc |= Time(gpu, only);
+  if (time) rc |= Time(gpu, only, sweep);
   return rc;
 }

@@ -1,6 +1,8 @@
 // Host side of templates/hopper_fwd.cuh: see generator/hopper_fwd_pack.h.
 #include "generator/hopper_fwd_pack.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 
@@ -51,13 +53,13 @@ Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_
 std::string HopperUri(const HopperConfig& c) {
   return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
          std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
-         std::to_string(c.stages) + (c.causal ? "_causal" : "_full");
+         std::to_string(c.stages) + (c.causal ? "_causal" : "_full") + (c.persistent ? "_pers" : "");
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
   const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
-  return 1024 + tile_q + 2 * c.stages * tile_kv + (1 + 4 * c.stages) * 8;
+  return 1024 + tile_q + 2 * c.stages * tile_kv + (2 + 4 * c.stages) * 8;
 }
 
 int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
@@ -101,6 +103,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
   s += "constexpr int kConsumerWarpgroups = " + std::to_string(c.consumer_wgs) + ";\n";
   s += "constexpr int kStages = " + std::to_string(c.stages) + ";\n";
   s += std::string("constexpr bool kCausal = ") + b(c.causal) + ";\n";
+  s += std::string("constexpr bool kPersistent = ") + b(c.persistent) + ";\n";
   s += "constexpr int kSmemBytes = " + std::to_string(HopperSmemBytes(c)) + ";\n";
   s += "}  // namespace ft_config\n";
   s += "#line 1 \"hopper_fwd.cuh\"\n";
@@ -122,11 +125,19 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
   return Status::Ok();
 }
 
-Result<HopperLaunch> PackHopper(const HopperConfig& c, const ForwardArgs& a) {
+Result<HopperLaunch> PackHopper(const HopperConfig& c, const ForwardArgs& a, int sm_count) {
   FT_RETURN_IF_ERROR(CheckHopperConfig(c));
   FT_RETURN_IF_ERROR(CanServe(c, a));
   HopperLaunch l;
-  l.grid = {unsigned((a.seqlen_q + c.block_m - 1) / c.block_m), unsigned(a.heads_q), unsigned(a.batch)};
+  const int64_t m_blocks = (a.seqlen_q + c.block_m - 1) / c.block_m;
+  if (c.persistent) {
+    if (sm_count < 1) return Invalid(HopperUri(c) + ": a persistent variant needs the device's SM count");
+    const int64_t tiles = m_blocks * a.heads_q * a.batch;
+    if (tiles > int64_t(INT32_MAX)) return Invalid(HopperUri(c) + ": more than 2^31 tiles");
+    l.grid = {unsigned(std::min<int64_t>(tiles, sm_count)), 1, 1};
+  } else {
+    l.grid = {unsigned(m_blocks), unsigned(a.heads_q), unsigned(a.batch)};
+  }
   l.block = {unsigned(HopperThreads(c)), 1, 1};
   l.smem_bytes = unsigned(HopperSmemBytes(c));
   l.maps = {MapFor("q", a.dtype, a.q, a.q_strides, a.batch, a.seqlen_q, a.heads_q, a.head_dim, c.block_m),

@@ -35,6 +35,7 @@ struct HopperConfig {
   int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
   int consumer_wgs = 2;  // consumer warpgroups (1..3); one producer warpgroup besides
   int stages = 2;        // K/V shared-memory ring depth (2..4)
+  bool persistent = false;  // grid of at most one block per SM, each looping over tiles
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -61,13 +62,14 @@ static_assert(sizeof(HopperParams) == 576 && offsetof(HopperParams, o) == 512 &&
                   offsetof(HopperParams, batch) == 552 && offsetof(HopperParams, scale_log2) == 572,
               "HopperParams layout drifted from FtHopperParams");
 
-// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_causal" ("..._full" when not causal).
+// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_causal" ("..._full" when not causal), with "_pers"
+// appended for a persistent variant.
 std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
 Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 232448);
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
-// tile, `stages` K and V tiles, and the mbarriers.
+// tile, `stages` K and V tiles, and the mbarriers (2 + 4 * stages).
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);
@@ -84,14 +86,16 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 // parameters. Encode each maps[i] into the bytes at (char*)&params + map_offsets[i] (EncodeInto
 // does it), then launch with `&params` as the only kernel argument.
 struct HopperLaunch {
-  std::array<unsigned, 3> grid{};   // {ceil(Nq / block_m), Hq, B}
+  std::array<unsigned, 3> grid{};   // {ceil(Nq / block_m), Hq, B}; persistent: {min(tiles, SMs), 1, 1}
   std::array<unsigned, 3> block{};  // {HopperThreads, 1, 1}
   unsigned smem_bytes = 0;          // dynamic shared memory (raise the function's limit first)
   std::vector<TensorMapSpec> maps;  // q, k, v, o
   std::vector<size_t> map_offsets;  // byte offset of each map in HopperParams
   HopperParams params{};
 };
-Result<HopperLaunch> PackHopper(const HopperConfig& config, const ForwardArgs& args);
+// `sm_count` (the device's multiprocessors) sizes a persistent grid; kInvalidArgument when a
+// persistent config gets none.
+Result<HopperLaunch> PackHopper(const HopperConfig& config, const ForwardArgs& args, int sm_count = 0);
 // Encodes launch.maps into launch.params with `driver`; the driver's refusal names the map.
 Status EncodeInto(const Driver& driver, HopperLaunch& launch);
 

@@ -18,6 +18,10 @@
 //  - the epilogue divides by the row sum, writes this warpgroup's O rows into its own (now
 //    dead) Q rows in the TMA 128-byte swizzled layout and stores them with one TMA store per
 //    64 columns; TMA clips rows past seqlen_q. lse is written with plain stores.
+//  - persistent (kPersistent): each block walks tiles blockIdx.x, +gridDim.x, ...; the K/V ring
+//    and its phases run on across tiles, a "q_empty" mbarrier hands the Q buffer back to the
+//    producer once the O stores have read it, and the next tile's first K block is loaded
+//    before that, while the epilogue runs.
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
@@ -25,8 +29,9 @@
 // Parameters (ft_config): kBf16; kHeadDim (64, 128, 192, 256: a multiple of 64, one 128-byte
 // swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
-// most 256); kConsumerWarpgroups 1..3; kStages >= 2; kCausal; kSmemBytes (checked against the
-// layout below).
+// most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
+// one block per SM, each looping over tiles; the host sizes the grid); kSmemBytes (checked
+// against the layout below).
 //
 // Self-contained: no toolkit header, every Hopper instruction through inline PTX. The
 // generator prepends a constexpr prologue (namespace ft_config, FT_KERNEL_NAME); without it
@@ -47,7 +52,8 @@ constexpr int kBlockN = 128;
 constexpr int kConsumerWarpgroups = 2;
 constexpr int kStages = 2;
 constexpr bool kCausal = false;
-constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (1 + 4 * kStages) * 8;
+constexpr bool kPersistent = false;
+constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 + 4 * kStages) * 8;
 }  // namespace ft_config
 #endif
 
@@ -103,7 +109,7 @@ constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
 constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
-constexpr int kBarriers = 1 + 4 * kStages;              // q_full, k_full, v_full, k_empty, v_empty
+constexpr int kBarriers = 2 + 4 * kStages;              // q_full, k/v full and empty per stage, q_empty
 constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
 // Registers: the producer keeps 24, the consumers share the rest of the 64K register file.
 constexpr int kMinBlocks = kConsumerWarpgroups == 1 ? 2 : 1;
@@ -328,20 +334,43 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
-  // Causal: the last query blocks see the most keys; launch them first.
-  const int m_block = kCausal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
-  const int head = blockIdx.y;
-  const int batch = blockIdx.z;
   const int Nq = p.seqlen_q;
   const int Nk = p.seqlen_k;
-  const int m0 = m_block * kBlockM;
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag
+  const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
 
-  int n_blocks = (Nk + kBlockN - 1) / kBlockN;
-  if (kCausal) {
-    const int last_key = min(m0 + kBlockM, Nq) - 1 + diag;
-    n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / kBlockN + 1);
-  }
+  // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, tiles
+  // blockIdx.x, blockIdx.x + gridDim.x, ... of the list below.
+  const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
+  const int first_tile = kPersistent ? int(blockIdx.x) : 0;
+  const int tile_step = kPersistent ? int(gridDim.x) : 1;
+  struct Tile {
+    int m0, head, batch, n_blocks;
+  };
+  auto tile_at = [&](int t) {
+    int m_block, head, batch;
+    if constexpr (kPersistent) {
+      // The order a non-persistent grid is dispatched in: query blocks of one head together
+      // (K/V stays in L2), the longest first when causal. (Ordering all heads' longest blocks
+      // first spread the blocks in flight over every head and thrashed L2: d256 causal N16k
+      // 647 vs 780 TFLOP/s.)
+      m_block = t % m_blocks;
+      if (kCausal) m_block = m_blocks - 1 - m_block;
+      head = t / m_blocks % p.heads_q;
+      batch = t / m_blocks / p.heads_q;
+    } else {
+      // Causal: the last query blocks see the most keys; launch them first.
+      m_block = kCausal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+      head = blockIdx.y;
+      batch = blockIdx.z;
+    }
+    Tile tile{m_block * kBlockM, head, batch, (Nk + kBlockN - 1) / kBlockN};
+    if (kCausal) {
+      const int last_key = min(tile.m0 + kBlockM, Nq) - 1 + diag;
+      tile.n_blocks = last_key < 0 ? 0 : min(tile.n_blocks, last_key / kBlockN + 1);
+    }
+    return tile;
+  };
 
   // Shared memory: [Q chunks][K stages][V stages][barriers], every tile 1024-byte aligned.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
@@ -354,9 +383,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   auto bar_v_full = [&](int s) { return bars + 8u * (1 + kStages + s); };
   auto bar_k_empty = [&](int s) { return bars + 8u * (1 + 2 * kStages + s); };
   auto bar_v_empty = [&](int s) { return bars + 8u * (1 + 3 * kStages + s); };
+  // The Q tile (which also stages O) is free again: one arrival per consumer warpgroup once
+  // its O store has read shared memory. Only persistent blocks load a second Q.
+  const u32 bar_q_empty = bars + 8u * (1 + 4 * kStages);
 
   if (tid == 0) {
     mbar_init(bar_q, 1);
+    mbar_init(bar_q_empty, kConsumerWarpgroups);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bar_k_full(s), 1);
       mbar_init(bar_v_full(s), 1);
@@ -370,28 +403,46 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   if (warpgroup == 0) {
     // ---- producer ---------------------------------------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (tid == 0 && n_blocks > 0) {
-      const int kv_head = head / (p.heads_q / p.heads_kv);
+    if (tid == 0) {
       prefetch_tensormap(&p.tmap_q);
       prefetch_tensormap(&p.tmap_k);
       prefetch_tensormap(&p.tmap_v);
-      mbar_expect_tx(bar_q, kQBytes);
+      int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
+      int tiles = 0;  // tiles of this block so far (q_empty phases)
+      for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+        const Tile tile = tile_at(ti);
+        const int kv_head = tile.head / (p.heads_q / p.heads_kv);
+        for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
+          const int s = kv % kStages;
+          const u32 phase = (u32)(kv / kStages) & 1u;
+          const int n0 = (tile.n_blocks - 1 - it) * kBlockN;
+          mbar_wait(bar_k_empty(s), phase ^ 1u);
+          mbar_expect_tx(bar_k_full(s), kKVBytes);
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, head, m0, batch, bar_q);
-      for (int it = 0; it < n_blocks; ++it) {
-        const int s = it % kStages;
-        const u32 phase = (u32)(it / kStages) & 1u;
-        const int n0 = (n_blocks - 1 - it) * kBlockN;
-        mbar_wait(bar_k_empty(s), phase ^ 1u);
-        mbar_expect_tx(bar_k_full(s), kKVBytes);
+          for (int c = 0; c < kChunks; ++c)
+            tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, n0, tile.batch, bar_k_full(s));
+          if (it == 0) {
+            // Q after the first K block, so that K already streams in while the previous
+            // tile's O still occupies the Q buffer.
+            mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
+            mbar_expect_tx(bar_q, kQBytes);
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, n0, batch, bar_k_full(s));
-        mbar_wait(bar_v_empty(s), phase ^ 1u);
-        mbar_expect_tx(bar_v_full(s), kKVBytes);
+            for (int c = 0; c < kChunks; ++c)
+              tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.m0, tile.batch, bar_q);
+          }
+          mbar_wait(bar_v_empty(s), phase ^ 1u);
+          mbar_expect_tx(bar_v_full(s), kKVBytes);
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, n0, batch, bar_v_full(s));
+          for (int c = 0; c < kChunks; ++c)
+            tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, n0, tile.batch, bar_v_full(s));
+        }
+        // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
+        // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
+        // phase per tile on both sides (a side two phases ahead would alias the parity).
+        if (tile.n_blocks == 0) {
+          mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
+          mbar_arrive(bar_q);
+        }
       }
     }
   } else {
@@ -403,15 +454,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     const int lane = tid % 32;
     const int g = lane / 4;
     const int t = lane % 4;
-    const int warp_row0 = m0 + cw * kRowsPerWarpgroup + warp * 16;  // this warp's first query row
     const u32 sQw = sQ + cw * kRowsPerWarpgroup * 128;  // this warpgroup's rows of each Q chunk
     const float scale_log2 = p.scale_log2;
 
     float acc_o[kHeadDim / 2];
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
-    float row_max[2] = {kNegInf, kNegInf};  // running max of scores, times scale*log2(e)
-    float row_sum[2] = {0.f, 0.f};           // this thread's share of the row sums
+    float row_max[2];  // running max of scores, times scale*log2(e)
+    float row_sum[2];  // this thread's share of the row sums
+    int warp_row0 = 0;  // this warp's first query row in the current tile
 
     // One arrival per warp on an "empty" barrier once the warp's wgmmas have read the buffer.
     auto release = [&](u32 bar) {
@@ -490,102 +539,121 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     };
 
     // Ping-pong turns: a warpgroup waits for its turn before issuing wgmmas and passes the turn
-    // on right after. Every warpgroup has n_blocks + 1 issue phases; the last warpgroup opens
-    // the ring and skips its very last pass, so every barrier sees as many arrivals as waits.
+    // on right after; every warpgroup has the same number of issue phases. The last warpgroup
+    // opens the ring once, and the first one takes that extra turn at the very end, so every
+    // barrier sees as many arrivals as waits.
     auto turn_wait = [&]() {
       if constexpr (kPingPong) named_barrier_sync(kTurnBarrier + cw, 256);
     };
-    auto turn_pass = [&](bool last_phase) {
-      if constexpr (kPingPong) {
-        if (!(last_phase && cw == kConsumerWarpgroups - 1))
-          named_barrier_arrive(kTurnBarrier + (cw + 1) % kConsumerWarpgroups, 256);
-      }
+    auto turn_pass = [&]() {
+      if constexpr (kPingPong) named_barrier_arrive(kTurnBarrier + (cw + 1) % kConsumerWarpgroups, 256);
     };
-
-    if (n_blocks > 0) {
-      float acc_s[kBlockN / 2];
-      u32 p_frag[kBlockN / 16][4];
-      float correction[2];
-      if constexpr (kPingPong) {
-        if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
-      }
-      mbar_wait(bar_q, 0);
-      // Block 0 (the last K/V block): S, softmax, P.
-      turn_wait();
-      mbar_wait(bar_k_full(0), 0);
-      wgmma_fence();
-      gemm_qk(acc_s, sQw, sK);
-      wgmma_commit();
-      turn_pass(false);
-      wgmma_wait<0>();
-      fence_regs(acc_s);
-      release(bar_k_empty(0));
-      softmax(acc_s, n_blocks - 1, correction);
-      to_p(acc_s, p_frag);
-      // Steady state: S of block it runs on the tensor cores with P V of block it-1.
-      for (int it = 1; it < n_blocks; ++it) {
-        const int s = it % kStages;
-        const int sp = (it - 1) % kStages;
-        turn_wait();
-        mbar_wait(bar_k_full(s), (u32)(it / kStages) & 1u);
-        wgmma_fence();
-        gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-        wgmma_commit();
-        mbar_wait(bar_v_full(sp), (u32)((it - 1) / kStages) & 1u);
-        gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-        wgmma_commit();
-        turn_pass(false);
-        wgmma_wait<1>();
-        fence_regs(acc_s);
-        release(bar_k_empty(s));
-        softmax(acc_s, n_blocks - 1 - it, correction);
-        wgmma_wait<0>();
-        fence_regs(acc_o);
-        release(bar_v_empty(sp));
-        rescale_o(correction);
-        to_p(acc_s, p_frag);
-      }
-      {
-        const int sp = (n_blocks - 1) % kStages;
-        turn_wait();
-        mbar_wait(bar_v_full(sp), (u32)((n_blocks - 1) / kStages) & 1u);
-        wgmma_fence();
-        gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-        wgmma_commit();
-        turn_pass(true);
-        wgmma_wait<0>();
-        fence_regs(acc_o);
-        release(bar_v_empty(sp));
-      }
+    if constexpr (kPingPong) {
+      if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
     }
 
-    // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit j
-    // of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
-    float* lse = p.lse ? p.lse + ((i64)batch * p.heads_q + head) * Nq : nullptr;
+    int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
+    int tiles = 0;  // tiles of this block so far (q_full phase)
+    for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+      const Tile tile = tile_at(ti);
+      const int n_blocks = tile.n_blocks;
+      warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
-      const int row = warp_row0 + g + 8 * r;
-      if (lse != nullptr && t == 0 && row < Nq)
-        lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
+      for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
+      row_max[0] = row_max[1] = kNegInf;
+      row_sum[0] = row_sum[1] = 0.f;
+      mbar_wait(bar_q, (u32)tiles & 1u);  // Q loaded (or, without keys, the buffer handed over)
+
+      if (n_blocks > 0) {
+        float acc_s[kBlockN / 2];
+        u32 p_frag[kBlockN / 16][4];
+        float correction[2];
+        // Block 0 (the last K/V block): S, softmax, P.
+        {
+          const int s = kv % kStages;
+          turn_wait();
+          mbar_wait(bar_k_full(s), (u32)(kv / kStages) & 1u);
+          wgmma_fence();
+          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<0>();
+          fence_regs(acc_s);
+          release(bar_k_empty(s));
+          softmax(acc_s, n_blocks - 1, correction);
+          to_p(acc_s, p_frag);
+        }
+        // Steady state: S of block it runs on the tensor cores with P V of block it-1.
+        for (int it = 1; it < n_blocks; ++it) {
+          const int s = (kv + it) % kStages;
+          const int sp = (kv + it - 1) % kStages;
+          turn_wait();
+          mbar_wait(bar_k_full(s), (u32)((kv + it) / kStages) & 1u);
+          wgmma_fence();
+          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
+          wgmma_commit();
+          mbar_wait(bar_v_full(sp), (u32)((kv + it - 1) / kStages) & 1u);
+          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<1>();
+          fence_regs(acc_s);
+          release(bar_k_empty(s));
+          softmax(acc_s, n_blocks - 1 - it, correction);
+          wgmma_wait<0>();
+          fence_regs(acc_o);
+          release(bar_v_empty(sp));
+          rescale_o(correction);
+          to_p(acc_s, p_frag);
+        }
+        {
+          const int sp = (kv + n_blocks - 1) % kStages;
+          turn_wait();
+          mbar_wait(bar_v_full(sp), (u32)((kv + n_blocks - 1) / kStages) & 1u);
+          wgmma_fence();
+          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<0>();
+          fence_regs(acc_o);
+          release(bar_v_empty(sp));
+        }
+        kv += n_blocks;
+      }
+
+      // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
+      // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
+      float* lse = p.lse ? p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq : nullptr;
 #pragma unroll
-      for (int i = 0; i < kHeadDim / 8; ++i) {
-        const u32 packed = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
-        const u32 addr = sQw + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+      for (int r = 0; r < 2; ++r) {
+        float sum = row_sum[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
+        const int row = warp_row0 + g + 8 * r;
+        if (lse != nullptr && t == 0 && row < Nq)
+          lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 8; ++i) {
+          const u32 packed = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
+          const u32 addr = sQw + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+        }
+      }
+      fence_proxy_async_shared();
+      named_barrier_sync(1 + cw, 128);
+      if (wtid == 0) {
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c)
+          tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.m0 + cw * kRowsPerWarpgroup,
+                       tile.batch);
+        tma_store_commit_and_wait_read();
+        mbar_arrive(bar_q_empty);  // this warpgroup's rows of the Q buffer may be refilled
       }
     }
-    fence_proxy_async_shared();
-    named_barrier_sync(1 + cw, 128);
-    if (wtid == 0) {
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c)
-        tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, head, m0 + cw * kRowsPerWarpgroup, batch);
-      tma_store_commit_and_wait_read();
+    if constexpr (kPingPong) {
+      if (cw == 0) turn_wait();  // the ring's opening arrival
     }
   }
 }

@@ -49,7 +49,7 @@ TEST(HopperPack, ConfigRules) {
   EXPECT_NE(CheckHopperConfig(c).message().find("shared memory"), std::string::npos);
   c = {DType::kBF16, 128, false, 192, 128, 3, 2};  // S + P + O exceed 160 registers
   EXPECT_NE(CheckHopperConfig(c).message().find("registers"), std::string::npos);
-  EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 9 * 8);
+  EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 10 * 8);
   EXPECT_EQ(HopperThreads(Default()), 384);
 }
 
@@ -91,6 +91,21 @@ TEST(HopperPack, PacksGeometryMapsAndParameters) {
   EXPECT_EQ(p.heads_kv, 2);
   EXPECT_EQ(p.batch, 2);
   EXPECT_FLOAT_EQ(p.scale_log2, float(1.0 / std::sqrt(128.0) * 1.4426950408889634));
+}
+
+TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
+  HopperConfig c = Default();
+  c.persistent = true;
+  EXPECT_EQ(HopperUri(c), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_full_pers");
+  ForwardArgs a = Args(c, 2, 1000, 300, 8, 2);  // 8 x 8 x 2 = 128 tiles
+  EXPECT_FALSE(PackHopper(c, a).ok());          // no SM count
+  auto l = PackHopper(c, a, 132);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->grid, (std::array<unsigned, 3>{128, 1, 1}));
+  l = PackHopper(c, Args(c, 4, 1000, 300, 8, 2), 132);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->grid, (std::array<unsigned, 3>{132, 1, 1}));
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr bool kPersistent = true;"), std::string::npos);
 }
 
 TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
