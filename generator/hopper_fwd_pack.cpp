@@ -77,6 +77,9 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
     return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
   if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
+  // Static round-robin over causal tiles of unequal length: with 132 blocks and 128 query
+  // blocks per head, some blocks got 3x the work of others (d128 causal N16k: 382 vs 637 TFLOP/s).
+  if (c.persistent && c.causal) return Invalid(uri + ": persistent variants are non-causal only");
   // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
   const int consumer_regs = c.consumer_wgs == 1 ? 232 : c.consumer_wgs == 2 ? 240 : 160;
   if (c.block_n / 2 + c.head_dim / 2 + c.block_n / 4 > consumer_regs - 32)

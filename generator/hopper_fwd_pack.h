@@ -35,7 +35,7 @@ struct HopperConfig {
   int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
   int consumer_wgs = 2;  // consumer warpgroups (1..3); one producer warpgroup besides
   int stages = 2;        // K/V shared-memory ring depth (2..4)
-  bool persistent = false;  // grid of at most one block per SM, each looping over tiles
+  bool persistent = false;  // grid of at most one block per SM, each looping over tiles (non-causal)
   bool operator==(const HopperConfig&) const = default;
 };
 

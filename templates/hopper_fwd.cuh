@@ -30,8 +30,8 @@
 // swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
 // most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
-// one block per SM, each looping over tiles; the host sizes the grid); kSmemBytes (checked
-// against the layout below).
+// one block per SM, each looping over tiles; the host sizes the grid; non-causal only);
+// kSmemBytes (checked against the layout below).
 //
 // Self-contained: no toolkit header, every Hopper instruction through inline PTX. The
 // generator prepends a constexpr prologue (namespace ft_config, FT_KERNEL_NAME); without it
@@ -124,6 +124,9 @@ static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
               "block_n must be a multiple of 16 in [16, 256] (wgmma N and TMA box limits)");
 static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
+static_assert(!(kPersistent && kCausal),
+              "persistent variants are non-causal only: a static tile order over causal tiles of "
+              "unequal length leaves some blocks with 3x the work of others");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 static_assert(kBlockN / 2 + kHeadDim / 2 + kBlockN / 4 <= kConsumerRegs - 32,
@@ -350,12 +353,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   auto tile_at = [&](int t) {
     int m_block, head, batch;
     if constexpr (kPersistent) {
-      // The order a non-persistent grid is dispatched in: query blocks of one head together
-      // (K/V stays in L2), the longest first when causal. (Ordering all heads' longest blocks
-      // first spread the blocks in flight over every head and thrashed L2: d256 causal N16k
-      // 647 vs 780 TFLOP/s.)
+      // The order a non-persistent grid is dispatched in: query blocks of one head together,
+      // so that the blocks in flight share K/V in L2.
       m_block = t % m_blocks;
-      if (kCausal) m_block = m_blocks - 1 - m_block;
       head = t / m_blocks % p.heads_q;
       batch = t / m_blocks / p.heads_q;
     } else {

@@ -106,6 +106,8 @@ TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->grid, (std::array<unsigned, 3>{132, 1, 1}));
   EXPECT_NE(HopperPrologue(c, "x").find("constexpr bool kPersistent = true;"), std::string::npos);
+  c.causal = true;
+  EXPECT_NE(CheckHopperConfig(c).message().find("persistent variants are non-causal only"), std::string::npos);
 }
 
 TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
@@ -162,6 +164,16 @@ TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().log().find("kSmemBytes disagrees with the template's shared-memory layout"), std::string::npos);
   EXPECT_NE(r.status().log().find("hopper_fwd.cuh("), std::string::npos) << r.status().log();
+}
+
+TEST(HopperPack, TemplateRejectsPersistentCausal) {
+  HopperConfig c = Default();
+  c.causal = c.persistent = true;
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto r = compiler.Compile(
+      {"bad", HopperPrologue(c, "bad") + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().log().find("persistent variants are non-causal only"), std::string::npos) << r.status().log();
 }
 
 }  // namespace
