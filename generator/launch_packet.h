@@ -28,11 +28,16 @@ struct TensorMapRequest {
   uint32_t box[5] = {};
   uint32_t element_strides[5] = {1, 1, 1, 1, 1};
   Swizzle swizzle = Swizzle::kNone;
+  bool oob_zero = true;           // out-of-bounds elements read as zero
+  uint16_t l2_promotion = 0;      // 0, 64, 128 or 256 bytes
 };
 
 struct LaunchPacket {
   static constexpr size_t kMaxArgBytes = 1024;
   static constexpr int kMaxTensorMaps = 6;
+
+  // Input to Family::Pack: the device's multiprocessors (persistent grids); 0 when unknown.
+  int sm_count = 0;
 
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};

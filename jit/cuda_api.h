@@ -23,7 +23,8 @@ namespace flashtune::detail {
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)         \
   X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8) X(cuMemsetD8Async)   \
   X(cuCtxGetDevice) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)        \
-  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuTensorMapEncodeTiled)
+  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                                        \
+  X(cuTensorMapEncodeTiled)
 
 struct CudaApi {
 #define FT_CUDA_API_MEMBER(name) decltype(&::name) name = nullptr;

@@ -541,50 +541,86 @@ Status DeviceBuffer::MemsetAsync(uint8_t value, CUstream stream) {
 }  // namespace flashtune
 
 namespace flashtune {
+namespace {
 
-Status EncodeTensorMap(const Driver& driver, const TensorMapRequest& r, void* out) {
-  auto invalid = [](const std::string& what) {
-    return Status(Code::kInvalidArgument, "tensor map: " + what);
-  };
-  if (r.rank < 1 || r.rank > 5) return invalid("rank " + std::to_string(r.rank) + " is not in 1..5");
-  if (reinterpret_cast<uintptr_t>(out) % 64 != 0) return invalid("destination is not 64-byte aligned");
-  if (reinterpret_cast<uintptr_t>(r.base) % 16 != 0) return invalid("base address is not 16-byte aligned");
-  for (uint32_t i = 0; i + 1 < r.rank; ++i) {
-    if (r.strides_bytes[i] % 16 != 0) {
-      return invalid("stride of dim " + std::to_string(i + 1) + " (" + std::to_string(r.strides_bytes[i]) +
-                     " bytes) is not a multiple of 16");
-    }
+std::string TensorMapWhere(const TensorMapSpec& spec) {
+  return "tensor map '" + (spec.name.empty() ? std::string("?") : spec.name) + "': ";
+}
+
+}  // namespace
+
+Status CheckTensorMapSpec(const TensorMapSpec& spec) {
+  const std::string where = TensorMapWhere(spec);
+  auto bad = [&](const std::string& what) { return Status(Code::kInvalidArgument, where + what); };
+  if (spec.rank < 1 || spec.rank > 5) return bad("rank " + std::to_string(spec.rank) + " out of range; allowed: 1..5");
+  const uint64_t address = reinterpret_cast<uintptr_t>(spec.address);
+  if (address == 0) return bad("global address is null");
+  if (address % 16 != 0) return bad("global address " + std::to_string(address) + " is not 16-byte aligned");
+  const uint64_t element_bytes = 2;  // both supported types are 16-bit
+  for (int i = 0; i < spec.rank; ++i) {
+    const std::string d = std::to_string(i);
+    if (spec.dims[i] < 1 || spec.dims[i] > (uint64_t(1) << 32))
+      return bad("dims[" + d + "] = " + std::to_string(spec.dims[i]) + " out of range; allowed: 1..2^32");
+    if (spec.box[i] < 1 || spec.box[i] > 256)
+      return bad("box[" + d + "] = " + std::to_string(spec.box[i]) + " out of range; allowed: 1..256");
+    if (spec.element_strides[i] < 1 || spec.element_strides[i] > 8)
+      return bad("element_strides[" + d + "] = " + std::to_string(spec.element_strides[i]) +
+                 " out of range; allowed: 1..8");
   }
-  static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
-  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
-  switch (r.swizzle) {
-    case TensorMapRequest::Swizzle::kNone: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
-    case TensorMapRequest::Swizzle::k32B: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
-    case TensorMapRequest::Swizzle::k64B: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
-    case TensorMapRequest::Swizzle::k128B: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  for (int i = 0; i + 1 < spec.rank; ++i) {
+    const uint64_t s = spec.strides_bytes[i];
+    if (s % 16 != 0 || s == 0 || s >= (uint64_t(1) << 40))
+      return bad("strides_bytes[" + std::to_string(i) + "] (dimension " + std::to_string(i + 1) + ") = " +
+                 std::to_string(s) + " must be a nonzero multiple of 16 below 2^40");
   }
-  cuuint64_t dims[5];
-  cuuint64_t strides[4];
-  cuuint32_t box[5];
-  cuuint32_t element_strides[5];
+  const uint64_t inner = spec.box[0] * element_bytes;
+  if (inner % 16 != 0) return bad("box[0] spans " + std::to_string(inner) + " bytes; must be a multiple of 16");
+  const uint64_t swizzle_span = spec.swizzle == TensorMapSwizzle::k32B    ? 32
+                                : spec.swizzle == TensorMapSwizzle::k64B  ? 64
+                                : spec.swizzle == TensorMapSwizzle::k128B ? 128
+                                                                          : 0;
+  if (swizzle_span != 0 && inner > swizzle_span)
+    return bad("box[0] spans " + std::to_string(inner) + " bytes, more than the " + std::to_string(swizzle_span) +
+               "-byte swizzle allows");
+  return Status::Ok();
+}
+
+Status Driver::EncodeTensorMapTiled(const TensorMapSpec& spec, void* out) const {
+  FT_RETURN_IF_ERROR(CheckTensorMapSpec(spec));
+  if (out == nullptr || reinterpret_cast<uintptr_t>(out) % 64 != 0)
+    return Status(Code::kInvalidArgument, TensorMapWhere(spec) + "output is not a 64-byte aligned 128-byte buffer");
+  static_assert(sizeof(CUtensorMap) == kTensorMapBytes, "CUtensorMap size changed");
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], element_strides[5];
   for (int i = 0; i < 5; ++i) {
-    dims[i] = r.dims[i];
-    box[i] = r.box[i];
-    element_strides[i] = r.element_strides[i];
-    if (i < 4) strides[i] = r.strides_bytes[i];
+    dims[i] = spec.dims[i];
+    box[i] = spec.box[i];
+    element_strides[i] = spec.element_strides[i];
+    if (i < 4) strides[i] = spec.strides_bytes[i];
   }
-  const CUresult res = driver.api().cuTensorMapEncodeTiled(
-      static_cast<CUtensorMap*>(out), r.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      r.rank, const_cast<void*>(r.base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (res == CUDA_SUCCESS) return Status::Ok();
-  std::string shape = "dims {";
-  for (uint32_t i = 0; i < r.rank; ++i) shape += (i ? ", " : "") + std::to_string(r.dims[i]);
-  shape += "}, box {";
-  for (uint32_t i = 0; i < r.rank; ++i) shape += (i ? ", " : "") + std::to_string(r.box[i]);
-  shape += "}";
-  Status s = driver.Check(res, "cuTensorMapEncodeTiled");
-  return Status(s.code(), s.message() + " (" + shape + ")");
+  const CUtensorMapDataType type =
+      spec.dtype == TensorMapDataType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  switch (spec.swizzle) {
+    case TensorMapSwizzle::kNone: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+    case TensorMapSwizzle::k32B: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+    case TensorMapSwizzle::k64B: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+    case TensorMapSwizzle::k128B: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  }
+  CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  switch (spec.l2_promotion) {
+    case TensorMapL2Promotion::kNone: l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE; break;
+    case TensorMapL2Promotion::k64B: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_64B; break;
+    case TensorMapL2Promotion::k128B: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_128B; break;
+    case TensorMapL2Promotion::k256B: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B; break;
+  }
+  const CUresult r = api_->cuTensorMapEncodeTiled(
+      static_cast<CUtensorMap*>(out), type, cuuint32_t(spec.rank), const_cast<void*>(spec.address), dims, strides,
+      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2,
+      spec.oob_zero ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE : CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  Status s = Check(r, "cuTensorMapEncodeTiled");
+  return Status(s.code(), TensorMapWhere(spec) + s.message());
 }
 
 }  // namespace flashtune

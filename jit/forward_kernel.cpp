@@ -10,7 +10,8 @@ Result<ForwardKernel> ForwardKernel::Load(const Context& context, const Cubin& c
   if (!family.ok()) return Status(family.status()).WithVariant(variant.Uri());
   auto kernel = Kernel::Load(context, cubin, variant.Uri(), (*family)->SharedMemoryBytes(variant));
   if (!kernel.ok()) return kernel.status();
-  return ForwardKernel(variant, std::move(*kernel));
+  auto device = context.driver().Device(context.ordinal());
+  return ForwardKernel(variant, std::move(*kernel), device.ok() ? device->sm_count : 0);
 }
 
 Status ForwardKernel::Launch(const ForwardArgs& args, CUstream stream) const {
@@ -20,6 +21,7 @@ Status ForwardKernel::Launch(const ForwardArgs& args, CUstream stream) const {
 
 Status ForwardKernel::LaunchValidated(const ForwardArgs& args, CUstream stream) const {
   LaunchPacket packet;
+  packet.sm_count = sm_count_;
   FT_RETURN_IF_ERROR(PackValidatedForward(variant_, args, &packet));
   return kernel_.Launch(&packet, stream);
 }

@@ -13,6 +13,49 @@ Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const st
   return Kernel(name, smem_bytes, std::move(owned), std::move(*function));
 }
 
+namespace {
+
+// The family's description as the driver layer's typed spec (no name: nothing allocated).
+TensorMapSpec SpecOf(const TensorMapRequest& r) {
+  TensorMapSpec s;
+  s.dtype = r.bf16 ? TensorMapDataType::kBFloat16 : TensorMapDataType::kFloat16;
+  s.rank = int(r.rank);
+  s.address = r.base;
+  for (int i = 0; i < 5; ++i) {
+    s.dims[i] = r.dims[i];
+    s.box[i] = r.box[i];
+    s.element_strides[i] = r.element_strides[i];
+    if (i < 4) s.strides_bytes[i] = r.strides_bytes[i];
+  }
+  switch (r.swizzle) {
+    case TensorMapRequest::Swizzle::kNone: s.swizzle = TensorMapSwizzle::kNone; break;
+    case TensorMapRequest::Swizzle::k32B: s.swizzle = TensorMapSwizzle::k32B; break;
+    case TensorMapRequest::Swizzle::k64B: s.swizzle = TensorMapSwizzle::k64B; break;
+    case TensorMapRequest::Swizzle::k128B: s.swizzle = TensorMapSwizzle::k128B; break;
+  }
+  s.oob_zero = r.oob_zero;
+  s.l2_promotion = r.l2_promotion >= 256  ? TensorMapL2Promotion::k256B
+                   : r.l2_promotion >= 128 ? TensorMapL2Promotion::k128B
+                   : r.l2_promotion >= 64  ? TensorMapL2Promotion::k64B
+                                           : TensorMapL2Promotion::kNone;
+  return s;
+}
+
+}  // namespace
+
+Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet) {
+  for (int i = 0; i < packet->tensor_maps; ++i) {
+    const TensorMapRequest& m = packet->maps[i];
+    if (m.offset % 64 != 0 || m.offset + kTensorMapBytes > packet->kMaxArgBytes) {
+      return Status(Code::kInvalidArgument, "tensor map " + std::to_string(i) + ": offset " + std::to_string(m.offset) +
+                                                " is not a 64-byte-aligned slot inside the kernel parameters");
+    }
+    Status s = driver.EncodeTensorMapTiled(SpecOf(m), packet->args + m.offset);
+    if (!s.ok()) return Status(s.code(), "tensor map " + std::to_string(i) + ": " + s.message());
+  }
+  return Status::Ok();
+}
+
 Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   if (packet->smem_bytes > smem_bytes_) {
     return Status(Code::kInvalidArgument, "launch asks for " + std::to_string(packet->smem_bytes) +
@@ -20,10 +63,8 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
                                               std::to_string(smem_bytes_))
         .WithVariant(name_);
   }
-  for (int i = 0; i < packet->tensor_maps; ++i) {
-    Status encoded = EncodeTensorMap(function_.driver(), packet->maps[i], packet->args + packet->maps[i].offset);
-    if (!encoded.ok()) return encoded.WithVariant(name_);
-  }
+  Status encoded = EncodeTensorMaps(function_.driver(), packet);
+  if (!encoded.ok()) return encoded.WithVariant(name_);
   void* kernel_args[] = {packet->args};
   Status status = flashtune::Launch(function_, {packet->grid[0], packet->grid[1], packet->grid[2]},
                                     {packet->block[0], packet->block[1], packet->block[2]}, packet->smem_bytes,

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "flashtune/status.h"
-#include "generator/launch_packet.h"
 
 // The driver's opaque handle types, declared exactly as cuda.h declares them so that this
 // header does not need the toolkit.
@@ -69,6 +68,32 @@ struct DeviceInfo {
   std::string ComputeCapability() const;
 };
 
+// A tiled TMA tensor map (CUtensorMap) to encode with Driver::EncodeTensorMapTiled: the
+// driver's cuTensorMapEncodeTiled arguments, typed. Dimension 0 is the contiguous one.
+enum class TensorMapDataType { kFloat16, kBFloat16 };
+enum class TensorMapSwizzle { kNone, k32B, k64B, k128B };
+enum class TensorMapL2Promotion { kNone, k64B, k128B, k256B };
+struct TensorMapSpec {
+  std::string name;  // what the map describes ("q"), used in error messages
+  TensorMapDataType dtype = TensorMapDataType::kBFloat16;
+  int rank = 0;                            // 1..5
+  const void* address = nullptr;           // device address of element 0, 16-byte aligned
+  std::array<uint64_t, 5> dims{};          // elements per dimension, 1..2^32
+  std::array<uint64_t, 4> strides_bytes{}; // strides of dimensions 1..rank-1, multiples of 16, < 2^40
+  std::array<uint32_t, 5> box{};           // box extent per dimension, 1..256
+  std::array<uint32_t, 5> element_strides{1, 1, 1, 1, 1};  // 1..8
+  TensorMapSwizzle swizzle = TensorMapSwizzle::kNone;
+  // Out-of-bounds elements read as zero (true) or as the NaN that requests zero FMAs (false).
+  bool oob_zero = true;
+  TensorMapL2Promotion l2_promotion = TensorMapL2Promotion::kNone;
+};
+// Size of an encoded tensor map: what EncodeTensorMapTiled writes to `out` (64-byte aligned).
+inline constexpr size_t kTensorMapBytes = 128;
+
+// Checks `spec` against cuTensorMapEncodeTiled's documented rules (non-interleaved layouts)
+// without a driver. OK, or kInvalidArgument: "tensor map 'q': box[0] ...".
+Status CheckTensorMapSpec(const TensorMapSpec& spec);
+
 class Driver {
  public:
   // Loads $FLASHTUNE_LIBCUDA when set, else libcuda.so.1, and initialises it. The first
@@ -92,6 +117,10 @@ class Driver {
 
   // The typed table of driver functions (jit/cuda_api.h) for code inside flashtune.
   const detail::CudaApi& api() const { return *api_; }
+  // Encodes `spec` into the 128 bytes at `out` (64-byte aligned; kTensorMapBytes) with
+  // cuTensorMapEncodeTiled. kInvalidArgument when CheckTensorMapSpec refuses it or `out` is
+  // misaligned; kDriverError naming the map and the driver's error when the driver refuses.
+  Status EncodeTensorMapTiled(const TensorMapSpec& spec, void* out) const;
   // OK when `result` (a CUresult) is CUDA_SUCCESS; else "<call> failed: NAME: text" with the
   // code mapped as the file comment says.
   Status Check(int result, const char* call) const;
@@ -287,10 +316,5 @@ inline Status Launch(const Function& function, std::array<unsigned, 3> grid,
   return Launch(function, grid, block, shared_memory_bytes, stream.get(), args);
 }
 
-// Encodes a TMA tensor map (cuTensorMapEncodeTiled) described by `request` into the 128 bytes
-// at `out` (64-byte aligned). Host-only work: no context, no allocation. kInvalidArgument
-// naming the field when the request cannot be a tensor map (rank, alignment, box); the
-// driver's error with its name otherwise.
-Status EncodeTensorMap(const Driver& driver, const TensorMapRequest& request, void* out);
 
 }  // namespace flashtune

@@ -24,6 +24,11 @@
 
 namespace flashtune {
 
+// Encodes the packet's tensor-map requests into its parameter bytes (each at its offset) with
+// the driver's cuTensorMapEncodeTiled. Host work only; allocates nothing. The driver's refusal
+// names the map's index.
+Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet);
+
 class Kernel {
  public:
   // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
@@ -58,7 +63,8 @@ class Kernel {
 // Thread safety: as Kernel.
 class ForwardKernel {
  public:
-  // Kernel::Load with the variant's URI as the function name and its shared memory.
+  // Kernel::Load with the variant's URI as the function name and its shared memory; notes the
+  // device's SM count (persistent grids).
   static Result<ForwardKernel> Load(const Context& context, const Cubin& cubin, const Variant& variant);
 
   // Validates `args` (ValidateForwardArgs, agreement with the variant, the family's CanRun)
@@ -74,9 +80,11 @@ class ForwardKernel {
   const Function& function() const { return kernel_.function(); }
 
  private:
-  ForwardKernel(Variant variant, Kernel kernel) : variant_(std::move(variant)), kernel_(std::move(kernel)) {}
+  ForwardKernel(Variant variant, Kernel kernel, int sm_count)
+      : variant_(std::move(variant)), kernel_(std::move(kernel)), sm_count_(sm_count) {}
   Variant variant_;
   Kernel kernel_;
+  int sm_count_ = 0;  // the device's, for families with persistent grids
 };
 
 }  // namespace flashtune

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "generator/kernel_abi.h"
@@ -26,6 +28,7 @@ TEST(Space, DefaultSpaceCountsMatchTheRules) {
     for (int64_t smem : {int64_t(232448), int64_t(166912), int64_t(101376)}) {
       SpaceOptions o;
       o.max_smem_bytes = smem;
+      o.families = {"fa2_fwd"};
       auto space = EnumerateSpace({DType::kBF16, d, false}, o);
       ASSERT_TRUE(space.ok()) << d << " " << smem << ": " << space.status().ToString();
       EXPECT_EQ(space->size(), CountByHand(d, smem)) << "d" << d << " smem " << smem;
@@ -33,8 +36,39 @@ TEST(Space, DefaultSpaceCountsMatchTheRules) {
     }
   }
   // Anchors worked out on paper: d128 on sm_90 keeps 25 of 27 divisible combinations.
-  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kBF16, 128, true})->size(), 25u);
-  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kF16, 64, false})->size(), 27u);
+  SpaceOptions fa2;
+  fa2.families = {"fa2_fwd"};
+  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kBF16, 128, true}, fa2)->size(), 25u);
+  EXPECT_EQ(EnumerateSpace(ProblemClass{DType::kF16, 64, false}, fa2)->size(), 27u);
+}
+
+// On sm_90a the space is fa2_fwd's and hopper_fwd's; elsewhere, and for head dims that are not
+// whole 64-column swizzle atoms, hopper_fwd does not exist.
+TEST(Space, HopperFamilyJoinsOnSm90aOnly) {
+  auto both = EnumerateSpace(ProblemClass{DType::kBF16, 128, false});
+  ASSERT_TRUE(both.ok());
+  const auto hopper = std::count_if(both->begin(), both->end(), [](const Variant& v) { return v.family == "hopper_fwd"; });
+  EXPECT_GT(hopper, 4);
+  EXPECT_EQ(size_t(hopper) + 27u - 2u, both->size());  // fa2_fwd keeps 25 at d128
+  for (const Variant& v : *both) EXPECT_TRUE(CheckVariant(v).ok()) << v.Uri();
+  SpaceOptions sm80;
+  sm80.arch = "sm_80";
+  sm80.max_smem_bytes = MaxSharedMemoryForArch("sm_80");
+  auto ampere = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, sm80);
+  ASSERT_TRUE(ampere.ok());
+  EXPECT_TRUE(std::all_of(ampere->begin(), ampere->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  auto d96 = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
+  ASSERT_TRUE(d96.ok());
+  EXPECT_TRUE(std::all_of(d96->begin(), d96->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  // Untuned, sm_90a prefers hopper_fwd; the d96 class and other archs keep fa2_fwd.
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 128, true}).family, "hopper_fwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, true}).family, "fa2_fwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 128, true}, MaxSharedMemoryForArch("sm_80"), "sm_80").family,
+            "fa2_fwd");
+  for (int d : {64, 128, 192, 256}) {
+    const Variant v = DefaultVariant(ProblemClass{DType::kF16, d, false});
+    EXPECT_TRUE(CheckVariant(v).ok()) << v.Uri() << ": " << CheckVariant(v).ToString();
+  }
 }
 
 TEST(Space, PrunesD256Br128Stages3OnSm80) {
@@ -73,6 +107,7 @@ TEST(Space, RespectsNarrowedOptions) {
   o.values.push_back({"bc", {64}});
   o.values.push_back({"w", {8}});
   o.values.push_back({"s", {2}});
+  o.families = {"fa2_fwd"};
   auto space = EnumerateSpace({DType::kBF16, 128, false}, o);
   ASSERT_TRUE(space.ok());
   ASSERT_EQ(space->size(), 1u);
@@ -137,19 +172,19 @@ TEST(Space, SharedMemoryMatchesKernelAbi) {
 }
 
 TEST(Space, DefaultVariantIsFa2StartingTileAndFits) {
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 64, false}).Uri(), "fa2_fwd_bf16_d64_br128_bc128_w4_s2_full");
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 128, true}).Uri(), "fa2_fwd_f16_d128_br128_bc64_w4_s2_causal");
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 256, false}).Uri(), "fa2_fwd_bf16_d256_br64_bc64_w4_s2_full");
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 32, false}).Param("bc"), 128);
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, false}).Param("bc"), 64);
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 160, false}).Param("br"), 64);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 64, false}, kDefaultMaxSmemBytes, "sm_80").Uri(), "fa2_fwd_bf16_d64_br128_bc128_w4_s2_full");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 128, true}, kDefaultMaxSmemBytes, "sm_80").Uri(), "fa2_fwd_f16_d128_br128_bc64_w4_s2_causal");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 256, false}, kDefaultMaxSmemBytes, "sm_80").Uri(), "fa2_fwd_bf16_d256_br64_bc64_w4_s2_full");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 32, false}, kDefaultMaxSmemBytes, "sm_80").Param("bc"), 128);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, false}, kDefaultMaxSmemBytes, "sm_80").Param("bc"), 64);
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 160, false}, kDefaultMaxSmemBytes, "sm_80").Param("br"), 64);
   // d128 128x64 s2 needs 104448 bytes: on sm_86 it drops to one stage.
-  Variant small = DefaultVariant({DType::kBF16, 128, false}, MaxSharedMemoryForArch("sm_86"));
+  Variant small = DefaultVariant({DType::kBF16, 128, false}, MaxSharedMemoryForArch("sm_86"), "sm_86");
   EXPECT_EQ(small.Uri(), "fa2_fwd_bf16_d128_br128_bc64_w4_s1_full");
   for (int d : kSupportedHeadDims) {
     for (const char* arch : {"sm_80", "sm_86", "sm_90a"}) {
       const int64_t limit = MaxSharedMemoryForArch(arch);
-      Variant v = DefaultVariant({DType::kF16, d, true}, limit);
+      Variant v = DefaultVariant({DType::kF16, d, true}, limit, arch);
       EXPECT_TRUE(CheckVariant(v, limit).ok()) << arch << " " << v.Uri();
     }
   }

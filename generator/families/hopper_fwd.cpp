@@ -1,0 +1,114 @@
+// The hopper_fwd family: templates/hopper_fwd.cuh (wgmma + TMA + mbarriers + a producer
+// warpgroup and 1-3 consumer warpgroups with setmaxnreg, ping-pong between consumers), sm_90a
+// only. Parameters, in URI order: bm (query rows per block = 64 per consumer warpgroup), bn (keys
+// per K/V block), wg (consumer warpgroups), s (K/V ring stages), p (persistent tile loop, 0/1).
+// The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
+#include <algorithm>
+#include <cmath>
+
+#include "flashtune/space.h"
+#include "generator/family.h"
+#include "generator/hopper_fwd_pack.h"
+
+namespace flashtune {
+namespace {
+
+detail::HopperConfig ConfigOf(const Variant& v) {
+  detail::HopperConfig c;
+  c.dtype = v.dtype;
+  c.head_dim = v.head_dim;
+  c.causal = v.causal;
+  c.block_m = v.Param("bm");
+  c.block_n = v.Param("bn");
+  c.consumer_wgs = v.Param("wg");
+  c.stages = v.Param("s");
+  c.persistent = v.Param("p") != 0;
+  return c;
+}
+
+class HopperFwd final : public Family {
+ public:
+  std::string_view name() const override { return "hopper_fwd"; }
+  std::string_view template_name() const override { return "hopper_fwd.cuh"; }
+  // The instruction set is where FA-2's gap to cuDNN lies: untuned, prefer this on sm_90a.
+  int preference() const override { return 10; }
+  const std::vector<ParamAxis>& axes() const override {
+    // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
+    // and their neighbours; 16-key steps exist in `allowed` for hand-picked variants.
+    static const std::vector<ParamAxis> kAxes = {
+        {"bm", "block_m (bm)", {64, 128, 192}, {128, 192}},
+        {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
+         {64, 80, 112, 128, 176, 192}},
+        {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {2, 3}},
+        {"s", "stages (s)", {2, 3, 4}, {2}},
+        {"p", "persistent (p)", {0, 1}, {0}},
+    };
+    return kAxes;
+  }
+
+  bool Serves(const ProblemClass& cls, const Target& target) const override {
+    // wgmma and setmaxnreg exist on sm_90a alone; head dims are whole 128-byte swizzle atoms.
+    return target.arch == "sm_90a" && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
+  }
+  int64_t SharedMemoryBytes(const Variant& v) const override { return detail::HopperSmemBytes(ConfigOf(v)); }
+  int Threads(const Variant& v) const override { return detail::HopperThreads(ConfigOf(v)); }
+  Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
+    return detail::CheckHopperConfig(ConfigOf(v), max_smem_bytes);
+  }
+
+  // Measured best tiles on the H200 (bench/hopper_probe, interleaved timing): d64 three
+  // consumer warpgroups 192x128; d128 128x128 (causal 128x128, full 128x176 close); d256 128x80.
+  Variant Default(const ProblemClass& cls, const Target& target) const override {
+    int wg = 2, bn = 128;
+    if (cls.head_dim <= 64) {
+      wg = 3;
+      bn = 128;
+    } else if (cls.head_dim > 128) {
+      bn = cls.head_dim > 192 ? 80 : 96;
+    }
+    const int values[] = {64 * wg, bn, wg, 2, 0};
+    Variant v = MakeVariant(cls, values);
+    while (!CheckRules(v, target.max_smem_bytes).ok() && bn > 16) {
+      bn -= 16;
+      v.SetParam("bn", bn);
+    }
+    return v;
+  }
+
+  std::string Prologue(const Variant& v) const override { return detail::HopperPrologue(ConfigOf(v), v.Uri()); }
+
+  // TMA describes a tensor only when each stride of a dimension longer than 1 is a nonzero
+  // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why.
+  Status CanRun(const Variant& v, const ForwardArgs& args) const override {
+    Status s = detail::CanServe(ConfigOf(v), args);
+    if (!s.ok()) return Status(Code::kUnsupported, s.message());
+    return s;
+  }
+
+  void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const override {
+    detail::FillHopperPacket(ConfigOf(v), args, out->sm_count, out);
+  }
+
+  std::string Describe(const Variant& v) const override {
+    return std::to_string(v.Param("bm")) + "x" + std::to_string(v.Param("bn")) + " wg" + std::to_string(v.Param("wg")) +
+           " s" + std::to_string(v.Param("s")) + (v.Param("p") ? " persistent" : "");
+  }
+
+  // Ahead of every fa2_fwd variant (whose prior is > -2 for any tile): the instruction set
+  // decides first; within the family, FA-3's seeds first, then bigger key tiles.
+  double PriorScore(const Problem& p, const Variant& v) const override {
+    (void)p;
+    const Variant seed = Default(ClassOf(v), Target{});
+    double score = -10.0 + Distance(v, seed);
+    return score;
+  }
+};
+
+}  // namespace
+
+const Family& FamilyEntry_hopper_fwd() {
+  static const HopperFwd family;
+  return family;
+}
+
+}  // namespace flashtune

@@ -1,0 +1,187 @@
+// Host side of templates/hopper_fwd.cuh: see generator/hopper_fwd_pack.h.
+#include "generator/hopper_fwd_pack.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+
+namespace flashtune::detail {
+namespace {
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+constexpr int kRowsPerWarpgroup = 64;
+constexpr int kSwizzleColumns = 64;  // 128 bytes of 16-bit elements: one swizzle atom row
+
+// One [B, N, H, D] tensor as the kernel's rank-4 map {D, H, N, B} with a {64, 1, rows, 1} box.
+TensorMapRequest MapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch, int64_t seqlen,
+                        int64_t heads, int head_dim, int box_rows) {
+  TensorMapRequest m;
+  m.offset = uint32_t(offset);
+  m.bf16 = dtype == DType::kBF16;
+  m.rank = 4;
+  m.base = base;
+  const uint64_t dims[4] = {uint64_t(head_dim), uint64_t(heads), uint64_t(seqlen), uint64_t(batch)};
+  for (int i = 0; i < 4; ++i) m.dims[i] = dims[i];
+  // A dimension of extent 1 is never stepped: any legal stride describes it.
+  auto stride = [](int64_t elements, int64_t extent) { return extent == 1 ? uint64_t(16) : uint64_t(elements) * 2; };
+  m.strides_bytes[0] = stride(s.head, heads);
+  m.strides_bytes[1] = stride(s.seq, seqlen);
+  m.strides_bytes[2] = stride(s.batch, batch);
+  m.box[0] = uint32_t(kSwizzleColumns);
+  m.box[1] = 1;
+  m.box[2] = uint32_t(box_rows);
+  m.box[3] = 1;
+  m.box[4] = 1;
+  m.swizzle = TensorMapRequest::Swizzle::k128B;
+  m.oob_zero = true;
+  m.l2_promotion = 128;
+  return m;
+}
+
+Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_t seqlen, int64_t heads) {
+  const struct {
+    const char* dim;
+    int64_t stride, extent;
+  } dims[] = {{"batch", s.batch, batch}, {"seq", s.seq, seqlen}, {"head", s.head, heads}};
+  for (const auto& d : dims) {
+    if (d.extent == 1) continue;
+    const int64_t bytes = d.stride * 2;
+    if (d.stride <= 0 || bytes % 16 != 0 || bytes >= (int64_t(1) << 40))
+      return Invalid(std::string("hopper_fwd: TMA cannot describe ") + name + "_strides." + d.dim + " (" +
+                     std::to_string(d.stride) + " elements): it must be a nonzero multiple of 8 elements below 2^39");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string HopperUri(const HopperConfig& c) {
+  return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
+         std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
+         std::to_string(c.stages) + "_p" + (c.persistent ? "1" : "0") + (c.causal ? "_causal" : "_full");
+}
+
+int64_t HopperSmemBytes(const HopperConfig& c) {
+  const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
+  const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
+  return 1024 + tile_q + 2 * c.stages * tile_kv + (2 + 4 * c.stages) * 8;
+}
+
+int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
+
+Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
+  const std::string uri = HopperUri(c);
+  if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
+  if (c.head_dim % 64 != 0 || c.head_dim < 64 || c.head_dim > 256)
+    return Invalid(uri + ": head_dim (" + std::to_string(c.head_dim) + ") must be 64, 128, 192 or 256");
+  if (c.consumer_wgs < 1 || c.consumer_wgs > 3)
+    return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2 or 3");
+  if (c.block_m != kRowsPerWarpgroup * c.consumer_wgs)
+    return Invalid(uri + ": block_m (" + std::to_string(c.block_m) + ") must be 64 * consumer_wgs (" +
+                   std::to_string(kRowsPerWarpgroup * c.consumer_wgs) + ")");
+  if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
+    return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
+  if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
+  // Static round-robin over causal tiles of unequal length: with 132 blocks and 128 query
+  // blocks per head, some blocks got 3x the work of others (d128 causal N16k: 382 vs 637 TFLOP/s).
+  if (c.persistent && c.causal) return Invalid(uri + ": persistent variants are non-causal only");
+  // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
+  const int consumer_regs = c.consumer_wgs == 1 ? 232 : c.consumer_wgs == 2 ? 240 : 160;
+  if (c.block_n / 2 + c.head_dim / 2 + c.block_n / 4 > consumer_regs - 32)
+    return Invalid(uri + ": block_n and head_dim need more accumulator registers than " +
+                   std::to_string(consumer_regs) + " per consumer thread allow");
+  const int64_t smem = HopperSmemBytes(c);
+  if (smem > max_smem_bytes)
+    return Invalid(uri + ": needs " + std::to_string(smem) + " bytes of shared memory; the limit is " +
+                   std::to_string(max_smem_bytes));
+  return Status::Ok();
+}
+
+std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
+  auto b = [](bool x) { return x ? "true" : "false"; };
+  std::string s;
+  s += "// flashtune generated prologue for " + uri + "\n";
+  s += "#define FT_CONFIG_PROVIDED 1\n";
+  s += "#define FT_KERNEL_NAME " + uri + "\n";
+  s += "namespace ft_config {\n";
+  s += std::string("constexpr bool kBf16 = ") + b(c.dtype == DType::kBF16) + ";  // false = fp16\n";
+  s += "constexpr int kHeadDim = " + std::to_string(c.head_dim) + ";\n";
+  s += "constexpr int kBlockM = " + std::to_string(c.block_m) + ";\n";
+  s += "constexpr int kBlockN = " + std::to_string(c.block_n) + ";\n";
+  s += "constexpr int kConsumerWarpgroups = " + std::to_string(c.consumer_wgs) + ";\n";
+  s += "constexpr int kStages = " + std::to_string(c.stages) + ";\n";
+  s += std::string("constexpr bool kCausal = ") + b(c.causal) + ";\n";
+  s += std::string("constexpr bool kPersistent = ") + b(c.persistent) + ";\n";
+  s += "constexpr int kSmemBytes = " + std::to_string(HopperSmemBytes(c)) + ";\n";
+  s += "}  // namespace ft_config\n";
+  s += "#line 1 \"hopper_fwd.cuh\"\n";
+  return s;
+}
+
+Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
+  FT_RETURN_IF_ERROR(ValidateForwardArgs(a));
+  // The URI only on failure: this runs on every launch and must not allocate when it passes.
+  if (a.dtype != c.dtype)
+    return Invalid(HopperUri(c) + " cannot serve dtype " + std::string(DTypeName(a.dtype)));
+  if (a.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.head_dim));
+  if (a.causal != c.causal)
+    return Invalid(HopperUri(c) + " cannot serve a " + (a.causal ? "causal" : "non-causal") + " call");
+  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, a.batch, a.seqlen_q, a.heads_q));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, a.batch, a.seqlen_k, a.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, a.batch, a.seqlen_k, a.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, a.batch, a.seqlen_q, a.heads_q));
+  return Status::Ok();
+}
+
+Status PackHopper(const HopperConfig& c, const ForwardArgs& a, int sm_count, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(CheckHopperConfig(c));
+  FT_RETURN_IF_ERROR(CanServe(c, a));
+  if (c.persistent && sm_count < 1) return Invalid(HopperUri(c) + ": a persistent variant needs the device's SM count");
+  FillHopperPacket(c, a, sm_count, out);
+  return Status::Ok();
+}
+
+void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count, LaunchPacket* out) {
+  const int64_t m_blocks = (a.seqlen_q + c.block_m - 1) / c.block_m;
+  if (c.persistent) {
+    // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N.
+    const int64_t tiles = m_blocks * a.heads_q * a.batch;
+    out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1)));
+    out->grid[1] = 1;
+    out->grid[2] = 1;
+  } else {
+    out->grid[0] = unsigned(m_blocks);
+    out->grid[1] = unsigned(a.heads_q);
+    out->grid[2] = unsigned(a.batch);
+  }
+  out->block[0] = unsigned(HopperThreads(c));
+  out->block[1] = 1;
+  out->block[2] = 1;
+  out->smem_bytes = unsigned(HopperSmemBytes(c));
+  out->tensor_maps = 4;
+  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.dtype, a.q, a.q_strides, a.batch, a.seqlen_q, a.heads_q,
+                        a.head_dim, c.block_m);
+  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.dtype, a.k, a.k_strides, a.batch, a.seqlen_k, a.heads_kv,
+                        a.head_dim, c.block_n);
+  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.dtype, a.v, a.v_strides, a.batch, a.seqlen_k, a.heads_kv,
+                        a.head_dim, c.block_n);
+  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.dtype, a.o, a.o_strides, a.batch, a.seqlen_q, a.heads_q,
+                        a.head_dim, kRowsPerWarpgroup);
+  HopperParams p{};
+  p.o = a.o;
+  p.lse = a.lse;
+  p.o_stride[0] = a.o_strides.batch;
+  p.o_stride[1] = a.o_strides.seq;
+  p.o_stride[2] = a.o_strides.head;
+  p.batch = int32_t(a.batch);
+  p.seqlen_q = int32_t(a.seqlen_q);
+  p.seqlen_k = int32_t(a.seqlen_k);
+  p.heads_q = int32_t(a.heads_q);
+  p.heads_kv = int32_t(a.heads_kv);
+  p.scale_log2 = float(double(a.EffectiveScale()) * 1.4426950408889634);
+  out->SetArgs(p);
+}
+
+}  // namespace flashtune::detail

@@ -1,0 +1,96 @@
+// generator/hopper_fwd_pack.h (private) — host side of templates/hopper_fwd.cuh: the variant's
+// parameters, its prologue and shared-memory size, and the packing of one forward call into
+// the kernel's launch geometry, tensor maps and parameter struct.
+//
+// The kernel (sm_90a only) reads Q, K, V through TMA tensor maps and writes O through one:
+// each 16-bit tensor [B, N, H, D] with the call's strides is described as a rank-4 tiled map
+// {D, H, N, B} (dimension 0 contiguous; byte strides {head, seq, batch}), 128-byte swizzle,
+// a box of 64 columns x 1 head x rows x 1 batch, out-of-bounds rows read as zero. Tensor maps
+// embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded per
+// call by the JIT layer (EncodeTensorMaps in flashtune/kernel.h), just before the launch.
+//
+// Generator layer: no driver, tuner, runtime or database; the hopper_fwd family
+// (generator/families/hopper_fwd.cpp) wraps these functions.
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flashtune/forward_args.h"
+#include "flashtune/status.h"
+#include "flashtune/variant.h"
+#include "generator/launch_packet.h"
+
+namespace flashtune::detail {
+
+// Every compile-time parameter of templates/hopper_fwd.cuh.
+struct HopperConfig {
+  DType dtype = DType::kBF16;
+  int head_dim = 128;    // 64, 128, 192 or 256
+  bool causal = false;
+  int block_m = 128;     // query rows per thread block = 64 * consumer_wgs
+  int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
+  int consumer_wgs = 2;  // consumer warpgroups (1..3); one producer warpgroup besides
+  int stages = 2;        // K/V shared-memory ring depth (2..4)
+  bool persistent = false;  // grid of at most one block per SM, each looping over tiles (non-causal)
+  bool operator==(const HopperConfig&) const = default;
+};
+
+// The template's kernel-parameter struct (FtHopperParams); keep the two in lock-step.
+struct alignas(64) HopperTensorMap {
+  uint64_t opaque[16];
+};
+struct HopperParams {
+  HopperTensorMap tmap_q;
+  HopperTensorMap tmap_k;
+  HopperTensorMap tmap_v;
+  HopperTensorMap tmap_o;
+  void* o;
+  float* lse;            // may be null: lse is then not written
+  int64_t o_stride[3];   // batch, seq, head — elements
+  int32_t batch;
+  int32_t seqlen_q;
+  int32_t seqlen_k;
+  int32_t heads_q;
+  int32_t heads_kv;
+  float scale_log2;      // softmax_scale * log2(e)
+};
+static_assert(sizeof(HopperParams) == 576 && offsetof(HopperParams, o) == 512 &&
+                  offsetof(HopperParams, batch) == 552 && offsetof(HopperParams, scale_log2) == 572,
+              "HopperParams layout drifted from FtHopperParams");
+
+// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_causal" ("..._full" when not causal; p1 for a
+// persistent variant): the hopper_fwd family's variant URI.
+std::string HopperUri(const HopperConfig& config);
+// OK when the template accepts `config` (the rules its static_asserts enforce, and shared
+// memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
+Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 232448);
+// Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
+// tile, `stages` K and V tiles, and the mbarriers (2 + 4 * stages).
+int64_t HopperSmemBytes(const HopperConfig& config);
+// Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
+int HopperThreads(const HopperConfig& config);
+// The constexpr prologue the template expects, with FT_KERNEL_NAME `uri`.
+std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
+
+// OK when the kernel compiled for `config` can serve `args`: ValidateForwardArgs passes, the
+// dtype, head dim and causal flag match, and TMA can describe every tensor (each stride of a
+// dimension longer than 1 a nonzero multiple of 16 bytes below 2^40, 16-byte aligned bases).
+// Else kInvalidArgument saying why, so that a caller can fall back to fa2_fwd.
+Status CanServe(const HopperConfig& config, const ForwardArgs& args);
+
+// Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
+// {min(tiles, sm_count), 1, 1}), dynamic shared memory, the four tensor maps still to encode
+// (q, k, v, o, at their offsets in HopperParams) and the parameters. `sm_count` (the device's
+// multiprocessors) sizes a persistent grid; kInvalidArgument when a persistent config gets
+// none. Allocates nothing.
+Status PackHopper(const HopperConfig& config, const ForwardArgs& args, int sm_count, LaunchPacket* out);
+// PackHopper without the checks, for callers that made them (the family: its variant was
+// checked when loaded, the call by CanServe). A persistent config with sm_count < 1 gets a grid of 1.
+void FillHopperPacket(const HopperConfig& config, const ForwardArgs& args, int sm_count, LaunchPacket* out);
+
+}  // namespace flashtune::detail

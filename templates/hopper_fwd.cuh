@@ -1,0 +1,659 @@
+// Hopper (sm_90a) attention forward kernel template (flashtune).
+//
+// Warp-specialised, FlashAttention-3 style. A thread block has one producer warpgroup and
+// kConsumerWarpgroups consumer warpgroups (128 threads each, the producer first):
+//  - the producer's first thread issues TMA (cp.async.bulk.tensor) loads: the block's Q tile
+//    once, then K and V tiles into a kStages-deep ring of shared-memory buffers, each guarded
+//    by a "full" mbarrier (TMA transaction bytes) and an "empty" mbarrier (consumer warps
+//    arrive when they no longer read the buffer). It gives registers away (setmaxnreg.dec).
+//  - each consumer warpgroup owns 64 query rows (one wgmma m64 tile) and takes the freed
+//    registers (setmaxnreg.inc). Per K/V block: S = Q K^T by wgmma with both operands in
+//    shared memory (128-byte swizzle, K-major descriptors); online softmax in registers with
+//    exp2 (scale*log2(e) folded into one FMA); O += P V by wgmma with P from registers as the
+//    A operand and V from shared memory as an MN-major ("transposed") B operand.
+//    Intra-warpgroup overlap: S for block j+1 is issued before P V for block j, so the
+//    tensor cores work while the softmax of block j+1 runs. Ping-pong between consumer
+//    warpgroups (named barriers) orders their wgmma issues so that one warpgroup's softmax
+//    overlaps the others' GEMMs.
+//  - the epilogue divides by the row sum, writes this warpgroup's O rows into its own (now
+//    dead) Q rows in the TMA 128-byte swizzled layout and stores them with one TMA store per
+//    64 columns; TMA clips rows past seqlen_q. lse is written with plain stores.
+//  - persistent (kPersistent): each block walks tiles blockIdx.x, +gridDim.x, ...; the K/V ring
+//    and its phases run on across tiles, a "q_empty" mbarrier hands the Q buffer back to the
+//    producer once the O stores have read it, and the next tile's first K block is loaded
+//    before that, while the epilogue runs.
+// K/V blocks are visited from the last to the first, so the only blocks that need masking
+// (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
+// that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
+//
+// Parameters (ft_config): kBf16; kHeadDim (64, 128, 192, 256: a multiple of 64, one 128-byte
+// swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
+// (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
+// most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
+// one block per SM, each looping over tiles; the host sizes the grid; non-causal only);
+// kSmemBytes (checked against the layout below).
+//
+// Self-contained: no toolkit header, every Hopper instruction through inline PTX. The
+// generator prepends a constexpr prologue (namespace ft_config, FT_KERNEL_NAME); without it
+// the defaults below let the file compile on its own.
+//
+// Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (any batch/seq/head strides,
+// described by the tensor maps the host encodes), lse [B, Hq, Nq] fp32 (optional). Causal
+// masks align bottom-right: query i sees keys j <= i + Nk - Nq. A row that sees no key gets
+// o = 0 and lse = -inf.
+
+#ifndef FT_CONFIG_PROVIDED
+#define FT_KERNEL_NAME hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_full
+namespace ft_config {
+constexpr bool kBf16 = true;
+constexpr int kHeadDim = 128;
+constexpr int kBlockM = 128;
+constexpr int kBlockN = 128;
+constexpr int kConsumerWarpgroups = 2;
+constexpr int kStages = 2;
+constexpr bool kCausal = false;
+constexpr bool kPersistent = false;
+constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 + 4 * kStages) * 8;
+}  // namespace ft_config
+#endif
+
+namespace ft {
+
+using namespace ft_config;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// A CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host.
+struct alignas(64) FtTensorMap {
+  unsigned long long opaque[16];
+};
+
+// Mirrors flashtune::detail::HopperParams (generator/hopper_fwd_pack.h); keep in lock-step.
+struct FtHopperParams {
+  FtTensorMap tmap_q;  // {D, Hq, Nq, B}, box {64, 1, kBlockM, 1}, 128-byte swizzle
+  FtTensorMap tmap_k;  // {D, Hkv, Nk, B}, box {64, 1, kBlockN, 1}
+  FtTensorMap tmap_v;  // like tmap_k
+  FtTensorMap tmap_o;  // {D, Hq, Nq, B}, box {64, 1, 64, 1}
+  void* o;
+  float* lse;          // may be null: lse is then not written
+  i64 o_stride[3];     // batch, seq, head — elements (informational; O goes out by TMA)
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  float scale_log2;    // softmax_scale * log2(e)
+};
+
+// Ping-pong between consumer warpgroups: each issues its wgmmas only in its turn (a ring of
+// named barriers), so one warpgroup's softmax runs while the next one's GEMMs occupy the
+// tensor cores. FT_HOPPER_PINGPONG=0 (an NVRTC -D option) turns it off for experiments.
+#ifndef FT_HOPPER_PINGPONG
+#define FT_HOPPER_PINGPONG 1
+#endif
+constexpr bool kPingPong = FT_HOPPER_PINGPONG && kConsumerWarpgroups > 1;
+// Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
+// kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
+constexpr int kTurnBarrier = 4;
+// FT_HOPPER_LAZY_RESCALE=1: skip the O rescale when no row of the warp moved its max (the
+// skipped multiplies would all be by exactly 1.0f: bit-identical results).
+#ifndef FT_HOPPER_LAZY_RESCALE
+#define FT_HOPPER_LAZY_RESCALE 0
+#endif
+
+constexpr int kRowsPerWarpgroup = 64;
+constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
+constexpr int kChunks = kHeadDim / 64;                  // 64-column, 128-byte-swizzled chunks
+constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
+constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
+constexpr u32 kQChunkBytes = kBlockM * 128;
+constexpr u32 kKVChunkBytes = kBlockN * 128;
+constexpr int kBarriers = 2 + 4 * kStages;              // q_full, k/v full and empty per stage, q_empty
+constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
+// Registers: the producer keeps 24, the consumers share the rest of the 64K register file.
+constexpr int kMinBlocks = kConsumerWarpgroups == 1 ? 2 : 1;
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = kConsumerWarpgroups == 1 ? 232 : kConsumerWarpgroups == 2 ? 240 : 160;
+
+static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
+              "head dim must be 64, 128, 192 or 256 (whole 64-column swizzle atoms)");
+static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 3, "consumer warpgroups must be 1, 2 or 3");
+static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
+              "block_m must be 64 * consumer warpgroups: each consumer warpgroup owns one 64-row wgmma tile");
+static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
+              "block_n must be a multiple of 16 in [16, 256] (wgmma N and TMA box limits)");
+static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
+static_assert(!(kPersistent && kCausal),
+              "persistent variants are non-causal only: a static tile order over causal tiles of "
+              "unequal length leaves some blocks with 3x the work of others");
+static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
+static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
+static_assert(kBlockN / 2 + kHeadDim / 2 + kBlockN / 4 <= kConsumerRegs - 32,
+              "S, P and O accumulators do not fit the consumer's register budget");
+
+__device__ __forceinline__ u32 smem_address(const void* p) {
+  u32 a;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// ---- mbarrier -------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase with parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+
+// ---- TMA ------------------------------------------------------------------------------------
+__device__ __forceinline__ void tma_load_4d(u32 dst, const FtTensorMap* map, int c0, int c1, int c2, int c3, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+      ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void tma_store_4d(const FtTensorMap* map, u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src) : "memory");
+}
+__device__ __forceinline__ void tma_store_commit_and_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;\n cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void prefetch_tensormap(const FtTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- wgmma ----------------------------------------------------------------------------------
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
+// offsets (all in 16-byte units), layout type 1 in bits 62-63. Buffers are 1024-byte aligned,
+// so the base-offset field stays 0.
+__device__ __forceinline__ u64 make_desc(u32 addr, u32 leading_bytes, u32 stride_bytes) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(leading_bytes >> 4) << 16) | ((u64)(stride_bytes >> 4) << 32) |
+         (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Ties accumulator registers to this point so the compiler neither reads them before a
+// wgmma wait nor moves their updates across it.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&r)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// Wgmma<N>::ss: d[64 x N] (+)= A[64 x 16] * B[16 x N], A and B from shared memory (K-major).
+// Wgmma<N>::rs: the same with A from registers and B MN-major (transposed) in shared memory.
+// d is this thread's N/2 fp32 accumulators in the wgmma register layout.
+template <int N>
+struct Wgmma;
+
+#define FT_OPS8(d, b) \
+  "+f"(d[b + 0]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), "+f"(d[b + 6]), "+f"(d[b + 7])
+#define FT_WGMMA_SS_ASM(N, REGS, OPS, I0, I1, I2, TY)                                                        \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" I2 ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N       \
+               "k16.f32." TY "." TY " {" REGS "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"                     \
+               : OPS(d) : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define FT_WGMMA_RS_ASM(N, REGS, OPS, I0, I1, I2, I3, I4, I5, TY)                                             \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" I5 ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N       \
+               "k16.f32." TY "." TY " {" REGS "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 ", p, 1, 1, 1;\n}\n" \
+               : OPS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
+#define FT_DEFINE_WGMMA(N, REGS, OPS, I0, I1, I2, I3, I4, I5)                                                \
+  template <>                                                                                               \
+  struct Wgmma<N> {                                                                                         \
+    static __device__ __forceinline__ void ss(float (&d)[N / 2], u64 desc_a, u64 desc_b, int scale_d) {     \
+      if constexpr (kBf16) FT_WGMMA_SS_ASM(N, REGS, OPS, I0, I1, I2, "bf16");                               \
+      else FT_WGMMA_SS_ASM(N, REGS, OPS, I0, I1, I2, "f16");                                                \
+    }                                                                                                       \
+    static __device__ __forceinline__ void rs(float (&d)[N / 2], const u32 (&a)[4], u64 desc_b, int scale_d) { \
+      if constexpr (kBf16) FT_WGMMA_RS_ASM(N, REGS, OPS, I0, I1, I2, I3, I4, I5, "bf16");                   \
+      else FT_WGMMA_RS_ASM(N, REGS, OPS, I0, I1, I2, I3, I4, I5, "f16");                                    \
+    }                                                                                                       \
+  };
+// Operand lists "%0,...,%(N/2-1)" and the matching "+f" accumulators, N = 16 ... 256.
+#define FT_REGS_8 "%0,%1,%2,%3,%4,%5,%6,%7"
+#define FT_REGS_16 FT_REGS_8 "," "%8,%9,%10,%11,%12,%13,%14,%15"
+#define FT_REGS_24 FT_REGS_16 "," "%16,%17,%18,%19,%20,%21,%22,%23"
+#define FT_REGS_32 FT_REGS_24 "," "%24,%25,%26,%27,%28,%29,%30,%31"
+#define FT_REGS_40 FT_REGS_32 "," "%32,%33,%34,%35,%36,%37,%38,%39"
+#define FT_REGS_48 FT_REGS_40 "," "%40,%41,%42,%43,%44,%45,%46,%47"
+#define FT_REGS_56 FT_REGS_48 "," "%48,%49,%50,%51,%52,%53,%54,%55"
+#define FT_REGS_64 FT_REGS_56 "," "%56,%57,%58,%59,%60,%61,%62,%63"
+#define FT_REGS_72 FT_REGS_64 "," "%64,%65,%66,%67,%68,%69,%70,%71"
+#define FT_REGS_80 FT_REGS_72 "," "%72,%73,%74,%75,%76,%77,%78,%79"
+#define FT_REGS_88 FT_REGS_80 "," "%80,%81,%82,%83,%84,%85,%86,%87"
+#define FT_REGS_96 FT_REGS_88 "," "%88,%89,%90,%91,%92,%93,%94,%95"
+#define FT_REGS_104 FT_REGS_96 "," "%96,%97,%98,%99,%100,%101,%102,%103"
+#define FT_REGS_112 FT_REGS_104 "," "%104,%105,%106,%107,%108,%109,%110,%111"
+#define FT_REGS_120 FT_REGS_112 "," "%112,%113,%114,%115,%116,%117,%118,%119"
+#define FT_REGS_128 FT_REGS_120 "," "%120,%121,%122,%123,%124,%125,%126,%127"
+#define FT_OPS_8(d) FT_OPS8(d, 0)
+#define FT_OPS_16(d) FT_OPS_8(d), FT_OPS8(d, 8)
+#define FT_OPS_24(d) FT_OPS_16(d), FT_OPS8(d, 16)
+#define FT_OPS_32(d) FT_OPS_24(d), FT_OPS8(d, 24)
+#define FT_OPS_40(d) FT_OPS_32(d), FT_OPS8(d, 32)
+#define FT_OPS_48(d) FT_OPS_40(d), FT_OPS8(d, 40)
+#define FT_OPS_56(d) FT_OPS_48(d), FT_OPS8(d, 48)
+#define FT_OPS_64(d) FT_OPS_56(d), FT_OPS8(d, 56)
+#define FT_OPS_72(d) FT_OPS_64(d), FT_OPS8(d, 64)
+#define FT_OPS_80(d) FT_OPS_72(d), FT_OPS8(d, 72)
+#define FT_OPS_88(d) FT_OPS_80(d), FT_OPS8(d, 80)
+#define FT_OPS_96(d) FT_OPS_88(d), FT_OPS8(d, 88)
+#define FT_OPS_104(d) FT_OPS_96(d), FT_OPS8(d, 96)
+#define FT_OPS_112(d) FT_OPS_104(d), FT_OPS8(d, 104)
+#define FT_OPS_120(d) FT_OPS_112(d), FT_OPS8(d, 112)
+#define FT_OPS_128(d) FT_OPS_120(d), FT_OPS8(d, 120)
+FT_DEFINE_WGMMA(16, FT_REGS_8, FT_OPS_8, "8", "9", "10", "11", "12", "13")
+FT_DEFINE_WGMMA(32, FT_REGS_16, FT_OPS_16, "16", "17", "18", "19", "20", "21")
+FT_DEFINE_WGMMA(48, FT_REGS_24, FT_OPS_24, "24", "25", "26", "27", "28", "29")
+FT_DEFINE_WGMMA(64, FT_REGS_32, FT_OPS_32, "32", "33", "34", "35", "36", "37")
+FT_DEFINE_WGMMA(80, FT_REGS_40, FT_OPS_40, "40", "41", "42", "43", "44", "45")
+FT_DEFINE_WGMMA(96, FT_REGS_48, FT_OPS_48, "48", "49", "50", "51", "52", "53")
+FT_DEFINE_WGMMA(112, FT_REGS_56, FT_OPS_56, "56", "57", "58", "59", "60", "61")
+FT_DEFINE_WGMMA(128, FT_REGS_64, FT_OPS_64, "64", "65", "66", "67", "68", "69")
+FT_DEFINE_WGMMA(144, FT_REGS_72, FT_OPS_72, "72", "73", "74", "75", "76", "77")
+FT_DEFINE_WGMMA(160, FT_REGS_80, FT_OPS_80, "80", "81", "82", "83", "84", "85")
+FT_DEFINE_WGMMA(176, FT_REGS_88, FT_OPS_88, "88", "89", "90", "91", "92", "93")
+FT_DEFINE_WGMMA(192, FT_REGS_96, FT_OPS_96, "96", "97", "98", "99", "100", "101")
+FT_DEFINE_WGMMA(208, FT_REGS_104, FT_OPS_104, "104", "105", "106", "107", "108", "109")
+FT_DEFINE_WGMMA(224, FT_REGS_112, FT_OPS_112, "112", "113", "114", "115", "116", "117")
+FT_DEFINE_WGMMA(240, FT_REGS_120, FT_OPS_120, "120", "121", "122", "123", "124", "125")
+FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132", "133")
+
+#define kNegInf __int_as_float(0xff800000)
+
+// Two floats -> one register of two 16-bit values, `lo` in the low half.
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+  u32 r;
+  if constexpr (kBf16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float fast_log2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
+// memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
+// [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
+__device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<kBlockN>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
+                         make_desc(k_addr + c * kKVChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
+}
+
+// O[64 x D] += P[64 x kBlockN] V: kBlockN / 16 wgmmas, P from registers, V MN-major (its rows
+// are keys = the k dimension). Leading byte offset: the next 64 output columns (next chunk);
+// stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes.
+__device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk)
+    Wgmma<kHeadDim>::rs(o, p[kk], make_desc(v_addr + kk * 2048, kKVChunkBytes, 1024), 1);
+}
+
+}  // namespace ft
+
+extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
+    FT_KERNEL_NAME(const __grid_constant__ ft::FtHopperParams p) {
+  using namespace ft;
+  extern __shared__ __align__(1024) unsigned char smem[];
+
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128;
+  const int Nq = p.seqlen_q;
+  const int Nk = p.seqlen_k;
+  const int diag = Nk - Nq;  // query i sees keys j <= i + diag
+  const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
+
+  // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, tiles
+  // blockIdx.x, blockIdx.x + gridDim.x, ... of the list below.
+  const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
+  const int first_tile = kPersistent ? int(blockIdx.x) : 0;
+  const int tile_step = kPersistent ? int(gridDim.x) : 1;
+  struct Tile {
+    int m0, head, batch, n_blocks;
+  };
+  auto tile_at = [&](int t) {
+    int m_block, head, batch;
+    if constexpr (kPersistent) {
+      // The order a non-persistent grid is dispatched in: query blocks of one head together,
+      // so that the blocks in flight share K/V in L2.
+      m_block = t % m_blocks;
+      head = t / m_blocks % p.heads_q;
+      batch = t / m_blocks / p.heads_q;
+    } else {
+      // Causal: the last query blocks see the most keys; launch them first.
+      m_block = kCausal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+      head = blockIdx.y;
+      batch = blockIdx.z;
+    }
+    Tile tile{m_block * kBlockM, head, batch, (Nk + kBlockN - 1) / kBlockN};
+    if (kCausal) {
+      const int last_key = min(tile.m0 + kBlockM, Nq) - 1 + diag;
+      tile.n_blocks = last_key < 0 ? 0 : min(tile.n_blocks, last_key / kBlockN + 1);
+    }
+    return tile;
+  };
+
+  // Shared memory: [Q chunks][K stages][V stages][barriers], every tile 1024-byte aligned.
+  const u32 base = (smem_address(smem) + 1023u) & ~1023u;
+  const u32 sQ = base;
+  const u32 sK = sQ + kQBytes;
+  const u32 sV = sK + kStages * kKVBytes;
+  const u32 bars = sV + kStages * kKVBytes;
+  const u32 bar_q = bars;
+  auto bar_k_full = [&](int s) { return bars + 8u * (1 + s); };
+  auto bar_v_full = [&](int s) { return bars + 8u * (1 + kStages + s); };
+  auto bar_k_empty = [&](int s) { return bars + 8u * (1 + 2 * kStages + s); };
+  auto bar_v_empty = [&](int s) { return bars + 8u * (1 + 3 * kStages + s); };
+  // The Q tile (which also stages O) is free again: one arrival per consumer warpgroup once
+  // its O store has read shared memory. Only persistent blocks load a second Q.
+  const u32 bar_q_empty = bars + 8u * (1 + 4 * kStages);
+
+  if (tid == 0) {
+    mbar_init(bar_q, 1);
+    mbar_init(bar_q_empty, kConsumerWarpgroups);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bar_k_full(s), 1);
+      mbar_init(bar_v_full(s), 1);
+      mbar_init(bar_k_empty(s), 4 * kConsumerWarpgroups);  // one arrival per consumer warp
+      mbar_init(bar_v_empty(s), 4 * kConsumerWarpgroups);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- producer ---------------------------------------------------------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    if (tid == 0) {
+      prefetch_tensormap(&p.tmap_q);
+      prefetch_tensormap(&p.tmap_k);
+      prefetch_tensormap(&p.tmap_v);
+      int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
+      int tiles = 0;  // tiles of this block so far (q_empty phases)
+      for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+        const Tile tile = tile_at(ti);
+        const int kv_head = tile.head / (p.heads_q / p.heads_kv);
+        for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
+          const int s = kv % kStages;
+          const u32 phase = (u32)(kv / kStages) & 1u;
+          const int n0 = (tile.n_blocks - 1 - it) * kBlockN;
+          mbar_wait(bar_k_empty(s), phase ^ 1u);
+          mbar_expect_tx(bar_k_full(s), kKVBytes);
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c)
+            tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, n0, tile.batch, bar_k_full(s));
+          if (it == 0) {
+            // Q after the first K block, so that K already streams in while the previous
+            // tile's O still occupies the Q buffer.
+            mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
+            mbar_expect_tx(bar_q, kQBytes);
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c)
+              tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.m0, tile.batch, bar_q);
+          }
+          mbar_wait(bar_v_empty(s), phase ^ 1u);
+          mbar_expect_tx(bar_v_full(s), kKVBytes);
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c)
+            tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, n0, tile.batch, bar_v_full(s));
+        }
+        // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
+        // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
+        // phase per tile on both sides (a side two phases ahead would alias the parity).
+        if (tile.n_blocks == 0) {
+          mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
+          mbar_arrive(bar_q);
+        }
+      }
+    }
+  } else {
+    // ---- consumers --------------------------------------------------------------------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int cw = warpgroup - 1;
+    const int wtid = tid % 128;
+    const int warp = wtid / 32;  // within the warpgroup: owns rows 16*warp .. 16*warp+15
+    const int lane = tid % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    const u32 sQw = sQ + cw * kRowsPerWarpgroup * 128;  // this warpgroup's rows of each Q chunk
+    const float scale_log2 = p.scale_log2;
+
+    float acc_o[kHeadDim / 2];
+    float row_max[2];  // running max of scores, times scale*log2(e)
+    float row_sum[2];  // this thread's share of the row sums
+    int warp_row0 = 0;  // this warp's first query row in the current tile
+
+    // One arrival per warp on an "empty" barrier once the warp's wgmmas have read the buffer.
+    auto release = [&](u32 bar) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bar);
+    };
+
+    // Masks scores of block `n_block` (keys past seqlen_k; causal) and runs the online
+    // softmax step: s becomes exp2(s * scale - m) in place; `correction` rescales O.
+    auto softmax = [&](float (&s)[kBlockN / 2], int n_block, float (&correction)[2]) {
+      const int n0 = n_block * kBlockN;
+      if (n0 + kBlockN > Nk || (kCausal && n0 + kBlockN - 1 > warp_row0 + diag)) {
+#pragma unroll
+        for (int i = 0; i < kBlockN / 8; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = warp_row0 + g + (e >= 2 ? 8 : 0);
+            const int col = n0 + i * 8 + 2 * t + (e & 1);
+            if (col >= Nk || (kCausal && col > row + diag)) s[4 * i + e] = kNegInf;
+          }
+      }
+      // Row max and row sum over this thread's kBlockN / 4 scores of each row, with four
+      // independent partial results so the reductions are not one long dependent chain.
+      constexpr int kParts = kBlockN / 8 >= 4 ? 4 : kBlockN / 8;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float part[kParts];
+#pragma unroll
+        for (int j = 0; j < kParts; ++j) part[j] = kNegInf;
+#pragma unroll
+        for (int i = 0; i < kBlockN / 8; ++i)
+          part[i % kParts] = fmaxf(part[i % kParts], fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+        float mx = part[0];
+#pragma unroll
+        for (int j = 1; j < kParts; ++j) mx = fmaxf(mx, part[j]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[r], mx * scale_log2);
+        // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
+        const float m_base = m_new == kNegInf ? 0.f : m_new;
+        correction[r] = fast_exp2(row_max[r] - m_base);
+        row_max[r] = m_new;
+#pragma unroll
+        for (int j = 0; j < kParts; ++j) part[j] = 0.f;
+#pragma unroll
+        for (int i = 0; i < kBlockN / 8; ++i) {
+          s[4 * i + 2 * r] = fast_exp2(fmaf(s[4 * i + 2 * r], scale_log2, -m_base));
+          s[4 * i + 2 * r + 1] = fast_exp2(fmaf(s[4 * i + 2 * r + 1], scale_log2, -m_base));
+          part[i % kParts] += s[4 * i + 2 * r] + s[4 * i + 2 * r + 1];
+        }
+        float sum = part[0];
+#pragma unroll
+        for (int j = 1; j < kParts; ++j) sum += part[j];
+        row_sum[r] = row_sum[r] * correction[r] + sum;
+      }
+    };
+    // P in the wgmma A-operand register layout: k-step kk covers S columns 16kk..16kk+15.
+    auto to_p = [&](const float (&s)[kBlockN / 2], u32 (&pf)[kBlockN / 16][4]) {
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        pf[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1]);
+        pf[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3]);
+        pf[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5]);
+        pf[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7]);
+      }
+    };
+    auto rescale_o = [&](const float (&correction)[2]) {
+      if (FT_HOPPER_LAZY_RESCALE && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 8; ++i) {
+        acc_o[4 * i + 0] *= correction[0];
+        acc_o[4 * i + 1] *= correction[0];
+        acc_o[4 * i + 2] *= correction[1];
+        acc_o[4 * i + 3] *= correction[1];
+      }
+    };
+
+    // Ping-pong turns: a warpgroup waits for its turn before issuing wgmmas and passes the turn
+    // on right after; every warpgroup has the same number of issue phases. The last warpgroup
+    // opens the ring once, and the first one takes that extra turn at the very end, so every
+    // barrier sees as many arrivals as waits.
+    auto turn_wait = [&]() {
+      if constexpr (kPingPong) named_barrier_sync(kTurnBarrier + cw, 256);
+    };
+    auto turn_pass = [&]() {
+      if constexpr (kPingPong) named_barrier_arrive(kTurnBarrier + (cw + 1) % kConsumerWarpgroups, 256);
+    };
+    if constexpr (kPingPong) {
+      if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
+    }
+
+    int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
+    int tiles = 0;  // tiles of this block so far (q_full phase)
+    for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+      const Tile tile = tile_at(ti);
+      const int n_blocks = tile.n_blocks;
+      warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
+      row_max[0] = row_max[1] = kNegInf;
+      row_sum[0] = row_sum[1] = 0.f;
+      mbar_wait(bar_q, (u32)tiles & 1u);  // Q loaded (or, without keys, the buffer handed over)
+
+      if (n_blocks > 0) {
+        float acc_s[kBlockN / 2];
+        u32 p_frag[kBlockN / 16][4];
+        float correction[2];
+        // Block 0 (the last K/V block): S, softmax, P.
+        {
+          const int s = kv % kStages;
+          turn_wait();
+          mbar_wait(bar_k_full(s), (u32)(kv / kStages) & 1u);
+          wgmma_fence();
+          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<0>();
+          fence_regs(acc_s);
+          release(bar_k_empty(s));
+          softmax(acc_s, n_blocks - 1, correction);
+          to_p(acc_s, p_frag);
+        }
+        // Steady state: S of block it runs on the tensor cores with P V of block it-1.
+        for (int it = 1; it < n_blocks; ++it) {
+          const int s = (kv + it) % kStages;
+          const int sp = (kv + it - 1) % kStages;
+          turn_wait();
+          mbar_wait(bar_k_full(s), (u32)((kv + it) / kStages) & 1u);
+          wgmma_fence();
+          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
+          wgmma_commit();
+          mbar_wait(bar_v_full(sp), (u32)((kv + it - 1) / kStages) & 1u);
+          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<1>();
+          fence_regs(acc_s);
+          release(bar_k_empty(s));
+          softmax(acc_s, n_blocks - 1 - it, correction);
+          wgmma_wait<0>();
+          fence_regs(acc_o);
+          release(bar_v_empty(sp));
+          rescale_o(correction);
+          to_p(acc_s, p_frag);
+        }
+        {
+          const int sp = (kv + n_blocks - 1) % kStages;
+          turn_wait();
+          mbar_wait(bar_v_full(sp), (u32)((kv + n_blocks - 1) / kStages) & 1u);
+          wgmma_fence();
+          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
+          wgmma_commit();
+          turn_pass();
+          wgmma_wait<0>();
+          fence_regs(acc_o);
+          release(bar_v_empty(sp));
+        }
+        kv += n_blocks;
+      }
+
+      // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
+      // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
+      float* lse = p.lse ? p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq : nullptr;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float sum = row_sum[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
+        const int row = warp_row0 + g + 8 * r;
+        if (lse != nullptr && t == 0 && row < Nq)
+          lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 8; ++i) {
+          const u32 packed = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
+          const u32 addr = sQw + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+        }
+      }
+      fence_proxy_async_shared();
+      named_barrier_sync(1 + cw, 128);
+      if (wtid == 0) {
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c)
+          tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.m0 + cw * kRowsPerWarpgroup,
+                       tile.batch);
+        tma_store_commit_and_wait_read();
+        mbar_arrive(bar_q_empty);  // this warpgroup's rows of the Q buffer may be refilled
+      }
+    }
+    if constexpr (kPingPong) {
+      if (cw == 0) turn_wait();  // the ring's opening arrival
+    }
+  }
+}

@@ -1,0 +1,198 @@
+// CPU tests of the Hopper forward kernel's host side (generator/hopper_fwd_pack.h) and of the
+// template's own checks: it compiles for sm_90a with NVRTC, no GPU needed.
+#include "generator/hopper_fwd_pack.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include <cmath>
+#include <string>
+
+#include "flashtune/compiler.h"
+#include "generator/embedded_templates.h"
+
+namespace flashtune::detail {
+namespace {
+
+HopperConfig Default() { return HopperConfig{DType::kBF16, 128, false, 128, 128, 2, 2}; }
+
+// Device-looking pointers: only their values matter to the pack.
+ForwardArgs Args(const HopperConfig& c, int64_t b, int64_t nq, int64_t nk, int64_t hq, int64_t hkv) {
+  ForwardArgs a = ForwardArgs::Contiguous(Problem{c.dtype, c.head_dim, c.causal, b, nq, nk, hq, hkv});
+  a.q = reinterpret_cast<const void*>(uintptr_t(0x100000));
+  a.k = reinterpret_cast<const void*>(uintptr_t(0x200000));
+  a.v = reinterpret_cast<const void*>(uintptr_t(0x300000));
+  a.o = reinterpret_cast<void*>(uintptr_t(0x400000));
+  a.lse = reinterpret_cast<float*>(uintptr_t(0x500000));
+  return a;
+}
+
+TEST(HopperPack, UriNamesEveryParameter) {
+  EXPECT_EQ(HopperUri(Default()), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_full");
+  EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3}), "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p0_causal");
+}
+
+TEST(HopperPack, ConfigRules) {
+  EXPECT_TRUE(CheckHopperConfig(Default()).ok());
+  HopperConfig c = Default();
+  c.block_m = 64;  // two consumer warpgroups own 128 rows
+  EXPECT_NE(CheckHopperConfig(c).message().find("block_m (64) must be 64 * consumer_wgs (128)"), std::string::npos);
+  c = Default();
+  c.block_n = 72;
+  EXPECT_NE(CheckHopperConfig(c).message().find("block_n (72)"), std::string::npos);
+  c = Default();
+  c.head_dim = 96;
+  EXPECT_NE(CheckHopperConfig(c).message().find("head_dim (96)"), std::string::npos);
+  c = Default();
+  c.stages = 1;
+  EXPECT_NE(CheckHopperConfig(c).message().find("stages (1)"), std::string::npos);
+  c = {DType::kBF16, 256, false, 128, 96, 2, 3};  // 353 KB
+  EXPECT_NE(CheckHopperConfig(c).message().find("shared memory"), std::string::npos);
+  c = {DType::kBF16, 128, false, 192, 128, 3, 2};  // S + P + O exceed 160 registers
+  EXPECT_NE(CheckHopperConfig(c).message().find("registers"), std::string::npos);
+  EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 10 * 8);
+  EXPECT_EQ(HopperThreads(Default()), 384);
+}
+
+// The packet's parameter bytes as the template's struct.
+HopperParams ParamsOf(const LaunchPacket& l) {
+  HopperParams p;
+  std::memcpy(&p, l.args, sizeof p);
+  return p;
+}
+
+TEST(HopperPack, PacksGeometryMapsAndParameters) {
+  const HopperConfig c = Default();
+  ForwardArgs a = Args(c, 2, 1000, 300, 8, 2);
+  LaunchPacket l;
+  Status packed = PackHopper(c, a, 0, &l);
+  ASSERT_TRUE(packed.ok()) << packed.ToString();
+  EXPECT_EQ(l.grid[0], 8u);
+  EXPECT_EQ(l.grid[1], 8u);
+  EXPECT_EQ(l.grid[2], 2u);
+  EXPECT_EQ(l.block[0], 384u);
+  EXPECT_EQ(l.smem_bytes, unsigned(HopperSmemBytes(c)));
+  ASSERT_EQ(l.tensor_maps, 4);
+  EXPECT_EQ(l.arg_bytes, sizeof(HopperParams));
+  EXPECT_EQ(l.maps[0].offset, 0u);
+  EXPECT_EQ(l.maps[1].offset, 128u);
+  EXPECT_EQ(l.maps[2].offset, 256u);
+  EXPECT_EQ(l.maps[3].offset, 384u);
+  const TensorMapRequest& q = l.maps[0];
+  EXPECT_EQ(q.base, a.q);
+  EXPECT_TRUE(q.bf16);
+  EXPECT_EQ(q.rank, 4u);
+  EXPECT_EQ(q.dims[0], 128u);
+  EXPECT_EQ(q.dims[1], 8u);
+  EXPECT_EQ(q.dims[2], 1000u);
+  EXPECT_EQ(q.dims[3], 2u);
+  EXPECT_EQ(q.strides_bytes[0], 128u * 2);             // head
+  EXPECT_EQ(q.strides_bytes[1], 8u * 128 * 2);         // seq
+  EXPECT_EQ(q.strides_bytes[2], 1000u * 8 * 128 * 2);  // batch
+  EXPECT_EQ(q.box[0], 64u);
+  EXPECT_EQ(q.box[1], 1u);
+  EXPECT_EQ(q.box[2], 128u);
+  EXPECT_EQ(q.swizzle, TensorMapRequest::Swizzle::k128B);
+  EXPECT_TRUE(q.oob_zero);
+  EXPECT_EQ(l.maps[1].dims[1], 2u);  // k: Hkv heads
+  EXPECT_EQ(l.maps[1].dims[2], 300u);
+  EXPECT_EQ(l.maps[1].box[2], 128u);  // block_n rows
+  EXPECT_EQ(l.maps[3].box[2], 64u);   // o: one warpgroup's rows per store
+  const HopperParams p = ParamsOf(l);
+  EXPECT_EQ(p.o, a.o);
+  EXPECT_EQ(p.lse, a.lse);
+  EXPECT_EQ(p.seqlen_q, 1000);
+  EXPECT_EQ(p.seqlen_k, 300);
+  EXPECT_EQ(p.heads_q, 8);
+  EXPECT_EQ(p.heads_kv, 2);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_FLOAT_EQ(p.scale_log2, float(1.0 / std::sqrt(128.0) * 1.4426950408889634));
+}
+
+TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
+  HopperConfig c = Default();
+  c.persistent = true;
+  EXPECT_EQ(HopperUri(c), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p1_full");
+  ForwardArgs a = Args(c, 2, 1000, 300, 8, 2);  // 8 x 8 x 2 = 128 tiles
+  LaunchPacket l;
+  EXPECT_FALSE(PackHopper(c, a, 0, &l).ok());  // no SM count
+  ASSERT_TRUE(PackHopper(c, a, 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 128u);
+  EXPECT_EQ(l.grid[1], 1u);
+  ASSERT_TRUE(PackHopper(c, Args(c, 4, 1000, 300, 8, 2), 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 132u);
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr bool kPersistent = true;"), std::string::npos);
+  c.causal = true;
+  EXPECT_NE(CheckHopperConfig(c).message().find("persistent variants are non-causal only"), std::string::npos);
+}
+
+TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
+  const HopperConfig c = Default();
+  ForwardArgs a = Args(c, 1, 5, 5, 1, 1);
+  a.q_strides.batch = 0;  // never stepped: any value is fine for the kernel
+  LaunchPacket l;
+  ASSERT_TRUE(PackHopper(c, a, 0, &l).ok());
+  for (int i = 0; i < l.tensor_maps; ++i)
+    for (int d = 0; d + 1 < int(l.maps[i].rank); ++d) EXPECT_EQ(l.maps[i].strides_bytes[d] % 16, 0u) << i << " " << d;
+}
+
+TEST(HopperPack, CanServeSaysWhyNot) {
+  const HopperConfig c = Default();
+  ForwardArgs a = Args(c, 2, 100, 100, 4, 4);
+  EXPECT_TRUE(CanServe(c, a).ok());
+  ForwardArgs b = a;
+  b.dtype = DType::kF16;
+  EXPECT_NE(CanServe(c, b).message().find("cannot serve dtype f16"), std::string::npos);
+  b = a;
+  b.causal = true;
+  EXPECT_NE(CanServe(c, b).message().find("causal"), std::string::npos);
+  b = a;
+  b.k_strides.head = 0;  // broadcast heads: TMA needs a nonzero stride
+  EXPECT_NE(CanServe(c, b).message().find("TMA cannot describe k_strides.head"), std::string::npos);
+  b = a;
+  b.q = reinterpret_cast<const void*>(uintptr_t(0x100008));
+  EXPECT_FALSE(CanServe(c, b).ok());  // ValidateForwardArgs: 16-byte alignment
+}
+
+TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
+  HopperConfig c = {DType::kF16, 64, true, 192, 128, 3, 2};
+  const std::string uri = HopperUri(c);
+  const std::string prologue = HopperPrologue(c, uri);
+  EXPECT_NE(prologue.find("constexpr int kConsumerWarpgroups = 3;"), std::string::npos);
+  EXPECT_NE(prologue.find("#define FT_KERNEL_NAME " + uri), std::string::npos);
+  const std::string text = prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh"));
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto cubin = compiler.Compile({uri, text, "sm_90a", {}});
+  ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+  // setmaxnreg needs the launch-time cap: 65536 / 512 threads.
+  EXPECT_EQ(cubin->resources.registers, 128);
+  EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
+  EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;  // setmaxnreg ignored
+}
+
+TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
+  const HopperConfig c = Default();
+  std::string prologue = HopperPrologue(c, HopperUri(c));
+  const std::string smem = "kSmemBytes = " + std::to_string(HopperSmemBytes(c));
+  ASSERT_NE(prologue.find(smem), std::string::npos);
+  prologue.replace(prologue.find(smem), smem.size(), "kSmemBytes = 4096");
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto r = compiler.Compile({"bad", prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().log().find("kSmemBytes disagrees with the template's shared-memory layout"), std::string::npos);
+  EXPECT_NE(r.status().log().find("hopper_fwd.cuh("), std::string::npos) << r.status().log();
+}
+
+TEST(HopperPack, TemplateRejectsPersistentCausal) {
+  HopperConfig c = Default();
+  c.causal = c.persistent = true;
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto r = compiler.Compile(
+      {"bad", HopperPrologue(c, "bad") + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().log().find("persistent variants are non-causal only"), std::string::npos) << r.status().log();
+}
+
+}  // namespace
+}  // namespace flashtune::detail
