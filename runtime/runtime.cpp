@@ -1,6 +1,7 @@
 // The Runtime: plan lookup (exact → nearest → heuristic), per-context kernel cache, launch.
 #include "flashtune/runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -381,6 +382,39 @@ struct Runtime::Impl {
     launch_cache[{context, BucketCode(plan->bucket)}] = kernel;
     return kernel;
   }
+
+  // A kernel for a call the planned variant's family cannot run (`why`, e.g. strides TMA cannot
+  // describe): the default of the most preferred family that serves the class on this device
+  // and can run the call. Cached per (context, variant); said once per variant. Caller holds
+  // load_mutex; Prepare has run for `context`.
+  Result<const ForwardKernel*> Fallback(CUcontext context, const ForwardArgs& args, const Status& why) {
+    auto cs = contexts.find(context);
+    if (cs == contexts.end() || cs->second.device == nullptr) return why;
+    DeviceState& device = *cs->second.device;
+    const ProblemClass cls = ClassOf(args.problem());
+    const Target target{device.arch.empty() ? std::string("sm_90a") : device.arch, device.max_smem_bytes};
+    std::vector<const Family*> order(Families().begin(), Families().end());
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
+    for (const Family* family : order) {
+      if (!family->Serves(cls, target)) continue;
+      const Variant v = family->Default(cls, target);
+      if (!family->Check(v, target.max_smem_bytes).ok() || !family->CanRun(v, args).ok()) continue;
+      auto key = std::make_pair(context, v.Uri());
+      auto k = kernels.find(key);
+      if (k == kernels.end()) {
+        Log(LogLevel::kWarning, "falling back to " + v.Uri() + " for " + args.problem().ToString() + ": " +
+                                    why.message());
+        auto cubin = CubinFor(v, target.arch);
+        if (!cubin.ok()) return cubin.status();
+        auto kernel = ForwardKernel::Load(*cs->second.retained, *cubin, v);
+        if (!kernel.ok()) return kernel.status();
+        k = kernels.emplace(key, std::make_unique<ForwardKernel>(std::move(*kernel))).first;
+      }
+      return k->second.get();
+    }
+    return why;
+  }
 };
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -454,7 +488,18 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
     if (!prepared.ok()) return prepared.status();
     kernel = *prepared;
   }
-  return kernel->LaunchValidated(args, stream);  // validated above
+  Status launched = kernel->LaunchValidated(args, stream);  // validated above
+  if (launched.code() != Code::kUnsupported) return launched;
+  // The planned family cannot run this call (its CanRun said why; nothing was launched).
+  if (context == nullptr) (void)driver->api().cuCtxGetCurrent(&context);  // Prepare made the primary current
+  const ForwardKernel* fallback = nullptr;
+  {
+    std::lock_guard lock(impl_->load_mutex);
+    auto found = impl_->Fallback(context, args, launched);
+    if (!found.ok()) return found.status();
+    fallback = *found;
+  }
+  return fallback->LaunchValidated(args, stream);
 }
 
 const std::string& Runtime::db_path() const { return impl_->path; }

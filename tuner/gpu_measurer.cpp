@@ -114,8 +114,9 @@ class GpuMeasurer final : public Measurer {
     const std::string key = std::string(DTypeName(cls.dtype)) + std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
     if (!compiled_classes_.insert(key).second) return;
     SpaceOptions space_options;
+    space_options.arch = device_.Arch();
     space_options.max_smem_bytes = device_.max_smem_per_block_optin;
-    std::vector<Variant> variants{DefaultVariant(cls, device_.max_smem_per_block_optin)};
+    std::vector<Variant> variants{DefaultVariant(cls, device_.max_smem_per_block_optin, device_.Arch())};
     if (auto space = EnumerateSpace(cls, space_options); space.ok())
       variants.insert(variants.end(), space->begin(), space->end());
     std::vector<CompileRequest> requests;
@@ -164,7 +165,7 @@ class GpuMeasurer final : public Measurer {
     m.spill_bytes = cubin.resources.spill_store_bytes + cubin.resources.spill_load_bytes;
     m.smem_bytes = static_cast<int>(SharedMemoryBytes(variant));
 
-    const Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin);
+    const Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin, device_.Arch());
     const Compiled& trusted = CompiledFor(trusted_variant);
     if (!trusted.cubin.ok()) return Status(trusted.cubin.status()).WithVariant(trusted_variant.Uri());
 

@@ -177,5 +177,43 @@ TEST(RuntimeGpu, UntunedShapeCompilesOnFirstUseAndMatches) {
   EXPECT_EQ(warnings, 1) << "the untuned GPU is reported once";
 }
 
+// On sm_90a the untuned plan is hopper_fwd; a call whose strides TMA cannot describe (K and V
+// broadcast over their heads with a zero head stride) is served by fa2_fwd instead, said once,
+// and still matches the reference.
+TEST(RuntimeGpu, StridesTmaCannotDescribeFallBackToFa2) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
+  auto info = (*driver)->Device(0);
+  ASSERT_TRUE(info.ok());
+  if (info->Arch() != "sm_90a") GTEST_SKIP() << "needs an sm_90a GPU (hopper_fwd); this is " << info->Arch();
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  RuntimeOptions o;
+  o.db_path = TempDir("runtime_gpu_fallback") + "/absent.db";
+  std::vector<std::string> warnings;
+  o.log = [&](LogLevel level, const std::string& m) {
+    if (level == LogLevel::kWarning) warnings.push_back(m);
+  };
+  auto rt = Runtime::Open(o);
+  ASSERT_TRUE(rt.ok());
+  const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
+  auto plan = (*rt)->plan(p);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->variant.family, "hopper_fwd") << plan->why;
+  auto a = Attention::Make(*ctx, p);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE((*rt)->forward(a->dev, nullptr).ok());  // TMA-describable: hopper_fwd
+  ASSERT_TRUE(ctx->Synchronize().ok());
+  EXPECT_LT(a->Error(a->ReadO()), 1e-2);
+  a->dev.k_strides.head = a->dev.v_strides.head = 0;  // one K/V head for both
+  a->host.k_strides.head = a->host.v_strides.head = 0;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*rt)->forward(a->dev, nullptr).ok());
+  ASSERT_TRUE(ctx->Synchronize().ok());
+  EXPECT_LT(a->Error(a->ReadO()), 1e-2);
+  int fallbacks = 0;
+  for (const std::string& w : warnings) fallbacks += w.find("falling back to fa2_fwd_bf16_d128_") != std::string::npos;
+  EXPECT_EQ(fallbacks, 1);
+}
+
 }  // namespace
 }  // namespace flashtune
