@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/report.h"
 #include "flashtune/tuner.h"
@@ -48,9 +49,8 @@ int RunDb(const std::vector<std::string>& args) {
                  sub.c_str());
     return kExitUsage;
   }
-  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials";
+  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials", causal_text = "0";
   int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
-  int causal = 0;
   std::vector<std::string> positional;
   po::options_description desc("options");
   desc.add_options()
@@ -59,21 +59,18 @@ int RunDb(const std::vector<std::string>& args) {
       ("table", po::value(&table_name), "export: trials | winners")
       ("output,o", po::value(&output), "write to FILE instead of stdout")
       ("html", po::value(&html), "report: the HTML file to write ('-' = stdout)")
-      ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal), "")
+      ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal_text)->implicit_value("1"), "")
       ("batch", po::value(&batch), "") ("nq", po::value(&nq), "") ("nk", po::value(&nk), "")
       ("hq", po::value(&hq), "") ("hkv", po::value(&hkv), "")
       ("nvrtc-version", po::value(&nvrtc), "") ("generator-version", po::value(&gen), "")
-      ("template-hash", po::value(&tpl), "")
-      ("args", po::value(&positional), "");
-  po::positional_options_description pos;
-  pos.add("args", -1);
+      ("template-hash", po::value(&tpl), "");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                  .options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), e.what(), kUsage);
+  // show takes an ID, merge the OTHER.db; no other subcommand takes a word.
+  const size_t max_words = sub == "show" || sub == "merge" ? 1 : 0;
+  if (Status parsed = ParseCommandLine(std::vector<std::string>(args.begin() + 1, args.end()), desc, &vm,
+                                       &positional, max_words);
+      !parsed.ok()) {
+    std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), parsed.message().c_str(), kUsage);
     return kExitUsage;
   }
   if (db_path.empty()) db_path = DefaultDatabasePath();
@@ -162,7 +159,9 @@ int RunDb(const std::vector<std::string>& args) {
     } else if (positional.empty() && head_dim > 0 && nq > 0) {
       auto dt = ParseDType(dtype, "--dtype");
       if (!dt.ok()) return Fail(sub, dt.status());
-      Problem p{*dt, int(head_dim), causal != 0, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
+      auto causal = ParseCausal(causal_text);
+      if (!causal.ok()) return Fail(sub, causal.status());
+      Problem p{*dt, int(head_dim), *causal, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
                 hq > 0 ? hq : 2048 / head_dim, 0};
       p.heads_kv = hkv > 0 ? hkv : p.heads_q;
       auto found = (*db)->FindProblem(p);

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "cli/options.h"
 #include "flashtune/driver.h"
 #include "flashtune/runtime.h"
 #include "flashtune/space.h"
@@ -70,17 +71,17 @@ std::optional<TrialRecord> WinnerMeasurement(const std::string& db_path, const P
 }
 
 int RunPlan(const std::vector<std::string>& args) {
-  std::string dtype_text, db_path, device_uuid, gpu_name;
+  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0";
   int head_dim = 0;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   po::options_description desc(
-      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal] --batch B --seqlen-q N [--seqlen-k N]\n"
+      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal 0|1] --batch B --seqlen-q N [--seqlen-k N]\n"
       "                      --heads-q H [--heads-kv H] [--db PATH] [--device-uuid U | --gpu-name NAME] [--json]\n\n"
       "options");
   desc.add_options()("help,h", "show this help")
       ("dtype", po::value(&dtype_text), "bf16 | f16 (required)")
       ("head-dim", po::value(&head_dim), "32, 64, 96, 128, 160, 192, 224, 256 (required)")
-      ("causal", "causal mask (bottom-right aligned)")
+      ("causal", po::value(&causal_text)->implicit_value("1"), kCausalHelp)
       ("batch", po::value(&batch), "B (default 1)")
       ("seqlen-q", po::value(&seqlen_q), "Nq (required)")
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
@@ -91,11 +92,8 @@ int RunPlan(const std::vector<std::string>& args) {
       ("gpu-name", po::value(&gpu_name), "plan for the database's GPU of this name (e.g. \"NVIDIA H200\")")
       ("json", "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flashtune plan: " << e.what() << "\n" << desc << "\n";
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+    std::cerr << "flashtune plan: " << parsed.message() << "\n" << desc << "\n";
     return kExitUsage;
   }
   if (vm.count("help")) {
@@ -111,6 +109,8 @@ int RunPlan(const std::vector<std::string>& args) {
     if (!vm.count(required)) return Usage(std::string("--") + required + " is required (see --help)");
   auto dtype = ParseDType(dtype_text, "--dtype");
   if (!dtype.ok()) return Usage(dtype.status().message());
+  auto causal = ParseCausal(causal_text);
+  if (!causal.ok()) return Usage(causal.status().message());
   bool supported = false;
   for (int d : kSupportedHeadDims) supported |= d == head_dim;
   if (!supported)
@@ -177,7 +177,7 @@ int RunPlan(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune plan: %s\n", runtime.status().ToString().c_str());
     return kExitFailure;
   }
-  Problem problem{*dtype, head_dim, vm.count("causal") > 0, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
+  Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
   auto plan = (*runtime)->plan(problem);
   if (!plan.ok()) {
     std::fprintf(stderr, "flashtune plan: %s\n", plan.status().ToString().c_str());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/tuner.h"
@@ -129,11 +130,7 @@ Result<int64_t> ParsePositive(std::string_view s) {
   return v;
 }
 Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
-Result<bool> ParseBool(std::string_view s) {
-  if (s == "1" || s == "true" || s == "causal") return true;
-  if (s == "0" || s == "false" || s == "full") return false;
-  return Status(Code::kInvalidArgument, Quoted(s, ": allowed 0, 1"));
-}
+Result<bool> ParseCausalItem(std::string_view s) { return ParseCausal(s, "item"); }
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "flashtune tune: %s\n", s.ToString().c_str());
@@ -151,7 +148,7 @@ int RunTune(const std::vector<std::string>& args) {
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
       ("dtypes", po::value(&dtypes), "comma list of bf16,f16 (default both)")
       ("head-dims", po::value(&head_dims), "comma list (default 64,128)")
-      ("causal", po::value(&causal), "comma list of 0,1 (default 0,1)")
+      ("causal", po::value(&causal)->implicit_value("1"), "comma list of 0, 1, true, false (default 0,1)")
       ("seqlens", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
       ("seqlens-k", po::value(&seqlens_k), "Nk values crossed with every Nq (default Nk = Nq)")
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
@@ -173,11 +170,8 @@ int RunTune(const std::vector<std::string>& args) {
        "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
        "time is its median round, and rounds stop once the leader is 3% ahead");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashtune tune: %s\n", e.what());
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+    std::fprintf(stderr, "flashtune tune: %s\n", parsed.message().c_str());
     return kExitUsage;
   }
   if (vm.count("help")) {
@@ -253,7 +247,7 @@ int RunTune(const std::vector<std::string>& args) {
       pso.head_dims.assign(v->begin(), v->end());
     }
     if (vm.count("causal")) {
-      auto v = SplitList<bool>(causal, "--causal", ParseBool);
+      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
       if (!v.ok()) return Fail(v.status());
       pso.causal = *v;
     }

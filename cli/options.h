@@ -1,0 +1,42 @@
+// cli/options.h — how every `flashtune` subcommand reads its command line, so that they agree.
+//
+// Contract of ParseCommandLine:
+//   * A word that belongs to no option is refused ("flashtune plan … extra"), unless the
+//     subcommand takes that many positional words (`max_words`). Boost would silently drop it,
+//     and a dropped word is a setting the user believes they made.
+//   * An option declared with a value must get one ("--head-dim" alone is an error).
+//   * An option declared with an implicit value (--causal) may be given bare, meaning its
+//     implicit value; a word right after it is always taken as its value, so "--causal 0" is
+//     "--causal=0", never "--causal" plus a stray "0". The value is then parsed strictly by the
+//     subcommand (ParseCausal).
+//   * po::notify runs (required options, typed values) unless --help was given.
+// Errors are kInvalidArgument with a message that names the option or the word.
+//
+// Thread safety: free functions without shared state; safe from any thread.
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flashtune/status.h"
+
+namespace flashtune::cli {
+
+// Parses `args` against `desc` into `*vm`. Positional words go to `*words` (at most
+// `max_words` of them; `words` may be null when the subcommand takes none).
+Status ParseCommandLine(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
+                        boost::program_options::variables_map* vm, std::vector<std::string>* words = nullptr,
+                        size_t max_words = 0);
+
+// The mask of one shape: "1"/"true" causal, "0"/"false" not; anything else is
+// kInvalidArgument "<option> 'x' is not allowed; allowed: 0, 1, true, false".
+Result<bool> ParseCausal(std::string_view text, std::string_view option = "--causal");
+
+// The help text of --causal, shared so every subcommand documents it alike.
+inline constexpr const char* kCausalHelp = "causal mask (bottom-right aligned): 0, 1, true or false; bare --causal means 1 "
+                                           "(default 0)";
+
+}  // namespace flashtune::cli
