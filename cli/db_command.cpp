@@ -87,6 +87,9 @@ int RunDb(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune db %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
     return kExitUsage;
   }
+  // The mask is checked before the database is opened: a bad value is bad usage wherever it is.
+  auto causal = ParseCausal(causal_text);
+  if (!causal.ok()) return Fail(sub, causal.status());
   ExportFormat fmt = ExportFormat::kCsv;
   ExportTable table = ExportTable::kTrials;
   if (sub == "export") {
@@ -159,8 +162,6 @@ int RunDb(const std::vector<std::string>& args) {
     } else if (positional.empty() && head_dim > 0 && nq > 0) {
       auto dt = ParseDType(dtype, "--dtype");
       if (!dt.ok()) return Fail(sub, dt.status());
-      auto causal = ParseCausal(causal_text);
-      if (!causal.ok()) return Fail(sub, causal.status());
       Problem p{*dt, int(head_dim), *causal, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
                 hq > 0 ? hq : 2048 / head_dim, 0};
       p.heads_kv = hkv > 0 ? hkv : p.heads_q;
