@@ -112,7 +112,8 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   const bool writes = sub == "merge" || sub == "prune";
-  auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000});
+  // check opens a damaged file to report on it; everything else refuses one (Database::Open).
+  auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000, sub != "check"});
   if (!db.ok()) return Fail(sub, db.status());
 
   if (sub == "list") {
@@ -234,11 +235,17 @@ int RunDb(const std::vector<std::string>& args) {
   // check
   auto report = (*db)->Check(current);
   if (!report.ok()) return Fail(sub, report.status());
+  if (!report->integrity_ok) {
+    std::printf("integrity: DAMAGED: %s\n", report->integrity_message.c_str());
+    std::fprintf(stderr, "flashtune db check: database '%s' is damaged; flashtune refuses to read or write it. "
+                         "Restore a copy, or tune into a new file.\n", db_path.c_str());
+    return kExitFailure;
+  }
   std::printf("integrity: %s\nschema version: %d\ntrials: %lld (%lld stale)\nwinners: %lld (%lld stale)\n",
               report->integrity_message.c_str(), report->schema_version, (long long)report->trials,
               (long long)report->stale_trials, (long long)report->winners, (long long)report->stale_winners);
   for (const auto& t : report->stale_toolchains) std::printf("stale toolchain: %s\n", t.c_str());
-  return report->integrity_ok ? kExitOk : kExitFailure;
+  return kExitOk;
 }
 
 }  // namespace

@@ -199,12 +199,15 @@ class Database {
   struct OpenOptions {
     bool read_only = false;     // read-only never creates, never migrates
     int busy_timeout_ms = 10000;
+    // Refuse a damaged file (PRAGMA quick_check: every page read once) before reading or
+    // writing it. Off only for `db check`, which reports the damage itself.
+    bool check_integrity = true;
   };
 
   // Opens (read-write: creating if absent) and migrates to kSchemaVersion.
-  // Errors: kCorrupt (not a SQLite file, or not a flashtune schema) naming the path, the file
-  // untouched; kNotFound (read-only, and absent or empty — a tuner may be creating it);
-  // kUnsupported (newer schema); kInvalidArgument (empty path, a directory);
+  // Errors: kCorrupt (not a SQLite file, not a flashtune schema, or damaged) naming the path,
+  // the file untouched; kNotFound (read-only, and absent or empty — a tuner may be creating
+  // it); kUnsupported (newer schema); kInvalidArgument (empty path, a directory);
   // kDatabaseError otherwise.
   static Result<std::unique_ptr<Database>> Open(const std::string& path, OpenOptions options);
   static Result<std::unique_ptr<Database>> Open(const std::string& path) { return Open(path, OpenOptions{}); }
@@ -289,6 +292,8 @@ class Database {
   Result<PruneStats> Prune(const ToolchainInfo& current);
 
   // PRAGMA integrity_check plus the staleness of trials and winners relative to `current`.
+  // A damaged file gives integrity_ok false, the first complaints, and no counts (zeros).
+  // Open the file with check_integrity = false to report on a damaged one.
   Result<CheckReport> Check(const ToolchainInfo& current);
 
  private:
