@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "cli/json.h"
 #include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/report.h"
@@ -18,9 +19,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
-    "  list                          problems with trial counts and winners\n"
+    "  (flashtune db SUBCOMMAND --help for its options)\n"
+    "  list [--json]                 problems with trial counts and winners\n"
     "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
-    "                                one problem's trials, ranked\n"
+    "                                one problem's trials, ranked (--json: one object)\n"
     "  export --format csv|json [--table trials|winners] [--output FILE]\n"
     "                                every trial (default), or the winners the runtime launches\n"
     "  merge OTHER.db                bring another database's rows in (idempotent)\n"
@@ -29,6 +31,40 @@ constexpr const char* kUsage =
     "  report --html FILE            one self-contained HTML page: winners, TFLOP/s heatmaps, failures,\n"
     "                                tuning time (FILE '-' = stdout)\n"
     "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
+
+// `flashtune db SUB --help`: what SUB does and the options it takes.
+const char* SubcommandHelp(const std::string& sub) {
+  if (sub == "list")
+    return "usage: flashtune db list [--db FILE] [--json]\n"
+           "Every problem of the database: its bucket, trial counts, the winner the runtime launches\n"
+           "and, when re-timing or the noise rule chose another, the fastest trial.\n"
+           "  --db FILE   database (default $FLASHTUNE_DB or ./flashtune.db)\n"
+           "  --json      one JSON object: {\"database\", \"problems\": [...], \"winners\"}\n";
+  if (sub == "show")
+    return "usage: flashtune db show ID [--db FILE] [--json]\n"
+           "       flashtune db show --head-dim D --nq N [--dtype bf16] [--causal 0|1] [--batch B] [--nk N]\n"
+           "                         [--hq H] [--hkv H] [--db FILE] [--json]\n"
+           "One problem's trials, ranked: ok trials by median, then failures. The problem is its id\n"
+           "(from `db list`) or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
+           "  --json      one JSON object: {\"problem_id\", \"problem\", \"trials\": [...]}\n";
+  if (sub == "export")
+    return "usage: flashtune db export --format csv|json [--table trials|winners] [-o FILE] [--db FILE]\n"
+           "Every trial (default; `tune --replay` reads it back) or the winners the runtime launches.\n"
+           "  -o, --output FILE   write to FILE instead of stdout\n";
+  if (sub == "merge")
+    return "usage: flashtune db merge OTHER.db [--db FILE]\n"
+           "Brings OTHER.db's devices, toolchains, problems, trials, winners and cubins into FILE\n"
+           "(idempotent). OTHER.db is only read.\n";
+  if (sub == "prune")
+    return "usage: flashtune db prune [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
+           "Drops trials, winners and cubins of toolchains other than this build's (or the one given).\n";
+  if (sub == "check")
+    return "usage: flashtune db check [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
+           "SQLite's integrity check, then counts of trials and winners and those stale against this\n"
+           "build's toolchain (or the one given). Exit 1 when the file is damaged.\n";
+  return "usage: flashtune db report --html FILE [--db FILE]\n"
+         "One self-contained HTML page: winners, TFLOP/s heatmaps, failures, tuning time ('-' = stdout).\n";
+}
 
 int Fail(const std::string& sub, const Status& s) {
   std::fprintf(stderr, "flashtune db %s: %s\n", sub.c_str(), s.ToString().c_str());
@@ -54,6 +90,8 @@ int RunDb(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   po::options_description desc("options");
   desc.add_options()
+      ("help,h", "show this subcommand's help")
+      ("json", "list, show: one JSON object instead of text")
       ("db", po::value(&db_path), "database file")
       ("format", po::value(&format), "csv | json")
       ("table", po::value(&table_name), "export: trials | winners")
@@ -71,6 +109,16 @@ int RunDb(const std::vector<std::string>& args) {
                                        &positional, max_words);
       !parsed.ok()) {
     std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), parsed.message().c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::fputs(SubcommandHelp(sub), stdout);
+    return kExitOk;
+  }
+  const bool json = vm.count("json") > 0;
+  if (json && sub != "list" && sub != "show") {
+    std::fprintf(stderr, "flashtune db %s: --json is only for 'list' and 'show'%s\n", sub.c_str(),
+                 sub == "export" ? " (export takes --format json)" : "");
     return kExitUsage;
   }
   if (db_path.empty()) db_path = DefaultDatabasePath();
@@ -125,6 +173,32 @@ int RunDb(const std::vector<std::string>& args) {
     // the noise rule (an incumbent within noise keeps its place) decided otherwise.
     std::map<int64_t, std::vector<const WinnerRow*>> by_problem;
     for (const WinnerRow& w : *winners) by_problem[w.problem_id].push_back(&w);
+    if (json) {
+      std::string o = "{\"database\":" + JsonString(db_path) + ",\"problems\":[";
+      for (size_t i = 0; i < rows->size(); ++i) {
+        const ProblemRow& r = (*rows)[i];
+        o += std::string(i ? "," : "") + "{\"id\":" + std::to_string(r.id) + ",\"problem\":" + ProblemJson(r.problem) +
+             ",\"bucket\":" + JsonString(r.bucket) + ",\"trials\":" + std::to_string(r.trials) +
+             ",\"ok_trials\":" + std::to_string(r.ok_trials) + ",\"winners\":[";
+        const auto found = by_problem.find(r.id);
+        if (found != by_problem.end())
+          for (size_t k = 0; k < found->second.size(); ++k) {
+            const WinnerRow& w = *found->second[k];
+            o += std::string(k ? "," : "") + "{\"variant\":" + JsonString(w.variant_uri) +
+                 ",\"median_us\":" + JsonNumber(w.median_us) + ",\"tflops\":" + JsonNumber(w.tflops) +
+                 ",\"device_id\":" + std::to_string(w.device_id) + ",\"toolchain_id\":" +
+                 std::to_string(w.toolchain_id) + "}";
+          }
+        o += "],\"fastest\":" +
+             (r.best_variant.empty() ? std::string("null")
+                                     : "{\"variant\":" + JsonString(r.best_variant) +
+                                           ",\"median_us\":" + JsonNumber(r.best_median_us) + "}") +
+             "}";
+      }
+      o += "],\"winners\":" + std::to_string(winners->size()) + "}";
+      std::printf("%s\n", o.c_str());
+      return kExitOk;
+    }
     std::printf("%5s  %-46s %-26s %7s %5s  %-44s %10s  %s\n", "id", "problem", "bucket", "trials", "ok", "winner",
                 "median_us", "fastest trial, if another");
     for (const auto& r : *rows) {
@@ -177,6 +251,25 @@ int RunDb(const std::vector<std::string>& args) {
     auto rows = (*db)->TrialsForProblem(id);
     if (!rows.ok()) return Fail(sub, rows.status());
     if (rows->empty()) return Fail(sub, Status(Code::kNotFound, "problem " + std::to_string(id) + " has no trials"));
+    if (json) {
+      std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
+                      ProblemJson((*rows)[0].trial.problem) + ",\"trials\":[";
+      int rank = 0;
+      for (const auto& r : *rows) {
+        const TrialRecord& t = r.trial;
+        o += std::string(rank ? "," : "") + "{\"rank\":" + std::to_string(rank + 1) +
+             ",\"variant\":" + JsonString(r.variant_uri) + ",\"status\":" + JsonString(r.status_name) +
+             ",\"median_us\":" + JsonNumber(t.median_us) + ",\"iqr_us\":" + JsonNumber(t.iqr_us) +
+             ",\"tflops\":" + JsonNumber(t.tflops) + ",\"reps\":" + std::to_string(t.reps) +
+             ",\"registers\":" + std::to_string(t.registers) + ",\"smem_bytes\":" + std::to_string(t.smem_bytes) +
+             ",\"spill_bytes\":" + std::to_string(t.spill_bytes) + ",\"phase\":" + JsonString(t.phase) +
+             ",\"device\":" + JsonString(r.device_name) + ",\"message\":" + JsonString(t.message) +
+             ",\"created_at\":" + JsonString(r.created_at) + "}";
+        ++rank;
+      }
+      std::printf("%s]}\n", o.c_str());
+      return kExitOk;
+    }
     std::printf("problem %lld: %s\n", (long long)id, (*rows)[0].trial.problem.ToString().c_str());
     std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
                 "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");

@@ -41,14 +41,6 @@ std::string ListDevices(const std::vector<DeviceRow>& rows) {
   return out.empty() ? "none" : out;
 }
 
-std::string ProblemJson(const Problem& p) {
-  std::ostringstream o;
-  o << "{\"dtype\":" << JsonString(DTypeName(p.dtype)) << ",\"head_dim\":" << p.head_dim
-    << ",\"causal\":" << (p.causal ? "true" : "false") << ",\"batch\":" << p.batch << ",\"seqlen_q\":" << p.seqlen_q
-    << ",\"seqlen_k\":" << p.seqlen_k << ",\"heads_q\":" << p.heads_q << ",\"heads_kv\":" << p.heads_kv << "}";
-  return o.str();
-}
-
 // The planned variant's latest measurement on the problem it was tuned on, on the planned GPU:
 // what ptxas gave it (registers, shared memory, spills). nullopt for heuristic plans or when
 // the database cannot say.

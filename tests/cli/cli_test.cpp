@@ -316,3 +316,22 @@ TEST(Cli, StrayWordsAreRefusedOnEveryCommand) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, EveryDbSubcommandHasHelp) {
+  for (const char* sub : {"list", "show", "export", "merge", "prune", "check", "report"}) {
+    for (const char* flag : {"--help", "-h"}) {
+      CliRun r = RunCli(std::string("db ") + sub + " " + flag, "", /*stderr_only=*/false);
+      EXPECT_EQ(r.exit_code, 0) << sub << " " << flag << "\n" << r.output;
+      EXPECT_TRUE(Contains(r.output, std::string("usage: flashtune db ") + sub)) << r.output;
+    }
+  }
+  CliRun list = RunCli("db list --help");
+  EXPECT_TRUE(Contains(list.output, "--json")) << list.output;
+  CliRun json_elsewhere = RunCli("db check --json --db /nonexistent/x.db");
+  EXPECT_EQ(json_elsewhere.exit_code, 2) << json_elsewhere.output;
+  EXPECT_TRUE(Contains(json_elsewhere.output, "--json is only for 'list' and 'show'")) << json_elsewhere.output;
+}
+
+}  // namespace

@@ -220,5 +220,35 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   EXPECT_EQ(Query(db3, "SELECT count(*) FROM trials"), trials);
 }
 
+// db list and db show print one JSON object with --json (checked by Python's json module).
+TEST(DbCli, ListAndShowPrintJson) {
+  std::string dir = TempDir("cli_db_json");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  auto json = [&](const std::string& args, std::string* text) {
+    const std::string out = dir + "/out.json";
+    const int rc = RunShell(cli + " db " + args + " --db " + db + " --json > " + out);
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    *text = ss.str();
+    if (rc != 0) return rc;
+    if (RunShell("command -v python3 >/dev/null") != 0) return 0;
+    return RunShell("python3 -c 'import json, sys; json.load(sys.stdin)' < " + out) == 0 ? 0 : 100;
+  };
+  std::string list, show;
+  ASSERT_EQ(json("list", &list), 0) << list;
+  EXPECT_EQ(list.rfind("{\"database\":", 0), 0u) << list;
+  EXPECT_NE(list.find("\"problem\":{\"dtype\":\"bf16\",\"head_dim\":64,\"causal\":false"), std::string::npos) << list;
+  EXPECT_NE(list.find("\"winners\":" + std::to_string(SmallProblemSet().size()) + "}"), std::string::npos) << list;
+  ASSERT_EQ(json("show 1", &show), 0) << show;
+  EXPECT_EQ(show.rfind("{\"problem_id\":1,\"problem\":{", 0), 0u) << show;
+  EXPECT_NE(show.find("\"rank\":1,\"variant\":\"fa2_fwd_"), std::string::npos) << show;
+}
+
 }  // namespace
 }  // namespace flashtune
