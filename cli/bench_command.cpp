@@ -140,7 +140,7 @@ int RunBench(const std::vector<std::string>& args) {
   Problem problem{*parsed_dtype, head_dim, *causal, batch, seqlen_q,
                   seqlen_k > 0 ? seqlen_k : seqlen_q, heads_q, heads_kv > 0 ? heads_kv : heads_q};
   Status valid = ValidateProblem(problem);
-  if (!valid.ok()) return Fail(valid);
+  if (!valid.ok()) return Fail(Status(valid.code(), WithOptionNames(valid.message())));
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
 

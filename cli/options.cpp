@@ -2,6 +2,8 @@
 #include "cli/options.h"
 
 #include <cctype>
+#include <cstring>
+#include <utility>
 
 namespace flashtune::cli {
 
@@ -64,6 +66,16 @@ Status ParseCommandLine(const std::vector<std::string>& args, const po::options_
     return Status(Code::kInvalidArgument, e.what());
   }
   return Status::Ok();
+}
+
+std::string WithOptionNames(std::string message) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"head_dim", "--head-dim"}, {"seqlen_q", "--seqlen-q"}, {"seqlen_k", "--seqlen-k"},
+      {"heads_q", "--heads-q"},   {"heads_kv", "--heads-kv"}, {"batch (", "--batch ("}};
+  for (const auto& [field, option] : kNames)
+    for (size_t at = message.find(field); at != std::string::npos; at = message.find(field, at + 1))
+      if (at < 2 || message.compare(at - 2, 2, "--") != 0) message.replace(at, std::strlen(field), option);
+  return message;
 }
 
 Result<bool> ParseCausal(std::string_view text, std::string_view option) {

@@ -35,6 +35,10 @@ Status ParseCommandLine(const std::vector<std::string>& args, const boost::progr
 // kInvalidArgument "<option> 'x' is not allowed; allowed: 0, 1, true, false".
 Result<bool> ParseCausal(std::string_view text, std::string_view option = "--causal");
 
+// A shape error of the library (ValidateProblem: "batch (100000) must be in [1, 65535] …")
+// with its fields named as the options of plan, bench and db show ("--batch (100000) …").
+std::string WithOptionNames(std::string message);
+
 // The help text of --causal, shared so every subcommand documents it alike.
 inline constexpr const char* kCausalHelp = "causal mask (bottom-right aligned): 0, 1, true or false; bare --causal means 1 "
                                            "(default 0)";

@@ -103,19 +103,11 @@ int RunPlan(const std::vector<std::string>& args) {
   if (!dtype.ok()) return Usage(dtype.status().message());
   auto causal = ParseCausal(causal_text);
   if (!causal.ok()) return Usage(causal.status().message());
-  bool supported = false;
-  for (int d : kSupportedHeadDims) supported |= d == head_dim;
-  if (!supported)
-    return Usage("--head-dim " + std::to_string(head_dim) + " is not supported; allowed: 32, 64, 96, 128, 160, 192, 224, 256");
   if (!vm.count("seqlen-k")) seqlen_k = seqlen_q;
   if (!vm.count("heads-kv")) heads_kv = heads_q;
-  const std::pair<const char*, int64_t> sizes[] = {
-      {"--batch", batch}, {"--seqlen-q", seqlen_q}, {"--seqlen-k", seqlen_k}, {"--heads-q", heads_q}, {"--heads-kv", heads_kv}};
-  for (auto [name, v] : sizes)
-    if (v < 1 || v >= (int64_t{1} << 31))
-      return Usage(std::string(name) + " " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
-  if (heads_q % heads_kv != 0)
-    return Usage("--heads-q " + std::to_string(heads_q) + " must be a multiple of --heads-kv " + std::to_string(heads_kv));
+  const Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
+  // The runtime's own rule (ValidateProblem), checked before anything is opened.
+  if (Status valid = ValidateProblem(problem); !valid.ok()) return Usage(WithOptionNames(valid.message()));
   if (!device_uuid.empty() && !gpu_name.empty()) return Usage("--device-uuid and --gpu-name exclude each other");
 
   RuntimeOptions options;
@@ -169,7 +161,6 @@ int RunPlan(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune plan: %s\n", runtime.status().ToString().c_str());
     return kExitFailure;
   }
-  Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
   auto plan = (*runtime)->plan(problem);
   if (!plan.ok()) {
     std::fprintf(stderr, "flashtune plan: %s\n", plan.status().ToString().c_str());

@@ -42,12 +42,22 @@ Status ValidateProblem(const Problem& p) {
   if (!SupportedHeadDim(p.head_dim))
     return Invalid("head_dim " + std::to_string(p.head_dim) + " is not supported; allowed: " +
                    HeadDimList());
-  const std::pair<const char*, int64_t> sizes[] = {{"batch", p.batch},       {"seqlen_q", p.seqlen_q},
-                                                   {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
-                                                   {"heads_kv", p.heads_kv}};
-  for (auto [name, v] : sizes)
-    if (v < 1 || v >= (int64_t{1} << 31))
-      return Invalid(std::string(name) + " = " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
+  // The kernel's launch limits: the one rule for the runtime (ValidateForwardArgs), the tuner,
+  // the database and the CLI, so nothing is planned or tuned that forward() would refuse.
+  constexpr int64_t kInt32Max = 2147483647, kGridYZ = 65535;
+  const struct {
+    const char* name;
+    int64_t value, max;
+    const char* why;
+  } sizes[] = {{"batch", p.batch, kGridYZ, " (grid z limit)"},
+               {"seqlen_q", p.seqlen_q, kInt32Max, " (32-bit kernel index)"},
+               {"seqlen_k", p.seqlen_k, kInt32Max, " (32-bit kernel index)"},
+               {"heads_q", p.heads_q, kGridYZ, " (grid y limit)"},
+               {"heads_kv", p.heads_kv, kGridYZ, ""}};
+  for (const auto& s : sizes)
+    if (s.value < 1 || s.value > s.max)
+      return Invalid(std::string(s.name) + " (" + std::to_string(s.value) + ") must be in [1, " +
+                     std::to_string(s.max) + "]" + s.why);
   if (p.heads_q % p.heads_kv != 0)
     return Invalid("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
                    std::to_string(p.heads_kv) + ")");
@@ -83,7 +93,7 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
             p.heads_kv = o.heads_kv == 0 ? p.heads_q : o.heads_kv;
             p.batch = nq >= 1 ? std::max<int64_t>(1, o.tokens / nq) : 0;
             Status s = ValidateProblem(p);
-            if (!s.ok()) return Invalid("problem set: " + s.message());
+            if (!s.ok()) return Invalid("problem set: " + p.ToString() + ": " + s.message());
             out.push_back(p);
           }
         }

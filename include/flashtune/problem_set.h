@@ -45,8 +45,10 @@ struct ProblemSetOptions {
 // (e.g. a head dim the template does not support, hidden not divisible by D, Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
-// Checks one problem: supported dtype/D, all sizes >= 1 and < 2^31, Hq % Hkv == 0.
-// OK, or kInvalidArgument naming the field.
+// Checks one problem against what the kernel can launch (the same rule as
+// ValidateForwardArgs): supported D, batch, heads_q and heads_kv in [1, 65535] (grid limits),
+// seqlens in [1, 2^31-1], Hq % Hkv == 0. OK, or kInvalidArgument naming the field, e.g.
+// "batch (100000) must be in [1, 65535] (grid z limit)".
 Status ValidateProblem(const Problem& problem);
 
 // Parses the problem-set file format above. `source` names the text in errors ("set.txt").

@@ -335,3 +335,14 @@ TEST(Cli, EveryDbSubcommandHasHelp) {
 }
 
 }  // namespace
+
+namespace {
+
+// bench refuses what the runtime would refuse, naming its option, before anything is measured.
+TEST(Cli, BenchRefusesShapesBeyondTheLaunchLimits) {
+  CliRun r = RunCli("bench --head-dim 64 --batch 70000 --seqlen-q 512 --heads-q 8 --replay /nonexistent.csv");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--batch (70000) must be in [1, 65535] (grid z limit)")) << r.output;
+}
+
+}  // namespace

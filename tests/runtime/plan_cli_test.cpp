@@ -49,6 +49,12 @@ TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --batch -1", "--batch"},
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --bogus", "bogus"},
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --device-uuid GPU-nope", "--device-uuid"},
+      // The runtime's launch limits, not merely 2^31: plan never answers for what forward refuses.
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --batch 100000",
+       "--batch (100000) must be in [1, 65535] (grid z limit)"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 70000 --heads-kv 1",
+       "--heads-q (70000) must be in [1, 65535] (grid y limit)"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 2147483648 --heads-q 8", "--seqlen-q (2147483648) must be in [1, 2147483647]"},
   };
   for (const Case& c : cases) {
     CliRun r = Plan(c.args + db);

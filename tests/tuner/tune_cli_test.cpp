@@ -147,6 +147,15 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --budget-total 5% 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --compile-only --arch sm_7x 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens 0 2>/dev/null"), 2);
+  // Shapes the runtime would refuse are not scheduled: B = tokens / Nq = 4194304 > 65535.
+  const std::string err = dir + "/err.txt";
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
+                     "/t.db --seqlens 512 --tokens 2147483648 2> " + err),
+            2);
+  std::ifstream e(err);
+  std::stringstream es;
+  es << e.rdbuf();
+  EXPECT_NE(es.str().find("batch (4194304) must be in [1, 65535]"), std::string::npos) << es.str();
 }
 
 TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
