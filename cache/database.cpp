@@ -232,6 +232,11 @@ std::string DefaultDatabasePath() {
 namespace {
 
 bool CanWrite(const std::string& path) { return ::access(path.c_str(), W_OK) == 0; }
+// Why `path` cannot be written ("Permission denied", "Read-only file system").
+std::string WhyNotWritable(const std::string& path) {
+  return ::access(path.c_str(), W_OK) == 0 ? "writable" : std::strerror(errno);
+}
+
 std::string DirectoryOf(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return dir.empty() ? "." : dir;
@@ -268,6 +273,17 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
   if (exists && std::filesystem::is_directory(path, ec))
     return Status(Code::kInvalidArgument, "database path '" + path + "' is a directory");
   const std::string dir = DirectoryOf(path);
+  // A writer that cannot write finds out here, before it starts work, not after a run. SQLite
+  // keeps its -wal and -shm files beside the database, so the directory must be writable too.
+  if (!options.read_only) {
+    if (exists && !CanWrite(path))
+      return Status(Code::kIoError, "database '" + path + "' is read-only (" + WhyNotWritable(path) +
+                                        "); this command writes to it: make it writable, or use another --db");
+    if (!CanWrite(dir))
+      return Status(Code::kIoError, "database '" + path + "' cannot be " + (exists ? "written" : "created") +
+                                        ": its directory '" + dir + "' is not writable (" + WhyNotWritable(dir) +
+                                        "), and SQLite keeps its -wal and -shm files there");
+  }
   // A reader that cannot write the file or its directory cannot create the -wal/-shm files of a
   // WAL database either: it opens the file immutable (nothing changes it while it is read: true
   // of a database shipped read-only). A non-empty -wal holds committed rows the file lacks, which
@@ -293,6 +309,8 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
   if (wal_pending) sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
   sqlite3_extended_result_codes(raw, 1);
+  if (!options.read_only && sqlite3_db_readonly(raw, "main") == 1)
+    return Status(Code::kIoError, "database '" + path + "' could only be opened read-only; this command writes to it");
   if (options.read_only && reader_can_write) FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA query_only = ON"));
 
   // Read before any write: a file that is not SQLite fails here, untouched.

@@ -294,6 +294,9 @@ int RunTune(const std::vector<std::string>& args) {
     Status valid = Compiler::ValidateArch(arch);
     if (!valid.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + valid.message()));
   }
+  // Everything below writes the database: one that cannot be written (read-only file or
+  // directory) or is damaged is refused now, before a GPU worker starts or a header is printed.
+  if (auto writable = Database::Open(options.db_path); !writable.ok()) return Fail(writable.status());
   if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
   if (measurers.empty()) {
     GpuMeasurerOptions gpu_options;

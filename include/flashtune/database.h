@@ -207,7 +207,8 @@ class Database {
   // Opens (read-write: creating if absent) and migrates to kSchemaVersion.
   // Errors: kCorrupt (not a SQLite file, not a flashtune schema, or damaged) naming the path,
   // the file untouched; kNotFound (read-only, and absent or empty — a tuner may be creating
-  // it); kUnsupported (newer schema); kInvalidArgument (empty path, a directory);
+  // it); kUnsupported (newer schema); kIoError (read-write, and the file or its directory is
+  // not writable: found before any work starts); kInvalidArgument (empty path, a directory);
   // kDatabaseError otherwise.
   static Result<std::unique_ptr<Database>> Open(const std::string& path, OpenOptions options);
   static Result<std::unique_ptr<Database>> Open(const std::string& path) { return Open(path, OpenOptions{}); }

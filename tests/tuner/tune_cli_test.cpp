@@ -259,5 +259,55 @@ TEST(DbCli, ListAndShowPrintJson) {
   EXPECT_NE(show.find("\"rank\":1,\"variant\":\"fa2_fwd_"), std::string::npos) << show;
 }
 
+// A database its user cannot write (read-only file, or read-only directory: SQLite needs its
+// -wal and -shm there) is refused before any work, naming the file, by every writer. Root can
+// write anything, so as root the commands run as `nobody` (setpriv).
+TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
+  std::string as_user;
+  if (::geteuid() == 0) {
+    if (RunShell("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "running as root without setpriv";
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups -- ";
+  }
+  const std::string dir = TempDir("cli_read_only");
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string file_ro = dir + "/file_ro", dir_ro = dir + "/dir_ro";
+  ASSERT_EQ(RunShell("mkdir '" + file_ro + "' '" + dir_ro + "'"), 0);
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  for (const std::string& d : {file_ro, dir_ro})
+    ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
+                       "--seqlens 512 >/dev/null 2>&1"),
+              0);
+  ASSERT_EQ(RunShell("chmod 777 '" + file_ro + "' && chmod 444 '" + file_ro + "/t.db' && chmod 666 '" + dir_ro +
+                     "/t.db' && chmod 555 '" + dir_ro + "'"),
+            0);
+  const std::string out = dir + "/out.txt";
+  auto read = [&] {
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  struct Case {
+    std::string db, says;
+  } cases[] = {{file_ro + "/t.db", "database '" + file_ro + "/t.db' is read-only"},
+               {dir_ro + "/t.db", "its directory '" + dir_ro + "' is not writable"}};
+  for (const Case& c : cases) {
+    const int64_t trials = Query(c.db, "SELECT count(*) FROM trials");
+    for (const std::string& command :
+         {"tune --replay " + replay + " --db " + c.db + " --retune", "tune --compile-only --db " + c.db,
+          "db prune --db " + c.db, "db merge " + dir + "/absent.db --db " + c.db}) {
+      EXPECT_EQ(RunShell(as_user + cli + " " + command + " > " + out + " 2>&1"), 1) << command << "\n" << read();
+      EXPECT_NE(read().find(c.says), std::string::npos) << command << "\n" << read();
+      EXPECT_EQ(read().find("tuning "), std::string::npos) << command << "\n" << read();  // no header, no work
+    }
+    EXPECT_EQ(Query(c.db, "SELECT count(*) FROM trials"), trials);
+    // Its readers still work.
+    EXPECT_EQ(RunShell(as_user + cli + " db list --db " + c.db + " > " + out + " 2>&1"), 0) << read();
+  }
+  RunShell("chmod 755 '" + dir_ro + "'");
+}
+
 }  // namespace
 }  // namespace flashtune
