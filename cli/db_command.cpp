@@ -1,4 +1,6 @@
 // `flashtune db`: inspect and maintain the tuning database.
+#include <algorithm>
+
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +23,7 @@ constexpr const char* kUsage =
     "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
     "  (flashtune db SUBCOMMAND --help for its options)\n"
     "  list [--json]                 problems with trial counts and winners\n"
-    "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
+    "  show ID | --head-dim D --seqlen-q N [--dtype --causal --batch --seqlen-k --heads-q --heads-kv]\n"
     "                                one problem's trials, ranked (--json: one object)\n"
     "  export --format csv|json [--table trials|winners] [--output FILE]\n"
     "                                every trial (default), or the winners the runtime launches\n"
@@ -42,8 +44,8 @@ const char* SubcommandHelp(const std::string& sub) {
            "  --json      one JSON object: {\"database\", \"problems\": [...], \"winners\"}\n";
   if (sub == "show")
     return "usage: flashtune db show ID [--db FILE] [--json]\n"
-           "       flashtune db show --head-dim D --nq N [--dtype bf16] [--causal 0|1] [--batch B] [--nk N]\n"
-           "                         [--hq H] [--hkv H] [--db FILE] [--json]\n"
+           "       flashtune db show --head-dim D --seqlen-q N [--dtype bf16] [--causal 0|1] [--batch B]\n"
+           "                         [--seqlen-k N] [--heads-q H] [--heads-kv H] [--db FILE] [--json]\n"
            "One problem's trials, ranked: ok trials by median, then failures. The problem is its id\n"
            "(from `db list`) or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
            "  --json      one JSON object: {\"problem_id\", \"problem\", \"trials\": [...]}\n";
@@ -86,7 +88,7 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials", causal_text = "0";
-  int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
+  int64_t head_dim = 0, batch = 0, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   std::vector<std::string> positional;
   po::options_description desc("options");
   desc.add_options()
@@ -98,15 +100,19 @@ int RunDb(const std::vector<std::string>& args) {
       ("output,o", po::value(&output), "write to FILE instead of stdout")
       ("html", po::value(&html), "report: the HTML file to write ('-' = stdout)")
       ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal_text)->implicit_value("1"), "")
-      ("batch", po::value(&batch), "") ("nq", po::value(&nq), "") ("nk", po::value(&nk), "")
-      ("hq", po::value(&hq), "") ("hkv", po::value(&hkv), "")
+      ("batch", po::value(&batch), "") ("seqlen-q", po::value(&seqlen_q), "") ("seqlen-k", po::value(&seqlen_k), "")
+      ("heads-q", po::value(&heads_q), "") ("heads-kv", po::value(&heads_kv), "")
       ("nvrtc-version", po::value(&nvrtc), "") ("generator-version", po::value(&gen), "")
       ("template-hash", po::value(&tpl), "");
   po::variables_map vm;
   // show takes an ID, merge the OTHER.db; no other subcommand takes a word.
   const size_t max_words = sub == "show" || sub == "merge" ? 1 : 0;
-  if (Status parsed = ParseCommandLine(std::vector<std::string>(args.begin() + 1, args.end()), desc, &vm,
-                                       &positional, max_words);
+  // Before one vocabulary, db show spelled the shape --nq, --nk, --hq, --hkv.
+  const std::vector<std::string> renamed =
+      RenameDeprecated(std::vector<std::string>(args.begin() + 1, args.end()),
+                       {{"nq", "seqlen-q"}, {"nk", "seqlen-k"}, {"hq", "heads-q"}, {"hkv", "heads-kv"}},
+                       "flashtune db " + sub);
+  if (Status parsed = ParseCommandLine(renamed, desc, &vm, &positional, max_words);
       !parsed.ok()) {
     std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), parsed.message().c_str(), kUsage);
     return kExitUsage;
@@ -234,18 +240,21 @@ int RunDb(const std::vector<std::string>& args) {
         std::fprintf(stderr, "flashtune db show: '%s' is not a problem id\n", positional[0].c_str());
         return kExitUsage;
       }
-    } else if (positional.empty() && head_dim > 0 && nq > 0) {
+    } else if (positional.empty() && vm.count("head-dim") && vm.count("seqlen-q")) {
       auto dt = ParseDType(dtype, "--dtype");
       if (!dt.ok()) return Fail(sub, dt.status());
-      Problem p{*dt, int(head_dim), *causal, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
-                hq > 0 ? hq : 2048 / head_dim, 0};
-      p.heads_kv = hkv > 0 ? hkv : p.heads_q;
+      Problem p{*dt, int(head_dim), *causal, vm.count("batch") ? batch : 1, seqlen_q,
+                vm.count("seqlen-k") ? seqlen_k : seqlen_q, vm.count("heads-q") ? heads_q : 2048 / std::max<int64_t>(head_dim, 1), 0};
+      p.heads_kv = vm.count("heads-kv") ? heads_kv : p.heads_q;
+      // The same rule as plan and the runtime: a shape that cannot be tuned is bad usage.
+      if (Status valid = ValidateProblem(p); !valid.ok())
+        return Fail(sub, Status(valid.code(), WithOptionNames(valid.message())));
       auto found = (*db)->FindProblem(p);
       if (!found.ok()) return Fail(sub, found.status());
       id = *found;
     } else {
-      std::fprintf(stderr, "flashtune db show: give a problem id, or --head-dim and --nq (and --dtype, --causal, "
-                           "--batch, --nk, --hq, --hkv)\n");
+      std::fprintf(stderr, "flashtune db show: give a problem id, or --head-dim and --seqlen-q (and --dtype, --causal, "
+                           "--batch, --seqlen-k, --heads-q, --heads-kv)\n");
       return kExitUsage;
     }
     auto rows = (*db)->TrialsForProblem(id);

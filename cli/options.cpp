@@ -1,7 +1,9 @@
 // Command-line parsing shared by the subcommands; see cli/options.h.
 #include "cli/options.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -66,6 +68,33 @@ Status ParseCommandLine(const std::vector<std::string>& args, const po::options_
     return Status(Code::kInvalidArgument, e.what());
   }
   return Status::Ok();
+}
+
+std::vector<std::string> RenameDeprecated(const std::vector<std::string>& args,
+                                          const std::vector<std::pair<std::string, std::string>>& old_to_new,
+                                          const std::string& command) {
+  std::vector<std::string> out;
+  std::vector<std::string> noticed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--") {  // everything after is positional
+      out.insert(out.end(), args.begin() + i, args.end());
+      break;
+    }
+    for (const auto& [old_name, new_name] : old_to_new) {
+      const std::string flag = "--" + old_name;
+      if (a == flag || a.rfind(flag + "=", 0) == 0) {
+        if (std::find(noticed.begin(), noticed.end(), old_name) == noticed.end()) {
+          std::fprintf(stderr, "%s: %s is deprecated; use --%s\n", command.c_str(), flag.c_str(), new_name.c_str());
+          noticed.push_back(old_name);
+        }
+        a = "--" + new_name + a.substr(flag.size());
+        break;
+      }
+    }
+    out.push_back(a);
+  }
+  return out;
 }
 
 std::string WithOptionNames(std::string message) {

@@ -19,6 +19,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "flashtune/status.h"
@@ -30,6 +31,14 @@ namespace flashtune::cli {
 Status ParseCommandLine(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
                         boost::program_options::variables_map* vm, std::vector<std::string>* words = nullptr,
                         size_t max_words = 0);
+
+// One vocabulary for shapes (singular for one shape, plural for lists, the same names in
+// plan, bench, db show, tune and problem-set files): an old spelling of an option is rewritten
+// to its new name ("--nq 512" and "--nq=512" → "--seqlen-q …") with one line on stderr,
+// "flashtune db show: --nq is deprecated; use --seqlen-q", once per old name.
+std::vector<std::string> RenameDeprecated(const std::vector<std::string>& args,
+                                          const std::vector<std::pair<std::string, std::string>>& old_to_new,
+                                          const std::string& command);
 
 // The mask of one shape: "1"/"true" causal, "0"/"false" not; anything else is
 // kInvalidArgument "<option> 'x' is not allowed; allowed: 0, 1, true, false".

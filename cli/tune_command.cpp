@@ -149,7 +149,7 @@ int RunTune(const std::vector<std::string>& args) {
       ("dtypes", po::value(&dtypes), "comma list of bf16,f16 (default both)")
       ("head-dims", po::value(&head_dims), "comma list (default 64,128)")
       ("causal", po::value(&causal)->implicit_value("1"), "comma list of 0, 1, true, false (default 0,1)")
-      ("seqlens", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
+      ("seqlens-q", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
       ("seqlens-k", po::value(&seqlens_k), "Nk values crossed with every Nq (default Nk = Nq)")
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
@@ -170,7 +170,9 @@ int RunTune(const std::vector<std::string>& args) {
        "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
        "time is its median round, and rounds stop once the leader is 3% ahead");
   po::variables_map vm;
-  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+  // One vocabulary (singular for one shape, plural for lists): --seqlens-q, like --seqlens-k.
+  if (Status parsed = ParseCommandLine(RenameDeprecated(args, {{"seqlens", "seqlens-q"}}, "flashtune tune"), desc, &vm);
+      !parsed.ok()) {
     std::fprintf(stderr, "flashtune tune: %s\n", parsed.message().c_str());
     return kExitUsage;
   }
@@ -226,11 +228,13 @@ int RunTune(const std::vector<std::string>& args) {
   }
 
   // Problems: a file, else the options, else (replay without shape options) the recorded ones.
-  const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens") ||
+  const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens-q") ||
                            vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
   if (!set_file.empty()) {
-    auto ps = LoadProblemSetFile(set_file);
+    std::vector<std::string> notices;
+    auto ps = LoadProblemSetFile(set_file, &notices);
     if (!ps.ok()) return Fail(ps.status());
+    for (const std::string& n : notices) std::fprintf(stderr, "flashtune tune: %s\n", n.c_str());
     options.problems = *ps;
   } else if (replay_space && !shape_given) {
     options.problems = replay_space->Problems();
@@ -251,8 +255,8 @@ int RunTune(const std::vector<std::string>& args) {
       if (!v.ok()) return Fail(v.status());
       pso.causal = *v;
     }
-    if (vm.count("seqlens")) {
-      auto v = SplitList<int64_t>(seqlens, "--seqlens", ParsePositive);
+    if (vm.count("seqlens-q")) {
+      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
       if (!v.ok()) return Fail(v.status());
       pso.seqlens = *v;
     }

@@ -92,7 +92,7 @@ TEST(DatabaseDamage, CliRefusesToTuneIntoItAndCheckSaysDamaged) {
   };
   const Problem p = TunedProblems()[0];
   EXPECT_EQ(run("tune --replay '" + replay + "' --db '" + d.path + "' --dtypes bf16 --head-dims 128 --causal 0 "
-                "--seqlens " + std::to_string(p.seqlen_q) + " --retune"),
+                "--seqlens-q " + std::to_string(p.seqlen_q) + " --retune"),
             1);
   EXPECT_NE(ReadAll(out).find("'" + d.path + "' is damaged"), std::string::npos) << ReadAll(out);
   EXPECT_EQ(ReadAll(d.path), d.bytes);

@@ -271,7 +271,7 @@ TEST(Cli, CausalValueIsParsedStrictlyOnEveryCommand) {
     EXPECT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_TRUE(Contains(plan.output, "problem:  bf16 d128 causal")) << on << "\n" << plan.output;
   }
-  CliRun tune = RunCli("tune --dry-run --dtypes bf16 --head-dims 64 --seqlens 512 --causal false" + db);
+  CliRun tune = RunCli("tune --dry-run --dtypes bf16 --head-dims 64 --seqlens-q 512 --causal false" + db);
   EXPECT_EQ(tune.exit_code, 0) << tune.output;
   EXPECT_TRUE(Contains(tune.output, "bf16 d64 full")) << tune.output;
   EXPECT_FALSE(Contains(tune.output, "bf16 d64 causal")) << tune.output;
@@ -281,7 +281,7 @@ TEST(Cli, CausalValueIsParsedStrictlyOnEveryCommand) {
   for (const std::string& command :
        {"plan " + shape + db + " --causal 2", "plan " + shape + db + " --causal yes",
         std::string("generate --dtype bf16 --head-dim 128 --causal on"), bench + " --causal -1",
-        "db show --db '" + dir.path() + "/absent.db' --head-dim 64 --nq 512 --causal 2",
+        "db show --db '" + dir.path() + "/absent.db' --head-dim 64 --seqlen-q 512 --causal 2",
         "tune --dry-run --causal 0,2" + db}) {
     CliRun r = RunCli(command);
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
@@ -308,7 +308,7 @@ TEST(Cli, StrayWordsAreRefusedOnEveryCommand) {
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
     EXPECT_TRUE(Contains(r.output, "unexpected argument 'extra'")) << command << "\n" << r.output;
   }
-  // No abbreviations either: "--seqlen" is not silently "--seqlens".
+  // No abbreviations either: "--seqlen" is not silently "--seqlens-q".
   CliRun abbreviated = RunCli("tune --dry-run --seqlen 512" + db);
   EXPECT_EQ(abbreviated.exit_code, 2) << abbreviated.output;
   EXPECT_TRUE(Contains(abbreviated.output, "--seqlen")) << abbreviated.output;

@@ -107,7 +107,7 @@ TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
   EXPECT_EQ(Query(db, "SELECT count(*) FROM tuning_runs WHERE ended_at IS NOT NULL"), 1);  // the killed one never ended
   // --retune measures everything again.
   EXPECT_EQ(Wait(Spawn({cli, "tune", "--replay", replay, "--db", db, "--retune", "--dtypes", "bf16", "--head-dims",
-                        "64", "--causal", "0", "--seqlens", "512"})), 0);
+                        "64", "--causal", "0", "--seqlens-q", "512"})), 0);
   EXPECT_GT(Query(db, "SELECT count(*) FROM trials WHERE phase = 'search'"), int64_t(n_rows));
 }
 
@@ -118,9 +118,9 @@ TEST(TuneCli, TwoProcessesOnOneDatabaseLoseNothing) {
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
   const std::string cli = FLASHTUNE_CLI_PATH;
-  pid_t a = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens", "512,2048",
+  pid_t a = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens-q", "512,2048",
                    "--devices", "0"});
-  pid_t b = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens", "512,2048",
+  pid_t b = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens-q", "512,2048",
                    "--devices", "1"});
   EXPECT_EQ(Wait(a), 0);
   EXPECT_EQ(Wait(b), 0);
@@ -133,7 +133,7 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   std::string dir = TempDir("cli_dry");
   std::string out = dir + "/out.txt";
   int rc = RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
-                    "/t.db --dtypes bf16 --head-dims 128 --causal 1 --seqlens 4096 > " + out);
+                    "/t.db --dtypes bf16 --head-dims 128 --causal 1 --seqlens-q 4096 > " + out);
   EXPECT_EQ(rc, 0);
   std::ifstream f(out);
   std::stringstream ss;
@@ -146,11 +146,11 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --strategy random 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --budget-total 5% 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --compile-only --arch sm_7x 2>/dev/null"), 2);
-  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens 0 2>/dev/null"), 2);
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens-q 0 2>/dev/null"), 2);
   // Shapes the runtime would refuse are not scheduled: B = tokens / Nq = 4194304 > 65535.
   const std::string err = dir + "/err.txt";
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
-                     "/t.db --seqlens 512 --tokens 2147483648 2> " + err),
+                     "/t.db --seqlens-q 512 --tokens 2147483648 2> " + err),
             2);
   std::ifstream e(err);
   std::stringstream es;
@@ -163,7 +163,7 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   const std::string dir = TempDir("cli_nogpu");
   const std::string out = dir + "/out.txt";
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --db " + dir + "/t.db --dtypes bf16 --head-dims 64 "
-                     "--causal 0 --seqlens 512 > " + out + " 2>&1"), 0);
+                     "--causal 0 --seqlens-q 512 > " + out + " 2>&1"), 0);
   std::ifstream f(out);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -191,7 +191,7 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   auto sh = [&](const std::string& args) { return RunShell(cli + " db " + args + " >/dev/null 2>&1"); };
   EXPECT_EQ(sh("list --db " + db), 0);
   EXPECT_EQ(sh("show 1 --db " + db), 0);
-  EXPECT_EQ(sh("show --db " + db + " --dtype bf16 --head-dim 64 --nq 512 --batch 32 --hq 32"), 0);
+  EXPECT_EQ(sh("show --db " + db + " --dtype bf16 --head-dim 64 --seqlen-q 512 --batch 32 --heads-q 32"), 0);
   EXPECT_EQ(sh("show 9999 --db " + db), 1);
   EXPECT_EQ(sh("show x1 --db " + db), 2);
   EXPECT_EQ(sh("check --db " + db), 0);
@@ -277,7 +277,7 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
   const std::string cli = FLASHTUNE_CLI_PATH;
   for (const std::string& d : {file_ro, dir_ro})
     ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
-                       "--seqlens 512 >/dev/null 2>&1"),
+                       "--seqlens-q 512 >/dev/null 2>&1"),
               0);
   ASSERT_EQ(RunShell("chmod 777 '" + file_ro + "' && chmod 444 '" + file_ro + "/t.db' && chmod 666 '" + dir_ro +
                      "/t.db' && chmod 555 '" + dir_ro + "'"),
@@ -307,6 +307,58 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
     EXPECT_EQ(RunShell(as_user + cli + " db list --db " + c.db + " > " + out + " 2>&1"), 0) << read();
   }
   RunShell("chmod 755 '" + dir_ro + "'");
+}
+
+// One vocabulary: db show, tune and problem-set files use plan's names (plural for tune's
+// lists); the old spellings still work, each with one deprecation line on stderr.
+TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
+  std::string dir = TempDir("cli_vocabulary");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  const std::string out = dir + "/out.txt", err = dir + "/err.txt";
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  auto run = [&](const std::string& args) { return RunShell(cli + " " + args + " > " + out + " 2> " + err); };
+
+  ASSERT_EQ(run("db show --db " + db + " --head-dim 64 --seqlen-q 512 --batch 32 --heads-q 32 --heads-kv 32 --seqlen-k 512"), 0)
+      << read(err);
+  const std::string shown = read(out);
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("db show --db " + db + " --head-dim 64 --nq 512 --batch 32 --hq 32 --hkv 32 --nk=512"), 0) << read(err);
+  EXPECT_EQ(read(out), shown);
+  EXPECT_EQ(read(err),
+            "flashtune db show: --nq is deprecated; use --seqlen-q\n"
+            "flashtune db show: --hq is deprecated; use --heads-q\n"
+            "flashtune db show: --hkv is deprecated; use --heads-kv\n"
+            "flashtune db show: --nk is deprecated; use --seqlen-k\n");
+
+  const std::string shape = " --dry-run --db " + dir + "/dry.db --dtypes bf16 --head-dims 64 --causal 0";
+  ASSERT_EQ(run("tune" + shape + " --seqlens-q 512,2048"), 0) << read(err);
+  const std::string listed = read(out);
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("tune" + shape + " --seqlens 512,2048"), 0) << read(err);
+  EXPECT_EQ(read(out), listed);
+  EXPECT_EQ(read(err), "flashtune tune: --seqlens is deprecated; use --seqlens-q\n");
+
+  // Problem-set files: the new keys (with _ or -) silently, the old ones with one line.
+  std::ofstream(dir + "/new.txt") << "dtype=bf16 head_dim=64 causal=0 batch=32 seqlen_q=512 seqlen-k=512 heads_q=32 heads-kv=32\n";
+  std::ofstream(dir + "/old.txt") << "dtype=bf16 d=64 causal=0 batch=32 nq=512 nk=512 hq=32 hkv=32\n";
+  ASSERT_EQ(run("tune --dry-run --db " + dir + "/dry.db --problem-set " + dir + "/new.txt"), 0) << read(err);
+  const std::string from_file = read(out);
+  EXPECT_NE(from_file.find("bf16 d64 full B32 Nq512 Nk512 Hq32 Hkv32"), std::string::npos) << from_file;
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("tune --dry-run --db " + dir + "/dry.db --problem-set " + dir + "/old.txt"), 0) << read(err);
+  EXPECT_EQ(read(out), from_file);
+  EXPECT_EQ(read(err), "flashtune tune: " + dir + "/old.txt: field name(s) d, nq, nk, hq, hkv are deprecated; use "
+                       "head_dim, seqlen_q, seqlen_k, heads_q, heads_kv\n");
 }
 
 }  // namespace
