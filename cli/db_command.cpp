@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -127,6 +128,11 @@ int RunDb(const std::vector<std::string>& args) {
                  sub == "export" ? " (export takes --format json)" : "");
     return kExitUsage;
   }
+  if (vm.count("db") && db_path.empty()) {
+    std::fprintf(stderr, "flashtune db %s: --db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)\n",
+                 sub.c_str());
+    return kExitUsage;
+  }
   if (db_path.empty()) db_path = DefaultDatabasePath();
   ToolchainInfo current = CurrentToolchain();
   if (!nvrtc.empty()) current.nvrtc_version = nvrtc;
@@ -166,6 +172,13 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   const bool writes = sub == "merge" || sub == "prune";
+  std::error_code ec;
+  const bool target_existed = std::filesystem::exists(db_path, ec);
+  if (sub == "merge") {
+    // The other file first: a merge refused for it must not leave a new, empty target behind.
+    auto other = Database::Open(positional[0], Database::OpenOptions{true, 10000});
+    if (!other.ok()) return Fail(sub, other.status());
+  }
   // check opens a damaged file to report on it; everything else refuses one (Database::Open).
   auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000, sub != "check"});
   if (!db.ok()) return Fail(sub, db.status());
@@ -321,7 +334,12 @@ int RunDb(const std::vector<std::string>& args) {
   }
   if (sub == "merge") {
     auto stats = (*db)->Merge(positional[0]);
-    if (!stats.ok()) return Fail(sub, stats.status());
+    if (!stats.ok()) {
+      db->reset();
+      if (!target_existed)  // this merge created it: a failed merge leaves nothing behind
+        for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_path + suffix, ec);
+      return Fail(sub, stats.status());
+    }
     std::printf("merged '%s': %lld trial(s), %lld winner(s), %lld cubin(s) added\n", positional[0].c_str(),
                 (long long)stats->trials_added, (long long)stats->winners_added, (long long)stats->cubins_added);
     return kExitOk;

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -110,10 +111,20 @@ int RunPlan(const std::vector<std::string>& args) {
   if (Status valid = ValidateProblem(problem); !valid.ok()) return Usage(WithOptionNames(valid.message()));
   if (!device_uuid.empty() && !gpu_name.empty()) return Usage("--device-uuid and --gpu-name exclude each other");
 
+  if (vm.count("db") && db_path.empty())
+    return Usage("--db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)");
   RuntimeOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   std::error_code ec;
   const bool db_exists = std::filesystem::exists(options.db_path, ec);
+  // A database named on purpose (--db, $FLASHTUNE_DB) must exist, as for `db list`: a typo would
+  // otherwise answer heuristically as if nothing had been tuned. Only the default may be absent.
+  const char* env_db = std::getenv("FLASHTUNE_DB");
+  if (!db_exists && (vm.count("db") || (env_db && *env_db))) {
+    std::fprintf(stderr, "flashtune plan: not_found: database '%s' does not exist (named by %s)\n",
+                 options.db_path.c_str(), vm.count("db") ? "--db" : "$FLASHTUNE_DB");
+    return kExitFailure;
+  }
   const char* db_state = db_exists ? "" : " (absent)";
   std::vector<DeviceRow> db_devices;
   if (db_exists) {

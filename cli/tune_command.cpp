@@ -97,6 +97,9 @@ Status StoreWinnerCubins(const TuneOptions& options, const std::vector<DeviceRec
 template <typename T>
 Result<std::vector<T>> SplitList(const std::string& text, const char* what, Result<T> (*parse)(std::string_view)) {
   std::vector<T> out;
+  // getline drops a trailing empty item: "512," would silently be "512".
+  if (!text.empty() && (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos))
+    return Status(Code::kInvalidArgument, std::string(what) + " '" + text + "': an empty item; give a comma list like 1,2");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -180,6 +183,14 @@ int RunTune(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitOk;
   }
+  if (vm.count("db") && db_path.empty())
+    return Fail(Status(Code::kInvalidArgument, "--db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)"));
+  if (top_k < 1 || top_k > 100)
+    return Fail(Status(Code::kInvalidArgument, "--top-k " + std::to_string(top_k) + ": allowed 1 to 100 (1: no re-timing)"));
+  if (delay_ms < 0)
+    return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms " + std::to_string(delay_ms) + ": allowed 0 or more"));
+  if (vm.count("replay-delay-ms") && replay.empty())
+    return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms is only for --replay"));
   TuneOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   options.strategy = strategy;
@@ -201,7 +212,21 @@ int RunTune(const std::vector<std::string>& args) {
   if (devices != "all") {
     auto d = SplitList<int64_t>(devices, "--devices", ParseNonNegative);
     if (!d.ok()) return Fail(Status(Code::kInvalidArgument, d.status().message() + "; allowed: all or e.g. 0,1"));
-    for (int64_t x : *d) device_list.push_back(int(x));
+    for (int64_t x : *d) {
+      if (std::find(device_list.begin(), device_list.end(), int(x)) != device_list.end())
+        return Fail(Status(Code::kInvalidArgument, "--devices " + devices + ": device " + std::to_string(x) + " twice"));
+      device_list.push_back(int(x));
+    }
+    // Replayed devices are names only; real ones must exist, and without a GPU there are none.
+    if (replay.empty()) {
+      auto driver = Driver::Load();
+      const int count = driver.ok() ? (*driver)->device_count() : 0;
+      for (int x : device_list)
+        if (x >= count)
+          return Fail(Status(Code::kInvalidArgument,
+                             "--devices " + devices + ": there is no GPU " + std::to_string(x) + " here; allowed: all" +
+                                 (count > 0 ? ", or indices 0 to " + std::to_string(count - 1) : " (no CUDA GPU found)")));
+    }
   }
 
   // Measurers: replay or GPU.
@@ -230,6 +255,9 @@ int RunTune(const std::vector<std::string>& args) {
   // Problems: a file, else the options, else (replay without shape options) the recorded ones.
   const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens-q") ||
                            vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
+  if (!set_file.empty() && shape_given)
+    return Fail(Status(Code::kInvalidArgument, "--problem-set FILE lists the problems; drop --dtypes, --head-dims, "
+                                               "--causal, --seqlens-q, --seqlens-k, --hidden, --tokens, --heads-kv"));
   if (!set_file.empty()) {
     std::vector<std::string> notices;
     auto ps = LoadProblemSetFile(set_file, &notices);

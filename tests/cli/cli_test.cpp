@@ -257,8 +257,10 @@ TEST(Cli, CausalValueIsParsedStrictlyOnEveryCommand) {
   flashtune::testing::TempDir dir;
   const std::string db = " --db '" + dir.path() + "/absent.db'";
   const std::string shape = "--dtype bf16 --head-dim 128 --seqlen-q 4096 --heads-q 16";
+  // Without --db the default ./flashtune.db may be absent: plan then answers heuristically.
+  const std::string in_dir = "cd '" + dir.path() + "' && FLASHTUNE_DB=";
   for (const char* off : {"0", "false"}) {
-    CliRun plan = RunCli("plan " + shape + " --causal " + off + db);
+    CliRun plan = RunCli("plan " + shape + " --causal " + off, in_dir);
     EXPECT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_TRUE(Contains(plan.output, "problem:  bf16 d128 full")) << off << "\n" << plan.output;
     CliRun generate = RunCli(std::string("generate --dtype bf16 --head-dim 128 --causal ") + off);
@@ -267,7 +269,7 @@ TEST(Cli, CausalValueIsParsedStrictlyOnEveryCommand) {
     EXPECT_FALSE(Contains(generate.output, "_causal")) << generate.output;
   }
   for (const char* on : {"1", "true", ""}) {  // bare --causal is shorthand for --causal 1
-    CliRun plan = RunCli("plan " + shape + db + " --causal " + on);
+    CliRun plan = RunCli("plan " + shape + " --causal " + on, in_dir);
     EXPECT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_TRUE(Contains(plan.output, "problem:  bf16 d128 causal")) << on << "\n" << plan.output;
   }

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -290,14 +291,14 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
     return ss.str();
   };
   struct Case {
-    std::string db, says;
-  } cases[] = {{file_ro + "/t.db", "database '" + file_ro + "/t.db' is read-only"},
-               {dir_ro + "/t.db", "its directory '" + dir_ro + "' is not writable"}};
+    std::string db, says, other;  // other: a readable database to merge in
+  } cases[] = {{file_ro + "/t.db", "database '" + file_ro + "/t.db' is read-only", dir_ro + "/t.db"},
+               {dir_ro + "/t.db", "its directory '" + dir_ro + "' is not writable", file_ro + "/t.db"}};
   for (const Case& c : cases) {
     const int64_t trials = Query(c.db, "SELECT count(*) FROM trials");
     for (const std::string& command :
          {"tune --replay " + replay + " --db " + c.db + " --retune", "tune --compile-only --db " + c.db,
-          "db prune --db " + c.db, "db merge " + dir + "/absent.db --db " + c.db}) {
+          "db prune --db " + c.db, "db merge " + c.other + " --db " + c.db}) {
       EXPECT_EQ(RunShell(as_user + cli + " " + command + " > " + out + " 2>&1"), 1) << command << "\n" << read();
       EXPECT_NE(read().find(c.says), std::string::npos) << command << "\n" << read();
       EXPECT_EQ(read().find("tuning "), std::string::npos) << command << "\n" << read();  // no header, no work
@@ -359,6 +360,105 @@ TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
   EXPECT_EQ(read(out), from_file);
   EXPECT_EQ(read(err), "flashtune tune: " + dir + "/old.txt: field name(s) d, nq, nk, hq, hkv are deprecated; use "
                        "head_dim, seqlen_q, seqlen_k, heads_q, heads_kv\n");
+}
+
+// Numbers, lists and files that once were accepted and meant something else (or nothing).
+TEST(TuneCli, RefusesValuesThatWouldBeSilentlyReinterpreted) {
+  const std::string dir = TempDir("cli_refuses");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string header_only = dir + "/header.csv";
+  std::ofstream(header_only) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,"
+                                "iqr_us\n";
+  const std::string set = dir + "/set.txt";
+  std::ofstream(set) << "dtype=bf16 head_dim=64 seqlen_q=512 batch=32 heads_q=32\n";
+  const std::string db = " --db " + dir + "/t.db", out = dir + "/out.txt";
+  auto read = [&] {
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  struct Case {
+    std::string args, says;
+  } cases[] = {
+      {"--dry-run --top-k -1" + db, "--top-k -1: allowed 1 to 100"},
+      {"--dry-run --top-k 0" + db, "--top-k 0: allowed 1 to 100"},
+      {"--replay " + replay + " --replay-delay-ms -5" + db, "--replay-delay-ms -5: allowed 0 or more"},
+      {"--dry-run --replay-delay-ms 5" + db, "--replay-delay-ms is only for --replay"},
+      {"--dry-run --devices 99" + db, "--devices 99: there is no GPU 99 here"},
+      {"--replay " + replay + " --devices 0,0" + db, "--devices 0,0: device 0 twice"},
+      {"--dry-run --seqlens-q 512," + db, "--seqlens-q '512,': an empty item"},
+      {"--dry-run --head-dims ,64" + db, "--head-dims ',64': an empty item"},
+      {"--dry-run --problem-set " + set + " --seqlens-q 4096" + db, "--problem-set FILE lists the problems"},
+      {"--dry-run --db ''", "--db '': give a file"},
+      {"--replay " + header_only + db, header_only + ": no recorded measurements (only a header)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(RunShell(cli + " tune " + c.args + " > " + out + " 2>&1"), 2) << c.args << "\n" << read();
+    EXPECT_NE(read().find(c.says), std::string::npos) << c.args << "\n" << read();
+  }
+  EXPECT_FALSE(std::ifstream(dir + "/t.db").good());
+  // db: an empty --db is refused too, and a merge refused for its OTHER.db creates no target.
+  EXPECT_EQ(RunShell(cli + " db list --db '' > " + out + " 2>&1"), 2) << read();
+  std::ofstream(dir + "/bad.db") << "not sqlite";
+  EXPECT_EQ(RunShell(cli + " db merge " + dir + "/bad.db --db " + dir + "/new.db > " + out + " 2>&1"), 1) << read();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/new.db")) << read();
+}
+
+// Readers remove the -wal and -shm files they open beside a database they may write.
+TEST(DbCli, ReadersLeaveNoWalOrShmBehind) {
+  const std::string dir = TempDir("cli_no_wal");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  for (const std::string& reader : {std::string("db list"), std::string("db check"), std::string("db show 1"),
+                                    std::string("db export --format csv"),
+                                    std::string("plan --dtype bf16 --head-dim 64 --seqlen-q 512 --heads-q 32")}) {
+    ASSERT_EQ(RunShell(cli + " " + reader + " --db " + db + " >/dev/null 2>&1"), 0) << reader;
+    EXPECT_FALSE(std::filesystem::exists(db + "-wal")) << reader;
+    EXPECT_FALSE(std::filesystem::exists(db + "-shm")) << reader;
+  }
+}
+
+// A winner found by a budget-starved search does not block a later exhaustive run: the
+// exhaustive run measures what the budget left out and may replace the winner (no --retune).
+TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
+  const std::string dir = TempDir("cli_budget_then_exhaustive");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string db = dir + "/t.db";
+  const std::string one = " --replay " + replay + " --db " + db + " --dtypes bf16 --head-dims 64 --causal 0 --seqlens-q 512";
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy budgeted --budget-per-problem 1 >/dev/null 2>&1"), 0);
+  const char* kSearch = "SELECT count(*) FROM trials WHERE phase = 'search'";
+  const int64_t budgeted = Query(db, kSearch);
+  const char* kWinner = "SELECT v.uri FROM winners w JOIN variants v ON v.id = w.variant_id";
+  const std::string starved = QueryText(db, kWinner);
+  ASSERT_GE(budgeted, 1);
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --dry-run > " + out), 0);
+  std::ifstream f(out);
+  std::stringstream dry;
+  dry << f.rdbuf();
+  EXPECT_EQ(dry.str().find("skip (winner present)"), std::string::npos) << dry.str();
+  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  const int64_t exhaustive = Query(db, kSearch);
+  EXPECT_GT(exhaustive, budgeted);
+  // The winner is now the fastest of the whole space.
+  EXPECT_EQ(QueryText(db, kWinner),
+            QueryText(db, "SELECT v.uri FROM trials t JOIN variants v ON v.id = t.variant_id WHERE t.status = 'ok'"
+                          " AND t.phase = 'search' ORDER BY t.median_us LIMIT 1"))
+      << "budget winner was " << starved;
+  // A second exhaustive run has nothing left to measure: skipped.
+  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  EXPECT_EQ(Query(db, kSearch), exhaustive);
 }
 
 }  // namespace
