@@ -10,6 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
 
 #include "cache/csv.h"
 #include "cache/sqlite_util.h"
@@ -231,19 +235,89 @@ std::string DefaultDatabasePath() {
   return env && *env ? std::string(env) : std::string("./flashtune.db");
 }
 
-Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOptions options) {
+namespace {
+
+bool CanWrite(const std::string& path) { return ::access(path.c_str(), W_OK) == 0; }
+// Why `path` cannot be written ("Permission denied", "Read-only file system").
+std::string WhyNotWritable(const std::string& path) {
+  return ::access(path.c_str(), W_OK) == 0 ? "writable" : std::strerror(errno);
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+int64_t SizeOf(const std::string& path) {
   std::error_code ec;
-  bool exists = std::filesystem::exists(path, ec);
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? -1 : int64_t(n);
+}
+
+// `path` as an SQLite URI (opened with SQLITE_OPEN_URI): '%', '?' and '#' escaped.
+std::string FileUri(const std::string& path, const std::string& query) {
+  std::string uri = path.rfind('/', 0) == 0 ? "file://" : "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  return query.empty() ? uri : uri + "?" + query;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOptions options) {
+  if (path.empty()) return Status(Code::kInvalidArgument, "database path is empty");
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
   if (options.read_only && !exists) return Status(Code::kNotFound, "database '" + path + "' does not exist");
   if (exists && std::filesystem::is_directory(path, ec))
     return Status(Code::kInvalidArgument, "database path '" + path + "' is a directory");
-  int flags = options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  const std::string dir = DirectoryOf(path);
+  // A writer that cannot write finds out here, before it starts work, not after a run. SQLite
+  // keeps its -wal and -shm files beside the database, so the directory must be writable too.
+  if (!options.read_only) {
+    if (exists && !CanWrite(path))
+      return Status(Code::kIoError, "database '" + path + "' is read-only (" + WhyNotWritable(path) +
+                                        "); this command writes to it: make it writable, or use another --db");
+    if (!CanWrite(dir))
+      return Status(Code::kIoError, "database '" + path + "' cannot be " + (exists ? "written" : "created") +
+                                        ": its directory '" + dir + "' is not writable (" + WhyNotWritable(dir) +
+                                        "), and SQLite keeps its -wal and -shm files there");
+  }
+  // A reader that cannot write the file or its directory cannot create the -wal/-shm files of a
+  // WAL database either: it opens the file immutable (nothing changes it while it is read: true
+  // of a database shipped read-only). A non-empty -wal holds committed rows the file lacks, which
+  // immutable would not see: then the reader opens it normally and, should SQLite not manage,
+  // says how to fold the -wal in.
+  const bool reader_can_write = CanWrite(path) && CanWrite(dir);
+  const bool wal_pending = SizeOf(path + "-wal") > 0;
+  const bool immutable = options.read_only && !reader_can_write && !wal_pending;
+  int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  if (!options.read_only)
+    flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  else if (reader_can_write)
+    flags |= SQLITE_OPEN_READWRITE;  // + query_only: the last reader to close removes -wal and -shm
+  else
+    flags |= SQLITE_OPEN_READONLY;
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(FileUri(path, immutable ? "immutable=1" : "").c_str(), &raw, flags, nullptr);
   std::unique_ptr<Database> db(new Database(path, raw));
-  if (rc != SQLITE_OK) return SqliteError(raw, "open database '" + path + "'");
+  if (rc != SQLITE_OK) return SqliteError(raw, "open");
+  // Until the file is accepted, closing must not checkpoint rows of a -wal found beside it into
+  // it: a refused file is left as it was found. (With no such rows, the checkpoint on close
+  // writes nothing to the file and removes the -wal and -shm this open created.)
+  if (wal_pending) sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
   sqlite3_extended_result_codes(raw, 1);
+  if (!options.read_only && sqlite3_db_readonly(raw, "main") == 1)
+    return Status(Code::kIoError, "database '" + path + "' could only be opened read-only; this command writes to it");
+  if (options.read_only && reader_can_write) FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA query_only = ON"));
 
   // Read before any write: a file that is not SQLite fails here, untouched.
   auto corrupt = [&](const std::string& why) {
@@ -255,7 +329,14 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
   {
     Stmt v(raw, "PRAGMA user_version");
     Status st;
-    if (!v.Step(&st)) return st.code() == Code::kCorrupt ? corrupt(st.message()) : st;
+    if (!v.Step(&st)) {
+      if (st.code() == Code::kCorrupt) return corrupt(st.message());
+      if (options.read_only && !reader_can_write && wal_pending)
+        return Status(st.code(), st.message() + "; '" + path + "-wal' holds rows not yet in the file and this reader "
+                                 "cannot write beside it: open the database once where it is writable (e.g. "
+                                 "`flashtune db check --db FILE` as its owner), which folds them in");
+      return st;
+    }
     version = int(v.Int(0));
     Stmt t(raw, "SELECT count(*) FROM sqlite_schema WHERE type='table'");
     if (!t.Step(&st)) return st.code() == Code::kCorrupt ? corrupt(st.message()) : st;
@@ -265,12 +346,31 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
   if (version > kSchemaVersion)
     return Status(Code::kUnsupported, "database '" + path + "' has schema version " + std::to_string(version) +
                                           "; this flashtune knows up to " + std::to_string(kSchemaVersion));
+  // Damage inside a file whose header is intact shows only when a damaged page is read: a
+  // writer would add rows to it, and a reader serve winners from it, until then. quick_check
+  // reads every page (milliseconds per MB) before anything is read or written.
+  if (options.check_integrity && version > 0) {
+    Stmt q(raw, "PRAGMA quick_check(3)");
+    Status st;
+    std::string complaints;
+    while (q.Step(&st)) {
+      const std::string line = q.Text(0);
+      if (line == "ok") break;
+      complaints += (complaints.empty() ? "" : "; ") + line;
+    }
+    if (!st.ok()) complaints = sqlite3_errmsg(raw);
+    if (!complaints.empty())
+      return Status(Code::kCorrupt, "database '" + path + "' is damaged: " + complaints +
+                                        " (the file was left unchanged; `flashtune db check --db " + path +
+                                        "` reports the damage: restore a copy, or tune into a new file)");
+  }
   if (options.read_only) {
     // An empty SQLite file is what a reader sees while a tuner is creating the schema: not
     // corrupt, just nothing to read yet.
     if (version == 0)
       return Status(Code::kNotFound, "database '" + path + "' holds no flashtune schema yet (empty, or being created)");
     FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
+    sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
     return db;
   }
   // WAL lets readers proceed while a tuner writes; it persists in the file.
@@ -283,6 +383,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
     if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= options.busy_timeout_ms) return wal;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
   FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
   // NORMAL in WAL mode: a killed process loses nothing committed; only a power cut may lose the
   // last transactions. FULL would fsync every trial.
@@ -803,19 +904,18 @@ Result<CheckReport> Database::Check(const ToolchainInfo& current) {
   CheckReport r;
   Status st;
   {
-    Stmt q(db_, "PRAGMA integrity_check");
+    // integrity_check, unlike quick_check, also checks indexes against their tables.
+    Stmt q(db_, "PRAGMA integrity_check(20)");
     std::string msg;
     while (q.Step(&st)) {
       if (!msg.empty()) msg += "; ";
       msg += q.Text(0);
     }
-    if (!st.ok()) {
-      r.integrity_ok = false;
-      r.integrity_message = st.message();
-      return r;
-    }
+    if (!st.ok()) msg = st.message();
     r.integrity_ok = msg == "ok";
     r.integrity_message = msg;
+    // The counts of a damaged file would be whatever its readable pages say: none are given.
+    if (!r.integrity_ok) return r;
   }
   auto v = SchemaVersion();
   if (!v.ok()) return v.status();

@@ -11,18 +11,32 @@
 
 namespace flashtune::detail {
 
+// The error SQLite reports on `db`, naming the database file: a message without the file is
+// no help to someone with several databases.
 inline Status SqliteError(sqlite3* db, const std::string& what) {
   int rc = sqlite3_extended_errcode(db);
   Code code = (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT ? Code::kCorrupt
                                                                             : Code::kDatabaseError;
-  return Status(code, what + ": " + sqlite3_errmsg(db) + " (sqlite " + sqlite3_errstr(rc) + ")");
+  const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+  const std::string where = file && *file ? "database '" + std::string(file) + "': " : std::string();
+  return Status(code, where + what + ": " + sqlite3_errmsg(db) + " (sqlite " + sqlite3_errstr(rc) + ")");
+}
+
+// The start of a statement, for error messages (a whole statement can be 600 characters).
+inline std::string SqlHead(const char* sql) {
+  std::string s = sql ? sql : "";
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  const size_t start = s.find_first_not_of(' ');
+  s = start == std::string::npos ? std::string() : s.substr(start);
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) : db_(db) {
     rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-    if (rc_ != SQLITE_OK) error_ = SqliteError(db, std::string("prepare '") + sql + "'");
+    if (rc_ != SQLITE_OK) error_ = SqliteError(db, "prepare '" + SqlHead(sql) + "'");
   }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
@@ -51,7 +65,7 @@ class Stmt {
     }
     int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) *status = SqliteError(db_, "step '" + std::string(sqlite3_sql(stmt_)) + "'");
+    if (rc != SQLITE_DONE) *status = SqliteError(db_, "step '" + SqlHead(sqlite3_sql(stmt_)) + "'");
     return false;
   }
   Status Run() {
@@ -84,7 +98,7 @@ class Stmt {
 inline Status Exec(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = SqliteError(db, "exec");
+    Status s = SqliteError(db, "exec '" + SqlHead(sql.c_str()) + "'");
     sqlite3_free(err);
     return s;
   }

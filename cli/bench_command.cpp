@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "cli/options.h"
 #include "flashtune/gpu_measurer.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/space.h"
@@ -100,14 +101,14 @@ Result<std::vector<Timed>> TimeInRounds(Measurer& measurer, const Problem& probl
 
 int RunBench(const std::vector<std::string>& args) {
   po::options_description desc("flashtune bench [options]");
-  std::string dtype = "bf16", variant_arg = "all", replay;
+  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0";
   int head_dim = 128, device = 0, reps = 20, rounds = 1;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   desc.add_options()
       ("help,h", "show this help")
       ("dtype", po::value(&dtype), "bf16 | f16 (default bf16)")
       ("head-dim", po::value(&head_dim), "32, 64, 96, 128, 160, 192, 224 or 256 (default 128)")
-      ("causal", "causal mask, aligned bottom-right")
+      ("causal", po::value(&causal_text)->implicit_value("1"), kCausalHelp)
       ("batch", po::value(&batch), "B (default 1)")
       ("seqlen-q", po::value(&seqlen_q)->required(), "Nq")
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
@@ -122,25 +123,24 @@ int RunBench(const std::vector<std::string>& args) {
       ("replay", po::value(&replay), "answer from recorded timings (CSV/JSON as written by `db export`), no GPU")
       ("json", "one JSON object per variant instead of a table");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return kExitOk;
-    }
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashtune bench: %s\n(see flashtune bench --help)\n", e.what());
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+    std::fprintf(stderr, "flashtune bench: %s\n(see flashtune bench --help)\n", parsed.message().c_str());
     return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
   }
   auto parsed_dtype = ParseDType(dtype, "--dtype");
   if (!parsed_dtype.ok()) return Fail(parsed_dtype.status());
+  auto causal = ParseCausal(causal_text);
+  if (!causal.ok()) return Fail(causal.status());
   if (reps < 20) return Fail(Status(Code::kInvalidArgument, "--reps must be at least 20"));
   if (rounds < 1 || rounds > 100) return Fail(Status(Code::kInvalidArgument, "--rounds must be 1 to 100"));
-  Problem problem{*parsed_dtype, head_dim, vm.count("causal") > 0, batch, seqlen_q,
+  Problem problem{*parsed_dtype, head_dim, *causal, batch, seqlen_q,
                   seqlen_k > 0 ? seqlen_k : seqlen_q, heads_q, heads_kv > 0 ? heads_kv : heads_q};
   Status valid = ValidateProblem(problem);
-  if (!valid.ok()) return Fail(valid);
+  if (!valid.ok()) return Fail(Status(valid.code(), WithOptionNames(valid.message())));
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "flashtune/compiler.h"
 
 namespace flashtune::cli {
@@ -23,21 +24,13 @@ int RunCompile(const std::vector<std::string>& args) {
       "output,o", po::value(&output), "write the CUBIN to this file")(
       "option", po::value(&options)->composing(), "extra NVRTC option, e.g. --option=-DFOO=1 (repeatable)")(
       "no-cache", "compile even when the cubin cache has the result, and do not write it");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&file));
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description positional;
-  positional.add("file", 1);
-
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flashtune compile: " << e.what() << "\n" << desc << "\n";
+  std::vector<std::string> words;
+  if (Status parsed = ParseCommandLine(args, desc, &vm, &words, 1); !parsed.ok()) {
+    std::cerr << "flashtune compile: " << parsed.message() << "\n" << desc << "\n";
     return kExitUsage;
   }
+  if (!words.empty()) file = words[0];
   if (vm.count("help")) {
     std::cout << "flashtune compile: compile a CUDA source file with NVRTC for one GPU arch and print\n"
                  "ptxas's resource report.\n\n"

@@ -1,11 +1,16 @@
 // `flashtune db`: inspect and maintain the tuning database.
+#include <algorithm>
+
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 
 #include "cli/command.h"
+#include "cli/json.h"
+#include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/report.h"
 #include "flashtune/tuner.h"
@@ -17,9 +22,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
-    "  list                          problems with trial counts and winners\n"
-    "  show ID | --dtype --head-dim --causal --batch --nq [--nk --hq --hkv]\n"
-    "                                one problem's trials, ranked\n"
+    "  (flashtune db SUBCOMMAND --help for its options)\n"
+    "  list [--json]                 problems with trial counts and winners\n"
+    "  show ID | --head-dim D --seqlen-q N [--dtype --causal --batch --seqlen-k --heads-q --heads-kv]\n"
+    "                                one problem's trials, ranked (--json: one object)\n"
     "  export --format csv|json [--table trials|winners] [--output FILE]\n"
     "                                every trial (default), or the winners the runtime launches\n"
     "  merge OTHER.db                bring another database's rows in (idempotent)\n"
@@ -28,6 +34,40 @@ constexpr const char* kUsage =
     "  report --html FILE            one self-contained HTML page: winners, TFLOP/s heatmaps, failures,\n"
     "                                tuning time (FILE '-' = stdout)\n"
     "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
+
+// `flashtune db SUB --help`: what SUB does and the options it takes.
+const char* SubcommandHelp(const std::string& sub) {
+  if (sub == "list")
+    return "usage: flashtune db list [--db FILE] [--json]\n"
+           "Every problem of the database: its bucket, trial counts, the winner the runtime launches\n"
+           "and, when re-timing or the noise rule chose another, the fastest trial.\n"
+           "  --db FILE   database (default $FLASHTUNE_DB or ./flashtune.db)\n"
+           "  --json      one JSON object: {\"database\", \"problems\": [...], \"winners\"}\n";
+  if (sub == "show")
+    return "usage: flashtune db show ID [--db FILE] [--json]\n"
+           "       flashtune db show --head-dim D --seqlen-q N [--dtype bf16] [--causal 0|1] [--batch B]\n"
+           "                         [--seqlen-k N] [--heads-q H] [--heads-kv H] [--db FILE] [--json]\n"
+           "One problem's trials, ranked: ok trials by median, then failures. The problem is its id\n"
+           "(from `db list`) or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
+           "  --json      one JSON object: {\"problem_id\", \"problem\", \"trials\": [...]}\n";
+  if (sub == "export")
+    return "usage: flashtune db export --format csv|json [--table trials|winners] [-o FILE] [--db FILE]\n"
+           "Every trial (default; `tune --replay` reads it back) or the winners the runtime launches.\n"
+           "  -o, --output FILE   write to FILE instead of stdout\n";
+  if (sub == "merge")
+    return "usage: flashtune db merge OTHER.db [--db FILE]\n"
+           "Brings OTHER.db's devices, toolchains, problems, trials, winners and cubins into FILE\n"
+           "(idempotent). OTHER.db is only read.\n";
+  if (sub == "prune")
+    return "usage: flashtune db prune [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
+           "Drops trials, winners and cubins of toolchains other than this build's (or the one given).\n";
+  if (sub == "check")
+    return "usage: flashtune db check [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
+           "SQLite's integrity check, then counts of trials and winners and those stale against this\n"
+           "build's toolchain (or the one given). Exit 1 when the file is damaged.\n";
+  return "usage: flashtune db report --html FILE [--db FILE]\n"
+         "One self-contained HTML page: winners, TFLOP/s heatmaps, failures, tuning time ('-' = stdout).\n";
+}
 
 int Fail(const std::string& sub, const Status& s) {
   std::fprintf(stderr, "flashtune db %s: %s\n", sub.c_str(), s.ToString().c_str());
@@ -48,32 +88,49 @@ int RunDb(const std::vector<std::string>& args) {
                  sub.c_str());
     return kExitUsage;
   }
-  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials";
-  int64_t head_dim = 0, batch = 0, nq = 0, nk = 0, hq = 0, hkv = 0;
-  int causal = 0;
+  std::string db_path, format, output, html, dtype = "bf16", nvrtc, gen, tpl, table_name = "trials", causal_text = "0";
+  int64_t head_dim = 0, batch = 0, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   std::vector<std::string> positional;
   po::options_description desc("options");
   desc.add_options()
+      ("help,h", "show this subcommand's help")
+      ("json", "list, show: one JSON object instead of text")
       ("db", po::value(&db_path), "database file")
       ("format", po::value(&format), "csv | json")
       ("table", po::value(&table_name), "export: trials | winners")
       ("output,o", po::value(&output), "write to FILE instead of stdout")
       ("html", po::value(&html), "report: the HTML file to write ('-' = stdout)")
-      ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal), "")
-      ("batch", po::value(&batch), "") ("nq", po::value(&nq), "") ("nk", po::value(&nk), "")
-      ("hq", po::value(&hq), "") ("hkv", po::value(&hkv), "")
+      ("dtype", po::value(&dtype), "") ("head-dim", po::value(&head_dim), "") ("causal", po::value(&causal_text)->implicit_value("1"), "")
+      ("batch", po::value(&batch), "") ("seqlen-q", po::value(&seqlen_q), "") ("seqlen-k", po::value(&seqlen_k), "")
+      ("heads-q", po::value(&heads_q), "") ("heads-kv", po::value(&heads_kv), "")
       ("nvrtc-version", po::value(&nvrtc), "") ("generator-version", po::value(&gen), "")
-      ("template-hash", po::value(&tpl), "")
-      ("args", po::value(&positional), "");
-  po::positional_options_description pos;
-  pos.add("args", -1);
+      ("template-hash", po::value(&tpl), "");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                  .options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), e.what(), kUsage);
+  // show takes an ID, merge the OTHER.db; no other subcommand takes a word.
+  const size_t max_words = sub == "show" || sub == "merge" ? 1 : 0;
+  // Before one vocabulary, db show spelled the shape --nq, --nk, --hq, --hkv.
+  const std::vector<std::string> renamed =
+      RenameDeprecated(std::vector<std::string>(args.begin() + 1, args.end()),
+                       {{"nq", "seqlen-q"}, {"nk", "seqlen-k"}, {"hq", "heads-q"}, {"hkv", "heads-kv"}},
+                       "flashtune db " + sub);
+  if (Status parsed = ParseCommandLine(renamed, desc, &vm, &positional, max_words);
+      !parsed.ok()) {
+    std::fprintf(stderr, "flashtune db %s: %s\n%s", sub.c_str(), parsed.message().c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::fputs(SubcommandHelp(sub), stdout);
+    return kExitOk;
+  }
+  const bool json = vm.count("json") > 0;
+  if (json && sub != "list" && sub != "show") {
+    std::fprintf(stderr, "flashtune db %s: --json is only for 'list' and 'show'%s\n", sub.c_str(),
+                 sub == "export" ? " (export takes --format json)" : "");
+    return kExitUsage;
+  }
+  if (vm.count("db") && db_path.empty()) {
+    std::fprintf(stderr, "flashtune db %s: --db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)\n",
+                 sub.c_str());
     return kExitUsage;
   }
   if (db_path.empty()) db_path = DefaultDatabasePath();
@@ -90,6 +147,9 @@ int RunDb(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune db %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
     return kExitUsage;
   }
+  // The mask is checked before the database is opened: a bad value is bad usage wherever it is.
+  auto causal = ParseCausal(causal_text);
+  if (!causal.ok()) return Fail(sub, causal.status());
   ExportFormat fmt = ExportFormat::kCsv;
   ExportTable table = ExportTable::kTrials;
   if (sub == "export") {
@@ -112,7 +172,15 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   const bool writes = sub == "merge" || sub == "prune";
-  auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000});
+  std::error_code ec;
+  const bool target_existed = std::filesystem::exists(db_path, ec);
+  if (sub == "merge") {
+    // The other file first: a merge refused for it must not leave a new, empty target behind.
+    auto other = Database::Open(positional[0], Database::OpenOptions{true, 10000});
+    if (!other.ok()) return Fail(sub, other.status());
+  }
+  // check opens a damaged file to report on it; everything else refuses one (Database::Open).
+  auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000, sub != "check"});
   if (!db.ok()) return Fail(sub, db.status());
 
   if (sub == "list") {
@@ -124,6 +192,32 @@ int RunDb(const std::vector<std::string>& args) {
     // the noise rule (an incumbent within noise keeps its place) decided otherwise.
     std::map<int64_t, std::vector<const WinnerRow*>> by_problem;
     for (const WinnerRow& w : *winners) by_problem[w.problem_id].push_back(&w);
+    if (json) {
+      std::string o = "{\"database\":" + JsonString(db_path) + ",\"problems\":[";
+      for (size_t i = 0; i < rows->size(); ++i) {
+        const ProblemRow& r = (*rows)[i];
+        o += std::string(i ? "," : "") + "{\"id\":" + std::to_string(r.id) + ",\"problem\":" + ProblemJson(r.problem) +
+             ",\"bucket\":" + JsonString(r.bucket) + ",\"trials\":" + std::to_string(r.trials) +
+             ",\"ok_trials\":" + std::to_string(r.ok_trials) + ",\"winners\":[";
+        const auto found = by_problem.find(r.id);
+        if (found != by_problem.end())
+          for (size_t k = 0; k < found->second.size(); ++k) {
+            const WinnerRow& w = *found->second[k];
+            o += std::string(k ? "," : "") + "{\"variant\":" + JsonString(w.variant_uri) +
+                 ",\"median_us\":" + JsonNumber(w.median_us) + ",\"tflops\":" + JsonNumber(w.tflops) +
+                 ",\"device_id\":" + std::to_string(w.device_id) + ",\"toolchain_id\":" +
+                 std::to_string(w.toolchain_id) + "}";
+          }
+        o += "],\"fastest\":" +
+             (r.best_variant.empty() ? std::string("null")
+                                     : "{\"variant\":" + JsonString(r.best_variant) +
+                                           ",\"median_us\":" + JsonNumber(r.best_median_us) + "}") +
+             "}";
+      }
+      o += "],\"winners\":" + std::to_string(winners->size()) + "}";
+      std::printf("%s\n", o.c_str());
+      return kExitOk;
+    }
     std::printf("%5s  %-46s %-26s %7s %5s  %-44s %10s  %s\n", "id", "problem", "bucket", "trials", "ok", "winner",
                 "median_us", "fastest trial, if another");
     for (const auto& r : *rows) {
@@ -159,23 +253,45 @@ int RunDb(const std::vector<std::string>& args) {
         std::fprintf(stderr, "flashtune db show: '%s' is not a problem id\n", positional[0].c_str());
         return kExitUsage;
       }
-    } else if (positional.empty() && head_dim > 0 && nq > 0) {
+    } else if (positional.empty() && vm.count("head-dim") && vm.count("seqlen-q")) {
       auto dt = ParseDType(dtype, "--dtype");
       if (!dt.ok()) return Fail(sub, dt.status());
-      Problem p{*dt, int(head_dim), causal != 0, batch > 0 ? batch : 1, nq, nk > 0 ? nk : nq,
-                hq > 0 ? hq : 2048 / head_dim, 0};
-      p.heads_kv = hkv > 0 ? hkv : p.heads_q;
+      Problem p{*dt, int(head_dim), *causal, vm.count("batch") ? batch : 1, seqlen_q,
+                vm.count("seqlen-k") ? seqlen_k : seqlen_q, vm.count("heads-q") ? heads_q : 2048 / std::max<int64_t>(head_dim, 1), 0};
+      p.heads_kv = vm.count("heads-kv") ? heads_kv : p.heads_q;
+      // The same rule as plan and the runtime: a shape that cannot be tuned is bad usage.
+      if (Status valid = ValidateProblem(p); !valid.ok())
+        return Fail(sub, Status(valid.code(), WithOptionNames(valid.message())));
       auto found = (*db)->FindProblem(p);
       if (!found.ok()) return Fail(sub, found.status());
       id = *found;
     } else {
-      std::fprintf(stderr, "flashtune db show: give a problem id, or --head-dim and --nq (and --dtype, --causal, "
-                           "--batch, --nk, --hq, --hkv)\n");
+      std::fprintf(stderr, "flashtune db show: give a problem id, or --head-dim and --seqlen-q (and --dtype, --causal, "
+                           "--batch, --seqlen-k, --heads-q, --heads-kv)\n");
       return kExitUsage;
     }
     auto rows = (*db)->TrialsForProblem(id);
     if (!rows.ok()) return Fail(sub, rows.status());
     if (rows->empty()) return Fail(sub, Status(Code::kNotFound, "problem " + std::to_string(id) + " has no trials"));
+    if (json) {
+      std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
+                      ProblemJson((*rows)[0].trial.problem) + ",\"trials\":[";
+      int rank = 0;
+      for (const auto& r : *rows) {
+        const TrialRecord& t = r.trial;
+        o += std::string(rank ? "," : "") + "{\"rank\":" + std::to_string(rank + 1) +
+             ",\"variant\":" + JsonString(r.variant_uri) + ",\"status\":" + JsonString(r.status_name) +
+             ",\"median_us\":" + JsonNumber(t.median_us) + ",\"iqr_us\":" + JsonNumber(t.iqr_us) +
+             ",\"tflops\":" + JsonNumber(t.tflops) + ",\"reps\":" + std::to_string(t.reps) +
+             ",\"registers\":" + std::to_string(t.registers) + ",\"smem_bytes\":" + std::to_string(t.smem_bytes) +
+             ",\"spill_bytes\":" + std::to_string(t.spill_bytes) + ",\"phase\":" + JsonString(t.phase) +
+             ",\"device\":" + JsonString(r.device_name) + ",\"message\":" + JsonString(t.message) +
+             ",\"created_at\":" + JsonString(r.created_at) + "}";
+        ++rank;
+      }
+      std::printf("%s]}\n", o.c_str());
+      return kExitOk;
+    }
     std::printf("problem %lld: %s\n", (long long)id, (*rows)[0].trial.problem.ToString().c_str());
     std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
                 "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");
@@ -218,7 +334,12 @@ int RunDb(const std::vector<std::string>& args) {
   }
   if (sub == "merge") {
     auto stats = (*db)->Merge(positional[0]);
-    if (!stats.ok()) return Fail(sub, stats.status());
+    if (!stats.ok()) {
+      db->reset();
+      if (!target_existed)  // this merge created it: a failed merge leaves nothing behind
+        for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_path + suffix, ec);
+      return Fail(sub, stats.status());
+    }
     std::printf("merged '%s': %lld trial(s), %lld winner(s), %lld cubin(s) added\n", positional[0].c_str(),
                 (long long)stats->trials_added, (long long)stats->winners_added, (long long)stats->cubins_added);
     return kExitOk;
@@ -234,11 +355,17 @@ int RunDb(const std::vector<std::string>& args) {
   // check
   auto report = (*db)->Check(current);
   if (!report.ok()) return Fail(sub, report.status());
+  if (!report->integrity_ok) {
+    std::printf("integrity: DAMAGED: %s\n", report->integrity_message.c_str());
+    std::fprintf(stderr, "flashtune db check: database '%s' is damaged; flashtune refuses to read or write it. "
+                         "Restore a copy, or tune into a new file.\n", db_path.c_str());
+    return kExitFailure;
+  }
   std::printf("integrity: %s\nschema version: %d\ntrials: %lld (%lld stale)\nwinners: %lld (%lld stale)\n",
               report->integrity_message.c_str(), report->schema_version, (long long)report->trials,
               (long long)report->stale_trials, (long long)report->winners, (long long)report->stale_winners);
   for (const auto& t : report->stale_toolchains) std::printf("stale toolchain: %s\n", t.c_str());
-  return report->integrity_ok ? kExitOk : kExitFailure;
+  return kExitOk;
 }
 
 }  // namespace

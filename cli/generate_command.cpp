@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "cli/options.h"
 #include "generator/family.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
@@ -82,7 +83,9 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
   }
   Result<DType> dtype = ParseDType(vm["dtype"].as<std::string>(), "--dtype");
   if (!dtype.ok()) return UsageError(dtype.status().message());
-  ProblemClass pc{*dtype, vm["head-dim"].as<int>(), vm.count("causal") > 0};
+  auto causal = ParseCausal(vm.count("causal") ? vm["causal"].as<std::string>() : "0");
+  if (!causal.ok()) return UsageError(causal.status().message());
+  ProblemClass pc{*dtype, vm["head-dim"].as<int>(), *causal};
   SpaceOptions options;
   options.arch = arch;
   options.max_smem_bytes = MaxSharedMemoryForArch(arch);
@@ -121,7 +124,7 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
 
 int RunGenerate(const std::vector<std::string>& args) {
   po::options_description desc(
-      "usage: flashtune generate --dtype bf16 --head-dim 128 [--causal] [--arch sm_90a] [--json]\n"
+      "usage: flashtune generate --dtype bf16 --head-dim 128 [--causal 0|1] [--arch sm_90a] [--json]\n"
       "       flashtune generate --variant URI [-o FILE] [--json]\n\n"
       "Lists the valid kernel variants of a problem class (one URI per line; the count goes to\n"
       "stderr), or prints the full CUDA source of one variant.\n\noptions");
@@ -129,7 +132,7 @@ int RunGenerate(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("dtype", po::value<std::string>(), "f16 or bf16")
       ("head-dim", po::value<int>(), ("head dim: one of " + HeadDimList()).c_str())
-      ("causal", "causal mask (bottom-right aligned)")
+      ("causal", po::value<std::string>()->implicit_value("1"), kCausalHelp)
       ("arch", po::value<std::string>()->default_value("sm_90a"),
        ("target, sets the shared-memory limit: one of " + KnownArchs()).c_str())
       ("variant", po::value<std::string>(),
@@ -137,12 +140,7 @@ int RunGenerate(const std::vector<std::string>& args) {
       ("output,o", po::value<std::string>()->default_value(""), "write to FILE instead of stdout")
       ("json", "machine-readable output");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return UsageError(e.what());
-  }
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) return UsageError(parsed.message());
   if (vm.count("help")) {
     std::ostringstream help;
     help << desc;

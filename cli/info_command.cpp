@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "cli/options.h"
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 
@@ -32,11 +33,8 @@ int RunInfo(const std::vector<std::string>& args) {
   po::options_description desc("usage: flashtune info [--json]\n\noptions");
   desc.add_options()("help,h", "show this help")("json", "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flashtune info: " << e.what() << "\n" << desc << "\n";
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+    std::cerr << "flashtune info: " << parsed.message() << "\n" << desc << "\n";
     return kExitUsage;
   }
   if (vm.count("help")) {

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/json.h"
+#include "cli/options.h"
 #include "flashtune/driver.h"
 #include "flashtune/runtime.h"
 #include "flashtune/space.h"
@@ -40,14 +42,6 @@ std::string ListDevices(const std::vector<DeviceRow>& rows) {
   return out.empty() ? "none" : out;
 }
 
-std::string ProblemJson(const Problem& p) {
-  std::ostringstream o;
-  o << "{\"dtype\":" << JsonString(DTypeName(p.dtype)) << ",\"head_dim\":" << p.head_dim
-    << ",\"causal\":" << (p.causal ? "true" : "false") << ",\"batch\":" << p.batch << ",\"seqlen_q\":" << p.seqlen_q
-    << ",\"seqlen_k\":" << p.seqlen_k << ",\"heads_q\":" << p.heads_q << ",\"heads_kv\":" << p.heads_kv << "}";
-  return o.str();
-}
-
 // The planned variant's latest measurement on the problem it was tuned on, on the planned GPU:
 // what ptxas gave it (registers, shared memory, spills). nullopt for heuristic plans or when
 // the database cannot say.
@@ -70,17 +64,17 @@ std::optional<TrialRecord> WinnerMeasurement(const std::string& db_path, const P
 }
 
 int RunPlan(const std::vector<std::string>& args) {
-  std::string dtype_text, db_path, device_uuid, gpu_name;
+  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0";
   int head_dim = 0;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   po::options_description desc(
-      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal] --batch B --seqlen-q N [--seqlen-k N]\n"
+      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal 0|1] --batch B --seqlen-q N [--seqlen-k N]\n"
       "                      --heads-q H [--heads-kv H] [--db PATH] [--device-uuid U | --gpu-name NAME] [--json]\n\n"
       "options");
   desc.add_options()("help,h", "show this help")
       ("dtype", po::value(&dtype_text), "bf16 | f16 (required)")
       ("head-dim", po::value(&head_dim), "32, 64, 96, 128, 160, 192, 224, 256 (required)")
-      ("causal", "causal mask (bottom-right aligned)")
+      ("causal", po::value(&causal_text)->implicit_value("1"), kCausalHelp)
       ("batch", po::value(&batch), "B (default 1)")
       ("seqlen-q", po::value(&seqlen_q), "Nq (required)")
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
@@ -91,11 +85,8 @@ int RunPlan(const std::vector<std::string>& args) {
       ("gpu-name", po::value(&gpu_name), "plan for the database's GPU of this name (e.g. \"NVIDIA H200\")")
       ("json", "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flashtune plan: " << e.what() << "\n" << desc << "\n";
+  if (Status parsed = ParseCommandLine(args, desc, &vm); !parsed.ok()) {
+    std::cerr << "flashtune plan: " << parsed.message() << "\n" << desc << "\n";
     return kExitUsage;
   }
   if (vm.count("help")) {
@@ -111,25 +102,29 @@ int RunPlan(const std::vector<std::string>& args) {
     if (!vm.count(required)) return Usage(std::string("--") + required + " is required (see --help)");
   auto dtype = ParseDType(dtype_text, "--dtype");
   if (!dtype.ok()) return Usage(dtype.status().message());
-  bool supported = false;
-  for (int d : kSupportedHeadDims) supported |= d == head_dim;
-  if (!supported)
-    return Usage("--head-dim " + std::to_string(head_dim) + " is not supported; allowed: 32, 64, 96, 128, 160, 192, 224, 256");
+  auto causal = ParseCausal(causal_text);
+  if (!causal.ok()) return Usage(causal.status().message());
   if (!vm.count("seqlen-k")) seqlen_k = seqlen_q;
   if (!vm.count("heads-kv")) heads_kv = heads_q;
-  const std::pair<const char*, int64_t> sizes[] = {
-      {"--batch", batch}, {"--seqlen-q", seqlen_q}, {"--seqlen-k", seqlen_k}, {"--heads-q", heads_q}, {"--heads-kv", heads_kv}};
-  for (auto [name, v] : sizes)
-    if (v < 1 || v >= (int64_t{1} << 31))
-      return Usage(std::string(name) + " " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
-  if (heads_q % heads_kv != 0)
-    return Usage("--heads-q " + std::to_string(heads_q) + " must be a multiple of --heads-kv " + std::to_string(heads_kv));
+  const Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
+  // The runtime's own rule (ValidateProblem), checked before anything is opened.
+  if (Status valid = ValidateProblem(problem); !valid.ok()) return Usage(WithOptionNames(valid.message()));
   if (!device_uuid.empty() && !gpu_name.empty()) return Usage("--device-uuid and --gpu-name exclude each other");
 
+  if (vm.count("db") && db_path.empty())
+    return Usage("--db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)");
   RuntimeOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   std::error_code ec;
   const bool db_exists = std::filesystem::exists(options.db_path, ec);
+  // A database named on purpose (--db, $FLASHTUNE_DB) must exist, as for `db list`: a typo would
+  // otherwise answer heuristically as if nothing had been tuned. Only the default may be absent.
+  const char* env_db = std::getenv("FLASHTUNE_DB");
+  if (!db_exists && (vm.count("db") || (env_db && *env_db))) {
+    std::fprintf(stderr, "flashtune plan: not_found: database '%s' does not exist (named by %s)\n",
+                 options.db_path.c_str(), vm.count("db") ? "--db" : "$FLASHTUNE_DB");
+    return kExitFailure;
+  }
   const char* db_state = db_exists ? "" : " (absent)";
   std::vector<DeviceRow> db_devices;
   if (db_exists) {
@@ -177,7 +172,6 @@ int RunPlan(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune plan: %s\n", runtime.status().ToString().c_str());
     return kExitFailure;
   }
-  Problem problem{*dtype, head_dim, vm.count("causal") > 0, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
   auto plan = (*runtime)->plan(problem);
   if (!plan.ok()) {
     std::fprintf(stderr, "flashtune plan: %s\n", plan.status().ToString().c_str());

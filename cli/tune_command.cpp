@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/tuner.h"
@@ -98,6 +99,9 @@ Status StoreWinnerCubins(const TuneOptions& options, const std::vector<DeviceRec
 template <typename T>
 Result<std::vector<T>> SplitList(const std::string& text, const char* what, Result<T> (*parse)(std::string_view)) {
   std::vector<T> out;
+  // getline drops a trailing empty item: "512," would silently be "512".
+  if (!text.empty() && (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos))
+    return Status(Code::kInvalidArgument, std::string(what) + " '" + text + "': an empty item; give a comma list like 1,2");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -131,11 +135,7 @@ Result<int64_t> ParsePositive(std::string_view s) {
   return v;
 }
 Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
-Result<bool> ParseBool(std::string_view s) {
-  if (s == "1" || s == "true" || s == "causal") return true;
-  if (s == "0" || s == "false" || s == "full") return false;
-  return Status(Code::kInvalidArgument, Quoted(s, ": allowed 0, 1"));
-}
+Result<bool> ParseCausalItem(std::string_view s) { return ParseCausal(s, "item"); }
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "flashtune tune: %s\n", s.ToString().c_str());
@@ -153,8 +153,8 @@ int RunTune(const std::vector<std::string>& args) {
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
       ("dtypes", po::value(&dtypes), "comma list of bf16,f16 (default both)")
       ("head-dims", po::value(&head_dims), "comma list (default 64,128)")
-      ("causal", po::value(&causal), "comma list of 0,1 (default 0,1)")
-      ("seqlens", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
+      ("causal", po::value(&causal)->implicit_value("1"), "comma list of 0, 1, true, false (default 0,1)")
+      ("seqlens-q", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
       ("seqlens-k", po::value(&seqlens_k), "Nk values crossed with every Nq (default Nk = Nq)")
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
@@ -175,17 +175,24 @@ int RunTune(const std::vector<std::string>& args) {
        "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
        "time is its median round, and rounds stop once the leader is 3% ahead");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashtune tune: %s\n", e.what());
+  // One vocabulary (singular for one shape, plural for lists): --seqlens-q, like --seqlens-k.
+  if (Status parsed = ParseCommandLine(RenameDeprecated(args, {{"seqlens", "seqlens-q"}}, "flashtune tune"), desc, &vm);
+      !parsed.ok()) {
+    std::fprintf(stderr, "flashtune tune: %s\n", parsed.message().c_str());
     return kExitUsage;
   }
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return kExitOk;
   }
+  if (vm.count("db") && db_path.empty())
+    return Fail(Status(Code::kInvalidArgument, "--db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)"));
+  if (top_k < 1 || top_k > 100)
+    return Fail(Status(Code::kInvalidArgument, "--top-k " + std::to_string(top_k) + ": allowed 1 to 100 (1: no re-timing)"));
+  if (delay_ms < 0)
+    return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms " + std::to_string(delay_ms) + ": allowed 0 or more"));
+  if (vm.count("replay-delay-ms") && replay.empty())
+    return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms is only for --replay"));
   TuneOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   options.strategy = strategy;
@@ -207,7 +214,21 @@ int RunTune(const std::vector<std::string>& args) {
   if (devices != "all") {
     auto d = SplitList<int64_t>(devices, "--devices", ParseNonNegative);
     if (!d.ok()) return Fail(Status(Code::kInvalidArgument, d.status().message() + "; allowed: all or e.g. 0,1"));
-    for (int64_t x : *d) device_list.push_back(int(x));
+    for (int64_t x : *d) {
+      if (std::find(device_list.begin(), device_list.end(), int(x)) != device_list.end())
+        return Fail(Status(Code::kInvalidArgument, "--devices " + devices + ": device " + std::to_string(x) + " twice"));
+      device_list.push_back(int(x));
+    }
+    // Replayed devices are names only; real ones must exist, and without a GPU there are none.
+    if (replay.empty()) {
+      auto driver = Driver::Load();
+      const int count = driver.ok() ? (*driver)->device_count() : 0;
+      for (int x : device_list)
+        if (x >= count)
+          return Fail(Status(Code::kInvalidArgument,
+                             "--devices " + devices + ": there is no GPU " + std::to_string(x) + " here; allowed: all" +
+                                 (count > 0 ? ", or indices 0 to " + std::to_string(count - 1) : " (no CUDA GPU found)")));
+    }
   }
 
   // Measurers: replay or GPU.
@@ -234,11 +255,16 @@ int RunTune(const std::vector<std::string>& args) {
   }
 
   // Problems: a file, else the options, else (replay without shape options) the recorded ones.
-  const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens") ||
+  const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens-q") ||
                            vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
+  if (!set_file.empty() && shape_given)
+    return Fail(Status(Code::kInvalidArgument, "--problem-set FILE lists the problems; drop --dtypes, --head-dims, "
+                                               "--causal, --seqlens-q, --seqlens-k, --hidden, --tokens, --heads-kv"));
   if (!set_file.empty()) {
-    auto ps = LoadProblemSetFile(set_file);
+    std::vector<std::string> notices;
+    auto ps = LoadProblemSetFile(set_file, &notices);
     if (!ps.ok()) return Fail(ps.status());
+    for (const std::string& n : notices) std::fprintf(stderr, "flashtune tune: %s\n", n.c_str());
     options.problems = *ps;
   } else if (replay_space && !shape_given) {
     options.problems = replay_space->Problems();
@@ -255,12 +281,12 @@ int RunTune(const std::vector<std::string>& args) {
       pso.head_dims.assign(v->begin(), v->end());
     }
     if (vm.count("causal")) {
-      auto v = SplitList<bool>(causal, "--causal", ParseBool);
+      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
       if (!v.ok()) return Fail(v.status());
       pso.causal = *v;
     }
-    if (vm.count("seqlens")) {
-      auto v = SplitList<int64_t>(seqlens, "--seqlens", ParsePositive);
+    if (vm.count("seqlens-q")) {
+      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
       if (!v.ok()) return Fail(v.status());
       pso.seqlens = *v;
     }
@@ -302,6 +328,9 @@ int RunTune(const std::vector<std::string>& args) {
     Status valid = Compiler::ValidateArch(arch);
     if (!valid.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + valid.message()));
   }
+  // Everything below writes the database: one that cannot be written (read-only file or
+  // directory) or is damaged is refused now, before a GPU worker starts or a header is printed.
+  if (auto writable = Database::Open(options.db_path); !writable.ok()) return Fail(writable.status());
   if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
   if (measurers.empty()) {
     GpuMeasurerOptions gpu_options;

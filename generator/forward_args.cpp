@@ -1,6 +1,8 @@
 // ForwardArgs checks: everything about a forward call that can be verified without a GPU.
 #include "flashtune/forward_args.h"
 
+#include "flashtune/problem_set.h"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -36,14 +38,6 @@ std::string SupportedHeadDims() {
   std::string s;
   for (int d : kSupportedHeadDims) s += (s.empty() ? "" : ", ") + std::to_string(d);
   return s;
-}
-
-Status CheckRange(const char* name, int64_t value, int64_t max, const char* why) {
-  if (value < 1 || value > max) {
-    return Invalid(std::string(name) + " (" + std::to_string(value) + ") must be in [1, " +
-                   std::to_string(max) + "]" + why);
-  }
-  return Status::Ok();
 }
 
 Status CheckPointer(const char* name, const void* p, uintptr_t alignment) {
@@ -100,17 +94,8 @@ Status ValidateForwardArgs(const ForwardArgs& a) {
     return Invalid("head_dim (" + std::to_string(a.head_dim) + ") must be one of " +
                    SupportedHeadDims());
   }
-  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-  // Grid y and z are limited to 65535 by the hardware; grid x (query blocks) is not a concern.
-  FT_RETURN_IF_ERROR(CheckRange("batch", a.batch, 65535, " (grid z limit)"));
-  FT_RETURN_IF_ERROR(CheckRange("seqlen_q", a.seqlen_q, kInt32Max, " (32-bit kernel index)"));
-  FT_RETURN_IF_ERROR(CheckRange("seqlen_k", a.seqlen_k, kInt32Max, " (32-bit kernel index)"));
-  FT_RETURN_IF_ERROR(CheckRange("heads_q", a.heads_q, 65535, " (grid y limit)"));
-  FT_RETURN_IF_ERROR(CheckRange("heads_kv", a.heads_kv, 65535, ""));
-  if (a.heads_q % a.heads_kv != 0) {
-    return Invalid("heads_q (" + std::to_string(a.heads_q) + ") must be a multiple of heads_kv (" +
-                   std::to_string(a.heads_kv) + ")");
-  }
+  // The shape's limits (grid y/z 65535, 32-bit indexes) are the one rule every entry point uses.
+  FT_RETURN_IF_ERROR(ValidateProblem(a.problem()));
   FT_RETURN_IF_ERROR(CheckPointer("q", a.q, 16));
   FT_RETURN_IF_ERROR(CheckPointer("k", a.k, 16));
   FT_RETURN_IF_ERROR(CheckPointer("v", a.v, 16));

@@ -1,6 +1,7 @@
 // Problem sets and the bucketing rule; see include/flashtune/problem_set.h.
 #include "flashtune/problem_set.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -42,12 +43,22 @@ Status ValidateProblem(const Problem& p) {
   if (!SupportedHeadDim(p.head_dim))
     return Invalid("head_dim " + std::to_string(p.head_dim) + " is not supported; allowed: " +
                    HeadDimList());
-  const std::pair<const char*, int64_t> sizes[] = {{"batch", p.batch},       {"seqlen_q", p.seqlen_q},
-                                                   {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
-                                                   {"heads_kv", p.heads_kv}};
-  for (auto [name, v] : sizes)
-    if (v < 1 || v >= (int64_t{1} << 31))
-      return Invalid(std::string(name) + " = " + std::to_string(v) + " is out of range; allowed: 1 .. 2^31-1");
+  // The kernel's launch limits: the one rule for the runtime (ValidateForwardArgs), the tuner,
+  // the database and the CLI, so nothing is planned or tuned that forward() would refuse.
+  constexpr int64_t kInt32Max = 2147483647, kGridYZ = 65535;
+  const struct {
+    const char* name;
+    int64_t value, max;
+    const char* why;
+  } sizes[] = {{"batch", p.batch, kGridYZ, " (grid z limit)"},
+               {"seqlen_q", p.seqlen_q, kInt32Max, " (32-bit kernel index)"},
+               {"seqlen_k", p.seqlen_k, kInt32Max, " (32-bit kernel index)"},
+               {"heads_q", p.heads_q, kGridYZ, " (grid y limit)"},
+               {"heads_kv", p.heads_kv, kGridYZ, ""}};
+  for (const auto& s : sizes)
+    if (s.value < 1 || s.value > s.max)
+      return Invalid(std::string(s.name) + " (" + std::to_string(s.value) + ") must be in [1, " +
+                     std::to_string(s.max) + "]" + s.why);
   if (p.heads_q % p.heads_kv != 0)
     return Invalid("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
                    std::to_string(p.heads_kv) + ")");
@@ -83,7 +94,7 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
             p.heads_kv = o.heads_kv == 0 ? p.heads_q : o.heads_kv;
             p.batch = nq >= 1 ? std::max<int64_t>(1, o.tokens / nq) : 0;
             Status s = ValidateProblem(p);
-            if (!s.ok()) return Invalid("problem set: " + s.message());
+            if (!s.ok()) return Invalid("problem set: " + p.ToString() + ": " + s.message());
             out.push_back(p);
           }
         }
@@ -91,7 +102,14 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   return out;
 }
 
-Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source) {
+Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
+                                             std::vector<std::string>* notices) {
+  // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.
+  static const std::pair<const char*, const char*> kDeprecated[] = {
+      {"d", "head_dim"}, {"nq", "seqlen_q"}, {"nk", "seqlen_k"}, {"hq", "heads_q"}, {"hkv", "heads_kv"}};
+  static const char* kKeys[] = {"dtype",   "head_dim", "causal",   "batch",  "seqlen_q",
+                                "seqlen_k", "heads_q",  "heads_kv", "tokens", "hidden"};
+  std::vector<std::string> deprecated_seen;
   std::vector<Problem> out;
   int line_no = 0;
   size_t pos = 0;
@@ -103,22 +121,31 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
     ++line_no;
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream in(line);
-    std::map<std::string, std::string> fields;
+    std::map<std::string, std::string> fields, written;  // by key; the key as the file spells it
     std::string token;
     const std::string where = std::string(source) + ":" + std::to_string(line_no) + ": ";
     while (in >> token) {
       auto eq = token.find('=');
       if (eq == std::string::npos || eq == 0)
         return Invalid(where + "'" + token + "' is not key=value");
-      std::string key = token.substr(0, eq);
-      static const char* kKeys[] = {"dtype", "d", "causal", "batch", "nq", "nk", "hq", "hkv", "tokens", "hidden"};
+      const std::string as_written = token.substr(0, eq);
+      std::string key = as_written;
+      for (char& c : key)
+        if (c == '-') c = '_';
+      for (const auto& [old_key, new_key] : kDeprecated)
+        if (key == old_key) {
+          if (std::find(deprecated_seen.begin(), deprecated_seen.end(), key) == deprecated_seen.end())
+            deprecated_seen.push_back(key);
+          key = new_key;
+        }
       bool known = false;
       for (const char* k : kKeys) known |= key == k;
       if (!known)
-        return Invalid(where + "unknown field '" + key +
-                       "'; allowed: dtype, d, causal, batch, nq, nk, hq, hkv, tokens, hidden");
+        return Invalid(where + "unknown field '" + as_written +
+                       "'; allowed: dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, tokens, hidden");
       if (fields.count(key)) return Invalid(where + "field '" + key + "' given twice");
       fields[key] = token.substr(eq + 1);
+      written[key] = as_written;
     }
     if (fields.empty()) {
       if (end == text.size()) break;
@@ -128,35 +155,35 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
     for (auto& [k, v] : fields) {
       if (k == "dtype") continue;
       int64_t n;
-      if (!ParseInt64(v, &n)) return Invalid(where + "field '" + k + "': '" + v + "' is not an integer");
+      if (!ParseInt64(v, &n)) return Invalid(where + "field '" + written[k] + "': '" + v + "' is not an integer");
       nums[k] = n;
     }
-    for (const char* req : {"dtype", "d", "nq"})
+    for (const char* req : {"dtype", "head_dim", "seqlen_q"})
       if (!fields.count(req)) return Invalid(where + "field '" + req + "' is missing");
     Problem p;
     auto dt = ParseDType(fields["dtype"], "dtype");
     if (!dt.ok()) return Invalid(where + "field 'dtype': " + dt.status().message());
     p.dtype = *dt;
-    p.head_dim = int(nums["d"]);
+    p.head_dim = int(nums["head_dim"]);
     if (nums.count("causal")) {
       if (nums["causal"] != 0 && nums["causal"] != 1)
         return Invalid(where + "field 'causal': allowed 0 or 1");
       p.causal = nums["causal"] == 1;
     }
-    p.seqlen_q = nums["nq"];
-    p.seqlen_k = nums.count("nk") ? nums["nk"] : p.seqlen_q;
-    if (nums.count("batch") && nums.count("hq")) {
+    p.seqlen_q = nums["seqlen_q"];
+    p.seqlen_k = nums.count("seqlen_k") ? nums["seqlen_k"] : p.seqlen_q;
+    if (nums.count("batch") && nums.count("heads_q")) {
       p.batch = nums["batch"];
-      p.heads_q = nums["hq"];
+      p.heads_q = nums["heads_q"];
     } else if (nums.count("tokens") && nums.count("hidden")) {
       if (p.seqlen_q < 1 || p.head_dim < 1 || nums["hidden"] % p.head_dim != 0)
-        return Invalid(where + "field 'hidden': must be a multiple of d");
+        return Invalid(where + "field 'hidden': must be a multiple of head_dim");
       p.batch = std::max<int64_t>(1, nums["tokens"] / p.seqlen_q);
       p.heads_q = nums["hidden"] / p.head_dim;
     } else {
-      return Invalid(where + "fields 'batch' and 'hq' (or 'tokens' and 'hidden') are missing");
+      return Invalid(where + "fields 'batch' and 'heads_q' (or 'tokens' and 'hidden') are missing");
     }
-    p.heads_kv = nums.count("hkv") ? nums["hkv"] : p.heads_q;
+    p.heads_kv = nums.count("heads_kv") ? nums["heads_kv"] : p.heads_q;
     Status s = ValidateProblem(p);
     if (!s.ok()) {
       // Name the file's field, not the struct's.
@@ -167,22 +194,32 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
     if (end == text.size()) break;
   }
   if (out.empty()) return Invalid(std::string(source) + ": no problems");
+  if (notices != nullptr && !deprecated_seen.empty()) {
+    std::string olds, news;
+    for (const std::string& k : deprecated_seen)
+      for (const auto& [old_key, new_key] : kDeprecated)
+        if (k == old_key) {
+          olds += (olds.empty() ? "" : ", ") + k;
+          news += (news.empty() ? "" : ", ") + std::string(new_key);
+        }
+    notices->push_back(std::string(source) + ": field name(s) " + olds + " are deprecated; use " + news);
+  }
   return out;
 }
 
-Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path) {
+Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path, std::vector<std::string>* notices) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status(Code::kIoError, "problem-set file '" + path + "' cannot be read");
   std::stringstream ss;
   ss << f.rdbuf();
-  return ParseProblemSet(ss.str(), path);
+  return ParseProblemSet(ss.str(), path, notices);
 }
 
 std::string FormatProblemLine(const Problem& p) {
-  return "dtype=" + std::string(DTypeName(p.dtype)) + " d=" + std::to_string(p.head_dim) +
+  return "dtype=" + std::string(DTypeName(p.dtype)) + " head_dim=" + std::to_string(p.head_dim) +
          " causal=" + (p.causal ? "1" : "0") + " batch=" + std::to_string(p.batch) +
-         " nq=" + std::to_string(p.seqlen_q) + " nk=" + std::to_string(p.seqlen_k) +
-         " hq=" + std::to_string(p.heads_q) + " hkv=" + std::to_string(p.heads_kv);
+         " seqlen_q=" + std::to_string(p.seqlen_q) + " seqlen_k=" + std::to_string(p.seqlen_k) +
+         " heads_q=" + std::to_string(p.heads_q) + " heads_kv=" + std::to_string(p.heads_kv);
 }
 
 BucketKey BucketOf(const Problem& p) {

@@ -219,6 +219,8 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     }
     e->rows.push_back(std::move(meas));
   }
+  // A header and nothing else would "tune" nothing and exit 0 with 0 errors.
+  if (m->entries_.empty()) return Invalid(std::string(source) + ": no recorded measurements (only a header)");
   return m;
 }
 

@@ -270,6 +270,25 @@ bool Decided(const std::vector<std::vector<Measurement>>& rounds, const std::vec
   return medians[1] > medians[0] * (1 + gap);
 }
 
+// Whether an exhaustive run still finds candidates of `p`'s space that no GPU of this model
+// measured with this toolchain: a winner of a budget-starved search must not end a richer one.
+Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Problem& p, const std::string& device_name,
+                              int64_t toolchain_id) {
+  if (o.strategy != "exhaustive") return false;
+  auto pid = db.FindProblem(p);
+  if (!pid.ok()) return pid.status().code() == Code::kNotFound ? Result<bool>(true) : Result<bool>(pid.status());
+  auto rows = db.TrialsForProblem(*pid, 0, toolchain_id);
+  if (!rows.ok()) return rows.status();
+  auto space = o.enumerate(p);
+  if (!space.ok()) return false;  // the measuring path reports it
+  for (const Variant& v : *space)
+    if (std::none_of(rows->begin(), rows->end(), [&](const TrialRow& r) {
+          return r.trial.phase == "search" && r.device_name == device_name && r.trial.variant == v;
+        }))
+      return true;
+  return false;
+}
+
 // Tunes one problem on one device; fills `s`. Returns an error only when the device's run
 // cannot continue (measurer or database failure). `next_class`, when given, is the next problem
 // of another class in the list: its compiles are queued while this one measures.
@@ -294,7 +313,10 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
   // Winners are shared by every GPU of the model: one found by a sibling GPU counts.
   auto existing = db.FindWinner(device, toolchain, bucket);
   if (!existing.ok()) return existing.status();
-  if (*existing && !o.retune) {
+  auto incomplete = *existing && !o.retune ? SearchIncomplete(db, o, problem, device.name, toolchain_id)
+                                           : Result<bool>(false);
+  if (!incomplete.ok()) return incomplete.status();
+  if (*existing && !o.retune && !*incomplete) {
     s.outcome = ProblemOutcome::kSkipped;
     s.winner_uri = (*existing)->variant_uri;
     s.median_us = (*existing)->median_us;
@@ -603,6 +625,11 @@ Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const 
       auto w = db->FindWinner(device, toolchain, BucketOf(p));
       if (!w.ok()) return w.status();
       d.skipped = w->has_value();
+      if (d.skipped && toolchain_id > 0) {
+        auto incomplete = SearchIncomplete(*db, options, p, device.name, toolchain_id);
+        if (!incomplete.ok()) return incomplete.status();
+        d.skipped = !*incomplete;
+      }
     }
     if (!d.skipped) {
       auto space = options.enumerate(p);

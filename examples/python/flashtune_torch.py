@@ -13,8 +13,12 @@ import argparse
 import os
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # a clear message, not a traceback
+    sys.exit(f"flashtune_torch.py needs PyTorch with CUDA ({e}); install torch, or use "
+             "examples/python/flashtune_ctypes.py, which needs only the library")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flashtune_ctypes import FT_DTYPE, FlashtuneError, Problem, Runtime, forward_args  # noqa: E402

@@ -8,7 +8,16 @@
 // Journal: WAL, busy_timeout 10 s, foreign keys on. Every write is its own transaction, so a
 // killed tuner loses at most the trial in flight, and several processes may write one file.
 // A file that is not a flashtune SQLite database is kCorrupt naming the path; it is never
-// modified.
+// modified. Every error names the database file.
+//
+// Read-only databases: a reader (OpenOptions::read_only) that may write the file and its
+// directory opens it normally, so it sees a running tuner's commits, and the last connection
+// to close removes the -wal and -shm files. A reader that may not (a database shipped
+// read-only: `chmod a-w` on the file or its directory, or a read-only mount) opens it
+// immutable: SQLite then assumes nothing changes it while it is read and creates no files.
+// Ship the .db file alone, after every tuner on it has exited (the last writer to close folds
+// the -wal into the file); a non-empty -wal beside an unwritable file is read if SQLite can,
+// and otherwise refused with the cure.
 //
 // Winners are keyed by the physical device and the toolchain that measured them; FindWinner
 // matches on the GPU model (name, compute capability, SM count) and driver version and on the
@@ -190,12 +199,16 @@ class Database {
   struct OpenOptions {
     bool read_only = false;     // read-only never creates, never migrates
     int busy_timeout_ms = 10000;
+    // Refuse a damaged file (PRAGMA quick_check: every page read once) before reading or
+    // writing it. Off only for `db check`, which reports the damage itself.
+    bool check_integrity = true;
   };
 
   // Opens (read-write: creating if absent) and migrates to kSchemaVersion.
-  // Errors: kCorrupt (not a SQLite file, or not a flashtune schema) naming the path, the file
-  // untouched; kNotFound (read-only, and absent or empty — a tuner may be creating it);
-  // kUnsupported (newer schema);
+  // Errors: kCorrupt (not a SQLite file, not a flashtune schema, or damaged) naming the path,
+  // the file untouched; kNotFound (read-only, and absent or empty — a tuner may be creating
+  // it); kUnsupported (newer schema); kIoError (read-write, and the file or its directory is
+  // not writable: found before any work starts); kInvalidArgument (empty path, a directory);
   // kDatabaseError otherwise.
   static Result<std::unique_ptr<Database>> Open(const std::string& path, OpenOptions options);
   static Result<std::unique_ptr<Database>> Open(const std::string& path) { return Open(path, OpenOptions{}); }
@@ -280,6 +293,8 @@ class Database {
   Result<PruneStats> Prune(const ToolchainInfo& current);
 
   // PRAGMA integrity_check plus the staleness of trials and winners relative to `current`.
+  // A damaged file gives integrity_ok false, the first complaints, and no counts (zeros).
+  // Open the file with check_integrity = false to report on a damaged one.
   Result<CheckReport> Check(const ToolchainInfo& current);
 
  private:

@@ -10,10 +10,13 @@
 // Two buckets of the same (dtype, D, causal) are `BucketDistance` apart (sum of exponent gaps).
 //
 // Problem-set file format (one problem per line, '#' starts a comment, blank lines ignored):
-//   dtype=bf16 d=128 causal=1 batch=4 nq=4096 nk=4096 hq=16 hkv=16
-// Fields are key=value separated by spaces, in any order. Required: dtype, d, nq, and either
-// batch and hq, or tokens and hidden (batch = tokens/nq, hq = hidden/d). Optional: causal (0/1,
-// default 0), nk (default nq), hkv (default hq). Errors name the file, line and field.
+//   dtype=bf16 head_dim=128 causal=1 batch=4 seqlen_q=4096 seqlen_k=4096 heads_q=16 heads_kv=16
+// Fields are key=value separated by spaces, in any order; the keys are the CLI's option names
+// (--seqlen-q) and the export's columns (seqlen_q), with '-' or '_'. Required: dtype, head_dim,
+// seqlen_q, and either batch and heads_q, or tokens and hidden (batch = tokens/seqlen_q,
+// heads_q = hidden/head_dim). Optional: causal (0/1, default 0), seqlen_k (default seqlen_q),
+// heads_kv (default heads_q). The old keys d, nq, nk, hq, hkv are read too, with a notice.
+// Errors name the file, line and field.
 //
 // Thread safety: free functions on value types; safe from any thread.
 #pragma once
@@ -45,15 +48,19 @@ struct ProblemSetOptions {
 // (e.g. a head dim the template does not support, hidden not divisible by D, Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
-// Checks one problem: supported dtype/D, all sizes >= 1 and < 2^31, Hq % Hkv == 0.
-// OK, or kInvalidArgument naming the field.
+// Checks one problem against what the kernel can launch (the same rule as
+// ValidateForwardArgs): supported D, batch, heads_q and heads_kv in [1, 65535] (grid limits),
+// seqlens in [1, 2^31-1], Hq % Hkv == 0. OK, or kInvalidArgument naming the field, e.g.
+// "batch (100000) must be in [1, 65535] (grid z limit)".
 Status ValidateProblem(const Problem& problem);
 
 // Parses the problem-set file format above. `source` names the text in errors ("set.txt").
-// OK with the problems in file order, or kInvalidArgument "set.txt:3: field 'd': ..." .
-Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source);
+// OK with the problems in file order, or kInvalidArgument "set.txt:3: field 'head_dim': ..." .
+// One line per deprecated spelling used goes to `notices` (when given) for the caller to show.
+Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
+                                             std::vector<std::string>* notices = nullptr);
 // Reads and parses `path`; kIoError when it cannot be read.
-Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path);
+Result<std::vector<Problem>> LoadProblemSetFile(const std::string& path, std::vector<std::string>* notices = nullptr);
 // The problem in the file format (one line, no newline); ParseProblemSet reads it back.
 std::string FormatProblemLine(const Problem& problem);
 

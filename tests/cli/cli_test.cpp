@@ -249,3 +249,102 @@ TEST(Cli, BinaryDoesNotLinkLibcuda) {
 }
 
 }  // namespace
+
+namespace {
+
+// --causal takes a value everywhere: "--causal 0" once meant causal (the 0 was a dropped word).
+TEST(Cli, CausalValueIsParsedStrictlyOnEveryCommand) {
+  flashtune::testing::TempDir dir;
+  const std::string db = " --db '" + dir.path() + "/absent.db'";
+  const std::string shape = "--dtype bf16 --head-dim 128 --seqlen-q 4096 --heads-q 16";
+  // Without --db the default ./flashtune.db may be absent: plan then answers heuristically.
+  const std::string in_dir = "cd '" + dir.path() + "' && FLASHTUNE_DB=";
+  for (const char* off : {"0", "false"}) {
+    CliRun plan = RunCli("plan " + shape + " --causal " + off, in_dir);
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_TRUE(Contains(plan.output, "problem:  bf16 d128 full")) << off << "\n" << plan.output;
+    CliRun generate = RunCli(std::string("generate --dtype bf16 --head-dim 128 --causal ") + off);
+    EXPECT_EQ(generate.exit_code, 0) << generate.output;
+    EXPECT_TRUE(Contains(generate.output, "_full\n")) << generate.output;
+    EXPECT_FALSE(Contains(generate.output, "_causal")) << generate.output;
+  }
+  for (const char* on : {"1", "true", ""}) {  // bare --causal is shorthand for --causal 1
+    CliRun plan = RunCli("plan " + shape + " --causal " + on, in_dir);
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_TRUE(Contains(plan.output, "problem:  bf16 d128 causal")) << on << "\n" << plan.output;
+  }
+  CliRun tune = RunCli("tune --dry-run --dtypes bf16 --head-dims 64 --seqlens-q 512 --causal false" + db);
+  EXPECT_EQ(tune.exit_code, 0) << tune.output;
+  EXPECT_TRUE(Contains(tune.output, "bf16 d64 full")) << tune.output;
+  EXPECT_FALSE(Contains(tune.output, "bf16 d64 causal")) << tune.output;
+
+  // Anything else is refused, naming the option and the allowed values; nothing runs.
+  const std::string bench = std::string("bench ") + kBenchShape + " --replay " + BenchReplayFile(dir);
+  for (const std::string& command :
+       {"plan " + shape + db + " --causal 2", "plan " + shape + db + " --causal yes",
+        std::string("generate --dtype bf16 --head-dim 128 --causal on"), bench + " --causal -1",
+        "db show --db '" + dir.path() + "/absent.db' --head-dim 64 --seqlen-q 512 --causal 2",
+        "tune --dry-run --causal 0,2" + db}) {
+    CliRun r = RunCli(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "--causal")) << command << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "allowed: 0, 1, true, false")) << command << "\n" << r.output;
+  }
+  EXPECT_FALSE(std::ifstream(dir.path() + "/absent.db").good());
+}
+
+// A word that belongs to no option is a setting the user believes they made: refused.
+TEST(Cli, StrayWordsAreRefusedOnEveryCommand) {
+  flashtune::testing::TempDir dir;
+  const std::string db = " --db '" + dir.path() + "/absent.db'";
+  const std::string cu = dir.path() + "/k.cu";
+  std::ofstream(cu) << "extern \"C\" __global__ void k() {}\n";
+  for (const std::string& command :
+       {"plan --dtype bf16 --head-dim 128 --seqlen-q 4096 --heads-q 16 extra" + db,
+        "plan --dtype bf16 --head-dim 128 --seqlen-q 4096 --heads-q 16 --json extra" + db,
+        std::string("bench ") + kBenchShape + " --replay " + BenchReplayFile(dir) + " extra",
+        std::string("generate --dtype bf16 --head-dim 128 extra"), std::string("info extra"),
+        std::string("info --json extra"), "tune --dry-run extra" + db, "compile " + cu + " --arch sm_90a extra",
+        "db list extra" + db, "db check extra" + db, "db show 1 extra" + db}) {
+    CliRun r = RunCli(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "unexpected argument 'extra'")) << command << "\n" << r.output;
+  }
+  // No abbreviations either: "--seqlen" is not silently "--seqlens-q".
+  CliRun abbreviated = RunCli("tune --dry-run --seqlen 512" + db);
+  EXPECT_EQ(abbreviated.exit_code, 2) << abbreviated.output;
+  EXPECT_TRUE(Contains(abbreviated.output, "--seqlen")) << abbreviated.output;
+  EXPECT_FALSE(std::ifstream(dir.path() + "/absent.db").good());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, EveryDbSubcommandHasHelp) {
+  for (const char* sub : {"list", "show", "export", "merge", "prune", "check", "report"}) {
+    for (const char* flag : {"--help", "-h"}) {
+      CliRun r = RunCli(std::string("db ") + sub + " " + flag, "", /*stderr_only=*/false);
+      EXPECT_EQ(r.exit_code, 0) << sub << " " << flag << "\n" << r.output;
+      EXPECT_TRUE(Contains(r.output, std::string("usage: flashtune db ") + sub)) << r.output;
+    }
+  }
+  CliRun list = RunCli("db list --help");
+  EXPECT_TRUE(Contains(list.output, "--json")) << list.output;
+  CliRun json_elsewhere = RunCli("db check --json --db /nonexistent/x.db");
+  EXPECT_EQ(json_elsewhere.exit_code, 2) << json_elsewhere.output;
+  EXPECT_TRUE(Contains(json_elsewhere.output, "--json is only for 'list' and 'show'")) << json_elsewhere.output;
+}
+
+}  // namespace
+
+namespace {
+
+// bench refuses what the runtime would refuse, naming its option, before anything is measured.
+TEST(Cli, BenchRefusesShapesBeyondTheLaunchLimits) {
+  CliRun r = RunCli("bench --head-dim 64 --batch 70000 --seqlen-q 512 --heads-q 8 --replay /nonexistent.csv");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--batch (70000) must be in [1, 65535] (grid z limit)")) << r.output;
+}
+
+}  // namespace

@@ -18,11 +18,13 @@ struct CliRun {
   std::string err;
 };
 
-CliRun Plan(const std::string& args) {
+// `flashtune plan ARGS`, from the folder `cwd` when given (with $FLASHTUNE_DB empty).
+CliRun Plan(const std::string& args, const std::string& cwd = "") {
   static int n = 0;
   const std::string dir = TempDir("plan_cli_" + std::to_string(n++));
   CliRun r;
-  r.rc = RunShell("'" FLASHTUNE_CLI_PATH "' plan " + args + " > '" + dir + "/out' 2> '" + dir + "/err'");
+  r.rc = RunShell((cwd.empty() ? "" : "cd '" + cwd + "' && FLASHTUNE_DB= ") + "'" FLASHTUNE_CLI_PATH "' plan " + args +
+                  " > '" + dir + "/out' 2> '" + dir + "/err'");
   auto read = [](const std::string& p) {
     std::ifstream in(p);
     std::stringstream s;
@@ -35,7 +37,9 @@ CliRun Plan(const std::string& args) {
 }
 
 TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
-  const std::string db = " --db '" + TempDir("plan_cli_usage") + "/absent.db'";
+  const std::string empty = TempDir("plan_cli_usage") + "/empty.db";
+  { std::ofstream touch(empty); }  // a database with no devices in it
+  const std::string db = " --db '" + empty + "'";
   struct Case {
     std::string args;
     std::string names;
@@ -49,6 +53,12 @@ TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --batch -1", "--batch"},
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --bogus", "bogus"},
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --device-uuid GPU-nope", "--device-uuid"},
+      // The runtime's launch limits, not merely 2^31: plan never answers for what forward refuses.
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --batch 100000",
+       "--batch (100000) must be in [1, 65535] (grid z limit)"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 70000 --heads-kv 1",
+       "--heads-q (70000) must be in [1, 65535] (grid y limit)"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 2147483648 --heads-q 8", "--seqlen-q (2147483648) must be in [1, 2147483647]"},
   };
   for (const Case& c : cases) {
     CliRun r = Plan(c.args + db);
@@ -59,12 +69,31 @@ TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
 }
 
 TEST(PlanCli, AnswersWithoutADatabase) {
-  CliRun r = Plan("--dtype bf16 --head-dim 128 --causal --seqlen-q 1024 --heads-q 16 --db '" +
-               TempDir("plan_cli_nodb") + "/absent.db'");
+  // The default ./flashtune.db absent: the heuristic answers.
+  CliRun r = Plan("--dtype bf16 --head-dim 128 --causal --seqlen-q 1024 --heads-q 16", TempDir("plan_cli_nodb"));
   EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("database: ./flashtune.db (absent)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("source:   heuristic"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fa2_fwd_bf16_d128_"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("_causal"), std::string::npos) << r.out;
+}
+
+// A database named on purpose must exist, as for `db list`: a typo in --db or $FLASHTUNE_DB
+// would otherwise answer as if nothing had been tuned.
+TEST(PlanCli, NamedDatabaseThatDoesNotExistIsAnError) {
+  const std::string missing = TempDir("plan_cli_missing") + "/missing.db";
+  const std::string shape = "--dtype bf16 --head-dim 128 --seqlen-q 1024 --heads-q 16";
+  CliRun by_option = Plan(shape + " --db '" + missing + "'");
+  EXPECT_EQ(by_option.rc, 1) << by_option.out;
+  EXPECT_NE(by_option.err.find("database '" + missing + "' does not exist (named by --db)"), std::string::npos)
+      << by_option.err;
+  const std::string err = TempDir("plan_cli_missing_env") + "/err";
+  EXPECT_EQ(RunShell("FLASHTUNE_DB='" + missing + "' '" FLASHTUNE_CLI_PATH "' plan " + shape + " 2> '" + err + "' >/dev/null"), 1);
+  std::ifstream in(err);
+  std::stringstream by_env;
+  by_env << in.rdbuf();
+  EXPECT_NE(by_env.str().find("(named by $FLASHTUNE_DB)"), std::string::npos) << by_env.str();
+  EXPECT_EQ(Plan(shape + " --db ''").rc, 2);
 }
 
 TEST(PlanCli, EmptyDatabaseFileIsNotYetTunedNotCorrupt) {

@@ -51,6 +51,26 @@ TEST(ProblemSet, RejectsBadOptionsNamingThem) {
   EXPECT_NE(r2.status().message().find("heads_kv"), std::string::npos);
 }
 
+// One rule for every entry point: the runtime's launch limits (ValidateForwardArgs).
+TEST(ProblemSet, ValidateProblemAppliesTheKernelsLaunchLimits) {
+  const Problem ok{DType::kBF16, 128, false, 65535, 512, 512, 65535, 65535};
+  EXPECT_TRUE(ValidateProblem(ok).ok()) << ValidateProblem(ok).ToString();
+  Problem p = ok;
+  p.batch = 65536;
+  EXPECT_EQ(ValidateProblem(p).message(), "batch (65536) must be in [1, 65535] (grid z limit)");
+  p = ok;
+  p.heads_q = p.heads_kv = 65536;
+  EXPECT_EQ(ValidateProblem(p).message(), "heads_q (65536) must be in [1, 65535] (grid y limit)");
+  // --tokens 2147483648 at Nq 512 once scheduled B = 4194304.
+  ProblemSetOptions o;
+  o.seqlens = {512};
+  o.tokens = int64_t(1) << 31;
+  auto set = MakeProblemSet(o);
+  ASSERT_FALSE(set.ok());
+  EXPECT_NE(set.status().message().find("batch (4194304) must be in [1, 65535]"), std::string::npos)
+      << set.status().message();
+}
+
 TEST(ProblemSet, FileRoundTrip) {
   auto set = MakeProblemSet(ProblemSetOptions{});
   ASSERT_TRUE(set.ok());

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -107,7 +108,7 @@ TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
   EXPECT_EQ(Query(db, "SELECT count(*) FROM tuning_runs WHERE ended_at IS NOT NULL"), 1);  // the killed one never ended
   // --retune measures everything again.
   EXPECT_EQ(Wait(Spawn({cli, "tune", "--replay", replay, "--db", db, "--retune", "--dtypes", "bf16", "--head-dims",
-                        "64", "--causal", "0", "--seqlens", "512"})), 0);
+                        "64", "--causal", "0", "--seqlens-q", "512"})), 0);
   EXPECT_GT(Query(db, "SELECT count(*) FROM trials WHERE phase = 'search'"), int64_t(n_rows));
 }
 
@@ -118,9 +119,9 @@ TEST(TuneCli, TwoProcessesOnOneDatabaseLoseNothing) {
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
   const std::string cli = FLASHTUNE_CLI_PATH;
-  pid_t a = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens", "512,2048",
+  pid_t a = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens-q", "512,2048",
                    "--devices", "0"});
-  pid_t b = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens", "512,2048",
+  pid_t b = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens-q", "512,2048",
                    "--devices", "1"});
   EXPECT_EQ(Wait(a), 0);
   EXPECT_EQ(Wait(b), 0);
@@ -133,7 +134,7 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   std::string dir = TempDir("cli_dry");
   std::string out = dir + "/out.txt";
   int rc = RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
-                    "/t.db --dtypes bf16 --head-dims 128 --causal 1 --seqlens 4096 > " + out);
+                    "/t.db --dtypes bf16 --head-dims 128 --causal 1 --seqlens-q 4096 > " + out);
   EXPECT_EQ(rc, 0);
   std::ifstream f(out);
   std::stringstream ss;
@@ -146,7 +147,16 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --strategy random 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --budget-total 5% 2>/dev/null"), 2);
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --compile-only --arch sm_7x 2>/dev/null"), 2);
-  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens 0 2>/dev/null"), 2);
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --seqlens-q 0 2>/dev/null"), 2);
+  // Shapes the runtime would refuse are not scheduled: B = tokens / Nq = 4194304 > 65535.
+  const std::string err = dir + "/err.txt";
+  EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
+                     "/t.db --seqlens-q 512 --tokens 2147483648 2> " + err),
+            2);
+  std::ifstream e(err);
+  std::stringstream es;
+  es << e.rdbuf();
+  EXPECT_NE(es.str().find("batch (4194304) must be in [1, 65535]"), std::string::npos) << es.str();
 }
 
 TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
@@ -154,7 +164,7 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   const std::string dir = TempDir("cli_nogpu");
   const std::string out = dir + "/out.txt";
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --db " + dir + "/t.db --dtypes bf16 --head-dims 64 "
-                     "--causal 0 --seqlens 512 > " + out + " 2>&1"), 0);
+                     "--causal 0 --seqlens-q 512 > " + out + " 2>&1"), 0);
   std::ifstream f(out);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -182,7 +192,7 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   auto sh = [&](const std::string& args) { return RunShell(cli + " db " + args + " >/dev/null 2>&1"); };
   EXPECT_EQ(sh("list --db " + db), 0);
   EXPECT_EQ(sh("show 1 --db " + db), 0);
-  EXPECT_EQ(sh("show --db " + db + " --dtype bf16 --head-dim 64 --nq 512 --batch 32 --hq 32"), 0);
+  EXPECT_EQ(sh("show --db " + db + " --dtype bf16 --head-dim 64 --seqlen-q 512 --batch 32 --heads-q 32"), 0);
   EXPECT_EQ(sh("show 9999 --db " + db), 1);
   EXPECT_EQ(sh("show x1 --db " + db), 2);
   EXPECT_EQ(sh("check --db " + db), 0);
@@ -218,6 +228,237 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   EXPECT_EQ(trials, Query(db, "SELECT count(*) FROM trials"));
   ASSERT_EQ(sh("merge " + db + " --db " + db3), 0);
   EXPECT_EQ(Query(db3, "SELECT count(*) FROM trials"), trials);
+}
+
+// db list and db show print one JSON object with --json (checked by Python's json module).
+TEST(DbCli, ListAndShowPrintJson) {
+  std::string dir = TempDir("cli_db_json");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  auto json = [&](const std::string& args, std::string* text) {
+    const std::string out = dir + "/out.json";
+    const int rc = RunShell(cli + " db " + args + " --db " + db + " --json > " + out);
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    *text = ss.str();
+    if (rc != 0) return rc;
+    if (RunShell("command -v python3 >/dev/null") != 0) return 0;
+    return RunShell("python3 -c 'import json, sys; json.load(sys.stdin)' < " + out) == 0 ? 0 : 100;
+  };
+  std::string list, show;
+  ASSERT_EQ(json("list", &list), 0) << list;
+  EXPECT_EQ(list.rfind("{\"database\":", 0), 0u) << list;
+  EXPECT_NE(list.find("\"problem\":{\"dtype\":\"bf16\",\"head_dim\":64,\"causal\":false"), std::string::npos) << list;
+  EXPECT_NE(list.find("\"winners\":" + std::to_string(SmallProblemSet().size()) + "}"), std::string::npos) << list;
+  ASSERT_EQ(json("show 1", &show), 0) << show;
+  EXPECT_EQ(show.rfind("{\"problem_id\":1,\"problem\":{", 0), 0u) << show;
+  EXPECT_NE(show.find("\"rank\":1,\"variant\":\"fa2_fwd_"), std::string::npos) << show;
+}
+
+// A database its user cannot write (read-only file, or read-only directory: SQLite needs its
+// -wal and -shm there) is refused before any work, naming the file, by every writer. Root can
+// write anything, so as root the commands run as `nobody` (setpriv).
+TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
+  std::string as_user;
+  if (::geteuid() == 0) {
+    if (RunShell("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "running as root without setpriv";
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups -- ";
+  }
+  const std::string dir = TempDir("cli_read_only");
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string file_ro = dir + "/file_ro", dir_ro = dir + "/dir_ro";
+  ASSERT_EQ(RunShell("mkdir '" + file_ro + "' '" + dir_ro + "'"), 0);
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  for (const std::string& d : {file_ro, dir_ro})
+    ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
+                       "--seqlens-q 512 >/dev/null 2>&1"),
+              0);
+  ASSERT_EQ(RunShell("chmod 777 '" + file_ro + "' && chmod 444 '" + file_ro + "/t.db' && chmod 666 '" + dir_ro +
+                     "/t.db' && chmod 555 '" + dir_ro + "'"),
+            0);
+  const std::string out = dir + "/out.txt";
+  auto read = [&] {
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  struct Case {
+    std::string db, says, other;  // other: a readable database to merge in
+  } cases[] = {{file_ro + "/t.db", "database '" + file_ro + "/t.db' is read-only", dir_ro + "/t.db"},
+               {dir_ro + "/t.db", "its directory '" + dir_ro + "' is not writable", file_ro + "/t.db"}};
+  for (const Case& c : cases) {
+    const int64_t trials = Query(c.db, "SELECT count(*) FROM trials");
+    for (const std::string& command :
+         {"tune --replay " + replay + " --db " + c.db + " --retune", "tune --compile-only --db " + c.db,
+          "db prune --db " + c.db, "db merge " + c.other + " --db " + c.db}) {
+      EXPECT_EQ(RunShell(as_user + cli + " " + command + " > " + out + " 2>&1"), 1) << command << "\n" << read();
+      EXPECT_NE(read().find(c.says), std::string::npos) << command << "\n" << read();
+      EXPECT_EQ(read().find("tuning "), std::string::npos) << command << "\n" << read();  // no header, no work
+    }
+    EXPECT_EQ(Query(c.db, "SELECT count(*) FROM trials"), trials);
+    // Its readers still work.
+    EXPECT_EQ(RunShell(as_user + cli + " db list --db " + c.db + " > " + out + " 2>&1"), 0) << read();
+  }
+  RunShell("chmod 755 '" + dir_ro + "'");
+}
+
+// One vocabulary: db show, tune and problem-set files use plan's names (plural for tune's
+// lists); the old spellings still work, each with one deprecation line on stderr.
+TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
+  std::string dir = TempDir("cli_vocabulary");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  const std::string out = dir + "/out.txt", err = dir + "/err.txt";
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  auto run = [&](const std::string& args) { return RunShell(cli + " " + args + " > " + out + " 2> " + err); };
+
+  ASSERT_EQ(run("db show --db " + db + " --head-dim 64 --seqlen-q 512 --batch 32 --heads-q 32 --heads-kv 32 --seqlen-k 512"), 0)
+      << read(err);
+  const std::string shown = read(out);
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("db show --db " + db + " --head-dim 64 --nq 512 --batch 32 --hq 32 --hkv 32 --nk=512"), 0) << read(err);
+  EXPECT_EQ(read(out), shown);
+  EXPECT_EQ(read(err),
+            "flashtune db show: --nq is deprecated; use --seqlen-q\n"
+            "flashtune db show: --hq is deprecated; use --heads-q\n"
+            "flashtune db show: --hkv is deprecated; use --heads-kv\n"
+            "flashtune db show: --nk is deprecated; use --seqlen-k\n");
+
+  const std::string shape = " --dry-run --db " + dir + "/dry.db --dtypes bf16 --head-dims 64 --causal 0";
+  ASSERT_EQ(run("tune" + shape + " --seqlens-q 512,2048"), 0) << read(err);
+  const std::string listed = read(out);
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("tune" + shape + " --seqlens 512,2048"), 0) << read(err);
+  EXPECT_EQ(read(out), listed);
+  EXPECT_EQ(read(err), "flashtune tune: --seqlens is deprecated; use --seqlens-q\n");
+
+  // Problem-set files: the new keys (with _ or -) silently, the old ones with one line.
+  std::ofstream(dir + "/new.txt") << "dtype=bf16 head_dim=64 causal=0 batch=32 seqlen_q=512 seqlen-k=512 heads_q=32 heads-kv=32\n";
+  std::ofstream(dir + "/old.txt") << "dtype=bf16 d=64 causal=0 batch=32 nq=512 nk=512 hq=32 hkv=32\n";
+  ASSERT_EQ(run("tune --dry-run --db " + dir + "/dry.db --problem-set " + dir + "/new.txt"), 0) << read(err);
+  const std::string from_file = read(out);
+  EXPECT_NE(from_file.find("bf16 d64 full B32 Nq512 Nk512 Hq32 Hkv32"), std::string::npos) << from_file;
+  EXPECT_EQ(read(err), "");
+  ASSERT_EQ(run("tune --dry-run --db " + dir + "/dry.db --problem-set " + dir + "/old.txt"), 0) << read(err);
+  EXPECT_EQ(read(out), from_file);
+  EXPECT_EQ(read(err), "flashtune tune: " + dir + "/old.txt: field name(s) d, nq, nk, hq, hkv are deprecated; use "
+                       "head_dim, seqlen_q, seqlen_k, heads_q, heads_kv\n");
+}
+
+// Numbers, lists and files that once were accepted and meant something else (or nothing).
+TEST(TuneCli, RefusesValuesThatWouldBeSilentlyReinterpreted) {
+  const std::string dir = TempDir("cli_refuses");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string header_only = dir + "/header.csv";
+  std::ofstream(header_only) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,"
+                                "iqr_us\n";
+  const std::string set = dir + "/set.txt";
+  std::ofstream(set) << "dtype=bf16 head_dim=64 seqlen_q=512 batch=32 heads_q=32\n";
+  const std::string db = " --db " + dir + "/t.db", out = dir + "/out.txt";
+  auto read = [&] {
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  struct Case {
+    std::string args, says;
+  } cases[] = {
+      {"--dry-run --top-k -1" + db, "--top-k -1: allowed 1 to 100"},
+      {"--dry-run --top-k 0" + db, "--top-k 0: allowed 1 to 100"},
+      {"--replay " + replay + " --replay-delay-ms -5" + db, "--replay-delay-ms -5: allowed 0 or more"},
+      {"--dry-run --replay-delay-ms 5" + db, "--replay-delay-ms is only for --replay"},
+      {"--dry-run --devices 99" + db, "--devices 99: there is no GPU 99 here"},
+      {"--replay " + replay + " --devices 0,0" + db, "--devices 0,0: device 0 twice"},
+      {"--dry-run --seqlens-q 512," + db, "--seqlens-q '512,': an empty item"},
+      {"--dry-run --head-dims ,64" + db, "--head-dims ',64': an empty item"},
+      {"--dry-run --problem-set " + set + " --seqlens-q 4096" + db, "--problem-set FILE lists the problems"},
+      {"--dry-run --db ''", "--db '': give a file"},
+      {"--replay " + header_only + db, header_only + ": no recorded measurements (only a header)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(RunShell(cli + " tune " + c.args + " > " + out + " 2>&1"), 2) << c.args << "\n" << read();
+    EXPECT_NE(read().find(c.says), std::string::npos) << c.args << "\n" << read();
+  }
+  EXPECT_FALSE(std::ifstream(dir + "/t.db").good());
+  // db: an empty --db is refused too, and a merge refused for its OTHER.db creates no target.
+  EXPECT_EQ(RunShell(cli + " db list --db '' > " + out + " 2>&1"), 2) << read();
+  std::ofstream(dir + "/bad.db") << "not sqlite";
+  EXPECT_EQ(RunShell(cli + " db merge " + dir + "/bad.db --db " + dir + "/new.db > " + out + " 2>&1"), 1) << read();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/new.db")) << read();
+}
+
+// Readers remove the -wal and -shm files they open beside a database they may write.
+TEST(DbCli, ReadersLeaveNoWalOrShmBehind) {
+  const std::string dir = TempDir("cli_no_wal");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string db = dir + "/t.db";
+  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  for (const std::string& reader : {std::string("db list"), std::string("db check"), std::string("db show 1"),
+                                    std::string("db export --format csv"),
+                                    std::string("plan --dtype bf16 --head-dim 64 --seqlen-q 512 --heads-q 32")}) {
+    ASSERT_EQ(RunShell(cli + " " + reader + " --db " + db + " >/dev/null 2>&1"), 0) << reader;
+    EXPECT_FALSE(std::filesystem::exists(db + "-wal")) << reader;
+    EXPECT_FALSE(std::filesystem::exists(db + "-shm")) << reader;
+  }
+}
+
+// A winner found by a budget-starved search does not block a later exhaustive run: the
+// exhaustive run measures what the budget left out and may replace the winner (no --retune).
+TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
+  const std::string dir = TempDir("cli_budget_then_exhaustive");
+  const std::string cli = FLASHTUNE_CLI_PATH;
+  size_t n_rows = 0;
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const std::string db = dir + "/t.db";
+  const std::string one = " --replay " + replay + " --db " + db + " --dtypes bf16 --head-dims 64 --causal 0 --seqlens-q 512";
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy budgeted --budget-per-problem 1 >/dev/null 2>&1"), 0);
+  const char* kSearch = "SELECT count(*) FROM trials WHERE phase = 'search'";
+  const int64_t budgeted = Query(db, kSearch);
+  const char* kWinner = "SELECT v.uri FROM winners w JOIN variants v ON v.id = w.variant_id";
+  const std::string starved = QueryText(db, kWinner);
+  ASSERT_GE(budgeted, 1);
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --dry-run > " + out), 0);
+  std::ifstream f(out);
+  std::stringstream dry;
+  dry << f.rdbuf();
+  EXPECT_EQ(dry.str().find("skip (winner present)"), std::string::npos) << dry.str();
+  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  const int64_t exhaustive = Query(db, kSearch);
+  EXPECT_GT(exhaustive, budgeted);
+  // The winner is now the fastest of the whole space.
+  EXPECT_EQ(QueryText(db, kWinner),
+            QueryText(db, "SELECT v.uri FROM trials t JOIN variants v ON v.id = t.variant_id WHERE t.status = 'ok'"
+                          " AND t.phase = 'search' ORDER BY t.median_us LIMIT 1"))
+      << "budget winner was " << starved;
+  // A second exhaustive run has nothing left to measure: skipped.
+  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  EXPECT_EQ(Query(db, kSearch), exhaustive);
 }
 
 }  // namespace

@@ -258,12 +258,20 @@ TEST(Tuner, ResumeSkipsRecordedVariants) {
   ms.push_back(Replay(rows));
   TuneOptions o = ReplayTuneOptions(db_path, {p}, space.get());
   o.retime_top_k = 0;
-  // The first run already wrote a winner from its five; retune=false would skip. Force the resume
-  // path by removing that winner's effect: retune is off, so it is skipped — check that instead.
+  // The first run wrote a winner from its five; an exhaustive rerun is not blocked by it (a
+  // budget-starved winner must not end a richer search): it measures the rest only.
   auto s = Tune(o, std::move(ms));
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->problems[0].outcome, ProblemOutcome::kSkipped);
-  EXPECT_EQ(s->measured, 0);
+  EXPECT_NE(s->problems[0].outcome, ProblemOutcome::kSkipped);
+  EXPECT_EQ(s->problems[0].resumed, 5);
+  EXPECT_EQ(s->measured, int64_t(rows.size()) - 5);
+  // Now the space is complete: a third run skips.
+  std::vector<std::unique_ptr<Measurer>> again;
+  again.push_back(Replay(rows));
+  auto third = Tune(o, std::move(again));
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->problems[0].outcome, ProblemOutcome::kSkipped);
+  EXPECT_EQ(third->measured, 0);
 }
 
 TEST(Tuner, MultiDeviceSplitsProblemsAndLosesNothing) {
