@@ -1,6 +1,8 @@
 // Host side of templates/hopper_fwd.cuh: see generator/hopper_fwd_pack.h.
 #include "generator/hopper_fwd_pack.h"
 
+#include "generator/prologue.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -100,24 +102,17 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
 }
 
 std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
-  auto b = [](bool x) { return x ? "true" : "false"; };
-  std::string s;
-  s += "// flashtune generated prologue for " + uri + "\n";
-  s += "#define FT_CONFIG_PROVIDED 1\n";
-  s += "#define FT_KERNEL_NAME " + uri + "\n";
-  s += "namespace ft_config {\n";
-  s += std::string("constexpr bool kBf16 = ") + b(c.dtype == DType::kBF16) + ";  // false = fp16\n";
-  s += "constexpr int kHeadDim = " + std::to_string(c.head_dim) + ";\n";
-  s += "constexpr int kBlockM = " + std::to_string(c.block_m) + ";\n";
-  s += "constexpr int kBlockN = " + std::to_string(c.block_n) + ";\n";
-  s += "constexpr int kConsumerWarpgroups = " + std::to_string(c.consumer_wgs) + ";\n";
-  s += "constexpr int kStages = " + std::to_string(c.stages) + ";\n";
-  s += std::string("constexpr bool kCausal = ") + b(c.causal) + ";\n";
-  s += std::string("constexpr bool kPersistent = ") + b(c.persistent) + ";\n";
-  s += "constexpr int kSmemBytes = " + std::to_string(HopperSmemBytes(c)) + ";\n";
-  s += "}  // namespace ft_config\n";
-  s += "#line 1 \"hopper_fwd.cuh\"\n";
-  return s;
+  return PrologueBuilder(uri)
+      .Bool("kBf16", c.dtype == DType::kBF16, "false = fp16")
+      .Int("kHeadDim", c.head_dim)
+      .Int("kBlockM", c.block_m)
+      .Int("kBlockN", c.block_n)
+      .Int("kConsumerWarpgroups", c.consumer_wgs)
+      .Int("kStages", c.stages)
+      .Bool("kCausal", c.causal)
+      .Bool("kPersistent", c.persistent)
+      .Int("kSmemBytes", HopperSmemBytes(c))
+      .Finish("hopper_fwd.cuh");
 }
 
 Status CanServe(const HopperConfig& c, const ForwardArgs& a) {

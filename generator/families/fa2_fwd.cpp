@@ -6,6 +6,7 @@
 
 #include "flashtune/space.h"
 #include "generator/family.h"
+#include "generator/prologue.h"
 
 namespace flashtune {
 
@@ -112,24 +113,16 @@ class Fa2Fwd final : public Family {
 
   std::string Prologue(const Variant& v) const override {
     const Fa2Params p(v);
-    const std::string uri = v.Uri();
-    auto b = [](bool x) { return x ? "true" : "false"; };
-    std::string s;
-    s += "// flashtune generated prologue for " + uri + "\n";
-    s += "#define FT_CONFIG_PROVIDED 1\n";
-    s += "#define FT_KERNEL_NAME " + uri + "\n";
-    s += "namespace ft_config {\n";
-    s += std::string("constexpr bool kBf16 = ") + b(v.dtype == DType::kBF16) + ";  // false = fp16\n";
-    s += "constexpr int kHeadDim = " + std::to_string(v.head_dim) + ";\n";
-    s += "constexpr int kBlockM = " + std::to_string(p.block_m) + ";\n";
-    s += "constexpr int kBlockN = " + std::to_string(p.block_n) + ";\n";
-    s += "constexpr int kWarps = " + std::to_string(p.warps) + ";\n";
-    s += "constexpr int kStages = " + std::to_string(p.stages) + ";\n";
-    s += std::string("constexpr bool kCausal = ") + b(v.causal) + ";\n";
-    s += "constexpr int kSmemBytes = " + std::to_string(SharedMemoryBytes(v)) + ";\n";
-    s += "}  // namespace ft_config\n";
-    s += "#line 1 \"" + std::string(template_name()) + "\"\n";
-    return s;
+    return detail::PrologueBuilder(v.Uri())
+        .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
+        .Int("kHeadDim", v.head_dim)
+        .Int("kBlockM", p.block_m)
+        .Int("kBlockN", p.block_n)
+        .Int("kWarps", p.warps)
+        .Int("kStages", p.stages)
+        .Bool("kCausal", v.causal)
+        .Int("kSmemBytes", SharedMemoryBytes(v))
+        .Finish(template_name());
   }
 
   void Pack(const Variant& v, const ForwardArgs& a, LaunchPacket* out) const override {

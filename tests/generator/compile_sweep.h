@@ -28,6 +28,7 @@ inline std::vector<Job> Jobs(const std::vector<int>& head_dims, const std::vecto
   int class_index = 0;
   for (const std::string& arch : archs) {
     SpaceOptions options;
+    options.arch = arch;  // families exist per arch (hopper_fwd on sm_90a only)
     options.max_smem_bytes = MaxSharedMemoryForArch(arch);
     for (int d : head_dims) {
       for (DType dt : {DType::kF16, DType::kBF16}) {
