@@ -29,9 +29,11 @@ constexpr const char* kUsage =
     "                                one problem's trials, ranked (--json: one object)\n"
     "  export --format csv|json [--table trials|winners] [--output FILE]\n"
     "                                every trial (default), or the winners the runtime launches\n"
-    "  merge OTHER.db                bring another database's rows in (idempotent)\n"
+    "  merge OTHER.db [--no-verify-cubins]\n"
+    "                                bring another database's rows in (idempotent; its cubins verified)\n"
     "  prune                         drop trials/winners/cubins of other toolchains\n"
-    "  check                         integrity check + staleness against this build's toolchain\n"
+    "  check [--verify-cubins]       integrity check + staleness against this build's toolchain\n"
+    "                                (+ every stored cubin recompiled and compared)\n"
     "  report --html FILE            one self-contained HTML page: winners, TFLOP/s heatmaps, failures,\n"
     "                                tuning time (FILE '-' = stdout)\n"
     "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
