@@ -805,7 +805,19 @@ Result<std::string> Database::Export(ExportFormat format, ExportTable table) {
   return out;
 }
 
-Result<MergeStats> Database::Merge(const std::string& other_path) {
+Result<std::vector<CubinRecord>> Database::ListCubins() {
+  Stmt q(db_, "SELECT source_hash, arch, options, nvrtc_version, image, registers, smem_bytes, spill_bytes, log"
+              " FROM cubins ORDER BY source_hash, arch, options, nvrtc_version");
+  std::vector<CubinRecord> out;
+  Status st;
+  while (q.Step(&st))
+    out.push_back(CubinRecord{q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Blob(4), int(q.Int(5)), int(q.Int(6)),
+                              int(q.Int(7)), q.Text(8)});
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<MergeStats> Database::Merge(const std::string& other_path, const MergeOptions& options) {
   {
     std::error_code ec;
     if (std::filesystem::equivalent(path_, other_path, ec))
@@ -866,10 +878,32 @@ Result<MergeStats> Database::Merge(const std::string& other_path) {
                        joins).c_str());
     FT_RETURN_IF_ERROR(winners.Run());
     stats.winners_added = sqlite3_changes(db_);
-    FT_RETURN_IF_ERROR(Exec(db_,
-        "INSERT OR IGNORE INTO main.cubins SELECT source_hash, arch, options, nvrtc_version, image, registers,"
-        " smem_bytes, spill_bytes, log, created_at FROM other.cubins"));
-    stats.cubins_added = sqlite3_changes(db_);
+    if (!options.admit_cubin) {
+      FT_RETURN_IF_ERROR(Exec(db_,
+          "INSERT OR IGNORE INTO main.cubins SELECT source_hash, arch, options, nvrtc_version, image, registers,"
+          " smem_bytes, spill_bytes, log, created_at FROM other.cubins"));
+      stats.cubins_added = sqlite3_changes(db_);
+    } else {
+      // One by one, each offered to admit_cubin as it is read here (the very bytes inserted).
+      Stmt q(db_, "SELECT source_hash, arch, options, nvrtc_version, image, registers, smem_bytes, spill_bytes, log,"
+                  " created_at FROM other.cubins");
+      Status st;
+      while (q.Step(&st)) {
+        const CubinRecord c{q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Blob(4), int(q.Int(5)), int(q.Int(6)),
+                            int(q.Int(7)), q.Text(8)};
+        if (!options.admit_cubin(c)) {
+          ++stats.cubins_left_out;
+          continue;
+        }
+        Stmt ins(db_, "INSERT OR IGNORE INTO main.cubins(source_hash, arch, options, nvrtc_version, image, registers,"
+                      " smem_bytes, spill_bytes, log, created_at) VALUES(?,?,?,?,?,?,?,?,?,?)");
+        ins.Bind(1, c.source_hash).Bind(2, c.arch).Bind(3, c.options).Bind(4, c.nvrtc_version).BindBlob(5, c.image)
+            .Bind(6, c.registers).Bind(7, c.smem_bytes).Bind(8, c.spill_bytes).Bind(9, c.log).Bind(10, q.Text(9));
+        FT_RETURN_IF_ERROR(ins.Run());
+        stats.cubins_added += sqlite3_changes(db_);
+      }
+      FT_RETURN_IF_ERROR(st);
+    }
     return tx.Commit();
   }();
   Exec(db_, "DETACH DATABASE other");

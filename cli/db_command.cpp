@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/json.h"
 #include "cli/options.h"
+#include "flashtune/cubin_verify.h"
 #include "flashtune/database.h"
 #include "flashtune/report.h"
 #include "flashtune/tuner.h"
@@ -28,9 +29,11 @@ constexpr const char* kUsage =
     "                                one problem's trials, ranked (--json: one object)\n"
     "  export --format csv|json [--table trials|winners] [--output FILE]\n"
     "                                every trial (default), or the winners the runtime launches\n"
-    "  merge OTHER.db                bring another database's rows in (idempotent)\n"
+    "  merge OTHER.db [--no-verify-cubins]\n"
+    "                                bring another database's rows in (idempotent; its cubins verified)\n"
     "  prune                         drop trials/winners/cubins of other toolchains\n"
-    "  check                         integrity check + staleness against this build's toolchain\n"
+    "  check [--verify-cubins]       integrity check + staleness against this build's toolchain\n"
+    "                                (+ every stored cubin recompiled and compared)\n"
     "  report --html FILE            one self-contained HTML page: winners, TFLOP/s heatmaps, failures,\n"
     "                                tuning time (FILE '-' = stdout)\n"
     "  prune/check take --nvrtc-version --generator-version --template-hash to override this build's\n";
@@ -55,16 +58,21 @@ const char* SubcommandHelp(const std::string& sub) {
            "Every trial (default; `tune --replay` reads it back) or the winners the runtime launches.\n"
            "  -o, --output FILE   write to FILE instead of stdout\n";
   if (sub == "merge")
-    return "usage: flashtune db merge OTHER.db [--db FILE]\n"
+    return "usage: flashtune db merge OTHER.db [--db FILE] [--no-verify-cubins]\n"
            "Brings OTHER.db's devices, toolchains, problems, trials, winners and cubins into FILE\n"
-           "(idempotent). OTHER.db is only read.\n";
+           "(idempotent). OTHER.db is only read. Its cubins are code: each is recompiled from its source\n"
+           "and compared first; one that differs refuses the merge, one this build cannot check is left out.\n"
+           "  --no-verify-cubins   bring the cubins in unverified (only from a database you trust)\n";
   if (sub == "prune")
     return "usage: flashtune db prune [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
            "Drops trials, winners and cubins of toolchains other than this build's (or the one given).\n";
   if (sub == "check")
-    return "usage: flashtune db check [--db FILE] [--nvrtc-version V] [--generator-version V] [--template-hash H]\n"
+    return "usage: flashtune db check [--db FILE] [--verify-cubins] [--nvrtc-version V] [--generator-version V]\n"
+           "                          [--template-hash H]\n"
            "SQLite's integrity check, then counts of trials and winners and those stale against this\n"
-           "build's toolchain (or the one given). Exit 1 when the file is damaged.\n";
+           "build's toolchain (or the one given). Exit 1 when the file is damaged.\n"
+           "  --verify-cubins   recompile each stored cubin's source and compare the bytes (takes a\n"
+           "                    while: one NVRTC compile per cubin); exit 1 on any mismatch\n";
   return "usage: flashtune db report --html FILE [--db FILE]\n"
          "One self-contained HTML page: winners, TFLOP/s heatmaps, failures, tuning time ('-' = stdout).\n";
 }
@@ -104,7 +112,9 @@ int RunDb(const std::vector<std::string>& args) {
       ("batch", po::value(&batch), "") ("seqlen-q", po::value(&seqlen_q), "") ("seqlen-k", po::value(&seqlen_k), "")
       ("heads-q", po::value(&heads_q), "") ("heads-kv", po::value(&heads_kv), "")
       ("nvrtc-version", po::value(&nvrtc), "") ("generator-version", po::value(&gen), "")
-      ("template-hash", po::value(&tpl), "");
+      ("template-hash", po::value(&tpl), "")
+      ("verify-cubins", "check: recompile every stored cubin's source and compare the bytes")
+      ("no-verify-cubins", "merge: bring OTHER.db's cubins in unverified (only from a database you trust)");
   po::variables_map vm;
   // show takes an ID, merge the OTHER.db; no other subcommand takes a word.
   const size_t max_words = sub == "show" || sub == "merge" ? 1 : 0;
@@ -174,10 +184,42 @@ int RunDb(const std::vector<std::string>& args) {
   const bool writes = sub == "merge" || sub == "prune";
   std::error_code ec;
   const bool target_existed = std::filesystem::exists(db_path, ec);
+  if (vm.count("verify-cubins") && sub != "check") {
+    std::fprintf(stderr, "flashtune db %s: --verify-cubins is only for 'check' (merge verifies unless "
+                         "--no-verify-cubins)\n", sub.c_str());
+    return kExitUsage;
+  }
+  if (vm.count("no-verify-cubins") && sub != "merge") {
+    std::fprintf(stderr, "flashtune db %s: --no-verify-cubins is only for 'merge'\n", sub.c_str());
+    return kExitUsage;
+  }
+  // merge: OTHER.db's cubins are code this database's users will run. Each is recompiled from
+  // its source and compared; one that does not match refuses the whole merge (the file is not
+  // what it claims), one this build cannot check is left out. Done before the target is opened.
+  std::vector<CubinRecord> admitted;
+  int64_t cubins_unverifiable = 0;
   if (sub == "merge") {
     // The other file first: a merge refused for it must not leave a new, empty target behind.
     auto other = Database::Open(positional[0], Database::OpenOptions{true, 10000});
     if (!other.ok()) return Fail(sub, other.status());
+    if (!vm.count("no-verify-cubins")) {
+      auto cubins = (*other)->ListCubins();
+      if (!cubins.ok()) return Fail(sub, cubins.status());
+      const CubinVerifier verifier;
+      for (CubinRecord& c : *cubins) {
+        auto check = verifier.Verify(c);
+        if (!check.ok()) return Fail(sub, check.status());
+        if (check->verdict == CubinVerdict::kMismatch)
+          return Fail(sub, Status(Code::kCorrupt, "'" + positional[0] + "' holds a cubin for " + check->what +
+                                                      " that is not what its source compiles to (" + check->why +
+                                                      "): refused, nothing was merged. A database from an untrusted "
+                                                      "source is untrusted code."));
+        if (check->verdict == CubinVerdict::kVerified)
+          admitted.push_back(std::move(c));
+        else
+          ++cubins_unverifiable;
+      }
+    }
   }
   // check opens a damaged file to report on it; everything else refuses one (Database::Open).
   auto db = Database::Open(db_path, Database::OpenOptions{!writes, 10000, sub != "check"});
@@ -333,15 +375,27 @@ int RunDb(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (sub == "merge") {
-    auto stats = (*db)->Merge(positional[0]);
+    MergeOptions merge_options;
+    if (!vm.count("no-verify-cubins"))
+      merge_options.admit_cubin = [&](const CubinRecord& c) {  // exactly the bytes verified above
+        return std::any_of(admitted.begin(), admitted.end(), [&](const CubinRecord& a) {
+          return a.source_hash == c.source_hash && a.arch == c.arch && a.options == c.options &&
+                 a.nvrtc_version == c.nvrtc_version && a.image == c.image;
+        });
+      };
+    auto stats = (*db)->Merge(positional[0], merge_options);
     if (!stats.ok()) {
       db->reset();
       if (!target_existed)  // this merge created it: a failed merge leaves nothing behind
         for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_path + suffix, ec);
       return Fail(sub, stats.status());
     }
-    std::printf("merged '%s': %lld trial(s), %lld winner(s), %lld cubin(s) added\n", positional[0].c_str(),
-                (long long)stats->trials_added, (long long)stats->winners_added, (long long)stats->cubins_added);
+    std::printf("merged '%s': %lld trial(s), %lld winner(s), %lld cubin(s) added%s\n", positional[0].c_str(),
+                (long long)stats->trials_added, (long long)stats->winners_added, (long long)stats->cubins_added,
+                vm.count("no-verify-cubins") ? " (cubins not verified: --no-verify-cubins)" : ", every one verified");
+    if (stats->cubins_left_out > 0)
+      std::printf("left out %lld cubin(s) this build cannot verify (another NVRTC, template or options; this build "
+                  "would not load them)\n", (long long)stats->cubins_left_out);
     return kExitOk;
   }
   if (sub == "prune") {
@@ -365,6 +419,32 @@ int RunDb(const std::vector<std::string>& args) {
               report->integrity_message.c_str(), report->schema_version, (long long)report->trials,
               (long long)report->stale_trials, (long long)report->winners, (long long)report->stale_winners);
   for (const auto& t : report->stale_toolchains) std::printf("stale toolchain: %s\n", t.c_str());
+  if (vm.count("verify-cubins")) {
+    auto cubins = (*db)->ListCubins();
+    if (!cubins.ok()) return Fail(sub, cubins.status());
+    const CubinVerifier verifier;
+    int64_t verified = 0, mismatched = 0, not_loadable = 0;
+    for (const CubinRecord& c : *cubins) {
+      auto check = verifier.Verify(c);
+      if (!check.ok()) return Fail(sub, check.status());
+      if (check->verdict == CubinVerdict::kVerified) {
+        ++verified;
+      } else if (check->verdict == CubinVerdict::kMismatch) {
+        ++mismatched;
+        std::printf("cubin MISMATCH: %s: %s\n", check->what.c_str(), check->why.c_str());
+      } else {
+        ++not_loadable;
+      }
+    }
+    std::printf("cubins: %lld verified, %lld MISMATCH, %lld not loadable by this build (not checked)\n",
+                (long long)verified, (long long)mismatched, (long long)not_loadable);
+    if (mismatched > 0) {
+      std::fprintf(stderr, "flashtune db check: %lld cubin(s) of '%s' are not what their source compiles to: do not "
+                           "use this database (a database from an untrusted source is untrusted code)\n",
+                   (long long)mismatched, db_path.c_str());
+      return kExitFailure;
+    }
+  }
   return kExitOk;
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,13 @@ struct MergeStats {
   int64_t trials_added = 0;
   int64_t winners_added = 0;
   int64_t cubins_added = 0;
+  int64_t cubins_left_out = 0;  // not admitted by MergeOptions::admit_cubin
+};
+
+struct MergeOptions {
+  // Which of the other file's cubins come in; every one when empty. Cubins are code the
+  // runtime runs: `db merge` admits only those verified (flashtune/cubin_verify.h).
+  std::function<bool(const CubinRecord&)> admit_cubin;
 };
 
 struct PruneStats {
@@ -284,9 +292,13 @@ class Database {
   Result<std::string> Export(ExportFormat format, ExportTable table = ExportTable::kTrials);
 
   // Brings in every row of another flashtune database (ATTACH; insert-or-ignore on natural
-  // keys). Idempotent: merging the same file twice adds nothing the second time.
+  // keys), its cubins only where options.admit_cubin accepts them (all when it is empty).
+  // Idempotent: merging the same file twice adds nothing the second time. One transaction.
   // kCorrupt/kNotFound for a bad `other_path`.
-  Result<MergeStats> Merge(const std::string& other_path);
+  Result<MergeStats> Merge(const std::string& other_path, const MergeOptions& options = {});
+
+  // Every stored cubin, images included, ordered by source hash and arch.
+  Result<std::vector<CubinRecord>> ListCubins();
 
   // Removes trials, winners and cubins not made by `current` (and trials of devices no longer
   // in the devices table); winners of the current toolchain are kept.
