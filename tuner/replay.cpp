@@ -1,4 +1,5 @@
 // The replay measurer: recorded timings instead of a GPU; see include/flashtune/tuner.h.
+#include <cmath>
 #include <sqlite3.h>
 
 #include <charconv>
@@ -211,7 +212,8 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     }
     if (ToDouble(get("compile_ms"), &x)) meas.compile_ms = x;
     meas.source_hash = get("source_hash");
-    if (code == Code::kOk && !(meas.median_us > 0)) return Invalid(where + "column 'median_us' must be > 0 for status ok");
+    if (code == Code::kOk && !(meas.median_us > 0 && std::isfinite(meas.median_us)))
+      return Invalid(where + "column 'median_us' must be finite and > 0 for status ok");
     Entry* e = m->Find(p, *var);
     if (!e) {
       m->entries_.push_back(Entry{p, *var, {}, 1});

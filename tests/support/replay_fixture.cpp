@@ -22,7 +22,10 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
   std::uniform_real_distribution<double> noise(-0.005, 0.005);
   const double base = p.Flops() / (300e12) * 1e6;  // 300 TFLOP/s at the optimum
   std::vector<RecordedRow> rows;
-  const auto space = EnumerateSpace(ClassOf(p));  // held: the loop must not iterate a temporary
+  // The landscape is over fa2_fwd's parameters; other families are not part of it.
+  SpaceOptions fa2;
+  fa2.families = {"fa2_fwd"};
+  const auto space = EnumerateSpace(ClassOf(p), fa2);  // held: the loop must not iterate a temporary
   for (const Variant& v : *space) {
     double penalty = 1 + 0.15 * std::abs(std::log2(double(v.Param("br")) / bm)) +
                      0.12 * std::abs(std::log2(double(v.Param("bc")) / bn)) + 0.10 * std::abs(std::log2(double(v.Param("w")) / w)) +

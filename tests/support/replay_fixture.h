@@ -20,7 +20,7 @@ struct RecordedRow {
   std::string message;  // why a failed row failed ("" = the replay's default text)
 };
 
-// Every EnumerateSpace variant of `problem`, timed by a landscape whose optimum is not
+// Every fa2_fwd variant of `problem`, timed by a landscape whose optimum is not
 // the cost model's first pick; `seed` varies the optimum and a ±0.5% noise.
 std::vector<RecordedRow> SyntheticRows(const Problem& problem, uint32_t seed);
 // The replay CSV for `rows` (header + one line per row).
