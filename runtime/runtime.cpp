@@ -17,7 +17,7 @@
 #include "flashtune/kernel.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
-#include "flashtune/tuner.h"
+#include "flashtune/toolchain.h"
 #include "jit/cuda_api.h"
 
 namespace flashtune {

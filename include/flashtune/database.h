@@ -25,12 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/export.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
 struct sqlite3;
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 inline constexpr int kSchemaVersion = 2;
@@ -289,3 +291,4 @@ class Database {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -12,8 +12,10 @@
 #include <string>
 #include <string_view>
 
+#include "flashtune/export.h"
 #include "flashtune/status.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 enum class DType { kF16, kBF16 };
@@ -64,3 +66,4 @@ struct Variant {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END
