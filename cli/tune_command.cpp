@@ -275,6 +275,16 @@ int RunTune(const std::vector<std::string>& args) {
     options.problems = *ps;
   }
 
+  // --arch: the arch table's rule (arch.h), the one `generate` applies, before anything runs.
+  // Without a GPU (dry run, compile only) the candidates are pruned with the target's shared
+  // memory; a GPU run prunes with its GPUs' own below.
+  if (!arch.empty()) {
+    auto known = ParseGpuArch(arch);
+    if (!known.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + known.status().message()));
+    if (replay.empty()) options.enumerate = DefaultEnumerate(known->max_smem_per_block_optin);
+  }
+  auto compile_only = [&](const std::string& why) { return CompileOnly(options, arch.empty() ? "sm_90a" : arch, why); };
+
   if (vm.count("dry-run")) {
     DeviceRecord device = measurers.empty() ? DeviceRecord{} : measurers[0]->Device();
     ToolchainInfo toolchain = measurers.empty() ? CurrentToolchain() : measurers[0]->Toolchain();
@@ -296,11 +306,7 @@ int RunTune(const std::vector<std::string>& args) {
     return kExitOk;
   }
 
-  if (!arch.empty()) {
-    Status valid = Compiler::ValidateArch(arch);
-    if (!valid.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + valid.message()));
-  }
-  if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
+  if (vm.count("compile-only")) return compile_only("--compile-only was given");
   if (measurers.empty()) {
     GpuMeasurerOptions gpu_options;
     gpu_options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
@@ -308,7 +314,7 @@ int RunTune(const std::vector<std::string>& args) {
     if (!gpu.ok()) {
       const Code code = gpu.status().code();
       if (code == Code::kNoDriver || code == Code::kNoDevice)
-        return CompileOnly(options, arch.empty() ? "sm_90a" : arch, gpu.status().message());
+        return compile_only(gpu.status().message());
       return Fail(gpu.status());
     }
     measurers = std::move(*gpu);

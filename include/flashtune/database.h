@@ -47,6 +47,11 @@ struct DeviceRecord {
   std::string driver_version;  // "13.0" / "580.65"
 };
 
+// Whether two GPUs count as one model, whose tuned winners serve each other: same name, compute
+// capability, SM count and driver version (the uuid, one physical GPU's, does not matter). The
+// one rule for FindWinner, the runtime, `flashtune plan` and the tuner's per-model work queues.
+bool SameGpuModel(const DeviceRecord& a, const DeviceRecord& b);
+
 // What produced the kernels: a change in any field makes earlier timings stale.
 struct ToolchainInfo {
   std::string nvrtc_version;      // "13.0"

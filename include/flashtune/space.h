@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flashtune/arch.h"  // MaxSharedMemoryForArch, KnownArchs: the per-target limits
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
@@ -35,7 +36,7 @@ ProblemClass ClassOf(const Variant& variant);
 
 // Opt-in shared-memory limit of the H100/H200 (sm_90): the default target.
 inline constexpr int64_t kDefaultMaxSmemBytes = 232448;
-// The largest opt-in limit of any target MaxSharedMemoryForArch knows (the template asserts it).
+// The largest opt-in limit of any target in the arch table (arch.h) (the template asserts it).
 inline constexpr int64_t kLargestMaxSmemBytes = 232448;
 
 // The axes of the space. Every value must itself be allowed (see CheckVariant); combinations
@@ -73,12 +74,5 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
 // fails CheckVariant; callers check.
 Variant DefaultVariant(const ProblemClass& problem_class,
                        int64_t max_smem_bytes = kDefaultMaxSmemBytes);
-
-// The opt-in dynamic shared-memory limit per block of a target ("sm_80", "sm_90a", ...):
-// sm_80/sm_87: 166912, sm_86/sm_89/sm_120: 101376, sm_90/sm_90a/sm_100/sm_100a: 232448.
-// 0 for an arch this table does not know.
-int64_t MaxSharedMemoryForArch(std::string_view arch);
-// The archs MaxSharedMemoryForArch knows, comma-separated (for error messages).
-std::string KnownArchs();
 
 }  // namespace flashtune

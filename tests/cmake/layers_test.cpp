@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/replay_fixture.h"
 
@@ -47,63 +48,48 @@ CheckResult RunCheck(const std::string& root) {
   return r;
 }
 
+// The check fails on `root` and names every one of `expected` (the refused include's line).
+void ExpectRefused(const std::string& root, const std::vector<std::string>& expected) {
+  const CheckResult r = RunCheck(root);
+  EXPECT_NE(r.rc, 0) << r.output;
+  for (const std::string& line : expected) EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
 TEST(LayerCheck, AcceptsTheSourceTree) {
-  const std::string dir = testing::TempDir("layers_1");
-  const CheckResult r = RunCheck(CopyTree(dir));
+  const CheckResult r = RunCheck(CopyTree(testing::TempDir("layers_tree")));
   EXPECT_EQ(r.rc, 0) << r.output;
 }
 
 TEST(LayerCheck, RefusesAnUpwardInclude) {
-  const std::string dir = testing::TempDir("layers_2");
-  const std::string root = CopyTree(dir);
+  const std::string root = CopyTree(testing::TempDir("layers_up"));
   // base is the bottom layer: the runtime is above it.
   Append(root + "/base/status.cpp", "#include \"flashtune/runtime.h\"\n");
-  const CheckResult r = RunCheck(root);
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("base/status.cpp (layer base) includes flashtune/runtime.h (layer runtime)"),
-            std::string::npos)
-      << r.output;
+  ExpectRefused(root, {"base/status.cpp (layer base) includes flashtune/runtime.h (layer runtime)"});
 }
 
 TEST(LayerCheck, RefusesAnUpwardIncludeOfAPrivateHeaderAndFromAPublicHeader) {
-  const std::string dir = testing::TempDir("layers_3");
-  const std::string root = CopyTree(dir);
+  const std::string root = CopyTree(testing::TempDir("layers_private"));
   Append(root + "/jit/driver.cpp", "#include \"tuner/gpu_protocol.h\"\n");
   // A public header takes the layer of its implementation: variant.h is generator's.
   Append(root + "/include/flashtune/variant.h", "#include \"flashtune/database.h\"\n");
-  const CheckResult r = RunCheck(root);
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("jit/driver.cpp (layer jit) includes tuner/gpu_protocol.h (layer tuner)"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("include/flashtune/variant.h (layer generator) includes flashtune/database.h (layer cache)"),
-            std::string::npos)
-      << r.output;
+  ExpectRefused(root, {"jit/driver.cpp (layer jit) includes tuner/gpu_protocol.h (layer tuner)",
+                       "include/flashtune/variant.h (layer generator) includes flashtune/database.h (layer cache)"});
 }
 
 TEST(LayerCheck, RefusesIncludesBetweenTunerAndRuntime) {
-  const std::string dir = testing::TempDir("layers_4");
-  const std::string root = CopyTree(dir);
+  const std::string root = CopyTree(testing::TempDir("layers_sideways"));
   Append(root + "/runtime/runtime.cpp", "#include \"flashtune/tuner.h\"\n");
-  const CheckResult r = RunCheck(root);
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("runtime/runtime.cpp (layer runtime) includes flashtune/tuner.h (layer tuner)"),
-            std::string::npos)
-      << r.output;
+  ExpectRefused(root, {"runtime/runtime.cpp (layer runtime) includes flashtune/tuner.h (layer tuner)"});
 }
 
 TEST(LayerCheck, RefusesAPublicHeaderWithNoLayer) {
-  const std::string dir = testing::TempDir("layers_5");
-  const std::string root = CopyTree(dir);
+  const std::string root = CopyTree(testing::TempDir("layers_orphan"));
   Append(root + "/include/flashtune/orphan.h", "#pragma once\n");
-  const CheckResult r = RunCheck(root);
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("include/flashtune/orphan.h: no layer"), std::string::npos) << r.output;
+  ExpectRefused(root, {"include/flashtune/orphan.h: no layer"});
 }
 
 TEST(LayerCheck, AcceptsANewFileIncludingLowerLayers) {
-  const std::string dir = testing::TempDir("layers_6");
-  const std::string root = CopyTree(dir);
+  const std::string root = CopyTree(testing::TempDir("layers_new"));
   // A new public header with its implementation in generator/ is generator's, and may use base.
   Append(root + "/include/flashtune/family.h", "#pragma once\n#include \"flashtune/status.h\"\n");
   Append(root + "/generator/family.cpp", "#include \"flashtune/family.h\"\n#include \"flashtune/hash.h\"\n");
