@@ -182,6 +182,11 @@ std::string StaleBadge(const ToolchainInfo& t, const HtmlReportOptions& o) {
          "build; this build's runtime does not use these results\">stale toolchain</span>";
 }
 
+std::string GroupTitle(const Group& g, const HtmlReportOptions& o) {
+  return "<h3 class=\"group-title\">" + DeviceTitle(g.device) + "</h3>\n<p class=\"muted\">" +
+         ToolchainText(g.toolchain) + StaleBadge(g.toolchain, o) + "</p>\n";
+}
+
 // A message cell: short messages inline; long or multi-line ones cut, with the whole text in a
 // <details> so the table stays scannable.
 std::string MessageHtml(const std::string& message) {

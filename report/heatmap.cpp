@@ -202,8 +202,7 @@ std::string HeatmapsSection(const Page& p, const HtmlReportOptions& options) {
          "grey cells were not measured (not a valid variant, or skipped by the search strategy). Hover a cell "
          "for its variant name.</p>\n";
     for (const auto& [key, g] : p.groups) {
-      h += "<h3 class=\"group-title\">" + DeviceTitle(g.device) + "</h3>\n<p class=\"muted\">" +
-           ToolchainText(g.toolchain) + StaleBadge(g.toolchain, options) + "</p>\n";
+      h += GroupTitle(g, options);
       Axes ax = GroupAxes(g);
       if (ax.br.empty()) {
         h += "<p class=\"muted\">No variant of the FA-2 forward family was measured here.</p>\n";

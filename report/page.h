@@ -96,6 +96,7 @@ bool ProblemLess(const Problem& a, const Problem& b);
 std::string DeviceTitle(const DeviceRecord& d);
 std::string ToolchainText(const ToolchainInfo& t);
 std::string StaleBadge(const ToolchainInfo& t, const HtmlReportOptions& o);
+std::string GroupTitle(const Group& g, const HtmlReportOptions& o);  // a GPU × toolchain heading
 std::string MessageHtml(const std::string& message);
 extern const char* const kCss;
 std::string SvgDefs();  // the hatch and gradient every heatmap refers to

@@ -69,8 +69,7 @@ std::string WinnersSection(const Page& p, const HtmlReportOptions& options) {
          "TFLOP/s counts 4·B·H·N<sub>q</sub>·N<sub>k</sub>·d floating-point operations per forward pass (half "
          "for causal), as FlashAttention-2's benchmarks do.</p>\n";
     for (const auto& [key, g] : p.groups) {
-      h += "<h3 class=\"group-title\">" + DeviceTitle(g.device) + "</h3>\n<p class=\"muted\">" +
-           ToolchainText(g.toolchain) + StaleBadge(g.toolchain, options) + "</p>\n";
+      h += GroupTitle(g, options);
       h += "<table><thead><tr><th>Problem</th><th>Shape</th><th>Winner variant</th><th>Tile</th>"
            "<th class=\"num\">Median (µs)</th><th class=\"num\">TFLOP/s</th><th class=\"num\">Variants ok / "
            "failed</th></tr></thead><tbody>\n";
