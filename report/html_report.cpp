@@ -33,26 +33,26 @@ std::string HtmlEscape(std::string_view text) {
 
 namespace html {
 
+namespace {
+
+// Moves a database read's value into *out, or says why there is none.
+template <typename T>
+Status Take(Result<T> read, T* out) {
+  if (!read.ok()) return read.status();
+  *out = std::move(*read);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Page> LoadPage(Database& db, const HtmlReportOptions& options) {
   Page p;
-  auto devices = db.ListDevices();
-  if (!devices.ok()) return devices.status();
-  p.devices = std::move(*devices);
-  auto toolchains = db.ListToolchains();
-  if (!toolchains.ok()) return toolchains.status();
-  p.toolchains = std::move(*toolchains);
-  auto runs = db.ListRuns();
-  if (!runs.ok()) return runs.status();
-  p.runs = std::move(*runs);
-  auto problems = db.ListProblems();
-  if (!problems.ok()) return problems.status();
-  p.problems = std::move(*problems);
-  auto winners = db.ListWinners();
-  if (!winners.ok()) return winners.status();
-  p.winners = std::move(*winners);
-  auto version = db.SchemaVersion();
-  if (!version.ok()) return version.status();
-  p.schema_version = *version;
+  FT_RETURN_IF_ERROR(Take(db.ListDevices(), &p.devices));
+  FT_RETURN_IF_ERROR(Take(db.ListToolchains(), &p.toolchains));
+  FT_RETURN_IF_ERROR(Take(db.ListRuns(), &p.runs));
+  FT_RETURN_IF_ERROR(Take(db.ListProblems(), &p.problems));
+  FT_RETURN_IF_ERROR(Take(db.ListWinners(), &p.winners));
+  FT_RETURN_IF_ERROR(Take(db.SchemaVersion(), &p.schema_version));
   p.generated = options.generated_at.empty() ? NowUtc() : options.generated_at;
   // The absolute path says which file even when the page is read elsewhere.
   std::error_code ec;
