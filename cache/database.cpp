@@ -1,4 +1,6 @@
 // The SQLite tuning database; see include/flashtune/database.h.
+// Over 600 lines for now: the split into the database proper and its admin half (export,
+// merge, prune, check) is issue 12's, kept whole while the hardening work changes this file.
 #include "flashtune/database.h"
 
 #include <sqlite3.h>
@@ -606,6 +608,23 @@ WinnerRow ReadWinner(const Stmt& q) {
   return w;
 }
 
+// "w.device_id IN (...)" over the devices rows of `device`'s model: which GPUs count as one
+// model is SameGpuModel's decision, not the SQL's. The ids are integers formatted here.
+Result<std::string> SameModelDevices(Database& db, const DeviceRecord& device) {
+  auto devices = db.ListDevices();
+  if (!devices.ok()) return devices.status();
+  std::string clause = "w.device_id IN (";
+  bool first = true;
+  for (const DeviceRow& d : *devices) {
+    if (!SameGpuModel(d.device, device)) continue;
+    if (!first) clause += ',';
+    clause += std::to_string(d.id);
+    first = false;
+  }
+  clause += ')';
+  return clause;
+}
+
 }  // namespace
 
 Result<std::optional<WinnerRow>> Database::WinnerFor(int64_t device_id, int64_t toolchain_id, const BucketKey& bucket) {
@@ -618,12 +637,12 @@ Result<std::optional<WinnerRow>> Database::WinnerFor(int64_t device_id, int64_t 
 }
 
 Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, const ToolchainInfo& t, const BucketKey& b) {
-  Stmt q(db_, (std::string(kWinnerSelect) +
-               "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"
+  auto model = SameModelDevices(*this, d);
+  if (!model.ok()) return model.status();
+  Stmt q(db_, (std::string(kWinnerSelect) + "WHERE " + *model +
                " AND t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=? AND w.bucket=?"
                " ORDER BY w.median_us LIMIT 1").c_str());
-  q.Bind(1, d.name).Bind(2, d.cc_major).Bind(3, d.cc_minor).Bind(4, d.sm_count).Bind(5, d.driver_version)
-      .Bind(6, t.nvrtc_version).Bind(7, t.generator_version).Bind(8, t.template_hash).Bind(9, BucketString(b));
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash).Bind(4, BucketString(b));
   Status st;
   if (q.Step(&st)) return std::optional<WinnerRow>(ReadWinner(q));
   if (!st.ok()) return st;
@@ -632,13 +651,13 @@ Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, con
 
 Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceRecord& d, const ToolchainInfo& t,
                                                              const BucketKey& b) {
-  Stmt q(db_, (std::string(kWinnerSelect) +
-               "WHERE d.name=? AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? AND d.driver_version=?"
+  auto model = SameModelDevices(*this, d);
+  if (!model.ok()) return model.status();
+  Stmt q(db_, (std::string(kWinnerSelect) + "WHERE " + *model +
                " AND t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=?"
                " AND w.dtype=? AND w.head_dim=? AND w.causal=?").c_str());
-  q.Bind(1, d.name).Bind(2, d.cc_major).Bind(3, d.cc_minor).Bind(4, d.sm_count).Bind(5, d.driver_version)
-      .Bind(6, t.nvrtc_version).Bind(7, t.generator_version).Bind(8, t.template_hash)
-      .Bind(9, std::string(DTypeName(b.dtype))).Bind(10, b.head_dim).Bind(11, b.causal);
+  q.Bind(1, t.nvrtc_version).Bind(2, t.generator_version).Bind(3, t.template_hash)
+      .Bind(4, std::string(DTypeName(b.dtype))).Bind(5, b.head_dim).Bind(6, b.causal);
   std::optional<WinnerRow> best;
   Status st;
   while (q.Step(&st)) {

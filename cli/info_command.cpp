@@ -11,17 +11,13 @@
 #include "cli/json.h"
 #include "cli/options.h"
 #include "flashtune/compiler.h"
+#include "flashtune/database.h"
 #include "flashtune/driver.h"
 
 namespace flashtune::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-std::string DatabasePath() {
-  const char* db = std::getenv("FLASHTUNE_DB");
-  return db && *db ? db : "./flashtune.db";
-}
 
 std::string JoinArchs(const std::vector<std::string>& archs, const char* separator) {
   std::string out;
@@ -46,7 +42,7 @@ int RunInfo(const std::vector<std::string>& args) {
 
   const std::vector<std::string> archs = Compiler::SupportedArchs();
   const std::string cache = Compiler::DefaultCacheDir();
-  const std::string database = DatabasePath();
+  const std::string database = DefaultDatabasePath();
   Result<Driver*> driver = Driver::Load();
   std::vector<DeviceInfo> devices;
   std::string problem;  // why there is no GPU to use

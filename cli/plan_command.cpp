@@ -31,11 +31,6 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
-bool SameModel(const DeviceRecord& a, const DeviceRecord& b) {
-  return a.name == b.name && a.cc_major == b.cc_major && a.cc_minor == b.cc_minor && a.sm_count == b.sm_count &&
-         a.driver_version == b.driver_version;
-}
-
 std::string ListDevices(const std::vector<DeviceRow>& rows) {
   std::string out;
   for (const DeviceRow& r : rows) out += (out.empty() ? "" : ", ") + r.device.name + " " + r.device.uuid;
@@ -161,7 +156,7 @@ int RunPlan(const std::vector<std::string>& args) {
     std::vector<DeviceRecord> models;
     for (const DeviceRow& r : db_devices) {
       bool seen = false;
-      for (const DeviceRecord& m : models) seen |= SameModel(m, r.device);
+      for (const DeviceRecord& m : models) seen |= SameGpuModel(m, r.device);
       if (!seen) models.push_back(r.device);
     }
     if (models.size() == 1) options.device_override = models[0];

@@ -303,6 +303,16 @@ int RunTune(const std::vector<std::string>& args) {
     options.problems = *ps;
   }
 
+  // --arch: the arch table's rule (arch.h), the one `generate` applies, before anything runs.
+  // Without a GPU (dry run, compile only) the candidates are pruned with the target's shared
+  // memory; a GPU run prunes with its GPUs' own below.
+  if (!arch.empty()) {
+    auto known = ParseGpuArch(arch);
+    if (!known.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + known.status().message()));
+    if (replay.empty()) options.enumerate = DefaultEnumerate(arch, known->max_smem_per_block_optin);
+  }
+  auto compile_only = [&](const std::string& why) { return CompileOnly(options, arch.empty() ? "sm_90a" : arch, why); };
+
   if (vm.count("dry-run")) {
     DeviceRecord device = measurers.empty() ? DeviceRecord{} : measurers[0]->Device();
     ToolchainInfo toolchain = measurers.empty() ? CurrentToolchain() : measurers[0]->Toolchain();
@@ -324,14 +334,10 @@ int RunTune(const std::vector<std::string>& args) {
     return kExitOk;
   }
 
-  if (!arch.empty()) {
-    Status valid = Compiler::ValidateArch(arch);
-    if (!valid.ok()) return Fail(Status(Code::kInvalidArgument, "--arch: " + valid.message()));
-  }
   // Everything below writes the database: one that cannot be written (read-only file or
   // directory) or is damaged is refused now, before a GPU worker starts or a header is printed.
   if (auto writable = Database::Open(options.db_path); !writable.ok()) return Fail(writable.status());
-  if (vm.count("compile-only")) return CompileOnly(options, arch.empty() ? "sm_90a" : arch, "--compile-only was given");
+  if (vm.count("compile-only")) return compile_only("--compile-only was given");
   if (measurers.empty()) {
     GpuMeasurerOptions gpu_options;
     gpu_options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
@@ -339,7 +345,7 @@ int RunTune(const std::vector<std::string>& args) {
     if (!gpu.ok()) {
       const Code code = gpu.status().code();
       if (code == Code::kNoDriver || code == Code::kNoDevice)
-        return CompileOnly(options, arch.empty() ? "sm_90a" : arch, gpu.status().message());
+        return compile_only(gpu.status().message());
       return Fail(gpu.status());
     }
     measurers = std::move(*gpu);

@@ -40,10 +40,12 @@ Result<Source> GenerateSource(const Variant& variant) {
 }
 
 std::string TemplateHash() {
+  // Each name ends with its NUL, a separator no template name contains. This is the digest the
+  // databases written so far store (ToolchainInfo::template_hash): changing the scheme would
+  // make every tuned winner stale.
   std::string all;
   for (const auto& [name, text] : detail::EmbeddedTemplates()) {
-    // Length-prefixed so that moving bytes between name and text changes the hash.
-    all += std::to_string(name.size()) + ":" + name + std::to_string(text.size()) + ":";
+    all.append(name.data(), name.size() + 1);
     all.append(text);
   }
   return Sha256Hex(all);

@@ -1,4 +1,4 @@
-// The variant space: static rules, enumeration, the default heuristic and target limits.
+// The variant space: static rules, enumeration and the default heuristic.
 #include "flashtune/space.h"
 
 #include <algorithm>
@@ -22,17 +22,6 @@ bool Contains(std::span<const int> values, int v) {
 }
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
-
-struct ArchLimit {
-  std::string_view arch;
-  int64_t max_smem;
-};
-// Opt-in maxima from the CUDA programming guide's per-compute-capability table.
-constexpr ArchLimit kArchLimits[] = {
-    {"sm_80", 166912},  {"sm_86", 101376},   {"sm_87", 166912}, {"sm_89", 101376},
-    {"sm_90", 232448},  {"sm_90a", 232448},  {"sm_100", 232448}, {"sm_100a", 232448},
-    {"sm_120", 101376},
-};
 
 }  // namespace
 
@@ -102,19 +91,6 @@ Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes, std::stri
   }
   if (best == nullptr) best = FindFamily("fa2_fwd");
   return best->Default(pc, target);
-}
-
-int64_t MaxSharedMemoryForArch(std::string_view arch) {
-  for (const ArchLimit& a : kArchLimits) {
-    if (a.arch == arch) return a.max_smem;
-  }
-  return 0;
-}
-
-std::string KnownArchs() {
-  std::string s;
-  for (const ArchLimit& a : kArchLimits) s += (s.empty() ? "" : ", ") + std::string(a.arch);
-  return s;
 }
 
 }  // namespace flashtune

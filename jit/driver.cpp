@@ -76,10 +76,6 @@ std::map<std::string, Driver*>& LoadedDrivers() {
 
 }  // namespace
 
-std::string ArchFor(int cc_major, int cc_minor) {
-  return "sm_" + std::to_string(cc_major * 10 + cc_minor) + (cc_major >= 9 ? "a" : "");
-}
-
 std::string DeviceInfo::ComputeCapability() const {
   return std::to_string(cc_major) + "." + std::to_string(cc_minor);
 }
@@ -146,6 +142,26 @@ Status Driver::Check(int result, const char* call) const {
   const auto r = static_cast<CUresult>(result);
   if (r == CUDA_SUCCESS) return Status::Ok();
   return Status(CodeFor(r), ErrorText(*api_, r, call));
+}
+
+Result<CUcontext> Driver::CurrentContext() const {
+  CUcontext context = nullptr;
+  FT_RETURN_IF_ERROR(Check(api_->cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
+  return context;
+}
+
+Status Driver::SetCurrentContext(CUcontext context) const {
+  return Check(api_->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+Result<int> Driver::CurrentDeviceOrdinal() const {
+  CUdevice device = 0;
+  FT_RETURN_IF_ERROR(Check(api_->cuCtxGetDevice(&device), "cuCtxGetDevice"));
+  for (int i = 0; i < device_count_; ++i) {
+    CUdevice d = 0;
+    if (api_->cuDeviceGet(&d, i) == CUDA_SUCCESS && d == device) return i;
+  }
+  return Status(Code::kNoDevice, "the current context's device is not visible");
 }
 
 Result<DeviceInfo> Driver::Device(int ordinal) const {

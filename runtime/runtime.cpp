@@ -19,8 +19,7 @@
 #include "generator/family.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
-#include "flashtune/tuner.h"
-#include "jit/cuda_api.h"
+#include "flashtune/toolchain.h"
 
 namespace flashtune {
 
@@ -58,11 +57,6 @@ std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_mino
 std::string DescribeDevice(const DeviceRecord& d) {
   return d.name + " (cc " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ", " +
          std::to_string(d.sm_count) + " SMs, driver " + d.driver_version + ")";
-}
-
-bool SameModel(const DeviceRecord& a, const DeviceRecord& b) {
-  return a.name == b.name && a.cc_major == b.cc_major && a.cc_minor == b.cc_minor && a.sm_count == b.sm_count &&
-         a.driver_version == b.driver_version;
 }
 
 std::string FormatUs(double us) {
@@ -166,7 +160,7 @@ struct Runtime::Impl {
     auto winners = db.ListWinners();
     if (!winners.ok()) return winners.status();
     std::map<int64_t, bool> device_ok, toolchain_ok;
-    for (const DeviceRow& d : *devices) device_ok[d.id] = SameModel(d.device, device);
+    for (const DeviceRow& d : *devices) device_ok[d.id] = SameGpuModel(d.device, device);
     for (const ToolchainRow& t : *toolchains) toolchain_ok[t.id] = t.toolchain == toolchain;
     for (const WinnerRow& w : *winners)
       if (device_ok[w.device_id] && toolchain_ok[w.toolchain_id]) return true;
@@ -319,7 +313,6 @@ struct Runtime::Impl {
 
   // Cold path of forward(): context, plan, kernel. Caller holds load_mutex.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args) {
-    const detail::CudaApi& api = driver.api();
     CUcontext context = current;
     if (context == nullptr) {
       // No current context: use device 0's primary context (and leave it current).
@@ -334,18 +327,13 @@ struct Runtime::Impl {
     }
     auto cs = contexts.find(context);
     if (cs == contexts.end()) {
-      CUdevice device = 0;
-      FT_RETURN_IF_ERROR(driver.Check(api.cuCtxGetDevice(&device), "cuCtxGetDevice"));
-      int ordinal = -1;
-      for (int i = 0; i < driver.device_count(); ++i) {
-        CUdevice d = 0;
-        if (api.cuDeviceGet(&d, i) == CUDA_SUCCESS && d == device) ordinal = i;
-      }
-      if (ordinal < 0) return Status(Code::kNoDevice, "forward: the current context's device is not visible");
+      auto found = driver.CurrentDeviceOrdinal();
+      if (!found.ok()) return Status(found.status().code(), "forward: " + found.status().message());
+      const int ordinal = *found;
       auto primary = Context::Primary(driver, ordinal);  // makes the primary current
       if (!primary.ok()) return primary.status();
       if (primary->get() != context) {
-        (void)api.cuCtxSetCurrent(context);  // give the caller back its context
+        (void)driver.SetCurrentContext(context);  // give the caller back its context
         return Status(Code::kUnsupported,
                       "forward: the current CUDA context is not the primary context of device " +
                           std::to_string(ordinal) +
@@ -474,8 +462,9 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
     driver = *loaded;
     impl_->driver.store(driver, std::memory_order_release);
   }
-  CUcontext context = nullptr;
-  FT_RETURN_IF_ERROR(driver->Check(driver->api().cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
+  auto current = driver->CurrentContext();
+  if (!current.ok()) return current.status();
+  CUcontext context = *current;
   const ForwardKernel* kernel = nullptr;
   if (context != nullptr) {
     std::shared_lock lock(impl_->launch_mutex);
@@ -491,7 +480,10 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   Status launched = kernel->LaunchValidated(args, stream);  // validated above
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (its CanRun said why; nothing was launched).
-  if (context == nullptr) (void)driver->api().cuCtxGetCurrent(&context);  // Prepare made the primary current
+  if (context == nullptr) {  // Prepare made the primary current
+    auto made = driver->CurrentContext();
+    if (made.ok()) context = *made;
+  }
   const ForwardKernel* fallback = nullptr;
   {
     std::lock_guard lock(impl_->load_mutex);

@@ -1,4 +1,6 @@
 // The tuning engine; see include/flashtune/tuner.h.
+// Over 600 lines for now: its split (per-problem tuner, occupancy, replay) comes with the
+// kernel-family work in issue 12, which restructures this file.
 #include "flashtune/tuner.h"
 #include "generator/family.h"
 
@@ -14,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "flashtune/arch.h"
 #include "flashtune/space.h"
 
 namespace flashtune {
@@ -33,17 +36,16 @@ Result<int> Measurer::CompiledRegisters(const Variant& variant) {
 }
 
 SmLimits SmLimitsFor(int cc_major, int cc_minor) {
-  const int cc = cc_major * 10 + cc_minor;
-  SmLimits l;  // sm_90 and sm_100: 228 KB, 2048 threads, 32 CTAs
-  if (cc == 80 || cc == 87) {
-    l.smem_bytes = 167936;  // 164 KB
-    l.threads = cc == 80 ? 2048 : 1536;
-  } else if (cc == 90 || cc == 100 || cc == 103) {
-    return l;
-  } else {  // sm_86, sm_89, sm_120 and anything not known: the smallest
-    l.smem_bytes = 102400;
-    l.threads = 1536;
-    l.ctas = cc == 89 || cc >= 120 ? 24 : 16;
+  // The arch table's row (arch.h); an unknown arch gets the smallest of every known limit.
+  auto limits = [](const GpuArch& a) {
+    return SmLimits{a.registers_per_sm, a.smem_per_sm, SmLimits{}.smem_reserved_per_cta, a.threads_per_sm, a.ctas_per_sm};
+  };
+  if (const GpuArch* a = FindGpuArch(cc_major, cc_minor)) return limits(*a);
+  SmLimits l = limits(KnownGpuArchs().front());
+  for (const GpuArch& a : KnownGpuArchs()) {
+    const SmLimits k = limits(a);
+    l = {std::min(l.registers, k.registers), std::min(l.smem_bytes, k.smem_bytes), l.smem_reserved_per_cta,
+         std::min(l.threads, k.threads), std::min(l.ctas, k.ctas)};
   }
   return l;
 }
@@ -74,11 +76,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-std::string ModelKey(const DeviceRecord& d) {
-  return d.name + "|" + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + "|" +
-         std::to_string(d.sm_count) + "|" + d.driver_version;
 }
 
 double Tflops(const Problem& p, double median_us) { return median_us > 0 ? p.Flops() / (median_us * 1e6) : 0; }
@@ -512,12 +509,16 @@ Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr
   Shared shared;
   shared.options = &options;
 
-  // Group devices by model: one work queue per model over the whole problem list.
-  std::map<std::string, size_t> group_of_model;
+  // Group devices by model (SameGpuModel): one work queue per model over the whole problem list.
+  std::vector<DeviceRecord> models;
   std::vector<size_t> group(measurers.size());
-  for (size_t i = 0; i < measurers.size(); ++i)
-    group[i] = group_of_model.emplace(ModelKey(measurers[i]->Device()), group_of_model.size()).first->second;
-  const size_t groups = group_of_model.size();
+  for (size_t i = 0; i < measurers.size(); ++i) {
+    const DeviceRecord d = measurers[i]->Device();
+    group[i] = std::find_if(models.begin(), models.end(), [&](const DeviceRecord& m) { return SameGpuModel(m, d); }) -
+               models.begin();
+    if (group[i] == models.size()) models.push_back(d);
+  }
+  const size_t groups = models.size();
   const size_t n = options.problems.size();
   std::vector<std::atomic<size_t>> next(groups);
   for (auto& x : next) x.store(0);

@@ -35,12 +35,14 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/export.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
 struct sqlite3;
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 inline constexpr int kSchemaVersion = 3;
@@ -54,6 +56,11 @@ struct DeviceRecord {
   int sm_count = 0;
   std::string driver_version;  // "13.0" / "580.65"
 };
+
+// Whether two GPUs count as one model, whose tuned winners serve each other: same name, compute
+// capability, SM count and driver version (the uuid, one physical GPU's, does not matter). The
+// one rule for FindWinner, the runtime, `flashtune plan` and the tuner's per-model work queues.
+bool SameGpuModel(const DeviceRecord& a, const DeviceRecord& b);
 
 // What produced the kernels: a change in any field makes earlier timings stale.
 struct ToolchainInfo {
@@ -316,3 +323,4 @@ class Database {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END

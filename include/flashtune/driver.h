@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/arch.h"  // ArchFor: DeviceInfo::Arch()
 #include "flashtune/status.h"
 
 // The driver's opaque handle types, declared exactly as cuda.h declares them so that this
@@ -40,9 +41,6 @@ struct Cubin;
 namespace detail { struct CudaApi; }
 
 // Facts about one GPU, as the driver reports them.
-// The NVRTC target for a compute capability: arch-specific ("sm_90a") from 9.0 on, where
-// Hopper-only instructions need it; plain ("sm_80") before.
-std::string ArchFor(int cc_major, int cc_minor);
 
 struct DeviceInfo {
   int ordinal = -1;
@@ -114,6 +112,14 @@ class Driver {
   Result<DeviceInfo> Device(int ordinal) const;
   // Facts about every device, in ordinal order.
   Result<std::vector<DeviceInfo>> Devices() const;
+
+  // The calling thread's current CUDA context; nullptr when it has none.
+  Result<CUcontext> CurrentContext() const;
+  // Makes `context` current on the calling thread (nullptr: none).
+  Status SetCurrentContext(CUcontext context) const;
+  // The ordinal of the current context's device; kNoDevice when that device is not visible
+  // to this process (CUDA_VISIBLE_DEVICES).
+  Result<int> CurrentDeviceOrdinal() const;
 
   // The typed table of driver functions (jit/cuda_api.h) for code inside flashtune.
   const detail::CudaApi& api() const { return *api_; }

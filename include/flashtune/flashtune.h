@@ -17,6 +17,9 @@
 
 #include <stdint.h>
 
+#include "flashtune/export.h"
+
+FLASHTUNE_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -118,5 +121,6 @@ const char* ft_version(void);
 #ifdef __cplusplus
 }
 #endif
+FLASHTUNE_API_END
 
 #endif /* FLASHTUNE_FLASHTUNE_H_ */

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 
+#include "flashtune/export.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 // Strides of a [B, N, H, D] tensor, in elements.
@@ -65,3 +67,4 @@ Status ValidateForwardArgs(const ForwardArgs& args);
 Status CheckArgsMatchVariant(const Variant& variant, const ForwardArgs& args);
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -31,8 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/export.h"
 #include "flashtune/tuner.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 struct GpuMeasurerOptions {
@@ -61,3 +63,4 @@ Result<std::vector<std::unique_ptr<Measurer>>> MakeGpuMeasurers(const std::vecto
                                                                 const GpuMeasurerOptions& options = {});
 
 }  // namespace flashtune
+FLASHTUNE_API_END

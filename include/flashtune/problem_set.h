@@ -26,9 +26,11 @@
 #include <string_view>
 #include <vector>
 
+#include "flashtune/export.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 struct ProblemSetOptions {
@@ -87,3 +89,4 @@ Result<BucketKey> ParseBucketKey(std::string_view text);
 int BucketDistance(const BucketKey& a, const BucketKey& b);
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -33,6 +33,7 @@
 #include <string_view>
 
 #include "flashtune/database.h"
+#include "flashtune/export.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/status.h"
@@ -40,6 +41,7 @@
 
 typedef struct CUstream_st* CUstream;
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 enum class LogLevel { kDebug, kInfo, kWarning, kError };
@@ -119,3 +121,4 @@ class Runtime {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/arch.h"  // MaxSharedMemoryForArch, KnownArchs: the per-target limits
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
@@ -38,7 +39,7 @@ ProblemClass ClassOf(const Variant& variant);
 
 // Opt-in shared-memory limit of the H100/H200 (sm_90): the default target.
 inline constexpr int64_t kDefaultMaxSmemBytes = 232448;
-// The largest opt-in limit of any target MaxSharedMemoryForArch knows (templates assert it).
+// The largest opt-in limit of any target in the arch table (arch.h; templates assert it).
 inline constexpr int64_t kLargestMaxSmemBytes = 232448;
 
 // What to enumerate. By default: every family that serves the class on `arch`, each over its
@@ -73,12 +74,5 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
 // CheckVariant; callers check.
 Variant DefaultVariant(const ProblemClass& problem_class, int64_t max_smem_bytes = kDefaultMaxSmemBytes,
                        std::string_view arch = "sm_90a");
-
-// The opt-in dynamic shared-memory limit per block of a target ("sm_80", "sm_90a", ...):
-// sm_80/sm_87: 166912, sm_86/sm_89/sm_120: 101376, sm_90/sm_90a/sm_100/sm_100a: 232448.
-// 0 for an arch this table does not know.
-int64_t MaxSharedMemoryForArch(std::string_view arch);
-// The archs MaxSharedMemoryForArch knows, comma-separated (for error messages).
-std::string KnownArchs();
 
 }  // namespace flashtune

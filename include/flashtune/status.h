@@ -13,6 +13,9 @@
 #include <utility>
 #include <variant>
 
+#include "flashtune/export.h"
+
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 enum class Code {
@@ -91,6 +94,7 @@ class Result {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END
 
 // Returns the Status from the enclosing function when `expr` is not OK.
 #define FT_RETURN_IF_ERROR(expr)                 \

@@ -26,10 +26,13 @@
 #include <vector>
 
 #include "flashtune/database.h"
+#include "flashtune/export.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/status.h"
+#include "flashtune/toolchain.h"  // CurrentToolchain, which measurers report
 #include "flashtune/variant.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 // One candidate's outcome. status is the candidate's result (ok, compile_error,
@@ -82,9 +85,6 @@ SmLimits SmLimitsFor(int cc_major, int cc_minor);
 // CTAs of `threads` threads using `registers` per thread and `smem_bytes` of shared memory
 // that one SM holds at once; 0 when one does not fit.
 int ResidentCtasPerSm(const SmLimits& limits, int registers, int threads, int64_t smem_bytes);
-
-// This build's toolchain: NVRTC version, flashtune version, sha256 of the embedded templates.
-ToolchainInfo CurrentToolchain();
 
 // The candidates of a problem (the search space). The GPU build passes EnumerateSpace.
 using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&)>;
@@ -299,3 +299,4 @@ class ReplayMeasurer : public Measurer {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -19,8 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "flashtune/export.h"
 #include "flashtune/status.h"
 
+FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 enum class DType { kF16, kBF16 };
@@ -89,3 +91,4 @@ struct Variant {
 };
 
 }  // namespace flashtune
+FLASHTUNE_API_END

@@ -113,5 +113,17 @@ TEST(Source, TemplateHashCoversTheEmbeddedTemplates) {
   EXPECT_NE(h, Sha256Hex(""));
 }
 
+TEST(Source, TemplateHashIsTheDigestDatabasesStore) {
+  // Databases tuned so far store sha256 over each template's name, a NUL, then its text, in
+  // name order; another scheme would make every stored winner stale.
+  std::string all;
+  for (const auto& [name, text] : detail::EmbeddedTemplates()) {
+    all += name;
+    all += '\0';
+    all += text;
+  }
+  EXPECT_EQ(TemplateHash(), Sha256Hex(all));
+}
+
 }  // namespace
 }  // namespace flashtune

@@ -31,6 +31,16 @@ TEST(Package, InstalledPackageBuildsTheExampleConsumer) {
                            "/lib/cmake/flashtune/flashtuneConfigVersion.cmake",
                            "/lib/cmake/flashtune/flashtuneTargets.cmake"})
     EXPECT_TRUE(std::filesystem::exists(prefix + file)) << file;
+  // Only the API is installed (the internals are neither installed nor exported), and each
+  // installed header compiles on its own.
+  for (const char* internal : {"driver.h", "compiler.h", "kernel.h", "cubin_store.h", "source.h", "space.h", "arch.h",
+                               "hash.h", "reference.h", "report.h"})
+    EXPECT_FALSE(std::filesystem::exists(prefix + "/include/flashtune/" + internal)) << internal;
+  for (const auto& header : std::filesystem::directory_iterator(prefix + "/include/flashtune"))
+    EXPECT_EQ(RunShell("'" FLASHTUNE_CXX_COMPILER "' -std=c++20 -fsyntax-only -I'" + prefix + "/include' -x c++ '" +
+                       header.path().string() + "' > '" + log + "' 2>&1"),
+              0)
+        << header.path() << "\n" << ReadFile(log);
   const std::string build = dir + "/consumer";
   ASSERT_EQ(RunShell("cmake -S '" FLASHTUNE_SOURCE_DIR "/examples/consumer' -B '" + build +
                      "' -DCMAKE_PREFIX_PATH='" + prefix + "' > '" + log + "' 2>&1 && cmake --build '" + build +

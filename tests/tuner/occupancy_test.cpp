@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/arch.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 
@@ -37,6 +38,20 @@ TEST(ResidentCtasPerSm, SharedMemoryThreadsAndCtaCountLimitToo) {
   EXPECT_EQ(SmLimitsFor(12, 0).smem_bytes, 102400);
   EXPECT_EQ(SmLimitsFor(8, 0).smem_bytes, 167936);
   EXPECT_EQ(SmLimitsFor(10, 0).smem_bytes, 233472);
+}
+
+TEST(SmLimitsFor, ReadsTheArchTableAndTakesTheSmallestForAnUnknownArch) {
+  for (const GpuArch& a : KnownGpuArchs()) {
+    const SmLimits l = SmLimitsFor(a.cc_major, a.cc_minor);
+    EXPECT_EQ(l.smem_bytes, a.smem_per_sm) << a.Name();
+    EXPECT_EQ(l.threads, a.threads_per_sm) << a.Name();
+    EXPECT_EQ(l.ctas, a.ctas_per_sm) << a.Name();
+    EXPECT_EQ(l.registers, a.registers_per_sm) << a.Name();
+  }
+  const SmLimits unknown = SmLimitsFor(11, 0);
+  EXPECT_EQ(unknown.smem_bytes, 102400);
+  EXPECT_EQ(unknown.threads, 1536);
+  EXPECT_EQ(unknown.ctas, 16);
 }
 
 TEST(ResidentCtasPerSm, ZeroWhenOneDoesNotFitOrNothingIsKnown) {

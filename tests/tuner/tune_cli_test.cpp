@@ -159,6 +159,30 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_NE(es.str().find("batch (4194304) must be in [1, 65535]"), std::string::npos) << es.str();
 }
 
+// --arch takes what the arch table knows, the rule `generate` applies, and prunes a run without a
+// GPU with that target's shared memory (a d256 space is much smaller on sm_86 than on sm_90a).
+TEST(TuneCli, ArchFollowsTheArchTable) {
+  const std::string dir = TempDir("cli_arch");
+  const std::string out = dir + "/out.txt";
+  const std::string cli = std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
+                          "/t.db --dtypes f16 --head-dims 256 --causal 0 --seqlens 512";
+  for (const char* arch : {"sm_86", "sm_90a"}) {
+    ASSERT_EQ(RunShell(cli + " --arch " + arch + " > " + out), 0) << arch;
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    SpaceOptions space;
+    space.max_smem_bytes = MaxSharedMemoryForArch(arch);
+    auto expected = EnumerateSpace({DType::kF16, 256, false}, space);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_NE(ss.str().find(", " + std::to_string(expected->size()) + " candidate(s) to compile"), std::string::npos)
+        << arch << ": " << ss.str();
+  }
+  EXPECT_EQ(RunShell(cli + " --arch sm_121a > /dev/null 2>&1"), 0);
+  for (const char* bad : {"sm_99", "sm_75", "sm_80a"})
+    EXPECT_EQ(RunShell(cli + " --arch " + bad + " > /dev/null 2>&1"), 2) << bad;
+}
+
 TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   if (flashtune::Driver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present: tune would time on the GPU";
   const std::string dir = TempDir("cli_nogpu");
