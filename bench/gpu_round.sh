@@ -46,7 +46,7 @@ summary=()
 # Each ALONE test runs in a process of its own (as under ctest): the fault test poisons its
 # process's context, and a tuner's GPU worker is forked, which CUDA allows only from a process
 # that has not initialised CUDA yet. Step "alone" runs only those.
-ALONE="DriverGpu.IllegalAddressIsAFault TuneGpu.PlantedFaultIsRecordedAndTheRunGoesOn"
+ALONE="DriverGpu.IllegalAddressIsAFault TuneGpu.PlantedFaultIsRecordedAndTheRunGoesOn TuneGpu.PlantedWrongAndFaultingHopperVariantsNeverWin"
 if want tests || want alone; then
   start=$(date +%s)
   if want tests; then

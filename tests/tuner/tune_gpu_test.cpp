@@ -8,6 +8,7 @@
 
 #include "flashtune/database.h"
 #include "flashtune/gpu_measurer.h"
+#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "flashtune/tuner.h"
 #include "tests/support/temp_dir.h"
@@ -67,6 +68,66 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
       EXPECT_EQ(status_of[v.Uri()], "ok") << v.Uri();
     }
   }
+}
+
+// On sm_90a, hopper_fwd variants are verified like fa2_fwd's: one planted hopper_fwd variant
+// computes the wrong thing fast (the causal kernel's code under the non-causal variant's name)
+// and another faults; both are recorded with their status and neither wins.
+TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
+  const Problem problem{DType::kBF16, 128, false, 2, 1000, 1000, 4, 4};
+  SpaceOptions sm90a;
+  sm90a.families = {"hopper_fwd"};
+  auto hopper = EnumerateSpace(ClassOf(problem), sm90a);
+  ASSERT_TRUE(hopper.ok());
+  ASSERT_GE(hopper->size(), 3u);
+  sm90a.families = {"fa2_fwd"};
+  auto fa2 = EnumerateSpace(ClassOf(problem), sm90a);
+  ASSERT_TRUE(fa2.ok());
+  std::vector<Variant> candidates = {fa2->front(), (*hopper)[0], (*hopper)[1], (*hopper)[2]};
+  const Variant wrong = (*hopper)[1], faulting = (*hopper)[2];
+  Variant causal_twin = wrong;
+  causal_twin.causal = true;
+  auto twin = GenerateSource(causal_twin);
+  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
+  std::string wrong_text = twin->text;
+  for (size_t at; (at = wrong_text.find(causal_twin.Uri())) != std::string::npos;)
+    wrong_text.replace(at, causal_twin.Uri().size(), wrong.Uri());
+
+  GpuMeasurerOptions gpu_options;
+  gpu_options.source_overrides[wrong.Uri()] = wrong_text;
+  gpu_options.source_overrides[faulting.Uri()] = FaultingKernel(faulting.Uri());
+  auto measurers = MakeGpuMeasurers({0}, gpu_options);
+  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
+    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
+  if ((*measurers)[0]->Device().cc_major != 9) GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU";
+
+  flashtune::testing::TempDir dir;
+  const std::string db_path = dir.path() + "/t.db";
+  TuneOptions options;
+  options.db_path = db_path;
+  options.problems = {problem};
+  options.enumerate = [&](const Problem&) -> Result<std::vector<Variant>> { return candidates; };
+  auto summary = Tune(options, std::move(*measurers));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_EQ(summary->problems.size(), 1u);
+  EXPECT_EQ(summary->problems[0].outcome, ProblemOutcome::kTuned) << summary->problems[0].message;
+  EXPECT_NE(summary->problems[0].winner_uri, wrong.Uri());
+  EXPECT_NE(summary->problems[0].winner_uri, faulting.Uri());
+
+  auto db = Database::Open(db_path);
+  ASSERT_TRUE(db.ok());
+  auto problem_id = (*db)->FindProblem(problem);
+  ASSERT_TRUE(problem_id.ok());
+  auto trials = (*db)->TrialsForProblem(*problem_id);
+  ASSERT_TRUE(trials.ok());
+  std::map<std::string, std::string> status_of;
+  for (const TrialRow& t : *trials)
+    if (t.trial.phase == "search") status_of[t.variant_uri] = t.status_name;
+  EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
+  EXPECT_EQ(status_of[faulting.Uri()], "fault");
+  EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
+  EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
 }
 
 }  // namespace
