@@ -79,23 +79,6 @@ int CompileOnly(const TuneOptions& options, const std::string& arch, const std::
   return failed > 0 ? kExitFailure : kExitOk;
 }
 
-// The tuned winners' cubins go into the database, so the runtime never needs NVRTC for them.
-Status StoreWinnerCubins(const TuneOptions& options, const std::vector<DeviceRecord>& devices) {
-  auto db = Database::Open(options.db_path);
-  if (!db.ok()) return db.status();
-  auto winners = (*db)->ListWinners();
-  if (!winners.ok()) return winners.status();
-  Compiler compiler(Compiler::Options{});
-  std::set<std::string> archs;
-  for (const DeviceRecord& d : devices) archs.insert(ArchOf(d));
-  for (const WinnerRow& w : *winners)
-    for (const std::string& arch : archs) {
-      auto record = LoadOrCompileCubin(**db, compiler, w.variant, arch);
-      if (!record.ok()) return record.status();
-    }
-  return Status::Ok();
-}
-
 template <typename T>
 Result<std::vector<T>> SplitList(const std::string& text, const char* what, Result<T> (*parse)(std::string_view)) {
   std::vector<T> out;
@@ -367,12 +350,9 @@ int RunTune(const std::vector<std::string>& args) {
   }
   auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
   options.progress = progress.get();
+  options.store_winner_cubins = !tuned_devices.empty();  // real GPUs, not a replay
   auto summary = Tune(options, std::move(measurers));
   if (!summary.ok()) return Fail(summary.status());
-  if (!tuned_devices.empty()) {
-    Status stored = StoreWinnerCubins(options, tuned_devices);
-    if (!stored.ok()) return Fail(stored);
-  }
   return summary->errors > 0 ? kExitFailure : kExitOk;
 }
 

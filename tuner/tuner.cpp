@@ -3,8 +3,12 @@
 // kernel-family work in issue 12, which restructures this file.
 #include "flashtune/tuner.h"
 #include "generator/family.h"
+#include "flashtune/arch.h"
+#include "flashtune/compiler.h"
+#include "flashtune/cubin_store.h"
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -496,6 +500,28 @@ Status ValidateTuneOptions(const TuneOptions& options) {
   return Status::Ok();
 }
 
+namespace {
+
+// The winners' cubins go into the database, so the runtime never needs NVRTC for them.
+Status StoreWinnerCubins(const std::string& db_path, const TuneSummary& summary, const std::set<std::string>& archs) {
+  auto db = Database::Open(db_path);
+  if (!db.ok()) return db.status();
+  Compiler compiler(Compiler::Options{});
+  std::set<std::string> done;
+  for (const ProblemSummary& p : summary.problems) {
+    if (p.winner_uri.empty() || !done.insert(p.winner_uri).second) continue;
+    auto variant = Variant::FromUri(p.winner_uri);
+    if (!variant.ok()) return variant.status();
+    for (const std::string& arch : archs) {
+      auto record = LoadOrCompileCubin(**db, compiler, *variant, arch);
+      if (!record.ok()) return record.status();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr<Measurer>> measurers) {
   if (measurers.empty()) return Status(Code::kInvalidArgument, "Tune: no measurers (devices) given");
   if (!options.enumerate) return Status(Code::kInvalidArgument, "Tune: options.enumerate is not set");
@@ -592,10 +618,15 @@ Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr
     summary.errors += s.outcome == ProblemOutcome::kError;
     summary.problems.push_back(std::move(s));
   }
-  summary.seconds = Seconds(shared.start);
-  if (options.progress) options.progress->OnFinish(summary);
   for (const Status& e : errors)
     if (!e.ok()) return e;
+  if (options.store_winner_cubins) {
+    std::set<std::string> archs;
+    for (const auto& m : measurers) archs.insert(ArchFor(m->Device().cc_major, m->Device().cc_minor));
+    FT_RETURN_IF_ERROR(StoreWinnerCubins(options.db_path, summary, archs));
+  }
+  summary.seconds = Seconds(shared.start);
+  if (options.progress) options.progress->OnFinish(summary);
   return summary;
 }
 

@@ -228,6 +228,10 @@ struct TuneOptions {
   double min_noise = 0.01;             // 1%
   uint64_t seed = 0x5eed;              // shuffles the re-timing order
   ProgressSink* progress = nullptr;    // may be null
+  // After tuning, compile each problem's winner for every measurer's device arch and store the
+  // cubin in the database (unless stored already), so the runtime never needs NVRTC for it.
+  // Off for replayed measurements, whose devices are recordings.
+  bool store_winner_cubins = false;
 };
 
 // Checks the options a caller sets by hand (strategy name, retime_rounds 0-10). OK, or

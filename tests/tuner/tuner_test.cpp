@@ -10,6 +10,7 @@
 #include <string>
 
 #include "flashtune/database.h"
+#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tests/support/replay_fixture.h"
 
@@ -163,6 +164,40 @@ TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->problems[0].outcome, ProblemOutcome::kNoWinner);
   EXPECT_EQ(none->winners, 0);
+}
+
+// With store_winner_cubins the engine itself puts each winner's cubin, compiled for the
+// measurers' arch (the replay device is cc 9.0: sm_90a), into the database: a library caller
+// of Tune() gets them, not only the CLI. Without it, nothing is compiled.
+TEST(Tuner, StoresWinnerCubinsWhenAsked) {
+  Problem p = SmallProblemSet()[0];
+  Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
+  std::vector<RecordedRow> rows = {{p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 120.0, 0.2, "search", ""}};
+  for (bool store : {false, true}) {
+    auto space = Replay(rows);
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(Replay(rows));
+    const std::string db_path = TempDir(store ? "tune_store_cubins" : "tune_no_cubins") + "/t.db";
+    TuneOptions options = ReplayTuneOptions(db_path, {p}, space.get());
+    options.store_winner_cubins = store;
+    auto s = Tune(options, std::move(ms));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_EQ(s->problems[0].winner_uri, a.Uri());
+    auto db = Database::Open(db_path);
+    ASSERT_TRUE(db.ok());
+    auto cubins = (*db)->ListCubins();
+    ASSERT_TRUE(cubins.ok());
+    if (!store) {
+      EXPECT_TRUE(cubins->empty());
+      continue;
+    }
+    ASSERT_EQ(cubins->size(), 1u);
+    EXPECT_EQ((*cubins)[0].arch, "sm_90a");
+    auto source = GenerateSource(a);
+    ASSERT_TRUE(source.ok());
+    EXPECT_EQ((*cubins)[0].source_hash, source->sha256);
+  }
 }
 
 TEST(Tuner, NoiseRuleKeepsIncumbent) {
