@@ -17,12 +17,10 @@
 
 #include <unistd.h>
 
-#include "cache/csv.h"
 #include "cache/sqlite_util.h"
 
 namespace flashtune {
 
-using detail::CsvField;
 using detail::Exec;
 using detail::SqliteError;
 using detail::Stmt;

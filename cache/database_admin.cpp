@@ -17,7 +17,6 @@ namespace flashtune {
 
 using detail::CsvField;
 using detail::Exec;
-using detail::SqliteError;
 using detail::Stmt;
 using detail::Transaction;
 
