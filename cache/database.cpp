@@ -1,6 +1,7 @@
 // The SQLite tuning database; see include/flashtune/database.h. Opening, schema and
 // migrations, and the rows the tuner and the runtime read and write; the admin half (export,
-// merge, prune, check) is cache/database_admin.cpp.
+// merge, prune, check) is cache/database_admin.cpp. Over 600 lines because Open's refusals
+// (read-only, immutable, damaged, foreign, future schema) need one place that sees them all.
 #include "flashtune/database.h"
 
 #include <sqlite3.h>

@@ -1,3 +1,6 @@
+// The dlopen'ed CUDA driver behind a typed table; see include/flashtune/driver.h. Over 600
+// lines: every driver object (context, module, function, stream, event, memory, graph, tensor
+// map) wraps a handful of calls, and they share one error mapping.
 #include "flashtune/driver.h"
 
 #include <dlfcn.h>

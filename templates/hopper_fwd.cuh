@@ -1,4 +1,5 @@
-// Hopper (sm_90a) attention forward kernel template (flashtune).
+// Hopper (sm_90a) attention forward kernel template (flashtune). One file over 600 lines: a
+// template NVRTC compiles must be self-contained (its PTX wrappers come with it).
 //
 // Warp-specialised, FlashAttention-3 style. A thread block has one producer warpgroup and
 // kConsumerWarpgroups consumer warpgroups (128 threads each, the producer first):
