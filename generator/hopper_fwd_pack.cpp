@@ -123,6 +123,10 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
   if (a.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.head_dim));
   if (a.causal != c.causal)
     return Invalid(HopperUri(c) + " cannot serve a " + (a.causal ? "causal" : "non-causal") + " call");
+  return CheckTmaDescribable(a);
+}
+
+Status CheckTmaDescribable(const ForwardArgs& a) {
   FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, a.batch, a.seqlen_q, a.heads_q));
   FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, a.batch, a.seqlen_k, a.heads_kv));
   FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, a.batch, a.seqlen_k, a.heads_kv));

@@ -82,6 +82,9 @@ std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 // dimension longer than 1 a nonzero multiple of 16 bytes below 2^40, 16-byte aligned bases).
 // Else kInvalidArgument saying why, so that a caller can fall back to fa2_fwd.
 Status CanServe(const HopperConfig& config, const ForwardArgs& args);
+// The TMA part of CanServe alone, for callers that have validated the call and matched its
+// class already (the family's CanRun, on every launch): no second ValidateForwardArgs.
+Status CheckTmaDescribable(const ForwardArgs& args);
 
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
 // {min(tiles, sm_count), 1, 1}), dynamic shared memory, the four tensor maps still to encode

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "flashtune/arch.h"
 #include "flashtune/space.h"
 #include "generator/family.h"
 #include "generator/prologue.h"
@@ -28,17 +29,6 @@ struct Fa2Params {
       : block_m(v.Param("br")), block_n(v.Param("bc")), warps(v.Param("w")), stages(v.Param("s")) {}
 };
 
-// mma.sync, ldmatrix and cp.async exist from sm_80 on.
-bool HasAmpereInstructions(std::string_view arch) {
-  if (arch.substr(0, 3) != "sm_") return false;
-  int cc = 0;
-  for (char c : arch.substr(3)) {
-    if (c < '0' || c > '9') break;
-    cc = cc * 10 + (c - '0');
-  }
-  return cc >= 80;
-}
-
 class Fa2Fwd final : public Family {
  public:
   std::string_view name() const override { return "fa2_fwd"; }
@@ -53,9 +43,11 @@ class Fa2Fwd final : public Family {
     return kAxes;
   }
 
+  // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
   bool Serves(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
-    return HasAmpereInstructions(target.arch);
+    auto arch = ParseGpuArch(target.arch);
+    return arch.ok() && arch->cp_async;
   }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {

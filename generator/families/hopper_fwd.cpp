@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "flashtune/arch.h"
 #include "flashtune/space.h"
 #include "generator/family.h"
 #include "generator/hopper_fwd_pack.h"
@@ -47,8 +48,10 @@ class HopperFwd final : public Family {
   }
 
   bool Serves(const ProblemClass& cls, const Target& target) const override {
-    // wgmma and setmaxnreg exist on sm_90a alone; head dims are whole 128-byte swizzle atoms.
-    return target.arch == "sm_90a" && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
+    // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs; head dims
+    // are whole 128-byte swizzle atoms.
+    auto arch = ParseGpuArch(target.arch);
+    return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
   }
   int64_t SharedMemoryBytes(const Variant& v) const override { return detail::HopperSmemBytes(ConfigOf(v)); }
   int Threads(const Variant& v) const override { return detail::HopperThreads(ConfigOf(v)); }
@@ -78,9 +81,11 @@ class HopperFwd final : public Family {
   std::string Prologue(const Variant& v) const override { return detail::HopperPrologue(ConfigOf(v), v.Uri()); }
 
   // TMA describes a tensor only when each stride of a dimension longer than 1 is a nonzero
-  // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why.
+  // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why. The call
+  // was validated and matched to the variant's class before (PackValidatedForward).
   Status CanRun(const Variant& v, const ForwardArgs& args) const override {
-    Status s = detail::CanServe(ConfigOf(v), args);
+    (void)v;
+    Status s = detail::CheckTmaDescribable(args);
     if (!s.ok()) return Status(Code::kUnsupported, s.message());
     return s;
   }

@@ -20,8 +20,8 @@ namespace {
 
 using namespace flashtune::testing;
 
-// A family with two parameters that serves only the made-up target "sm_90toy" (as a Hopper family
-// serves only sm_90a), so other tests in this process never see it in their spaces.
+// A family with two parameters that serves only the plain "sm_90" target (where fa2_fwd serves
+// too and hopper_fwd does not), so the default sm_90a spaces of other tests never see it.
 class ToyFamily final : public Family {
  public:
   std::string_view name() const override { return "toy_fwd"; }
@@ -32,7 +32,7 @@ class ToyFamily final : public Family {
     return kAxes;
   }
   bool Serves(const ProblemClass& cls, const Target& target) const override {
-    return target.arch == "sm_90toy" && cls.head_dim <= 128;
+    return target.arch == "sm_90" && cls.head_dim <= 128;
   }
   int64_t SharedMemoryBytes(const Variant& v) const override {
     return int64_t(v.Param("bm") + 2 * v.Param("bn")) * v.head_dim * 2;
@@ -82,7 +82,7 @@ TEST(Family, SpaceIsTheUnionOfTheFamiliesThatServeTheTarget) {
   Toy();
   const ProblemClass cls{DType::kBF16, 128, false};
   SpaceOptions hopper;
-  hopper.arch = "sm_90toy";
+  hopper.arch = "sm_90";
   auto both = EnumerateSpace(cls, hopper);
   ASSERT_TRUE(both.ok()) << both.status().ToString();
   const auto toys = std::count_if(both->begin(), both->end(), [](const Variant& v) { return v.family == "toy_fwd"; });
@@ -101,7 +101,7 @@ TEST(Family, SpaceIsTheUnionOfTheFamiliesThatServeTheTarget) {
   hopper.families = {"nope"};
   EXPECT_NE(EnumerateSpace(cls, hopper).status().message().find("family 'nope' is not known"), std::string::npos);
   // The preferred family's default is the untuned choice where it serves.
-  EXPECT_EQ(DefaultVariant(cls, kDefaultMaxSmemBytes, "sm_90toy").family, "toy_fwd");
+  EXPECT_EQ(DefaultVariant(cls, kDefaultMaxSmemBytes, "sm_90").family, "toy_fwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_fwd");
 }
 
@@ -145,7 +145,7 @@ TEST(Family, TunerPicksTheFastestVariantAcrossFamilies) {
   Toy();
   const Problem p{DType::kBF16, 128, false, 4, 1024, 1024, 16, 16};
   SpaceOptions hopper;
-  hopper.arch = "sm_90toy";
+  hopper.arch = "sm_90";
   auto space = EnumerateSpace(ClassOf(p), hopper);
   ASSERT_TRUE(space.ok());
   std::vector<RecordedRow> rows;

@@ -24,6 +24,24 @@ std::string FaultingKernel(const std::string& name) {
          "}\n";
 }
 
+// Each candidate's search-trial status in the database at `db_path`, by variant URI; empty
+// (with a test failure) when the database or the problem cannot be read.
+std::map<std::string, std::string> SearchStatuses(const std::string& db_path, const Problem& problem) {
+  std::map<std::string, std::string> status_of;
+  auto db = Database::Open(db_path);
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  if (!db.ok()) return status_of;
+  auto problem_id = (*db)->FindProblem(problem);
+  EXPECT_TRUE(problem_id.ok()) << problem_id.status().ToString();
+  if (!problem_id.ok()) return status_of;
+  auto trials = (*db)->TrialsForProblem(*problem_id);
+  EXPECT_TRUE(trials.ok()) << trials.status().ToString();
+  if (!trials.ok()) return status_of;
+  for (const TrialRow& t : *trials)
+    if (t.trial.phase == "search") status_of[t.variant_uri] = t.status_name;
+  return status_of;
+}
+
 // No CUDA call may happen in this process before the measurers fork their worker (CUDA does
 // not survive fork()), so whether there is a GPU is asked of the worker itself.
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
@@ -52,15 +70,7 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   EXPECT_EQ(summary->problems[0].outcome, ProblemOutcome::kTuned) << summary->problems[0].message;
   EXPECT_NE(summary->problems[0].winner_uri, planted.Uri());
 
-  auto db = Database::Open(db_path);
-  ASSERT_TRUE(db.ok());
-  auto problem_id = (*db)->FindProblem(problem);
-  ASSERT_TRUE(problem_id.ok());
-  auto trials = (*db)->TrialsForProblem(*problem_id);
-  ASSERT_TRUE(trials.ok());
-  std::map<std::string, std::string> status_of;
-  for (const TrialRow& t : *trials)
-    if (t.trial.phase == "search") status_of[t.variant_uri] = t.status_name;
+  std::map<std::string, std::string> status_of = SearchStatuses(db_path, problem);
   EXPECT_EQ(status_of.size(), candidates.size()) << "every candidate has a trial";
   EXPECT_EQ(status_of[planted.Uri()], "fault");
   for (const Variant& v : candidates) {
@@ -115,15 +125,7 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   EXPECT_NE(summary->problems[0].winner_uri, wrong.Uri());
   EXPECT_NE(summary->problems[0].winner_uri, faulting.Uri());
 
-  auto db = Database::Open(db_path);
-  ASSERT_TRUE(db.ok());
-  auto problem_id = (*db)->FindProblem(problem);
-  ASSERT_TRUE(problem_id.ok());
-  auto trials = (*db)->TrialsForProblem(*problem_id);
-  ASSERT_TRUE(trials.ok());
-  std::map<std::string, std::string> status_of;
-  for (const TrialRow& t : *trials)
-    if (t.trial.phase == "search") status_of[t.variant_uri] = t.status_name;
+  std::map<std::string, std::string> status_of = SearchStatuses(db_path, problem);
   EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
   EXPECT_EQ(status_of[faulting.Uri()], "fault");
   EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
