@@ -6,7 +6,9 @@ point's signature from `_SIGNATURES`; `check()` turns a status other than FT_OK 
 FlashtuneError carrying ft_last_error(), which names the bad argument. Nothing here imports torch.
 
 Where the library comes from: $FLASHTUNE_LIB (a path to libflashtune.so, e.g. a build tree's),
-else the copy the wheel installs next to this file (lib/libflashtune.so).
+else the copy the wheel installs next to this file (lib/libflashtune.so). Its one dependency
+outside the C library, libnvrtc.so.13, comes from the library path (the CUDA toolkit), else from
+the pip package PyTorch's CUDA 13 builds install (nvidia/cu13/lib, see nvrtc_dir()).
 
 Adding an entry point (decode, varlen, paged ...): mirror its structs here, add one row to
 `_SIGNATURES`, and call it through `library()` + `check()`; a library that lacks the function
@@ -18,6 +20,7 @@ on the calling thread, so check() reads the message of the call it follows.
 import ctypes
 import os
 import struct
+import sys
 import threading
 
 # Status codes, as flashtune.h numbers them.
@@ -47,6 +50,10 @@ class InvalidArgument(FlashtuneError, ValueError):
 
     def __init__(self, message, status=FT_INVALID_ARGUMENT, status_name="invalid_argument"):
         super().__init__(message, status, status_name)
+
+
+# Tracebacks name them as users import them.
+FlashtuneError.__module__ = InvalidArgument.__module__ = "flashtune"
 
 
 class Problem(ctypes.Structure):
@@ -102,6 +109,7 @@ _SIGNATURES = {
 
 _lock = threading.Lock()
 _lib = None
+nvrtc_fallback = None  # the folder of the pip package's NVRTC when library() had to load it
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -111,6 +119,32 @@ def library_path():
     if env:
         return env
     return os.path.join(_HERE, "lib", "libflashtune.so")
+
+
+def nvrtc_dir():
+    """A folder holding the pip package's libnvrtc.so.13 (what torch's CUDA 13 wheels depend on),
+    or None."""
+    for root in sys.path:
+        for sub in (("nvidia", "cu13", "lib"), ("nvidia", "cuda_nvrtc", "lib")):
+            folder = os.path.join(root or ".", *sub)
+            if os.path.exists(os.path.join(folder, "libnvrtc.so.13")):
+                return folder
+    return None
+
+
+def _load(path):
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        folder = nvrtc_dir() if "libnvrtc" in str(e) else None
+        if folder is None:
+            raise
+    # Loaded globally first, libnvrtc.so.13 satisfies libflashtune's dependency by its soname.
+    ctypes.CDLL(os.path.join(folder, "libnvrtc.so.13"), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(path)
+    global nvrtc_fallback
+    nvrtc_fallback = folder
+    return lib
 
 
 def library():
@@ -125,7 +159,7 @@ def library():
                 raise FlashtuneError(f"libflashtune.so not found at {path}: install the package (pip install .) "
                                      "or set FLASHTUNE_LIB to a libflashtune.so")
             try:
-                lib = ctypes.CDLL(path)
+                lib = _load(path)
             except OSError as e:  # usually a missing dependency, e.g. the CUDA toolkit's libnvrtc
                 raise FlashtuneError(f"cannot load {path}: {e} (flashtune needs the CUDA 13 toolkit's "
                                      "NVRTC, libsqlite3 and libcrypto on the library path)") from None

@@ -49,13 +49,28 @@ def command_line(command, options):
     return argv
 
 
+def _environment():
+    """The CLI's environment: this one, with the pip package's NVRTC on the library path when this
+    process loaded that one (_capi.nvrtc_fallback): the CLI must use the NVRTC the runtime uses,
+    since the database keys its winners on the toolchain."""
+    env = dict(os.environ)
+    try:
+        _capi.library()
+    except _capi.FlashtuneError:
+        pass  # the CLI will say what is missing
+    folder = _capi.nvrtc_fallback
+    if folder is not None:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (env.get("LD_LIBRARY_PATH"), folder) if p)
+    return env
+
+
 def tune(**options):
     """Runs `flashtune tune` with these options, e.g. tune(dtypes=["bf16"], head_dims=[128],
     causal=True, seqlens_q=[4096], db="tuned.db", strategy="budgeted"). Its output and progress
     bar go to this process's stdout and stderr. Raises FlashtuneError when it fails (exit 2:
     bad options, named in the CLI's message above)."""
     argv = command_line("tune", options)
-    rc = subprocess.run(argv).returncode
+    rc = subprocess.run(argv, env=_environment()).returncode
     if rc != 0:
         error = _capi.InvalidArgument if rc == 2 else _capi.FlashtuneError
         raise error(f"flashtune tune {'bad usage' if rc == 2 else 'failed'} (exit {rc}); the CLI's message is "
@@ -72,4 +87,4 @@ def main(argv=None):
         return 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(path, [path, *args])
+    os.execve(path, [path, *args], _environment())

@@ -161,9 +161,9 @@ def _scale(softmax_scale):
     if softmax_scale is None:
         return 0.0
     s = float(softmax_scale)
-    if s == 0.0 or not math.isfinite(s):
-        raise _runtime.invalid(f"softmax_scale: {softmax_scale}; allowed: a finite number other than 0, "
-                               "or None for 1/sqrt(head_dim)")
+    if not (s > 0.0 and math.isfinite(s)):  # the library's rule; 0 would mean its default
+        raise _runtime.invalid(f"softmax_scale: {softmax_scale}; allowed: a finite number > 0, or None for "
+                               "1/sqrt(head_dim)")
     return s
 
 

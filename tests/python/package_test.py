@@ -163,7 +163,8 @@ class Cli(unittest.TestCase):
                               "--heads-q", "4", "--json", cwd=tmp, env={**os.environ, "FLASHTUNE_DB": ""})
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn('"source":"heuristic"', proc.stdout)
-            proc = run_python("-m", "flashtune", "plan", "--dtype", "fp32", "--head-dim", "64", cwd=tmp)
+            proc = run_python("-m", "flashtune", "plan", "--dtype", "fp32", "--head-dim", "64", "--seqlen-q", "256",
+                              "--heads-q", "4", cwd=tmp)
             self.assertEqual(proc.returncode, 2)
             self.assertIn("--dtype", proc.stderr)
 
