@@ -12,6 +12,7 @@
 
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "generator/families/fa2_fwd.h"
 #include "tests/support/replay_fixture.h"
