@@ -6,11 +6,11 @@
      fa2_fwd serves, softmax_scale, lse) against a float64 reference on random data, the
      outputs' memory poisoned with NaN first;
   2. errors: bad input raises InvalidArgument naming the argument; backward raises;
-  3. CUDA graphs: a captured call replays on new inputs;
-  4. torch.compile(fullgraph=True, dynamic=True) of a small attention block, against eager;
-  5. the Python call's host overhead against a direct C ABI launch of the same arguments;
-  6. speed on the hidden-2048 grid (bf16, d64/d128, N 1k/4k/16k, causal or not) against SDPA
+  3. the Python call's host overhead against a direct C ABI launch of the same arguments;
+  4. CUDA graphs: a captured call replays on new inputs;
+  5. speed on the hidden-2048 grid (bf16, d64/d128, N 1k/4k/16k, causal or not) against SDPA
      flash (FA-2) and cuDNN in the same run (CUDA events, median of --reps after warm-up);
+  6. torch.compile(fullgraph=True, dynamic=True) of a small attention block, against eager;
   7. flashtune.tune (the bundled CLI's tuner) on one small problem, then its plan.
 Every section that fails records FAIL and the run goes on; a section that would pass the
 --deadline-s is skipped, saying so. The last lines are a summary table.
@@ -124,7 +124,8 @@ def errors(dev):
     q = torch.randn(1, 64, 2, 64, device=dev, dtype=torch.bfloat16)
     cases = [
         ("CPU tensors", lambda: flashtune.attention(q.cpu(), q.cpu(), q.cpu()), "q.device"),
-        ("last dim not contiguous", lambda: flashtune.attention(q, q, q.transpose(2, 3)), "v.stride(3)"),
+        ("last dim not contiguous", lambda: flashtune.attention(
+            q, q, torch.randn(1, 64, 64, 2, device=dev, dtype=torch.bfloat16).transpose(2, 3)), "v.stride(3)"),
         ("float32", lambda: flashtune.attention(q.float(), q.float(), q.float()), "q.dtype"),
         ("k dtype differs", lambda: flashtune.attention(q, q.half(), q.half()), "k.dtype"),
         ("head_dim 100 (C ABI)", lambda: flashtune.attention(*[torch.randn(1, 64, 2, 100, device=dev,
@@ -317,8 +318,8 @@ def main():
           f"{torch.cuda.get_device_name()}; flashtune {flashtune.version()} from {flashtune.library_path()}", flush=True)
     overhead_times = grid_rows = None
     sections = [("correct", lambda: correctness(dev)), ("errors", lambda: errors(dev)),
-                ("graph", lambda: cuda_graph(dev)), ("overhead", lambda: overhead(dev)),
-                ("compile", lambda: compiled(dev)), ("grid", lambda: grid(dev, a.reps)),
+                ("overhead", lambda: overhead(dev)), ("graph", lambda: cuda_graph(dev)),
+                ("grid", lambda: grid(dev, a.reps)), ("compile", lambda: compiled(dev)),
                 ("tune", lambda: tune_small(a.out))]
     for name, run in sections:
         if time.time() - START > a.deadline_s:

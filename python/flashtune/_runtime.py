@@ -115,16 +115,16 @@ class Runtime:
     database that exists but cannot be used raises FlashtuneError with the library's message."""
 
     def __init__(self, db=None):
-        lib = _capi.library()
+        fn = _capi.function
         handle = ctypes.c_void_p()
-        _capi.check(lib.ft_runtime_open(db.encode() if db else None, ctypes.byref(handle)),
+        _capi.check(fn("ft_runtime_open")(db.encode() if db else None, ctypes.byref(handle)),
                     f"flashtune.Runtime(db={db!r})")
         self.db = db
         self._handle = handle.value
-        self._forward = lib.ft_forward
+        self._forward, self._plan = fn("ft_forward"), fn("ft_plan")
         self.id = next(_ids)
         _runtimes[self.id] = self
-        self._finalizer = weakref.finalize(self, lib.ft_runtime_close, self._handle)
+        self._finalizer = weakref.finalize(self, fn("ft_runtime_close"), self._handle)
         self._finalizer.atexit = False  # at exit the CUDA context may already be torn down
 
     def plan(self, problem_or_q, k=None, v=None, *, causal=False):
@@ -132,7 +132,7 @@ class Runtime:
         problem = problem_or_q if isinstance(problem_or_q, Problem) else Problem.from_tensors(problem_or_q, k, v, causal)
         info = _capi.PlanInfo()
         c_problem = problem._c()
-        _capi.check(_capi.library().ft_plan(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
+        _capi.check(self._plan(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
         t = _capi.text
         return Plan(problem, t(info.variant_uri), t(info.family), info.source, t(info.source_name), t(info.bucket),
                     t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,

@@ -26,7 +26,7 @@ if ! "$VPY" -m pip install -q "scikit-build-core>=0.10" > "$WORK/backend.log" 2>
   exit 77
 fi
 cached() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt"; }
-defines=()
+defines=("--config-settings=cmake.build-type=$(cached CMAKE_BUILD_TYPE)")
 for option in FLASHTUNE_BUILD_TESTS FLASHTUNE_BUILD_BENCHMARKS; do
   defines+=("--config-settings=cmake.define.$option=$(cached $option)")
 done
