@@ -1,5 +1,7 @@
-// Host overhead of Runtime::forward when warm (target <= 5 us/call), and the first call of a
-// tuned problem through a new Runtime (cubin from the database; target <= 50 ms).
+// Host overhead of Runtime::forward when warm (target <= 5 us/call) with repeated tensors (the
+// tensor-map cache hits) and with new pointers every call (it misses), packing + encoding alone,
+// the bare cuLaunchKernel floor, and the first call of a tuned problem through a new Runtime
+// (cubin from the database; target <= 50 ms).
 //   FLASHTUNE_BENCH_DB=<tuned db> build/bench/flashtune_runtime_bench
 // The first-call benchmark needs a database tuned for bf16 d64 N256 Hq4 B2 (the GPU test's
 // `flashtune tune ... --head-dims 64 --seqlens 256 --hidden 256 --tokens 512`).
@@ -104,6 +106,53 @@ void BM_ForwardWarmHostOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_ForwardWarmHostOverhead);
 
+// forward() when no call repeats an earlier call's tensors: q, k, v and o move by 256 bytes per
+// call over 4096 positions, more maps than the tensor-map cache holds, so a hopper_fwd plan
+// encodes its four maps every call (what forward() cost before the cache).
+void BM_ForwardWarmNewPointersEveryCall(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  const ForwardArgs base = SmallArgs(g);
+  if (!(*rt)->forward(base, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  int64_t call = 0;
+  TimeLaunches(state, g, [&] {
+    ForwardArgs a = base;
+    const size_t shift = size_t(call++ % 4096) * 256;  // within the buffer: 1 MB of 8
+    a.q = static_cast<const char*>(base.q) + shift;
+    a.k = a.v = a.q;
+    a.o = static_cast<char*>(base.o) + shift;
+    return (*rt)->forward(a, g.stream->get());
+  });
+}
+BENCHMARK(BM_ForwardWarmNewPointersEveryCall);
+
+// The planned variant's packing and tensor-map encoding alone (no launch): through the cache
+// (arg 1, every call a hit) and straight through cuTensorMapEncodeTiled (arg 0).
+void BM_PackAndEncodeTensorMaps(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  const ForwardArgs args = SmallArgs(g);
+  auto plan = (*rt)->plan(args.problem());
+  auto device = g.driver->Device(0);
+  if (!plan.ok() || !device.ok()) return state.SkipWithError("no plan for the call");
+  const bool cached = state.range(0) != 0;
+  for (auto _ : state) {
+    LaunchPacket packet;
+    packet.sm_count = device->sm_count;
+    Status s = PackForward(plan->variant, args, &packet);
+    if (s.ok()) s = EncodeTensorMaps(*g.driver, &packet, cached);
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(packet.args);
+  }
+  state.SetLabel(plan->variant.Uri());
+}
+BENCHMARK(BM_PackAndEncodeTensorMaps)->Arg(0)->Arg(1);
+
 // The floor under the number above: cuLaunchKernel alone, same kernel, same arguments, launch
 // configuration and parameter block computed once. forward()'s own cost is the difference.
 void BM_DriverLaunchBaseline(benchmark::State& state) {
@@ -126,7 +175,7 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   packet.sm_count = device->sm_count;
   if (!PackForward(plan->variant, args, &packet).ok()) return state.SkipWithError("cannot pack the call");
   // Tensor maps (hopper_fwd) encoded once here: the floor excludes them; forward() pays them.
-  if (!EncodeTensorMaps(*g.driver, &packet).ok()) return state.SkipWithError("cannot encode the tensor maps");
+  if (!EncodeTensorMaps(*g.driver, &packet, /*cached=*/false).ok()) return state.SkipWithError("cannot encode the tensor maps");
   void* kernel_args[] = {packet.args};
   const std::array<unsigned, 3> grid{packet.grid[0], packet.grid[1], packet.grid[2]};
   const std::array<unsigned, 3> block{packet.block[0], packet.block[1], packet.block[2]};

@@ -36,7 +36,9 @@ struct HopperConfig {
   int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
   int consumer_wgs = 2;  // consumer warpgroups (1..3); one producer warpgroup besides
   int stages = 2;        // K/V shared-memory ring depth (2..4)
-  bool persistent = false;  // grid of at most one block per SM, each looping over tiles (non-causal)
+  bool persistent = false;  // grid of at most one block per SM, each looping over tiles
+  bool pingpong = true;     // consumer warpgroups take turns issuing wgmma (no effect with one)
+  bool overlap = true;      // S of block j+1 issued before P V of block j
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -63,8 +65,9 @@ static_assert(sizeof(HopperParams) == 576 && offsetof(HopperParams, o) == 512 &&
                   offsetof(HopperParams, batch) == 552 && offsetof(HopperParams, scale_log2) == 572,
               "HopperParams layout drifted from FtHopperParams");
 
-// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_causal" ("..._full" when not causal; p1 for a
-// persistent variant): the hopper_fwd family's variant URI.
+// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
+// for a persistent variant, pp0 without ping-pong, ov0 without intra-warpgroup overlap): the
+// hopper_fwd family's variant URI.
 std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
@@ -87,7 +90,8 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 Status CheckTmaDescribable(const ForwardArgs& args);
 
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
-// {min(tiles, sm_count), 1, 1}), dynamic shared memory, the four tensor maps still to encode
+// {min(tiles, sm_count x resident blocks per SM), 1, 1}: two per SM with one consumer
+// warpgroup when their shared memory fits, else one), dynamic shared memory, the four tensor maps still to encode
 // (q, k, v, o, at their offsets in HopperParams) and the parameters. `sm_count` (the device's
 // multiprocessors) sizes a persistent grid; kInvalidArgument when a persistent config gets
 // none. Allocates nothing.
