@@ -94,15 +94,23 @@ void TimeLaunches(benchmark::State& state, Gpu& g, Launch launch) {
   (void)g.stream->Synchronize();
 }
 
-void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+// Times warm forward() calls: one untimed call first (plan, compile, load), then the calls
+// `args_of(base, i)` gives for i = 0, 1, ... (base: SmallArgs).
+template <typename ArgsOf>
+void TimeWarmForward(benchmark::State& state, ArgsOf args_of) {
   Gpu& g = TheGpu();
   if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
   auto rt = OpenQuietRuntime();
   if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  const ForwardArgs base = SmallArgs(g);
+  if (!(*rt)->forward(args_of(base, 0), g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
   (void)g.stream->Synchronize();
-  TimeLaunches(state, g, [&] { return (*rt)->forward(args, g.stream->get()); });
+  int64_t call = 0;
+  TimeLaunches(state, g, [&] { return (*rt)->forward(args_of(base, call++), g.stream->get()); });
+}
+
+void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+  TimeWarmForward(state, [](const ForwardArgs& base, int64_t) -> const ForwardArgs& { return base; });
 }
 BENCHMARK(BM_ForwardWarmHostOverhead);
 
@@ -110,46 +118,54 @@ BENCHMARK(BM_ForwardWarmHostOverhead);
 // call over 4096 positions, more maps than the tensor-map cache holds, so a hopper_fwd plan
 // encodes its four maps every call (what forward() cost before the cache).
 void BM_ForwardWarmNewPointersEveryCall(benchmark::State& state) {
-  Gpu& g = TheGpu();
-  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
-  auto rt = OpenQuietRuntime();
-  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs base = SmallArgs(g);
-  if (!(*rt)->forward(base, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
-  (void)g.stream->Synchronize();
-  int64_t call = 0;
-  TimeLaunches(state, g, [&] {
+  TimeWarmForward(state, [](const ForwardArgs& base, int64_t call) {
     ForwardArgs a = base;
-    const size_t shift = size_t(call++ % 4096) * 256;  // within the buffer: 1 MB of 8
+    const size_t shift = size_t(call % 4096) * 256;  // within the buffer: 1 MB of 8
     a.q = static_cast<const char*>(base.q) + shift;
     a.k = a.v = a.q;
     a.o = static_cast<char*>(base.o) + shift;
-    return (*rt)->forward(a, g.stream->get());
+    return a;
   });
 }
 BENCHMARK(BM_ForwardWarmNewPointersEveryCall);
+
+// The runtime's plan for SmallArgs, for the benchmarks that bypass forward().
+struct PlannedCall {
+  ForwardArgs args;
+  Variant variant;
+  DeviceInfo device;
+};
+Result<PlannedCall> PlanSmallCall(Gpu& g) {
+  if (!g.error.empty()) return Status(Code::kNoDevice, "no GPU: " + g.error);
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return rt.status();
+  PlannedCall c;
+  c.args = SmallArgs(g);
+  auto plan = (*rt)->plan(c.args.problem());
+  if (!plan.ok()) return plan.status();
+  auto device = g.driver->Device(0);
+  if (!device.ok()) return device.status();
+  c.variant = plan->variant;
+  c.device = *device;
+  return c;
+}
 
 // The planned variant's packing and tensor-map encoding alone (no launch): through the cache
 // (arg 1, every call a hit) and straight through cuTensorMapEncodeTiled (arg 0).
 void BM_PackAndEncodeTensorMaps(benchmark::State& state) {
   Gpu& g = TheGpu();
-  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
-  auto rt = OpenQuietRuntime();
-  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  auto plan = (*rt)->plan(args.problem());
-  auto device = g.driver->Device(0);
-  if (!plan.ok() || !device.ok()) return state.SkipWithError("no plan for the call");
+  auto call = PlanSmallCall(g);
+  if (!call.ok()) return state.SkipWithError(call.status().ToString().c_str());
   const bool cached = state.range(0) != 0;
   for (auto _ : state) {
     LaunchPacket packet;
-    packet.sm_count = device->sm_count;
-    Status s = PackForward(plan->variant, args, &packet);
+    packet.sm_count = call->device.sm_count;
+    Status s = PackForward(call->variant, call->args, &packet);
     if (s.ok()) s = EncodeTensorMaps(*g.driver, &packet, cached);
     benchmark::DoNotOptimize(s);
     benchmark::DoNotOptimize(packet.args);
   }
-  state.SetLabel(plan->variant.Uri());
+  state.SetLabel(call->variant.Uri());
 }
 BENCHMARK(BM_PackAndEncodeTensorMaps)->Arg(0)->Arg(1);
 
@@ -157,25 +173,21 @@ BENCHMARK(BM_PackAndEncodeTensorMaps)->Arg(0)->Arg(1);
 // configuration and parameter block computed once. forward()'s own cost is the difference.
 void BM_DriverLaunchBaseline(benchmark::State& state) {
   Gpu& g = TheGpu();
-  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
-  auto rt = OpenQuietRuntime();
-  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  auto plan = (*rt)->plan(args.problem());
-  if (!plan.ok()) return state.SkipWithError(plan.status().ToString().c_str());
-  auto source = GenerateSource(plan->variant);
-  auto device = g.driver->Device(0);
-  if (!source.ok() || !device.ok()) return state.SkipWithError("cannot generate the planned variant's source");
+  auto call = PlanSmallCall(g);
+  if (!call.ok()) return state.SkipWithError(call.status().ToString().c_str());
+  auto source = GenerateSource(call->variant);
+  if (!source.ok()) return state.SkipWithError("cannot generate the planned variant's source");
   Compiler compiler(Compiler::Options{});
-  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, device->Arch(), {}});
+  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, call->device.Arch(), {}});
   if (!cubin.ok()) return state.SkipWithError(cubin.status().ToString().c_str());
-  auto kernel = ForwardKernel::Load(*g.context, *cubin, plan->variant);
+  auto kernel = ForwardKernel::Load(*g.context, *cubin, call->variant);
   if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());
   LaunchPacket packet;
-  packet.sm_count = device->sm_count;
-  if (!PackForward(plan->variant, args, &packet).ok()) return state.SkipWithError("cannot pack the call");
+  packet.sm_count = call->device.sm_count;
+  if (!PackForward(call->variant, call->args, &packet).ok()) return state.SkipWithError("cannot pack the call");
   // Tensor maps (hopper_fwd) encoded once here: the floor excludes them; forward() pays them.
-  if (!EncodeTensorMaps(*g.driver, &packet, /*cached=*/false).ok()) return state.SkipWithError("cannot encode the tensor maps");
+  if (!EncodeTensorMaps(*g.driver, &packet, /*cached=*/false).ok())
+    return state.SkipWithError("cannot encode the tensor maps");
   void* kernel_args[] = {packet.args};
   const std::array<unsigned, 3> grid{packet.grid[0], packet.grid[1], packet.grid[2]};
   const std::array<unsigned, 3> block{packet.block[0], packet.block[1], packet.block[2]};

@@ -564,6 +564,31 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
     }
 
+    // The K/V block at ring position j (blocks consumed by this block so far): slot j % kStages,
+    // filled in phase (j / kStages) & 1, as the producer counts. issue_* wait for the block's
+    // TMA bytes and issue its wgmmas (the caller holds the turn); *_landed follow the wgmma wait
+    // that retired them and hand the buffer back to the producer.
+    auto issue_qk = [&](float (&s_acc)[kBlockN / 2], int j) {
+      mbar_wait(bar_k_full(j % kStages), (u32)(j / kStages) & 1u);
+      wgmma_fence();
+      gemm_qk(s_acc, sQw, sK + (j % kStages) * kKVBytes);
+      wgmma_commit();
+    };
+    auto issue_pv = [&](const u32 (&pf)[kBlockN / 16][4], int j, bool fence) {
+      mbar_wait(bar_v_full(j % kStages), (u32)(j / kStages) & 1u);
+      if (fence) wgmma_fence();
+      gemm_pv(acc_o, pf, sV + (j % kStages) * kKVBytes);
+      wgmma_commit();
+    };
+    auto s_landed = [&](float (&s_acc)[kBlockN / 2], int j) {
+      fence_regs(s_acc);
+      release(bar_k_empty(j % kStages));
+    };
+    auto o_landed = [&](int j) {
+      fence_regs(acc_o);
+      release(bar_v_empty(j % kStages));
+    };
+
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
@@ -582,84 +607,52 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           float acc_s[kBlockN / 2];
           u32 p_frag[kBlockN / 16][4];
           float correction[2];
-          const int s = (kv + it) % kStages;
-          const u32 phase = (u32)((kv + it) / kStages) & 1u;
+          const int j = kv + it;
           turn_wait();
-          mbar_wait(bar_k_full(s), phase);
-          wgmma_fence();
-          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-          wgmma_commit();
+          issue_qk(acc_s, j);
           turn_pass();
           wgmma_wait<0>();
-          fence_regs(acc_s);
-          release(bar_k_empty(s));
+          s_landed(acc_s, j);
           softmax(acc_s, n_blocks - 1 - it, correction);
           rescale_o(correction);
           to_p(acc_s, p_frag);
           turn_wait();
-          mbar_wait(bar_v_full(s), phase);
-          wgmma_fence();
-          gemm_pv(acc_o, p_frag, sV + s * kKVBytes);
-          wgmma_commit();
+          issue_pv(p_frag, j, true);
           turn_pass();
           wgmma_wait<0>();
-          fence_regs(acc_o);
-          release(bar_v_empty(s));
+          o_landed(j);
         }
       } else if (n_blocks > 0) {
         float acc_s[kBlockN / 2];
         u32 p_frag[kBlockN / 16][4];
         float correction[2];
         // Block 0 (the last K/V block): S, softmax, P.
-        {
-          const int s = kv % kStages;
-          turn_wait();
-          mbar_wait(bar_k_full(s), (u32)(kv / kStages) & 1u);
-          wgmma_fence();
-          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-          wgmma_commit();
-          turn_pass();
-          wgmma_wait<0>();
-          fence_regs(acc_s);
-          release(bar_k_empty(s));
-          softmax(acc_s, n_blocks - 1, correction);
-          to_p(acc_s, p_frag);
-        }
+        turn_wait();
+        issue_qk(acc_s, kv);
+        turn_pass();
+        wgmma_wait<0>();
+        s_landed(acc_s, kv);
+        softmax(acc_s, n_blocks - 1, correction);
+        to_p(acc_s, p_frag);
         // Steady state: S of block it runs on the tensor cores with P V of block it-1.
         for (int it = 1; it < n_blocks; ++it) {
-          const int s = (kv + it) % kStages;
-          const int sp = (kv + it - 1) % kStages;
           turn_wait();
-          mbar_wait(bar_k_full(s), (u32)((kv + it) / kStages) & 1u);
-          wgmma_fence();
-          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-          wgmma_commit();
-          mbar_wait(bar_v_full(sp), (u32)((kv + it - 1) / kStages) & 1u);
-          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-          wgmma_commit();
+          issue_qk(acc_s, kv + it);
+          issue_pv(p_frag, kv + it - 1, false);  // one fence covers both
           turn_pass();
           wgmma_wait<1>();
-          fence_regs(acc_s);
-          release(bar_k_empty(s));
+          s_landed(acc_s, kv + it);
           softmax(acc_s, n_blocks - 1 - it, correction);
           wgmma_wait<0>();
-          fence_regs(acc_o);
-          release(bar_v_empty(sp));
+          o_landed(kv + it - 1);
           rescale_o(correction);
           to_p(acc_s, p_frag);
         }
-        {
-          const int sp = (kv + n_blocks - 1) % kStages;
-          turn_wait();
-          mbar_wait(bar_v_full(sp), (u32)((kv + n_blocks - 1) / kStages) & 1u);
-          wgmma_fence();
-          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-          wgmma_commit();
-          turn_pass();
-          wgmma_wait<0>();
-          fence_regs(acc_o);
-          release(bar_v_empty(sp));
-        }
+        turn_wait();
+        issue_pv(p_frag, kv + n_blocks - 1, true);
+        turn_pass();
+        wgmma_wait<0>();
+        o_landed(kv + n_blocks - 1);
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
 
