@@ -1,4 +1,6 @@
-// hopper_probe: correctness and speed of templates/hopper_fwd.cuh on an sm_90a GPU.
+// hopper_probe: correctness and speed of templates/hopper_fwd.cuh on an sm_90a GPU. Over 600
+// lines: one standalone binary (check, sanitizer shapes, interleaved A/B timing, compile-only)
+// is what a GPU round carries, and its lists of configs are the record of what was A/B'd.
 //
 // Builds each variant's source (HopperPrologue + the template, embedded or read from
 // --template FILE), compiles it with NVRTC for the device's arch, encodes the call's TMA

@@ -6,8 +6,9 @@
 // each 16-bit tensor [B, N, H, D] with the call's strides is described as a rank-4 tiled map
 // {D, H, N, B} (dimension 0 contiguous; byte strides {head, seq, batch}), 128-byte swizzle,
 // a box of 64 columns x 1 head x rows x 1 batch, out-of-bounds rows read as zero. Tensor maps
-// embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded per
-// call by the JIT layer (EncodeTensorMaps in flashtune/kernel.h), just before the launch.
+// embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded by
+// the JIT layer just before the launch (EncodeTensorMaps in flashtune/kernel.h, which reuses
+// the maps of earlier calls on the same tensors).
 //
 // Generator layer: no driver, tuner, runtime or database; the hopper_fwd family
 // (generator/families/hopper_fwd.cpp) wraps these functions.

@@ -28,7 +28,8 @@ namespace flashtune {
 // the driver's cuTensorMapEncodeTiled. `cached`: first through the process's cache of encoded
 // maps, keyed by everything a map encodes (pointer, shape, strides, box, ...; jit/
 // tensor_map_cache.h), so a call with the same tensors as an earlier one encodes nothing
-// (~0.1 us instead of ~1.5 us for four maps). Host work only; allocates nothing; any thread.
+// (forward() warm on an H200 host: 4.3 us with hits, 5.0 us encoding four maps every call).
+// Host work only; allocates nothing; any thread.
 // The driver's refusal names the map's index.
 Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet, bool cached = true);
 
