@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "flashtune/source.h"
 #include "flashtune/compiler.h"
 #include "generator/embedded_templates.h"
 
@@ -177,7 +178,7 @@ TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   const std::string prologue = HopperPrologue(c, uri);
   EXPECT_NE(prologue.find("constexpr int kConsumerWarpgroups = 3;"), std::string::npos);
   EXPECT_NE(prologue.find("#define FT_KERNEL_NAME " + uri), std::string::npos);
-  const std::string text = prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh"));
+  const std::string text = prologue + *ExpandedTemplate("hopper_fwd.cuh");
   Compiler compiler(Compiler::Options{"-", 1});
   auto cubin = compiler.Compile({uri, text, "sm_90a", {}});
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
@@ -194,7 +195,7 @@ TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
   ASSERT_NE(prologue.find(smem), std::string::npos);
   prologue.replace(prologue.find(smem), smem.size(), "kSmemBytes = 4096");
   Compiler compiler(Compiler::Options{"-", 1});
-  auto r = compiler.Compile({"bad", prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  auto r = compiler.Compile({"bad", prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().log().find("kSmemBytes disagrees with the template's shared-memory layout"), std::string::npos);
   EXPECT_NE(r.status().log().find("hopper_fwd.cuh("), std::string::npos) << r.status().log();
@@ -210,8 +211,7 @@ TEST(HopperPack, TemplateCompilesTheSwitchesOff) {
   EXPECT_NE(prologue.find("constexpr bool kPingPong = false;"), std::string::npos);
   EXPECT_NE(prologue.find("constexpr bool kOverlap = false;"), std::string::npos);
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile(
-      {HopperUri(c), prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  auto cubin = compiler.Compile({HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
@@ -226,7 +226,7 @@ TEST(HopperPack, PingPongNeedsTwoConsumerWarpgroups) {
   const std::string off = "kPingPong = false";
   prologue.replace(prologue.find(off), off.size(), "kPingPong = true");
   Compiler compiler(Compiler::Options{"-", 1});
-  auto r = compiler.Compile({"bad", prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  auto r = compiler.Compile({"bad", prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().log().find("ping-pong needs two or more consumer warpgroups"), std::string::npos)
       << r.status().log();
