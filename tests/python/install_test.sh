@@ -9,6 +9,10 @@
 # the backend runs without build isolation from the venv (scikit-build-core clears a build tree's
 # CMake cache when it comes from another isolated environment), and the tree's compiler and
 # options are passed as they are (so even a cleared cache would configure the same tree).
+# Cost: scikit-build-core configures with CMAKE_INSTALL_PREFIX set to its temporary wheel folder,
+# which the tuner bakes in (FLASHTUNE_INSTALLED_CLI), so each run recompiles the tuner layer and
+# relinks the library and the CLI (242 s on the loaded 2-core development machine; the rest is
+# seconds), and leaves that prefix in BUILD_DIR's cache: install from it with --prefix.
 # Exit 77 (skipped) when this Python has no venv module or pip cannot fetch the build backend.
 set -uo pipefail
 PY=$1 SRC=$2 BUILD=$3 WORK=$4 VERSION=$5
