@@ -211,10 +211,37 @@ std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction) {
   return std::make_unique<Budgeted>(default_fraction);
 }
 
+namespace {
+
+// The head dims most models use, searched exhaustively under "auto".
+bool AutoSearchesExhaustively(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+// Exhaustive or budgeted, problem by problem, by head dim. Each keeps its own state.
+class Auto final : public Strategy {
+ public:
+  std::string name() const override { return "auto"; }
+  Status Search(SearchContext& ctx) override {
+    return AutoSearchesExhaustively(ctx.problem().head_dim) ? exhaustive_->Search(ctx) : budgeted_->Search(ctx);
+  }
+
+ private:
+  std::unique_ptr<Strategy> exhaustive_ = MakeExhaustiveStrategy();
+  std::unique_ptr<Strategy> budgeted_ = MakeBudgetedStrategy();
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> MakeAutoStrategy() { return std::make_unique<Auto>(); }
+
+bool SearchesExhaustively(std::string_view strategy, const Problem& problem) {
+  return strategy == "exhaustive" || (strategy == "auto" && AutoSearchesExhaustively(problem.head_dim));
+}
+
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name) {
   if (name == "exhaustive") return MakeExhaustiveStrategy();
   if (name == "budgeted") return MakeBudgetedStrategy();
-  return Status(Code::kInvalidArgument, "--strategy '" + std::string(name) + "': allowed exhaustive, budgeted");
+  if (name == "auto") return MakeAutoStrategy();
+  return Status(Code::kInvalidArgument, "--strategy '" + std::string(name) + "': allowed auto, exhaustive, budgeted");
 }
 
 Result<Budget> ParseBudget(std::string_view text, std::string_view what) {

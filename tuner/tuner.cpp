@@ -275,7 +275,7 @@ bool Decided(const std::vector<std::vector<Measurement>>& rounds, const std::vec
 // measured with this toolchain: a winner of a budget-starved search must not end a richer one.
 Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Problem& p, const std::string& device_name,
                               int64_t toolchain_id) {
-  if (o.strategy != "exhaustive") return false;
+  if (!SearchesExhaustively(o.strategy, p)) return false;
   auto pid = db.FindProblem(p);
   if (!pid.ok()) return pid.status().code() == Code::kNotFound ? Result<bool>(true) : Result<bool>(pid.status());
   auto rows = db.TrialsForProblem(*pid, 0, toolchain_id);
@@ -413,7 +413,7 @@ Status TuneOne(Shared& shared, Database& db, Measurer& measurer, Strategy& strat
     // kDecidedGap: only near-ties pay for more (with 1.5% noise, a second and third round for
     // them halve how often two tuning runs pick winners more than 2% apart; docs/perf-notes.md).
     std::mt19937_64 rng(o.seed ^ std::hash<std::string>()(problem.ToString()));
-    const int max_rounds = o.retime_rounds > 0 ? o.retime_rounds : o.strategy == "exhaustive" ? 3 : 1;
+    const int max_rounds = o.retime_rounds > 0 ? o.retime_rounds : SearchesExhaustively(o.strategy, problem) ? 3 : 1;
     std::vector<std::vector<Measurement>> rounds(finalists.size());
     std::vector<bool> out(finalists.size(), false);  // failed a re-timing: out of contention
     for (int round = 0; round < max_rounds; ++round) {

@@ -148,7 +148,16 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
 // than the true best (exhaustive: about 0.5%).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
-// "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
+// Exhaustive for head dims 64 and 128 (what most models run: every candidate measured, as
+// before), budgeted for the others (96, 192, 256, ...), so that the default problem set, all
+// five head dims, stays within ten minutes cold on one H200 (docs/performance.md). The CLI's
+// default strategy.
+std::unique_ptr<Strategy> MakeAutoStrategy();
+// Whether `strategy` measures every candidate of `problem`: "exhaustive" always, "auto" for its
+// exhaustive head dims. Such a search re-times its finalists up to 3 rounds (else 1) and a
+// resumed run completes a search a budget cut short.
+bool SearchesExhaustively(std::string_view strategy, const Problem& problem);
+// "auto" | "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name);
 
 // The cost model's score for a variant on a problem: lower is more promising.
@@ -216,7 +225,7 @@ struct TuneOptions {
   std::string db_path;                 // one connection per device thread is opened on it
   std::vector<Problem> problems;
   EnumerateFn enumerate;               // required
-  std::string strategy = "exhaustive";
+  std::string strategy = "exhaustive";  // or "budgeted", "auto" (MakeStrategy)
   Budget per_problem;
   Budget total;                        // shared by all devices
   bool retune = false;
@@ -224,7 +233,7 @@ struct TuneOptions {
   double retime_reach = 0.05;          // beyond the first two, only finalists this close to the leader
   int retime_rounds = 0;               // most re-timing rounds (a finalist's time is its median
                                        // round; they stop once the leader is 3% ahead); 0: 3 for
-                                       // exhaustive, 1 for budgeted
+                                       // an exhaustive search (SearchesExhaustively), else 1
   double min_noise = 0.01;             // 1%
   uint64_t seed = 0x5eed;              // shuffles the re-timing order
   ProgressSink* progress = nullptr;    // may be null
