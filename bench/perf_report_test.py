@@ -167,7 +167,7 @@ class CtypesBindings(unittest.TestCase):
         self.assertTrue(info.variant_uri.endswith("_causal"), info.variant_uri)
         self.assertIn(f"_d128_{'br' if info.family == 'fa2_fwd' else 'bm'}{info.block_m}_", info.variant_uri)
         self.assertGreater(info.warps, 0)
-        self.assertIn(info.source_name, ("exact", "nearest", "heuristic"))
+        self.assertIn(info.source_name, ("exact", "nearest", "neighbour", "heuristic"))
         self.assertTrue(info.why)
         self.assertEqual(info.family, info.variant_uri.split("_bf16_")[0].split("_f16_")[0])
 

@@ -16,6 +16,7 @@
 #include "flashtune/cubin_store.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
+#include "flashtune/neighbour_guess.h"
 #include "generator/family.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
@@ -38,6 +39,7 @@ std::string_view PlanSourceName(PlanSource source) {
     case PlanSource::kExact: return "exact";
     case PlanSource::kNearest: return "nearest";
     case PlanSource::kHeuristic: return "heuristic";
+    case PlanSource::kNeighbour: return "neighbour";
   }
   return "unknown";
 }
@@ -82,6 +84,9 @@ struct DeviceState {
   bool untuned_checked = false;
   std::unordered_map<uint64_t, Plan> plans;  // by BucketCode; guarded by Impl::plan_mutex
 };
+
+// The NVRTC target plans are made for: the device's, else sm_90a (the default target).
+static std::string ArchOrDefault(const DeviceState& d) { return d.arch.empty() ? std::string("sm_90a") : d.arch; }
 
 struct Runtime::Impl {
   RuntimeOptions options;
@@ -153,18 +158,9 @@ struct Runtime::Impl {
 
   // Whether any winner exists for this GPU model + driver and this toolchain.
   Result<bool> HasWinners(Database& db, const DeviceRecord& device) {
-    auto devices = db.ListDevices();
-    if (!devices.ok()) return devices.status();
-    auto toolchains = db.ListToolchains();
-    if (!toolchains.ok()) return toolchains.status();
-    auto winners = db.ListWinners();
+    auto winners = db.ListWinnersFor(device, toolchain);
     if (!winners.ok()) return winners.status();
-    std::map<int64_t, bool> device_ok, toolchain_ok;
-    for (const DeviceRow& d : *devices) device_ok[d.id] = SameGpuModel(d.device, device);
-    for (const ToolchainRow& t : *toolchains) toolchain_ok[t.id] = t.toolchain == toolchain;
-    for (const WinnerRow& w : *winners)
-      if (device_ok[w.device_id] && toolchain_ok[w.toolchain_id]) return true;
-    return false;
+    return !winners->empty();
   }
 
   // The plan of `problem` on `device`, from the cache or computed. Emits logs unlocked.
@@ -198,6 +194,7 @@ struct Runtime::Impl {
     plan.device_name = device.record.name;
     const bool have_device = !device.record.name.empty();
     std::optional<WinnerRow> winner;
+    std::optional<NeighbourGuess> guess;
     bool exact = false;
     bool check_untuned = false;
     {
@@ -213,6 +210,12 @@ struct Runtime::Impl {
           auto n = db->FindNearestWinner(device.record, toolchain, bucket);
           if (!n.ok()) return n.status();
           winner = std::move(*n);
+        }
+        if (!winner) {
+          auto g = GuessFromNeighbours(*db, device.record, toolchain, bucket, ArchOrDefault(device),
+                                       device.max_smem_bytes);
+          if (!g.ok()) return g.status();
+          guess = std::move(*g);
         }
       }
       {
@@ -256,7 +259,17 @@ struct Runtime::Impl {
       return plan;
     }
     const ProblemClass cls = ClassOf(problem);
-    const std::string arch = device.arch.empty() ? std::string("sm_90a") : device.arch;
+    if (guess) {
+      plan.variant = guess->variant;
+      plan.source = PlanSource::kNeighbour;
+      plan.tuned_problem = guess->from.problem;
+      plan.tuned_bucket = BucketString(guess->from.bucket);
+      plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + "; the neighbouring class's " +
+                 guess->from.variant_uri + " (" + guess->reason + ", tuned on " + guess->from.problem.ToString() +
+                 ": " + FormatUs(guess->from.median_us) + " us) as " + plan.variant.Uri();
+      return plan;
+    }
+    const std::string arch = ArchOrDefault(device);
     plan.variant = DefaultVariant(cls, device.max_smem_bytes, arch);
     plan.source = PlanSource::kHeuristic;
     FT_RETURN_IF_ERROR(CheckVariant(plan.variant, device.max_smem_bytes));
