@@ -16,6 +16,7 @@
 #include "flashtune/database.h"
 #include "flashtune/model_config.h"
 #include "flashtune/problem_set.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/shard.h"
 #include "flashtune/tuner.h"
 #include "flashtune/compiler.h"

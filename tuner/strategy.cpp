@@ -28,6 +28,10 @@ std::vector<Variant> RankByCost(const Problem& p, std::vector<Variant> vs) {
 class Exhaustive final : public Strategy {
  public:
   std::string name() const override { return "exhaustive"; }
+  // With 1.5% noise, a second and third round for near-ties halve how often two runs pick
+  // winners more than 2% apart (docs/perf-notes.md).
+  int RetimeRounds(const Problem& /*problem*/) const override { return 3; }
+  bool MeasuresEverything(const Problem& /*problem*/) const override { return true; }
   Status Search(SearchContext& ctx) override {
     for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured())) {
       if (ctx.budget_left() == 0) break;
@@ -71,6 +75,8 @@ class Budgeted final : public Strategy {
   // once, which no parameter decides alone (4 more registers can cost a CTA per SM).
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
+  // Its time goes into the search; one round still checks the leader against its rival.
+  int RetimeRounds(const Problem& /*problem*/) const override { return 1; }
   Status Search(SearchContext& ctx) override {
     const std::vector<Variant> prior = ctx.PriorRanking();
     if (!prior.empty()) return FollowPrior(ctx, prior);
@@ -220,11 +226,14 @@ bool AutoSearchesExhaustively(int head_dim) { return head_dim == 64 || head_dim 
 class Auto final : public Strategy {
  public:
   std::string name() const override { return "auto"; }
-  Status Search(SearchContext& ctx) override {
-    return AutoSearchesExhaustively(ctx.problem().head_dim) ? exhaustive_->Search(ctx) : budgeted_->Search(ctx);
-  }
+  Status Search(SearchContext& ctx) override { return For(ctx.problem()).Search(ctx); }
+  int RetimeRounds(const Problem& problem) const override { return For(problem).RetimeRounds(problem); }
+  bool MeasuresEverything(const Problem& problem) const override { return For(problem).MeasuresEverything(problem); }
 
  private:
+  Strategy& For(const Problem& problem) const {
+    return AutoSearchesExhaustively(problem.head_dim) ? *exhaustive_ : *budgeted_;
+  }
   std::unique_ptr<Strategy> exhaustive_ = MakeExhaustiveStrategy();
   std::unique_ptr<Strategy> budgeted_ = MakeBudgetedStrategy();
 };
@@ -232,10 +241,6 @@ class Auto final : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> MakeAutoStrategy() { return std::make_unique<Auto>(); }
-
-bool SearchesExhaustively(std::string_view strategy, const Problem& problem) {
-  return strategy == "exhaustive" || (strategy == "auto" && AutoSearchesExhaustively(problem.head_dim));
-}
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name) {
   if (name == "exhaustive") return MakeExhaustiveStrategy();
