@@ -155,7 +155,7 @@ int RunTune(const std::vector<std::string>& args) {
        "K/N: tune only the K-th of N deterministic parts of the problem set (join the databases with "
        "`flashtune db merge`)")
       ("strategy", po::value(&strategy)->default_value("auto"),
-       "auto (exhaustive for head dims 64 and 128, budgeted for the others) | exhaustive | budgeted")
+       "auto (exhaustive for head dim 128, budgeted for the others) | exhaustive | budgeted")
       ("budget-per-problem", po::value(&per_problem), "N measurements, P% of the space, or Ns/Nm")
       ("budget-total", po::value(&total), "N measurements or Ns/Nm over the whole run")
       ("devices", po::value(&devices)->default_value("all"), "all | comma list of device indices")

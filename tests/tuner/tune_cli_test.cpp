@@ -467,12 +467,12 @@ TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
   const std::string starved = QueryText(db, kWinner);
   ASSERT_GE(budgeted, 1);
   const std::string out = dir + "/out.txt";
-  ASSERT_EQ(RunShell(cli + " tune" + one + " --dry-run > " + out), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive --dry-run > " + out), 0);
   std::ifstream f(out);
   std::stringstream dry;
   dry << f.rdbuf();
   EXPECT_EQ(dry.str().find("skip (winner present)"), std::string::npos) << dry.str();
-  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive >/dev/null 2>&1"), 0);
   const int64_t exhaustive = Query(db, kSearch);
   EXPECT_GT(exhaustive, budgeted);
   // The winner is now the fastest of the whole space.
@@ -481,7 +481,7 @@ TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
                           " AND t.phase = 'search' ORDER BY t.median_us LIMIT 1"))
       << "budget winner was " << starved;
   // A second exhaustive run has nothing left to measure: skipped.
-  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive >/dev/null 2>&1"), 0);
   EXPECT_EQ(Query(db, kSearch), exhaustive);
 }
 
