@@ -54,11 +54,11 @@ Gpu& TheGpu() {
 
 ForwardArgs SmallArgs(const Gpu& g) {
   ForwardArgs a;
-  a.dtype = DType::kBF16;
-  a.head_dim = 64;
-  a.batch = 2;
-  a.seqlen_q = a.seqlen_k = 256;
-  a.heads_q = a.heads_kv = 4;
+  a.problem.dtype = DType::kBF16;
+  a.problem.head_dim = 64;
+  a.problem.batch = 2;
+  a.problem.seqlen_q = a.problem.seqlen_k = 256;
+  a.problem.heads_q = a.problem.heads_kv = 4;
   void* p = reinterpret_cast<void*>(g.buffer->get());
   a.q = a.k = a.v = p;
   a.o = static_cast<char*>(p) + (4 << 20);
@@ -112,7 +112,7 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   auto rt = OpenQuietRuntime();
   if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
   const ForwardArgs args = SmallArgs(g);
-  auto plan = (*rt)->plan(args.problem());
+  auto plan = (*rt)->plan(args.problem);
   if (!plan.ok()) return state.SkipWithError(plan.status().ToString().c_str());
   auto source = GenerateSource(plan->variant);
   auto device = g.driver->Device(0);
@@ -148,7 +148,7 @@ void BM_FirstCallTunedFromDatabase(benchmark::State& state) {
     o.db_path = db;
     auto rt = Runtime::Open(o);
     if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-    auto plan = (*rt)->plan(args.problem());
+    auto plan = (*rt)->plan(args.problem);
     if (!plan.ok() || plan->source != PlanSource::kExact) return state.SkipWithError("the problem is not tuned in the db");
     if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("forward failed");
     (void)g.stream->Synchronize();

@@ -37,7 +37,7 @@ EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_sme
     SpaceOptions space_options;
     space_options.arch = arch;
     space_options.max_smem_bytes = max_smem_bytes;
-    return EnumerateSpace(ClassOf(p), space_options);
+    return EnumerateSpaceFor(p, space_options);
   };
 }
 

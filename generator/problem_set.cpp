@@ -275,6 +275,8 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
 
 int BucketDistance(const BucketKey& a, const BucketKey& b) {
   if (a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  // Decode (Nq <= 16) and prefill are served by different kernels: never near each other.
+  if ((a.seqlen_q_bucket <= kDecodeQueryBucket) != (b.seqlen_q_bucket <= kDecodeQueryBucket)) return -1;
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +
          std::abs(a.batch_heads_bucket - b.batch_heads_bucket);
 }

@@ -44,12 +44,13 @@ std::string_view PlanSourceName(PlanSource source) {
 
 namespace {
 
-// A bucket packed into one integer: the plan and launch caches' hash key.
-uint64_t BucketCode(const BucketKey& b) {
+// A bucket and a layout packed into one integer: the plan and launch caches' hash key (a
+// paged call of a dense bucket's shape may need another family).
+uint64_t BucketCode(const BucketKey& b, Layout layout) {
   return static_cast<uint64_t>(b.dtype == DType::kBF16) | (static_cast<uint64_t>(b.causal) << 1) |
          (static_cast<uint64_t>(b.head_dim & 0x3ff) << 2) | (static_cast<uint64_t>(b.seqlen_q_bucket & 0xff) << 12) |
          (static_cast<uint64_t>(b.seqlen_k_bucket & 0xff) << 20) |
-         (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28);
+         (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) | (static_cast<uint64_t>(layout) << 36);
 }
 
 std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
@@ -170,7 +171,7 @@ struct Runtime::Impl {
   // The plan of `problem` on `device`, from the cache or computed. Emits logs unlocked.
   Result<Plan> PlanOn(DeviceState& device, const Problem& problem) {
     const BucketKey bucket = BucketOf(problem);
-    const uint64_t code = BucketCode(bucket);
+    const uint64_t code = BucketCode(bucket, problem.layout);
     {
       std::shared_lock lock(plan_mutex);
       auto it = device.plans.find(code);
@@ -237,6 +238,15 @@ struct Runtime::Impl {
       }
     }
     const std::string who = have_device ? device.record.name : std::string("no GPU");
+    std::string unfit;  // why a tuned winner cannot serve this problem's layout
+    if (winner) {
+      const Family* f = FindFamily(winner->variant.family);
+      if (f == nullptr || f->PreferenceFor(problem) < 0) {
+        unfit = "the tuned winner " + winner->variant.Uri() + " of bucket " + BucketString(winner->bucket) +
+                " cannot serve " + std::string(LayoutName(problem.layout)) + " calls; ";
+        winner.reset();
+      }
+    }
     if (winner) {
       plan.variant = winner->variant;
       plan.source = exact ? PlanSource::kExact : PlanSource::kNearest;
@@ -257,11 +267,13 @@ struct Runtime::Impl {
     }
     const ProblemClass cls = ClassOf(problem);
     const std::string arch = device.arch.empty() ? std::string("sm_90a") : device.arch;
-    plan.variant = DefaultVariant(cls, device.max_smem_bytes, arch);
+    auto chosen = DefaultVariantFor(problem, device.max_smem_bytes, arch);
+    if (!chosen.ok()) return chosen.status();
+    plan.variant = *chosen;
     plan.source = PlanSource::kHeuristic;
     FT_RETURN_IF_ERROR(CheckVariant(plan.variant, device.max_smem_bytes));
     auto family = FamilyOf(plan.variant);
-    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
+    plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
                (have_device ? "" : " (no device to match tuned rows)") + "; " + plan.variant.family +
                "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " + arch +
                ", fitted to " + std::to_string(device.max_smem_bytes) + " bytes of shared memory";
@@ -354,7 +366,7 @@ struct Runtime::Impl {
       cs->second.device = slot.get();
     }
     DeviceState& device = *cs->second.device;
-    auto plan = PlanOn(device, args.problem());
+    auto plan = PlanOn(device, args.problem);
     if (!plan.ok()) return plan.status();
     auto key = std::make_pair(context, plan->variant.Uri());
     auto k = kernels.find(key);
@@ -367,7 +379,7 @@ struct Runtime::Impl {
     }
     const ForwardKernel* kernel = k->second.get();
     std::unique_lock lock(launch_mutex);
-    launch_cache[{context, BucketCode(plan->bucket)}] = kernel;
+    launch_cache[{context, BucketCode(plan->bucket, args.problem.layout)}] = kernel;
     return kernel;
   }
 
@@ -379,19 +391,18 @@ struct Runtime::Impl {
     auto cs = contexts.find(context);
     if (cs == contexts.end() || cs->second.device == nullptr) return why;
     DeviceState& device = *cs->second.device;
-    const ProblemClass cls = ClassOf(args.problem());
+    const ProblemClass cls = ClassOf(args.problem);
     const Target target{device.arch.empty() ? std::string("sm_90a") : device.arch, device.max_smem_bytes};
-    std::vector<const Family*> order(Families().begin(), Families().end());
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
-    for (const Family* family : order) {
+    for (const Family* family : FamiliesFor(args.problem)) {
       if (!family->Serves(cls, target)) continue;
       const Variant v = family->Default(cls, target);
-      if (!family->Check(v, target.max_smem_bytes).ok() || !family->CanRun(v, args).ok()) continue;
+      LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
+      trial.sm_count = cs->second.device->record.sm_count;
+      if (!family->Check(v, target.max_smem_bytes).ok() || !PackValidatedForward(v, args, &trial).ok()) continue;
       auto key = std::make_pair(context, v.Uri());
       auto k = kernels.find(key);
       if (k == kernels.end()) {
-        Log(LogLevel::kWarning, "falling back to " + v.Uri() + " for " + args.problem().ToString() + ": " +
+        Log(LogLevel::kWarning, "falling back to " + v.Uri() + " for " + args.problem.ToString() + ": " +
                                     why.message());
         auto cubin = CubinFor(v, target.arch);
         if (!cubin.ok()) return cubin.status();
@@ -468,7 +479,7 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   const ForwardKernel* kernel = nullptr;
   if (context != nullptr) {
     std::shared_lock lock(impl_->launch_mutex);
-    auto it = impl_->launch_cache.find({context, BucketCode(BucketOf(args.problem()))});
+    auto it = impl_->launch_cache.find({context, BucketCode(BucketOf(args.problem), args.problem.layout)});
     if (it != impl_->launch_cache.end()) kernel = it->second;
   }
   if (kernel == nullptr) {
@@ -492,6 +503,11 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
     fallback = *found;
   }
   return fallback->LaunchValidated(args, stream);
+}
+
+Result<int64_t> Runtime::workspace_size(const Problem& problem) const {
+  FT_RETURN_IF_ERROR(ValidateProblem(problem));
+  return WorkspaceBytes(problem, impl_->planning->record.sm_count);
 }
 
 const std::string& Runtime::db_path() const { return impl_->path; }

@@ -84,8 +84,11 @@ BucketKey BucketOf(const Problem& problem);
 std::string BucketString(const BucketKey& key);
 // Inverse of BucketString; kInvalidArgument naming the bad part.
 Result<BucketKey> ParseBucketKey(std::string_view text);
-// Sum of |exponent differences| when dtype, D and causal match; -1 when they differ
-// (such buckets are never "near": a kernel for another class cannot run the problem).
+// Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
+inline constexpr int kDecodeQueryBucket = 4;
+// Sum of |exponent differences| when dtype, D and causal match and both or neither are decode
+// buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
+// the problem, and decode and prefill winners are different kernels).
 int BucketDistance(const BucketKey& a, const BucketKey& b);
 
 }  // namespace flashtune
