@@ -47,7 +47,7 @@ double Median(std::vector<double> v) {
 
 // The variants the --variant argument names: "all" (the class's space) or a comma list of URIs.
 Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem& problem) {
-  if (arg == "all") return EnumerateSpace(ClassOf(problem));
+  if (arg == "all") return EnumerateSpaceFor(problem);  // the families that serve this shape
   std::vector<Variant> out;
   std::stringstream list(arg);
   std::string uri;

@@ -15,6 +15,7 @@ Thread safety: as the C ABI's: a Runtime may be used from many threads; close() 
 import ctypes
 
 FT_DTYPE = {"f16": 1, "bf16": 2}
+FT_LAYOUT = {"dense": 0, "paged": 1, "varlen": 2}
 FT_INVALID_ARGUMENT = 1
 
 
@@ -52,6 +53,35 @@ class ForwardArgs(ctypes.Structure):
                 ("v_strides", Strides3), ("o_strides", Strides3)]
 
 
+class AttentionArgs(ctypes.Structure):
+    """ft_attention_args: every layout (dense, paged, varlen) and decode's workspace."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("layout", ctypes.c_int), ("problem", Problem),
+                ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                ("q_strides", Strides3), ("k_strides", Strides3),
+                ("v_strides", Strides3), ("o_strides", Strides3),
+                ("seqlens_k", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+                ("block_table_stride", ctypes.c_int64), ("max_blocks_per_seq", ctypes.c_int64),
+                ("num_blocks", ctypes.c_int64), ("block_size", ctypes.c_int32),
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+                ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)]
+
+    @classmethod
+    def make(cls, layout, problem, **fields):
+        """Zero-filled args of `layout` ("dense", "paged", "varlen") with struct_size set."""
+        args = cls()
+        args.struct_size = ctypes.sizeof(cls)
+        args.layout = FT_LAYOUT[layout]
+        args.problem = problem
+        for name, value in fields.items():
+            if name.endswith("_strides"):
+                value = Strides3(*value)
+            setattr(args, name, value)
+        return args
+
+
 class PlanInfo(ctypes.Structure):
     _fields_ = [("variant_uri_", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name_", ctypes.c_char * 16),
                 ("bucket_", ctypes.c_char * 64), ("tuned_bucket_", ctypes.c_char * 64),
@@ -83,6 +113,10 @@ def load(lib_path):
     lib.ft_runtime_close.restype = None
     lib.ft_forward.argtypes = [ctypes.c_void_p, ctypes.POINTER(ForwardArgs), ctypes.c_void_p]
     lib.ft_forward.restype = ctypes.c_int
+    lib.ft_forward_ex.argtypes = [ctypes.c_void_p, ctypes.POINTER(AttentionArgs), ctypes.c_void_p]
+    lib.ft_forward_ex.restype = ctypes.c_int
+    lib.ft_workspace_size.argtypes = [ctypes.c_void_p, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]
+    lib.ft_workspace_size.restype = ctypes.c_int
     lib.ft_plan.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]
     lib.ft_plan.restype = ctypes.c_int
     lib.ft_last_error.argtypes = []
@@ -121,6 +155,18 @@ class Runtime:
         """Launches on stream (an int CUstream handle; None/0 = the legacy default stream)."""
         self.check(self.lib.ft_forward(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
                     "ft_forward")
+
+    def forward_ex(self, args, stream=None):
+        """ft_forward_ex: AttentionArgs of any layout, on stream (an int CUstream handle or None)."""
+        self.check(self.lib.ft_forward_ex(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
+                    "ft_forward_ex")
+
+    def workspace_size(self, args):
+        """Bytes of workspace ft_forward_ex needs for args' problem and layout."""
+        size = ctypes.c_int64()
+        self.check(self.lib.ft_workspace_size(self.handle, ctypes.byref(args), ctypes.byref(size)),
+                   "ft_workspace_size")
+        return size.value
 
     def forward_raw(self, args_ref, stream_ptr):
         """ft_forward's status with no checks or conversions: for timing loops (pass byref(args), c_void_p)."""
