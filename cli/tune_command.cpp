@@ -128,7 +128,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch;
+      devices, replay, arch, decode;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
@@ -142,6 +142,9 @@ int RunTune(const std::vector<std::string>& args) {
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
+      ("decode", po::value(&decode)->default_value("auto"),
+       "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
+       "given), only, none")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("strategy", po::value(&strategy)->default_value("exhaustive"), "exhaustive | budgeted")
       ("budget-per-problem", po::value(&per_problem), "N measurements, P% of the space, or Ns/Nm")
@@ -237,6 +240,8 @@ int RunTune(const std::vector<std::string>& args) {
     options.enumerate = DefaultEnumerate();
   }
 
+  if (decode != "auto" && decode != "only" && decode != "none")
+    return Fail(Status(Code::kInvalidArgument, "--decode '" + decode + "' is not allowed; allowed: auto, only, none"));
   // Problems: a file, else the options, else (replay without shape options) the recorded ones.
   const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens-q") ||
                            vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
@@ -283,7 +288,11 @@ int RunTune(const std::vector<std::string>& args) {
     pso.heads_kv = heads_kv;
     auto ps = MakeProblemSet(pso);
     if (!ps.ok()) return Fail(ps.status());
-    options.problems = *ps;
+    if (decode != "only") options.problems = *ps;
+    if (decode == "only" || (decode == "auto" && !shape_given)) {
+      const std::vector<Problem> d = DefaultDecodeProblems();
+      options.problems.insert(options.problems.end(), d.begin(), d.end());
+    }
   }
 
   // --arch: the arch table's rule (arch.h), the one `generate` applies, before anything runs.

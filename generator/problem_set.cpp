@@ -102,6 +102,14 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   return out;
 }
 
+std::vector<Problem> DefaultDecodeProblems() {
+  std::vector<Problem> out;
+  for (int64_t batch : {1, 8, 64})
+    for (int64_t keys : {2048, 8192, 32768, 131072})
+      if (batch * keys <= 64 * 32768) out.push_back(Problem{DType::kBF16, 128, false, batch, 1, keys, 32, 8});
+  return out;
+}
+
 Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
                                              std::vector<std::string>* notices) {
   // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.

@@ -508,14 +508,38 @@ extern "C" __global__ void __launch_bounds__(128) FT_CAT(FT_KERNEL_NAME, _combin
   const int i = int(row % p.seqlen_q);
   const int hq = int((row / p.seqlen_q) % p.heads_q);
   const int b = int(row / ((i64)p.seqlen_q * p.heads_q));
-  u16* o = static_cast<u16*>(p.o) + (i64)b * p.o_stride[0] + (i64)i * p.o_stride[1] + (i64)hq * p.o_stride[2];
-  for (int d = lane; d < kHeadDim; d += 32) {
-    float acc = 0.f;
-    for (int sp = 0; sp < p.splits; ++sp) {
-      const float wt = __shfl_sync(0xffffffffu, sp < 32 ? w0 : w1, sp % 32);
-      if (wt != 0.f) acc += wt * p.ws_o[((i64)sp * total_rows + row) * kHeadDim + d];
+  // Each lane owns kPer consecutive columns. The splits' partials are independent loads: four
+  // accumulators keep four of them in flight instead of one dependent load per split.
+  constexpr int kPer = kHeadDim / 32;
+  float acc[4][kPer];
+#pragma unroll
+  for (int u = 0; u < 4; ++u)
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) acc[u][e] = 0.f;
+  const float* part = p.ws_o + row * kHeadDim + lane * kPer;
+  const i64 split_stride = total_rows * kHeadDim;
+  int sp = 0;
+  for (; sp + 4 <= p.splits; sp += 4) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const float wt = __shfl_sync(0xffffffffu, sp + u < 32 ? w0 : w1, (sp + u) % 32);
+      const float* src = part + (i64)(sp + u) * split_stride;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) acc[u][e] += wt * src[e];
     }
-    o[d] = (u16)(to_half2(acc, 0.f) & 0xffffu);
+  }
+  for (; sp < p.splits; ++sp) {
+    const float wt = __shfl_sync(0xffffffffu, sp < 32 ? w0 : w1, sp % 32);
+    const float* src = part + (i64)sp * split_stride;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) acc[0][e] += wt * src[e];
+  }
+  u16* o = static_cast<u16*>(p.o) + (i64)b * p.o_stride[0] + (i64)i * p.o_stride[1] + (i64)hq * p.o_stride[2] +
+           lane * kPer;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const float x = (acc[0][e] + acc[1][e]) + (acc[2][e] + acc[3][e]);
+    o[e] = (u16)(to_half2(x, 0.f) & 0xffffu);
   }
   if (lane == 0 && p.lse != nullptr) p.lse[row] = lse;
 }

@@ -38,7 +38,10 @@ int64_t RowTileCount(const Problem& p, int row_tiles) {
 int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm) {
   const int64_t sms = sm_count > 0 ? sm_count : kDefaultSmCount;
   const int64_t base = p.batch * p.heads_kv * RowTileCount(p, row_tiles);
-  const int64_t want = (blocks_per_sm * sms + base - 1) / base;
+  // As many splits as fit in one wave of `blocks_per_sm` blocks per SM: one block more than a
+  // wave holds would run alone in a second wave (measured: B8 x 32k at 63% of the read
+  // bandwidth with 5 splits over 264 slots, where 4 fill one wave).
+  const int64_t want = blocks_per_sm * sms / base;
   const int64_t steps = (p.seqlen_k + keys_per_step - 1) / keys_per_step;
   return int(std::clamp<int64_t>(std::min<int64_t>(want, steps), 1, kMaxDecodeSplits));
 }
@@ -227,13 +230,24 @@ class DecodeFwd final : public Family {
            std::to_string(c.stages) + " cs" + std::to_string(c.cs);
   }
 
-  // Decode is bandwidth-bound: prefer more bytes in flight (stages x step) and no row tiles
+  // Decode is bandwidth-bound: the prior prefers the most K/V bytes in flight per SM (resident
+  // blocks x prefetched steps, up to ~96 KB), then more resident blocks, then no row tiles
   // beyond what the packed rows need.
   double PriorScore(const Problem& problem, const Variant& v) const override {
     const DecodeConfig c(v);
     const int64_t rows = (problem.heads_q / problem.heads_kv) * problem.seqlen_q;
-    double score = -0.25 * std::log2(double(c.stages * c.bn) / 128.0);
+    const int64_t smem = SharedMemoryBytes(v) + 1024;  // + the per-block reservation
+    const int regs = c.rm * v.head_dim / 2 + c.rm * (c.bn / c.warps) / 2 + 96;  // estimated, per thread
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(kLargestMaxSmemBytes / smem,
+                                                                  65536 / (int64_t(c.warps) * 32 * std::min(regs, 255))));
+    const double in_flight = double(blocks) * (c.stages - 1) * c.bn * v.head_dim * 2 * 2;
+    double score = -std::log2(std::min(in_flight, 96.0 * 1024) / (32.0 * 1024));
+    // At equal bytes in flight, more resident blocks hide each block's serial steps (merge,
+    // epilogue): round 3's budgeted tune picked 4 stages x 1 block (76% of the read bandwidth
+    // at B64 x 8k) over the untried 3 stages x 2 blocks (93%).
+    score -= 0.3 * std::log2(double(blocks));
     if (16 * c.rm > 2 * rows) score += 0.5;  // mostly empty rows
+    if (c.cs != 2) score += 0.1;              // one wave of two blocks per SM: the default
     return score;
   }
 };

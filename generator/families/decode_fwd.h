@@ -59,8 +59,8 @@ struct DecodeParams {
 };
 static_assert(sizeof(DecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
 
-// Splits of the keys for a call: enough blocks for `blocks_per_sm` per SM, at least one key
-// step per split, at most kMaxDecodeSplits. sm_count 0 means 132.
+// Splits of the keys for a call: as many as one wave of `blocks_per_sm` blocks per SM holds,
+// at least one key step per split, at most kMaxDecodeSplits, at least 1. sm_count 0 means 132.
 inline constexpr int kMaxDecodeSplits = 64;
 int DecodeSplits(const Problem& problem, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm);
 

@@ -50,6 +50,11 @@ struct ProblemSetOptions {
 // (e.g. a head dim the template does not support, hidden not divisible by D, Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
+// The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
+// one query token, bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention), batch 1, 8, 64 x keys
+// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold).
+std::vector<Problem> DefaultDecodeProblems();
+
 // Checks one problem against what the kernel can launch (the same rule as
 // ValidateForwardArgs): supported D, batch, heads_q and heads_kv in [1, 65535] (grid limits),
 // seqlens in [1, 2^31-1], Hq % Hkv == 0. OK, or kInvalidArgument naming the field, e.g.

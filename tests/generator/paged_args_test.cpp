@@ -183,9 +183,9 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   a.workspace = storage[7];
   a.workspace_bytes = WorkspaceBytes(p, 132);
   ASSERT_TRUE(PackForward(v, a, &packet).ok()) << PackForward(v, a, &packet).ToString();
-  // 32 blocks, 2 per SM on 132 SMs: 9 splits, then the combine over B * Hq * Nq rows.
+  // 32 blocks, one wave of 2 per SM on 132 SMs: 8 splits, then the combine over B * Hq * Nq rows.
   EXPECT_EQ(packet.grid[0], 32u);
-  EXPECT_EQ(packet.grid[1], 9u);
+  EXPECT_EQ(packet.grid[1], 8u);
   EXPECT_EQ(packet.grid[2], 1u);
   ASSERT_EQ(packet.next_steps, 1);
   EXPECT_EQ(packet.next[0].grid[0], unsigned(4 * 32 / 4));
@@ -201,6 +201,9 @@ TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {
   p.batch = 1;
   p.seqlen_k = 100;  // splits never outnumber the key steps
   EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 4), 2);
+  p.batch = 8;  // 64 blocks: 4 splits fill one wave of 264, 5 would start a second
+  p.seqlen_k = 32768;
+  EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2), 4);
   p.seqlen_k = 1 << 20;
   EXPECT_EQ(detail::DecodeSplits(p, 132, 32, 1, 4), detail::kMaxDecodeSplits);
 }
