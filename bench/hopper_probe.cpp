@@ -532,13 +532,12 @@ int main(int argc, char** argv) {
   }
   if (!check && !small && !time) check = true;
   if (template_path.empty()) {
-    const auto& templates = detail::EmbeddedTemplates();
-    auto it = templates.find("hopper_fwd.cuh");
-    if (it == templates.end()) {
-      std::fprintf(stderr, "hopper_fwd.cuh is not embedded in this build\n");
+    auto text = ExpandedTemplate("hopper_fwd.cuh");
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
       return 2;
     }
-    g_template = std::string(it->second);
+    g_template = *text;
   } else {
     std::ifstream in(template_path);
     std::stringstream ss;

@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command.h"
+#include "flashtune/replay_measurer.h"
 #include "cli/json.h"
 #include "cli/options.h"
 #include "flashtune/gpu_measurer.h"

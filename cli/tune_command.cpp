@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "flashtune/database.h"
 #include "flashtune/problem_set.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "flashtune/compiler.h"
 #include "flashtune/cubin_store.h"

@@ -158,6 +158,15 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
   }
 }
 
+std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target) {
+  std::vector<const Family*> out;
+  for (const Family* f : Families())
+    if (f->Serves(cls, target)) out.push_back(f);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
+  return out;
+}
+
 std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target) {
   std::vector<Variant> out;
   for (const Family* f : Families()) {

@@ -162,6 +162,10 @@ std::string FamilyNames();
 // Not thread-safe with concurrent lookups: call before any other thread uses the registry.
 void RegisterFamilyForTesting(const Family* family);
 
+// The families that serve (cls, target), most preferred first (ties in name order): the order
+// in which the runtime's planner takes a default and falls back.
+std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target);
+
 // The union of the spaces of every family serving (cls, target), families in name order.
 std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target);
 

@@ -24,6 +24,7 @@
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 #include "generator/launch_packet.h"
+#include "templates/ft_kernel_abi.cuh"
 
 namespace flashtune::detail {
 
@@ -40,28 +41,9 @@ struct HopperConfig {
   bool operator==(const HopperConfig&) const = default;
 };
 
-// The template's kernel-parameter struct (FtHopperParams); keep the two in lock-step.
-struct alignas(64) HopperTensorMap {
-  uint64_t opaque[16];
-};
-struct HopperParams {
-  HopperTensorMap tmap_q;
-  HopperTensorMap tmap_k;
-  HopperTensorMap tmap_v;
-  HopperTensorMap tmap_o;
-  void* o;
-  float* lse;            // may be null: lse is then not written
-  int64_t o_stride[3];   // batch, seq, head — elements
-  int32_t batch;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t heads_q;
-  int32_t heads_kv;
-  float scale_log2;      // softmax_scale * log2(e)
-};
-static_assert(sizeof(HopperParams) == 576 && offsetof(HopperParams, o) == 512 &&
-                  offsetof(HopperParams, batch) == 552 && offsetof(HopperParams, scale_log2) == 572,
-              "HopperParams layout drifted from FtHopperParams");
+// The template's kernel-parameter struct: one declaration with it (templates/ft_kernel_abi.cuh).
+using HopperTensorMap = ft_abi::TensorMap;
+using HopperParams = ft_abi::HopperParams;
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_causal" ("..._full" when not causal; p1 for a
 // persistent variant): the hopper_fwd family's variant URI.

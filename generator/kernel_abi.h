@@ -1,32 +1,17 @@
 // The binary interface between the fa2_fwd family's packing (generator/families/fa2_fwd.cpp)
-// and templates/fa2_fwd.cuh. The template declares the same struct (FtParams); keep the two in
-// lock-step — the kernel takes it by value as its only parameter.
+// and templates/fa2_fwd.cuh: the parameter struct both sides read from
+// templates/ft_kernel_abi.cuh, how it is filled, and the shared-memory size the template uses.
 #pragma once
 
 #include <cstdint>
 
 #include "flashtune/forward_args.h"
+#include "templates/ft_kernel_abi.cuh"
 
 namespace flashtune::detail {
 
-struct KernelParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;           // may be null: lse is then not written
-  int64_t q_stride[3];  // batch, seq, head — elements
-  int64_t k_stride[3];
-  int64_t v_stride[3];
-  int64_t o_stride[3];
-  int32_t batch;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t heads_q;
-  int32_t heads_kv;
-  float scale_log2;  // softmax_scale * log2(e): scores go through exp2
-};
-static_assert(sizeof(KernelParams) == 5 * 8 + 12 * 8 + 5 * 4 + 4, "KernelParams layout drifted");
+// The kernel's only parameter: one declaration with the template (templates/ft_kernel_abi.cuh).
+using KernelParams = ft_abi::Fa2Params;
 
 // Dynamic shared memory the template uses: Q tile plus `stages` K and V tiles, each row padded
 // by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks. The template asserts the same.
@@ -45,7 +30,7 @@ inline KernelParams MakeKernelParams(const ForwardArgs& a) {
   p.o = a.o;
   p.lse = a.lse;
   const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
-  int64_t* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};
+  ft_abi::i64* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};
   for (int t = 0; t < 4; ++t) {
     out[t][0] = in[t]->batch;
     out[t][1] = in[t]->seq;

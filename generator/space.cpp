@@ -104,12 +104,8 @@ Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes
 
 Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes, std::string_view arch) {
   const Target target{std::string(arch), max_smem_bytes};
-  const Family* best = nullptr;
-  for (const Family* f : Families()) {
-    if (!f->Serves(pc, target)) continue;
-    if (best == nullptr || f->preference() > best->preference()) best = f;
-  }
-  if (best == nullptr) best = FindFamily("fa2_fwd");
+  const std::vector<const Family*> serving = FamiliesServing(pc, target);
+  const Family* best = serving.empty() ? FindFamily("fa2_fwd") : serving.front();
   return best->Default(pc, target);
 }
 

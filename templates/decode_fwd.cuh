@@ -39,6 +39,8 @@ constexpr int kSmemBytes = 16 * (kHeadDim + 8) * 2 + 2 * kStages * kBlockN * (kH
 #define FT_CAT_(a, b) a##b
 #define FT_CAT(a, b) FT_CAT_(a, b)
 
+#include "ft_kernel_abi.cuh"
+
 namespace ftd {
 
 using namespace ft_config;
@@ -46,34 +48,9 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef long long i64;
 
-// Mirrors flashtune::detail::DecodeParams (generator/families/decode_fwd.h).
-struct FtDecodeParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;
-  const int* seqlens_k;
-  const int* block_table;
-  float* ws_o;
-  float* ws_lse;
-  i64 q_stride[3];
-  i64 k_stride[3];
-  i64 v_stride[3];
-  i64 o_stride[3];
-  i64 block_table_stride;
-  int batch;
-  int seqlen_q;
-  int seqlen_k;
-  int heads_q;
-  int heads_kv;
-  int num_blocks;
-  int block_shift;
-  int splits;
-  float scale_log2;
-  int pad;
-};
-static_assert(sizeof(FtDecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "FtDecodeParams layout drifted");
+using FtDecodeParams = ft_abi::DecodeParams;
+
+#include "ft_device.cuh"
 
 constexpr int kRows = 16 * kRowTiles;        // packed query rows per block
 constexpr int kRowStride = kHeadDim + 8;     // elements; the 16-byte pad spreads ldmatrix rows over banks
@@ -98,59 +75,6 @@ static_assert(kSmemBytes == (kPipelineBytes > kMergeBytes ? kPipelineBytes : kMe
               "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-  u32 a;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void copy16(u32 dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldsm_x4(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-// d += a * b, m16n8k16, fp32 accumulation.
-__device__ __forceinline__ void mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  if constexpr (kBf16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-// Two floats -> two 16-bit values in one register, `lo` in the low half.
-__device__ __forceinline__ u32 to_half2(float lo, float hi) {
-  u32 r;
-  if constexpr (kBf16) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float lg2(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 __device__ __forceinline__ void store_float8(float* dst, const float* src, float scale) {
   float4 a, b;
   a.x = src[0] * scale, a.y = src[1] * scale, a.z = src[2] * scale, a.w = src[3] * scale;
@@ -159,7 +83,6 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
   reinterpret_cast<float4*>(dst)[1] = b;
 }
 
-#define FTD_NEG_INF __int_as_float(0xff800000)
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -205,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const int Nq = p.seqlen_q;
 
   u16* sQ = reinterpret_cast<u16*>(smem);
-  const u32 sQ_addr = smem_u32(sQ);
+  const u32 sQ_addr = smem_address(sQ);
   const u32 sK_addr = sQ_addr + kQBytes;
   constexpr u32 kStageBytes = kBlockN * kRowStride * 2;
   const u32 sV_addr = sK_addr + kStages * kStageBytes;
@@ -247,12 +170,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
             }
           }
           const u32 dst = (u32)((r * kRowStride + col) * 2) + stage;
-          copy16(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
-          copy16(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
+          cp_async16(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
+          cp_async16(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
         }
       }
     }
-    commit();  // empty groups keep the wait counts uniform
+    cp_async_commit();  // empty groups keep the wait counts uniform
   };
 
   float acc_o[kRowTiles][kDTiles][4];
@@ -264,7 +187,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     for (int dt = 0; dt < kDTiles; ++dt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_o[mi][dt][e] = 0.f;
-    row_max[mi][0] = row_max[mi][1] = FTD_NEG_INF;
+    row_max[mi][0] = row_max[mi][1] = kNegInf;
     row_sum[mi][0] = row_sum[mi][1] = 0.f;
   }
 
@@ -279,9 +202,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const int g = valid ? rg / Nq : 0, i = valid ? rg % Nq : 0;
       const u16* src = static_cast<const u16*>(p.q) + (i64)w.b * p.q_stride[0] + (i64)i * p.q_stride[1] +
                        (i64)(w.hkv * w.group + g) * p.q_stride[2] + col;
-      copy16(sQ_addr + (u32)((r * kRowStride + col) * 2), valid ? src : p.q, valid ? 16 : 0);
+      cp_async16(sQ_addr + (u32)((r * kRowStride + col) * 2), valid ? src : p.q, valid ? 16 : 0);
     }
-    commit();
+    cp_async_commit();
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) issue_step(s);
 
@@ -289,7 +212,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const int wn0 = warp * kWarpN;
     const int diag = w.n_k - Nq;  // token i sees keys j <= i + diag
     for (int it = 0; it < w.steps; ++it) {
-      wait_groups<kStages - 2>();  // Q and this step's K/V have landed
+      cp_async_wait<kStages - 2>();  // Q and this step's K/V have landed
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
       issue_step(it + kStages - 1);
       const int n0 = (w.step0 + it) * kBlockN;
@@ -307,17 +230,17 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         u32 a[kRowTiles][4];
 #pragma unroll
         for (int mi = 0; mi < kRowTiles; ++mi)
-          ldsm_x4(a[mi], sQ_addr + (u32)(((mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2));
+          ldmatrix_x4(a[mi], sQ_addr + (u32)(((mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2));
 #pragma unroll
         for (int nj = 0; nj < kNTiles; nj += 2) {
           u32 b[4];
-          ldsm_x4(b, sK_addr + stage +
+          ldmatrix_x4(b, sK_addr + stage +
                          (u32)(((wn0 + nj * 8 + (lane / 16) * 8 + (lane % 8)) * kRowStride + ks * 16 +
                                 ((lane / 8) % 2) * 8) * 2));
 #pragma unroll
           for (int mi = 0; mi < kRowTiles; ++mi) {
-            mma(acc_s[mi][nj], a[mi], b[0], b[1]);
-            mma(acc_s[mi][nj + 1], a[mi], b[2], b[3]);
+            mma_16816(acc_s[mi][nj], a[mi], b[0], b[1]);
+            mma_16816(acc_s[mi][nj + 1], a[mi], b[2], b[3]);
           }
         }
       }
@@ -331,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
             for (int e = 0; e < 4; ++e) {
               const int key = n0 + wn0 + nj * 8 + 2 * (lane % 4) + (e & 1);
               const int i = (w.row0 + mi * 16 + lane / 4 + (e >= 2 ? 8 : 0)) % Nq;
-              if (key >= w.n_k || (kCausal && key > i + diag)) acc_s[mi][nj][e] = FTD_NEG_INF;
+              if (key >= w.n_k || (kCausal && key > i + diag)) acc_s[mi][nj][e] = kNegInf;
             }
       }
       // Online softmax in the exp2 domain, per warp over its keys.
@@ -340,21 +263,21 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       for (int mi = 0; mi < kRowTiles; ++mi) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          float mx = FTD_NEG_INF;
+          float mx = kNegInf;
 #pragma unroll
           for (int nj = 0; nj < kNTiles; ++nj) mx = fmaxf(mx, fmaxf(acc_s[mi][nj][2 * r], acc_s[mi][nj][2 * r + 1]));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
           const float m_new = fmaxf(row_max[mi][r], mx * scale_log2);
-          const float m_base = m_new == FTD_NEG_INF ? 0.f : m_new;  // no visible key yet: exp2 stays 0
-          const float corr = ex2(row_max[mi][r] - m_base);
+          const float m_base = m_new == kNegInf ? 0.f : m_new;  // no visible key yet: exp2 stays 0
+          const float corr = fast_exp2(row_max[mi][r] - m_base);
           row_max[mi][r] = m_new;
           float sum = 0.f;
 #pragma unroll
           for (int nj = 0; nj < kNTiles; ++nj) {
-            const float p0 = ex2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
-            const float p1 = ex2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
-            p_frag[mi][nj][r] = to_half2(p0, p1);
+            const float p0 = fast_exp2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
+            const float p1 = fast_exp2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
+            p_frag[mi][nj][r] = pack2(p0, p1);
             sum += p0 + p1;
           }
           row_sum[mi][r] = row_sum[mi][r] * corr + sum;
@@ -378,18 +301,18 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #pragma unroll
         for (int dt = 0; dt < kDTiles; dt += 2) {
           u32 b[4];
-          ldsm_x4_t(b, sV_addr + stage +
+          ldmatrix_x4_trans(b, sV_addr + stage +
                            (u32)(((wn0 + kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
                                   (dt + lane / 16) * 8) * 2));
 #pragma unroll
           for (int mi = 0; mi < kRowTiles; ++mi) {
-            mma(acc_o[mi][dt], pa[mi], b[0], b[1]);
-            mma(acc_o[mi][dt + 1], pa[mi], b[2], b[3]);
+            mma_16816(acc_o[mi][dt], pa[mi], b[0], b[1]);
+            mma_16816(acc_o[mi][dt + 1], pa[mi], b[2], b[3]);
           }
         }
       }
     }
-    wait_groups<0>();
+    cp_async_wait<0>();
   }
   __syncthreads();  // the K/V buffers become the merge area
 
@@ -417,10 +340,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = mi * 16 + lane / 4 + r * 8;
-      float m = FTD_NEG_INF;
+      float m = kNegInf;
 #pragma unroll
       for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + row]);
-      scale[mi][r] = ex2(row_max[mi][r] - (m == FTD_NEG_INF ? 0.f : m));
+      scale[mi][r] = fast_exp2(row_max[mi][r] - (m == kNegInf ? 0.f : m));
     }
 #pragma unroll 1
   for (int turn = 0; turn < kWarps; ++turn) {
@@ -452,15 +375,15 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const int r = c / kChunksPerRow;
     const int col = (c % kChunksPerRow) * 8;
     if (r >= w.rows_valid) continue;
-    float m = FTD_NEG_INF;
+    float m = kNegInf;
 #pragma unroll
     for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + r]);
-    const float m_base = m == FTD_NEG_INF ? 0.f : m;
+    const float m_base = m == kNegInf ? 0.f : m;
     float l = 0.f;
 #pragma unroll
-    for (int x = 0; x < kWarps; ++x) l += sL[x * kRows + r] * ex2(sM[x * kRows + r] - m_base);
+    for (int x = 0; x < kWarps; ++x) l += sL[x * kRows + r] * fast_exp2(sM[x * kRows + r] - m_base);
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    const float lse = l > 0.f ? (m + lg2(l)) * kLn2 : FTD_NEG_INF;
+    const float lse = l > 0.f ? (m + fast_log2(l)) * kLn2 : kNegInf;
     const int rg = w.row0 + r;
     const int g = rg / Nq, i = rg % Nq;
     const int hq = w.hkv * w.group + g;
@@ -473,10 +396,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     } else {
       u16* dst = static_cast<u16*>(p.o) + (i64)w.b * p.o_stride[0] + (i64)i * p.o_stride[1] + (i64)hq * p.o_stride[2] + col;
       uint4 packed;
-      packed.x = to_half2(src[0] * inv, src[1] * inv);
-      packed.y = to_half2(src[2] * inv, src[3] * inv);
-      packed.z = to_half2(src[4] * inv, src[5] * inv);
-      packed.w = to_half2(src[6] * inv, src[7] * inv);
+      packed.x = pack2(src[0] * inv, src[1] * inv);
+      packed.y = pack2(src[2] * inv, src[3] * inv);
+      packed.z = pack2(src[4] * inv, src[5] * inv);
+      packed.w = pack2(src[6] * inv, src[7] * inv);
       *reinterpret_cast<uint4*>(dst) = packed;
       if (col == 0 && p.lse != nullptr) p.lse[row_id] = lse;
     }
@@ -491,18 +414,18 @@ extern "C" __global__ void __launch_bounds__(128) FT_CAT(FT_KERNEL_NAME, _combin
   const i64 row = (i64)blockIdx.x * 4 + threadIdx.x / 32;
   if (row >= total_rows) return;
   // Each lane holds the lse (base 2 here) of splits lane and lane + 32 (at most 64 splits).
-  const float l0 = lane < p.splits ? p.ws_lse[(i64)lane * total_rows + row] * kLog2e : FTD_NEG_INF;
-  const float l1 = lane + 32 < p.splits ? p.ws_lse[(i64)(lane + 32) * total_rows + row] * kLog2e : FTD_NEG_INF;
+  const float l0 = lane < p.splits ? p.ws_lse[(i64)lane * total_rows + row] * kLog2e : kNegInf;
+  const float l1 = lane + 32 < p.splits ? p.ws_lse[(i64)(lane + 32) * total_rows + row] * kLog2e : kNegInf;
   float m = fmaxf(l0, l1);
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  const float m_base = m == FTD_NEG_INF ? 0.f : m;
-  float s = ex2(l0 - m_base) + ex2(l1 - m_base);
+  const float m_base = m == kNegInf ? 0.f : m;
+  float s = fast_exp2(l0 - m_base) + fast_exp2(l1 - m_base);
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-  const float lse2 = s > 0.f ? m_base + lg2(s) : FTD_NEG_INF;
+  const float lse2 = s > 0.f ? m_base + fast_log2(s) : kNegInf;
   const float lse_base = s > 0.f ? lse2 : 0.f;
-  const float w0 = ex2(l0 - lse_base), w1 = ex2(l1 - lse_base);  // 0 for empty splits
+  const float w0 = fast_exp2(l0 - lse_base), w1 = fast_exp2(l1 - lse_base);  // 0 for empty splits
   const float lse = lse2 * kLn2;
 
   const int i = int(row % p.seqlen_q);
@@ -539,7 +462,7 @@ extern "C" __global__ void __launch_bounds__(128) FT_CAT(FT_KERNEL_NAME, _combin
 #pragma unroll
   for (int e = 0; e < kPer; ++e) {
     const float x = (acc[0][e] + acc[1][e]) + (acc[2][e] + acc[3][e]);
-    o[e] = (u16)(to_half2(x, 0.f) & 0xffffu);
+    o[e] = (u16)(pack2(x, 0.f) & 0xffffu);
   }
   if (lane == 0 && p.lse != nullptr) p.lse[row] = lse;
 }

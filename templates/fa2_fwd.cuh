@@ -9,10 +9,10 @@
 // by cp.async into `kStages` shared-memory buffers; rows are padded by 16 bytes so that
 // ldmatrix rows fall into distinct banks.
 //
-// Self-contained: no toolkit header, conversions and tensor-core ops through inline PTX,
-// so NVRTC needs nothing but this text. The generator prepends a constexpr prologue
-// (namespace ft_config, FT_KERNEL_NAME) and `#line 1`; without it the defaults below let the
-// file compile on its own.
+// No toolkit header: conversions and tensor-core ops go through inline PTX. The generator
+// prepends a constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared
+// headers (ft_kernel_abi.cuh: the parameter struct the host fills; ft_device.cuh: the PTX
+// helpers); without the prologue the defaults below let the file compile on its own.
 //
 // Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (strides in elements, last dim
 // contiguous), lse [B, Hq, Nq] fp32 (optional). Causal masks align bottom-right: query i
@@ -32,6 +32,8 @@ constexpr int kSmemBytes = (kBlockM + 2 * kStages * kBlockN) * (kHeadDim + 8) * 
 }  // namespace ft_config
 #endif
 
+#include "ft_kernel_abi.cuh"
+
 namespace ft {
 
 using namespace ft_config;
@@ -39,24 +41,7 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef long long i64;
 
-// Mirrors flashtune::detail::KernelParams (generator/kernel_abi.h).
-struct FtParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;
-  i64 q_stride[3];  // batch, seq, head — elements
-  i64 k_stride[3];
-  i64 v_stride[3];
-  i64 o_stride[3];
-  int batch;
-  int seqlen_q;
-  int seqlen_k;
-  int heads_q;
-  int heads_kv;
-  float scale_log2;
-};
+using FtParams = ft_abi::Fa2Params;
 
 constexpr int kRowStride = kHeadDim + 8;  // elements; the 16-byte pad spreads ldmatrix rows over banks
 constexpr int kThreads = kWarps * 32;
@@ -80,69 +65,7 @@ static_assert(kSmemBytes == (kBlockM + 2 * kStages * kBlockN) * kRowStride * 2,
               "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
-__device__ __forceinline__ u32 smem_address(const void* p) {
-  u32 a;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// 16-byte global -> shared copy; src_bytes = 0 zero-fills (rows past the sequence end).
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-// d += a * b on one m16n8k16 tile, fp32 accumulation.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  if constexpr (kBf16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats -> one register of two 16-bit values, `lo` in the low half.
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-  u32 r;
-  if constexpr (kBf16) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float fast_log2(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-#define kNegInf __int_as_float(0xff800000)
+#include "ft_device.cuh"
 
 // Copies rows [row0, row0 + kRows) of a [N, D] slice (row stride in elements) into a padded
 // shared tile; rows at or past `rows_valid` are zero-filled so no NaN can leak into the MMAs.

@@ -1,5 +1,5 @@
-// Hopper (sm_90a) attention forward kernel template (flashtune). One file over 600 lines: a
-// template NVRTC compiles must be self-contained (its PTX wrappers come with it).
+// Hopper (sm_90a) attention forward kernel template (flashtune). One file over 600 lines: the
+// kernel and its Hopper-only PTX wrappers (mbarrier, TMA, wgmma), which no other template uses.
 //
 // Warp-specialised, FlashAttention-3 style. A thread block has one producer warpgroup and
 // kConsumerWarpgroups consumer warpgroups (128 threads each, the producer first):
@@ -34,9 +34,10 @@
 // one block per SM, each looping over tiles; the host sizes the grid; non-causal only);
 // kSmemBytes (checked against the layout below).
 //
-// Self-contained: no toolkit header, every Hopper instruction through inline PTX. The
-// generator prepends a constexpr prologue (namespace ft_config, FT_KERNEL_NAME); without it
-// the defaults below let the file compile on its own.
+// No toolkit header: every Hopper instruction goes through inline PTX. The generator prepends a
+// constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared headers
+// (ft_kernel_abi.cuh: the parameter struct the host fills; ft_device.cuh: common PTX helpers);
+// without the prologue the defaults below let the file compile on its own.
 //
 // Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (any batch/seq/head strides,
 // described by the tensor maps the host encodes), lse [B, Hq, Nq] fp32 (optional). Causal
@@ -58,6 +59,8 @@ constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN
 }  // namespace ft_config
 #endif
 
+#include "ft_kernel_abi.cuh"
+
 namespace ft {
 
 using namespace ft_config;
@@ -65,27 +68,8 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
 
-// A CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host.
-struct alignas(64) FtTensorMap {
-  unsigned long long opaque[16];
-};
-
-// Mirrors flashtune::detail::HopperParams (generator/hopper_fwd_pack.h); keep in lock-step.
-struct FtHopperParams {
-  FtTensorMap tmap_q;  // {D, Hq, Nq, B}, box {64, 1, kBlockM, 1}, 128-byte swizzle
-  FtTensorMap tmap_k;  // {D, Hkv, Nk, B}, box {64, 1, kBlockN, 1}
-  FtTensorMap tmap_v;  // like tmap_k
-  FtTensorMap tmap_o;  // {D, Hq, Nq, B}, box {64, 1, 64, 1}
-  void* o;
-  float* lse;          // may be null: lse is then not written
-  i64 o_stride[3];     // batch, seq, head — elements (informational; O goes out by TMA)
-  int batch;
-  int seqlen_q;
-  int seqlen_k;
-  int heads_q;
-  int heads_kv;
-  float scale_log2;    // softmax_scale * log2(e)
-};
+using FtTensorMap = ft_abi::TensorMap;
+using FtHopperParams = ft_abi::HopperParams;
 
 // Ping-pong between consumer warpgroups: each issues its wgmmas only in its turn (a ring of
 // named barriers), so one warpgroup's softmax runs while the next one's GEMMs occupy the
@@ -133,11 +117,7 @@ static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in li
 static_assert(kBlockN / 2 + kHeadDim / 2 + kBlockN / 4 <= kConsumerRegs - 32,
               "S, P and O accumulators do not fit the consumer's register budget");
 
-__device__ __forceinline__ u32 smem_address(const void* p) {
-  u32 a;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
+#include "ft_device.cuh"
 
 // ---- mbarrier -------------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
@@ -284,29 +264,6 @@ FT_DEFINE_WGMMA(208, FT_REGS_104, FT_OPS_104, "104", "105", "106", "107", "108",
 FT_DEFINE_WGMMA(224, FT_REGS_112, FT_OPS_112, "112", "113", "114", "115", "116", "117")
 FT_DEFINE_WGMMA(240, FT_REGS_120, FT_OPS_120, "120", "121", "122", "123", "124", "125")
 FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132", "133")
-
-#define kNegInf __int_as_float(0xff800000)
-
-// Two floats -> one register of two 16-bit values, `lo` in the low half.
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-  u32 r;
-  if constexpr (kBf16) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float fast_log2(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
 // memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole

@@ -28,6 +28,9 @@ std::vector<Variant> RankByCost(const Problem& p, std::vector<Variant> vs) {
 class Exhaustive final : public Strategy {
  public:
   std::string name() const override { return "exhaustive"; }
+  // With 1.5% noise, a second and third round for near-ties halve how often two runs pick
+  // winners more than 2% apart (docs/perf-notes.md).
+  int RetimeRounds() const override { return 3; }
   Status Search(SearchContext& ctx) override {
     for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured())) {
       if (ctx.budget_left() == 0) break;
@@ -71,6 +74,8 @@ class Budgeted final : public Strategy {
   // once, which no parameter decides alone (4 more registers can cost a CTA per SM).
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
+  // Its time goes into the search; one round still checks the leader against its rival.
+  int RetimeRounds() const override { return 1; }
   Status Search(SearchContext& ctx) override {
     const std::vector<Variant> prior = ctx.PriorRanking();
     if (!prior.empty()) return FollowPrior(ctx, prior);

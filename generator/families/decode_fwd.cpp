@@ -183,7 +183,7 @@ class DecodeFwd final : public Family {
     k.ws_o = splits > 1 ? static_cast<float*>(a.workspace) : nullptr;
     k.ws_lse = splits > 1 ? static_cast<float*>(a.workspace) + int64_t(splits) * rows * p.head_dim : nullptr;
     const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
-    int64_t* dst[4] = {k.q_stride, k.k_stride, k.v_stride, k.o_stride};
+    ft_abi::i64* dst[4] = {k.q_stride, k.k_stride, k.v_stride, k.o_stride};
     for (int t = 0; t < 4; ++t) {
       dst[t][0] = in[t]->batch;
       dst[t][1] = in[t]->seq;

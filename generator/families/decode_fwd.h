@@ -21,6 +21,7 @@
 
 #include "flashtune/forward_args.h"
 #include "flashtune/variant.h"
+#include "templates/ft_kernel_abi.cuh"
 
 namespace flashtune {
 
@@ -30,34 +31,8 @@ Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step,
 
 namespace detail {
 
-// Mirrors FtDecodeParams in templates/decode_fwd.cuh; the kernels take it by value.
-struct DecodeParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;                // may be null
-  const int32_t* seqlens_k;  // [B] or null (every sequence has seqlen_k keys)
-  const int32_t* block_table;  // null: dense K/V
-  float* ws_o;               // [splits, B * Hq * Nq, D] partial outputs (splits > 1)
-  float* ws_lse;             // [splits, B * Hq * Nq]
-  int64_t q_stride[3];       // batch, seq, head — elements
-  int64_t k_stride[3];       // paged: block, row in block, head
-  int64_t v_stride[3];
-  int64_t o_stride[3];
-  int64_t block_table_stride;
-  int32_t batch;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t heads_q;
-  int32_t heads_kv;
-  int32_t num_blocks;
-  int32_t block_shift;  // log2(block_size)
-  int32_t splits;
-  float scale_log2;
-  int32_t pad;
-};
-static_assert(sizeof(DecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
+// Both kernels' only parameter: one declaration with the template (templates/ft_kernel_abi.cuh).
+using DecodeParams = ft_abi::DecodeParams;
 
 // Splits of the keys for a call: as many as one wave of `blocks_per_sm` blocks per SM holds,
 // at least one key step per split, at most kMaxDecodeSplits, at least 1. sm_count 0 means 132.

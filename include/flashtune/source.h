@@ -35,6 +35,12 @@ Result<Source> GenerateSource(const Variant& variant);
 // static_asserts.
 std::string GeneratePrologue(const Variant& variant);
 
+// The embedded template `name` ("fa2_fwd.cuh") as NVRTC gets it: every line
+// `#include "x.cuh"` naming another embedded template replaced by that one's text (expanded in
+// turn, each at most once). kNotFound for an unknown name; kInternal for an include of a file
+// that is not embedded.
+Result<std::string> ExpandedTemplate(std::string_view name);
+
 // sha256 over every embedded template's name and text, in name order; identifies the template
 // version (the database stores it to notice template changes).
 std::string TemplateHash();

@@ -31,7 +31,7 @@ TEST(GeneratedSource, DefaultVariantsCompileForEveryHeadDim) {
 // Pushes an invalid combination past the generator (a hand-made prologue) and expects the
 // template's own static_assert to stop it with its message.
 void ExpectStaticAssert(const std::string& prologue, const std::string& message) {
-  const std::string text = prologue + std::string(detail::EmbeddedTemplates().at("fa2_fwd.cuh"));
+  const std::string text = prologue + *ExpandedTemplate("fa2_fwd.cuh");
   Compiler compiler(Compiler::Options{"-", 1});
   auto result = compiler.Compile({"bad_variant", text, "sm_90a", {}});
   ASSERT_FALSE(result.ok()) << "compiled although invalid: " << message;

@@ -69,7 +69,9 @@ struct DecodeCase {
 DeviceBuffer Upload(Gpu& gpu, const void* host, size_t bytes) {
   auto b = DeviceBuffer::Allocate(*gpu.context, std::max<size_t>(bytes, 16));
   EXPECT_TRUE(b.ok()) << b.status().ToString();
-  if (host != nullptr) EXPECT_TRUE(b->CopyFromHost(host, bytes).ok());
+  if (host != nullptr) {
+    EXPECT_TRUE(b->CopyFromHost(host, bytes).ok());
+  }
   return std::move(*b);
 }
 

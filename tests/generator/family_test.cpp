@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "generator/families/fa2_fwd.h"
 #include "tests/support/replay_fixture.h"
@@ -103,6 +105,26 @@ TEST(Family, SpaceIsTheUnionOfTheFamiliesThatServeTheTarget) {
   // The preferred family's default is the untuned choice where it serves.
   EXPECT_EQ(DefaultVariant(cls, kDefaultMaxSmemBytes, "sm_90").family, "toy_fwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_fwd");
+}
+
+TEST(Family, FamiliesServingAreMostPreferredFirst) {
+  Toy();
+  const ProblemClass cls{DType::kBF16, 128, false};
+  auto names = [](const std::vector<const Family*>& fs) {
+    std::vector<std::string> out;
+    for (const Family* f : fs) out.emplace_back(f->name());
+    return out;
+  };
+  // toy (preference 1) ahead of fa2_fwd (0) where both serve; hopper_fwd (10) ahead of fa2_fwd
+  // on sm_90a; fa2_fwd alone on sm_80 and for a head dim hopper_fwd does not serve.
+  EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90", kDefaultMaxSmemBytes})),
+            (std::vector<std::string>{"toy_fwd", "fa2_fwd"}));
+  EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90a", kDefaultMaxSmemBytes})),
+            (std::vector<std::string>{"hopper_fwd", "fa2_fwd"}));
+  EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_80", MaxSharedMemoryForArch("sm_80")})),
+            (std::vector<std::string>{"fa2_fwd"}));
+  EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
+            (std::vector<std::string>{"fa2_fwd"}));
 }
 
 TEST(Family, UrisRoundTripAndAreValidatedByTheirFamily) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "flashtune/source.h"
 #include "flashtune/compiler.h"
 #include "generator/embedded_templates.h"
 
@@ -161,7 +162,7 @@ TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   const std::string prologue = HopperPrologue(c, uri);
   EXPECT_NE(prologue.find("constexpr int kConsumerWarpgroups = 3;"), std::string::npos);
   EXPECT_NE(prologue.find("#define FT_KERNEL_NAME " + uri), std::string::npos);
-  const std::string text = prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh"));
+  const std::string text = prologue + *ExpandedTemplate("hopper_fwd.cuh");
   Compiler compiler(Compiler::Options{"-", 1});
   auto cubin = compiler.Compile({uri, text, "sm_90a", {}});
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
@@ -178,7 +179,7 @@ TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
   ASSERT_NE(prologue.find(smem), std::string::npos);
   prologue.replace(prologue.find(smem), smem.size(), "kSmemBytes = 4096");
   Compiler compiler(Compiler::Options{"-", 1});
-  auto r = compiler.Compile({"bad", prologue + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+  auto r = compiler.Compile({"bad", prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().log().find("kSmemBytes disagrees with the template's shared-memory layout"), std::string::npos);
   EXPECT_NE(r.status().log().find("hopper_fwd.cuh("), std::string::npos) << r.status().log();
@@ -189,7 +190,7 @@ TEST(HopperPack, TemplateRejectsPersistentCausal) {
   c.causal = c.persistent = true;
   Compiler compiler(Compiler::Options{"-", 1});
   auto r = compiler.Compile(
-      {"bad", HopperPrologue(c, "bad") + std::string(EmbeddedTemplates().at("hopper_fwd.cuh")), "sm_90a", {}});
+      {"bad", HopperPrologue(c, "bad") + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().log().find("persistent variants are non-causal only"), std::string::npos) << r.status().log();
 }

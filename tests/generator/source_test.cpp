@@ -49,11 +49,24 @@ TEST(Source, IsProloguePlusTheEmbeddedTemplate) {
   EXPECT_EQ(src->variant, kVariant);
   const auto& templates = detail::EmbeddedTemplates();
   ASSERT_EQ(templates.count("fa2_fwd.cuh"), 1u);
-  EXPECT_EQ(src->text, GeneratePrologue(kVariant) + std::string(templates.at("fa2_fwd.cuh")));
+  EXPECT_EQ(src->text, GeneratePrologue(kVariant) + *ExpandedTemplate("fa2_fwd.cuh"));
   EXPECT_EQ(src->sha256, Sha256Hex(src->text));
   EXPECT_EQ(src->sha256.size(), 64u);
   // The template's entry point is named by the prologue's macro.
   EXPECT_NE(src->text.find("FT_KERNEL_NAME("), std::string::npos);
+}
+
+TEST(Source, SharedHeadersAreInlinedOnceAndNothingIsLeftToInclude) {
+  for (const char* name : {"fa2_fwd.cuh", "hopper_fwd.cuh"}) {
+    auto text = ExpandedTemplate(name);
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    EXPECT_EQ(text->find("\n#include \""), std::string::npos) << name;
+    // The parameter structs the host packs come from the one shared declaration, once.
+    const size_t first = text->find("struct Fa2Params {");
+    ASSERT_NE(first, std::string::npos) << name;
+    EXPECT_EQ(text->find("struct Fa2Params {", first + 1), std::string::npos) << name;
+  }
+  EXPECT_EQ(ExpandedTemplate("nope.cuh").status().code(), Code::kNotFound);
 }
 
 TEST(Source, HashIsStableAndDistinctPerVariant) {

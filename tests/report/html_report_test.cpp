@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "flashtune/space.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "tests/runtime/tuned_db.h"
 

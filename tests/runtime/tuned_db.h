@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "flashtune/database.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 

@@ -1,4 +1,5 @@
 #include "tests/support/replay_fixture.h"
+#include "flashtune/replay_measurer.h"
 
 #include "cache/csv.h"
 #include "flashtune/space.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 
 namespace flashtune::testing {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "flashtune/arch.h"
+#include "flashtune/replay_measurer.h"
+#include "flashtune/occupancy.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 

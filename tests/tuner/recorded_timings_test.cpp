@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "flashtune/database.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 

@@ -1,4 +1,5 @@
 #include "generator/families/fa2_fwd.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 
 #include <gtest/gtest.h>

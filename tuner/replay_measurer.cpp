@@ -1,4 +1,4 @@
-// The replay measurer: recorded timings instead of a GPU; see include/flashtune/tuner.h.
+// The replay measurer: recorded timings instead of a GPU; see include/flashtune/replay_measurer.h.
 #include <cmath>
 #include <sqlite3.h>
 
@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
 
 namespace flashtune {

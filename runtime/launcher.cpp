@@ -1,0 +1,127 @@
+// forward()'s contexts, loaded kernels and launch cache.
+#include "runtime/launcher.h"
+
+namespace flashtune {
+
+Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
+  Driver* driver = driver_.load(std::memory_order_acquire);
+  if (driver == nullptr) {
+    auto loaded = Driver::Load();
+    if (!loaded.ok()) return loaded.status();
+    driver = *loaded;
+    driver_.store(driver, std::memory_order_release);
+  }
+  auto current = driver->CurrentContext();
+  if (!current.ok()) return current.status();
+  CUcontext context = *current;
+  const ForwardKernel* kernel = nullptr;
+  if (context != nullptr) {
+    std::shared_lock lock(launch_mutex_);
+    auto it = launch_cache_.find({context, BucketCode(BucketOf(args.problem), args.problem.layout)});
+    if (it != launch_cache_.end()) kernel = it->second;
+  }
+  if (kernel == nullptr) {
+    std::lock_guard lock(load_mutex_);
+    auto prepared = Prepare(*driver, context, args);
+    if (!prepared.ok()) return prepared.status();
+    kernel = *prepared;
+  }
+  Status launched = kernel->LaunchValidated(args, stream);
+  if (launched.code() != Code::kUnsupported) return launched;
+  // The planned family cannot run this call (its CanRun said why; nothing was launched).
+  if (context == nullptr) {  // Prepare made the primary current
+    auto made = driver->CurrentContext();
+    if (made.ok()) context = *made;
+  }
+  const ForwardKernel* fallback = nullptr;
+  {
+    std::lock_guard lock(load_mutex_);
+    auto found = Fallback(context, args, launched);
+    if (!found.ok()) return found.status();
+    fallback = *found;
+  }
+  return fallback->LaunchValidated(args, stream);
+}
+
+Result<Launcher::ContextState*> Launcher::ContextFor(const Driver& driver, CUcontext current) {
+  CUcontext context = current;
+  if (context == nullptr) {
+    // No current context: use device 0's primary context (and leave it current).
+    auto primary = Context::Primary(driver, 0);
+    if (!primary.ok()) return primary.status();
+    context = primary->get();
+    if (!contexts_.count(context)) {
+      ContextState state;
+      state.retained = std::make_unique<Context>(std::move(*primary));
+      contexts_.emplace(context, std::move(state));
+    }
+  }
+  auto cs = contexts_.find(context);
+  if (cs == contexts_.end()) {
+    auto found = driver.CurrentDeviceOrdinal();
+    if (!found.ok()) return Status(found.status().code(), "forward: " + found.status().message());
+    const int ordinal = *found;
+    auto primary = Context::Primary(driver, ordinal);  // makes the primary current
+    if (!primary.ok()) return primary.status();
+    if (primary->get() != context) {
+      (void)driver.SetCurrentContext(context);  // give the caller back its context
+      return Status(Code::kUnsupported,
+                    "forward: the current CUDA context is not the primary context of device " +
+                        std::to_string(ordinal) +
+                        "; flashtune launches in primary contexts (those the CUDA runtime and PyTorch use)");
+    }
+    ContextState state;
+    state.retained = std::make_unique<Context>(std::move(*primary));
+    cs = contexts_.emplace(context, std::move(state)).first;
+  }
+  if (cs->second.device == nullptr) {
+    const int ordinal = cs->second.retained->ordinal();
+    auto& slot = by_ordinal_[ordinal];
+    if (!slot) {
+      auto info = driver.Device(ordinal);
+      if (!info.ok()) return info.status();
+      slot = std::make_unique<DeviceState>(DeviceState::FromDevice(*info, driver));
+    }
+    cs->second.device = slot.get();
+  }
+  return &cs->second;
+}
+
+Result<const ForwardKernel*> Launcher::KernelFor(CUcontext context, ContextState& state, const Variant& variant) {
+  auto key = std::make_pair(context, variant.Uri());
+  auto k = kernels_.find(key);
+  if (k != kernels_.end()) return k->second.get();
+  LogBatch logs;
+  auto cubin = db_->CubinFor(variant, state.device->arch, &logs);
+  log_->Emit(logs);
+  if (!cubin.ok()) return cubin.status();
+  auto kernel = ForwardKernel::Load(*state.retained, *cubin, variant);
+  if (!kernel.ok()) return kernel.status();
+  return kernels_.emplace(key, std::make_unique<ForwardKernel>(std::move(*kernel))).first->second.get();
+}
+
+Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args) {
+  auto state = ContextFor(driver, current);
+  if (!state.ok()) return state.status();
+  CUcontext context = (*state)->retained->get();
+  auto plan = planner_->PlanOn(*(*state)->device, args.problem);
+  if (!plan.ok()) return plan.status();
+  auto kernel = KernelFor(context, **state, plan->variant);
+  if (!kernel.ok()) return kernel.status();
+  std::unique_lock lock(launch_mutex_);
+  launch_cache_[{context, BucketCode(plan->bucket, args.problem.layout)}] = *kernel;
+  return *kernel;
+}
+
+Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const ForwardArgs& args, const Status& why) {
+  auto cs = contexts_.find(context);
+  if (cs == contexts_.end() || cs->second.device == nullptr) return why;
+  auto variant = Planner::FallbackVariant(*cs->second.device, args, why);
+  if (!variant.ok()) return variant.status();
+  if (!kernels_.count({context, variant->Uri()}))
+    log_->Log(LogLevel::kWarning,
+              "falling back to " + variant->Uri() + " for " + args.problem.ToString() + ": " + why.message());
+  return KernelFor(context, cs->second, *variant);
+}
+
+}  // namespace flashtune

@@ -1,0 +1,166 @@
+// The runtime's planner: exact → nearest → heuristic, cached per (device, bucket).
+#include "runtime/planner.h"
+
+#include <cstdio>
+#include <mutex>
+#include <utility>
+
+#include "flashtune/arch.h"
+#include "flashtune/driver.h"
+#include "flashtune/space.h"
+
+namespace flashtune {
+namespace {
+
+std::string DescribeDevice(const DeviceRecord& d) {
+  return d.name + " (cc " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ", " +
+         std::to_string(d.sm_count) + " SMs, driver " + d.driver_version + ")";
+}
+
+std::string FormatUs(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", us);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t BucketCode(const BucketKey& b, Layout layout) {
+  return static_cast<uint64_t>(b.dtype == DType::kBF16) | (static_cast<uint64_t>(b.causal) << 1) |
+         (static_cast<uint64_t>(b.head_dim & 0x3ff) << 2) | (static_cast<uint64_t>(b.seqlen_q_bucket & 0xff) << 12) |
+         (static_cast<uint64_t>(b.seqlen_k_bucket & 0xff) << 20) |
+         (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) | (static_cast<uint64_t>(layout) << 36);
+}
+
+DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver) {
+  DeviceState s;
+  s.record = DeviceRecord{info.name, info.uuid, info.cc_major, info.cc_minor, info.sm_count, driver.VersionString()};
+  s.arch = info.Arch();
+  s.max_smem_bytes = info.max_smem_per_block_optin > 0 ? info.max_smem_per_block_optin : kDefaultMaxSmemBytes;
+  return s;
+}
+
+DeviceState DeviceState::FromOverride(const DeviceRecord& record, int64_t max_smem_bytes) {
+  DeviceState s;
+  s.record = record;
+  if (!record.name.empty()) s.arch = ArchFor(record.cc_major, record.cc_minor);
+  if (max_smem_bytes <= 0 && !s.arch.empty()) max_smem_bytes = MaxSharedMemoryForArch(s.arch);
+  s.max_smem_bytes = max_smem_bytes > 0 ? max_smem_bytes : kDefaultMaxSmemBytes;
+  if (record.name.empty()) s.absent_reason = "an empty device was given";
+  return s;
+}
+
+DeviceState DeviceState::Absent(std::string reason) {
+  DeviceState s;
+  s.absent_reason = std::move(reason);
+  return s;
+}
+
+Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
+  const BucketKey bucket = BucketOf(problem);
+  const uint64_t code = BucketCode(bucket, problem.layout);
+  {
+    std::shared_lock lock(mutex_);
+    auto it = device.plans.find(code);
+    if (it != device.plans.end()) {
+      Plan plan = it->second;
+      plan.problem = problem;
+      return plan;
+    }
+  }
+  LogBatch logs;
+  Result<Plan> computed = Compute(device, problem, bucket, &logs);
+  log_->Emit(logs);
+  if (!computed.ok()) return computed;
+  std::unique_lock lock(mutex_);
+  device.plans.emplace(code, *computed);
+  return computed;
+}
+
+Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const BucketKey& bucket, LogBatch* logs) {
+  Plan plan;
+  plan.problem = problem;
+  plan.bucket = bucket;
+  plan.bucket_name = BucketString(bucket);
+  plan.device_name = device.record.name;
+  const bool have_device = !device.record.name.empty();
+  bool check_tuned = false;
+  {
+    std::unique_lock lock(mutex_);
+    check_tuned = !device.untuned_checked;
+    device.untuned_checked = true;
+  }
+  auto found = db_->FindWinner(device.record, bucket, check_tuned, logs);
+  if (!found.ok()) return found.status();
+  if (check_tuned) {
+    std::string gap;
+    if (!have_device) {
+      gap = "no CUDA GPU to plan for (" + device.absent_reason + ")";
+    } else if (!found->database_open) {
+      gap = DescribeDevice(device.record) + " is not tuned: no tuning database at " + db_->path();
+    } else if (!found->device_has_winners) {
+      gap = DescribeDevice(device.record) + " is not tuned with this toolchain (nvrtc " +
+            db_->toolchain().nvrtc_version + ", flashtune " + db_->toolchain().generator_version + ") in " +
+            db_->path();
+    }
+    if (!gap.empty())
+      logs->push_back({LogLevel::kWarning, gap + "; using built-in default kernels (run `flashtune tune`)"});
+  }
+  const std::string who = have_device ? device.record.name : std::string("no GPU");
+  std::string unfit;  // why a tuned winner cannot serve this problem's layout
+  if (const std::optional<WinnerRow>& winner = found->winner) {
+    const Family* f = FindFamily(winner->variant.family);
+    if (f == nullptr || f->PreferenceFor(problem) < 0) {
+      unfit = "the tuned winner " + winner->variant.Uri() + " of bucket " + BucketString(winner->bucket) +
+              " cannot serve " + std::string(LayoutName(problem.layout)) + " calls; ";
+      found->winner.reset();
+    }
+  }
+  if (const std::optional<WinnerRow>& winner = found->winner) {
+    const bool exact = found->exact;
+    plan.variant = winner->variant;
+    plan.source = exact ? PlanSource::kExact : PlanSource::kNearest;
+    plan.tuned_problem = winner->problem;
+    plan.tuned_bucket = BucketString(winner->bucket);
+    plan.tuned_median_us = winner->median_us;
+    plan.tuned_tflops = winner->tflops;
+    plan.distance = exact ? 0 : winner->distance;
+    if (exact) {
+      plan.why = "tuned winner of bucket " + plan.bucket_name + " on " + who + " (tuned on " +
+                 winner->problem.ToString() + ": " + FormatUs(winner->median_us) + " us)";
+    } else {
+      plan.why = "bucket " + plan.bucket_name + " is not tuned on " + who + "; nearest tuned bucket " +
+                 plan.tuned_bucket + " (distance " + std::to_string(plan.distance) + ", tuned on " +
+                 winner->problem.ToString() + ": " + FormatUs(winner->median_us) + " us)";
+    }
+    return plan;
+  }
+  const ProblemClass cls = ClassOf(problem);
+  const Target target = device.target();
+  auto chosen = DefaultVariantFor(problem, target.max_smem_bytes, target.arch);
+  if (!chosen.ok()) return chosen.status();
+  plan.variant = *chosen;
+  plan.source = PlanSource::kHeuristic;
+  FT_RETURN_IF_ERROR(CheckVariant(plan.variant, target.max_smem_bytes));
+  auto family = FamilyOf(plan.variant);
+  plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
+             (have_device ? "" : " (no device to match tuned rows)") + "; " + plan.variant.family +
+             "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
+             target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
+  return plan;
+}
+
+Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
+  const Target target = device.target();
+  const ProblemClass cls = ClassOf(args.problem);
+  for (const Family* family : FamiliesFor(args.problem)) {
+    if (!family->Serves(cls, target)) continue;
+    const Variant v = family->Default(cls, target);
+    LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
+    trial.sm_count = device.record.sm_count;
+    if (family->Check(v, target.max_smem_bytes).ok() && PackValidatedForward(v, args, &trial).ok()) return v;
+  }
+  return why;
+}
+
+}  // namespace flashtune

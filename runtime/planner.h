@@ -1,0 +1,79 @@
+// planner.h — the runtime's choice of kernel for a problem on a GPU, and its reason.
+//
+// The chain: the exact bucket's tuned winner for this GPU model + driver and this toolchain
+// (kExact), else the winner of the nearest tuned bucket of the same class (kNearest), else the
+// default variant of the most preferred family that serves the class on this GPU (kHeuristic).
+// Plans are cached per (device, bucket). A GPU with no tuned winner at all is reported once.
+// The planner knows families only through the generator's registry: adding a family does not
+// touch it.
+//
+// Thread safety: Plan() may be called from many threads; a DeviceState's plan cache is guarded by
+// the planner's shared mutex.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "flashtune/runtime.h"
+#include "flashtune/space.h"
+#include "generator/family.h"
+#include "runtime/runtime_database.h"
+#include "runtime/runtime_log.h"
+
+namespace flashtune {
+
+struct DeviceInfo;
+class Driver;
+
+// What the runtime knows about one GPU it plans for.
+struct DeviceState {
+  DeviceRecord record;        // name "" when no GPU is known
+  std::string arch;           // NVRTC target, "" when none
+  int64_t max_smem_bytes = kDefaultMaxSmemBytes;
+  std::string absent_reason;  // why there is no GPU, when record.name is ""
+
+  // The family target planned for: the device's arch, or sm_90a when no GPU is known (plans for
+  // the GPU the product is tuned on).
+  Target target() const { return Target{arch.empty() ? std::string("sm_90a") : arch, max_smem_bytes}; }
+
+  static DeviceState FromDevice(const DeviceInfo& info, const Driver& driver);
+  // A device given by the application (RuntimeOptions::device_override); max_smem_bytes <= 0
+  // derives the limit from the compute capability.
+  static DeviceState FromOverride(const DeviceRecord& record, int64_t max_smem_bytes);
+  static DeviceState Absent(std::string reason);
+
+ private:
+  friend class Planner;
+  bool untuned_checked = false;
+  std::unordered_map<uint64_t, Plan> plans;  // by BucketCode; guarded by Planner::mutex_
+};
+
+// A bucket and a layout packed into one integer: the plan and launch caches' hash key (a paged
+// call of a dense bucket's shape may need another family).
+uint64_t BucketCode(const BucketKey& bucket, Layout layout);
+
+class Planner {
+ public:
+  Planner(RuntimeDatabase* db, const LogSink* log) : db_(db), log_(log) {}
+
+  // The plan of `problem` (already validated) on `device`, cached per bucket.
+  Result<Plan> PlanOn(DeviceState& device, const Problem& problem);
+
+  // The variant to launch when the planned family cannot run a call (its CanRun said `why`): the
+  // default of the family that fits the problem best (FamiliesFor), serves the class on
+  // `device` and can run `args` (layout, seqlens_k, workspace, CanRun).
+  // The status `why` when none can.
+  static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why);
+
+ private:
+  Result<Plan> Compute(DeviceState& device, const Problem& problem, const BucketKey& bucket, LogBatch* logs);
+
+  RuntimeDatabase* db_;
+  const LogSink* log_;
+  std::shared_mutex mutex_;
+};
+
+}  // namespace flashtune

@@ -1,0 +1,126 @@
+// The runtime's tuning database: lazy read connection, winner lookup, cubins (stored or compiled).
+#include "runtime/runtime_database.h"
+
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "flashtune/cubin_store.h"
+#include "flashtune/source.h"
+
+namespace flashtune {
+
+RuntimeDatabase::RuntimeDatabase(std::string path, ToolchainInfo toolchain, std::string cache_dir)
+    : path_(std::move(path)),
+      toolchain_(std::move(toolchain)),
+      nvrtc_version_(Compiler::NvrtcVersion()),
+      compiler_(Compiler::Options{std::move(cache_dir), 1}) {}
+
+Status RuntimeDatabase::OpenIfPresent() {
+  std::lock_guard lock(mutex_);
+  std::error_code ec;
+  if (read_db_ || !std::filesystem::exists(path_, ec)) return Status::Ok();
+  Database::OpenOptions ro;
+  ro.read_only = true;
+  auto db = Database::Open(path_, ro);
+  if (db.ok()) {
+    read_db_ = std::move(*db);
+  } else if (db.status().code() != Code::kNotFound) {  // empty (being created): read it later
+    return db.status();
+  }
+  return Status::Ok();
+}
+
+bool RuntimeDatabase::is_open() const {
+  std::lock_guard lock(mutex_);
+  return read_db_ != nullptr;
+}
+
+Database* RuntimeDatabase::ReadDb(LogBatch* logs) {
+  if (read_db_) return read_db_.get();
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) return nullptr;
+  Database::OpenOptions ro;
+  ro.read_only = true;
+  auto db = Database::Open(path_, ro);
+  if (!db.ok()) {
+    if (db.status().code() == Code::kNotFound) return nullptr;  // being created: try again later
+    if (!reported_error_) {
+      reported_error_ = true;
+      logs->push_back({LogLevel::kError, "cannot read the tuning database: " + db.status().ToString() +
+                                             "; plans are heuristic"});
+    }
+    return nullptr;
+  }
+  read_db_ = std::move(*db);
+  return read_db_.get();
+}
+
+Result<bool> RuntimeDatabase::HasWinners(Database& db, const DeviceRecord& device) {
+  auto devices = db.ListDevices();
+  if (!devices.ok()) return devices.status();
+  auto toolchains = db.ListToolchains();
+  if (!toolchains.ok()) return toolchains.status();
+  auto winners = db.ListWinners();
+  if (!winners.ok()) return winners.status();
+  std::map<int64_t, bool> device_ok, toolchain_ok;
+  for (const DeviceRow& d : *devices) device_ok[d.id] = SameGpuModel(d.device, device);
+  for (const ToolchainRow& t : *toolchains) toolchain_ok[t.id] = t.toolchain == toolchain_;
+  for (const WinnerRow& w : *winners)
+    if (device_ok[w.device_id] && toolchain_ok[w.toolchain_id]) return true;
+  return false;
+}
+
+Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& device, const BucketKey& bucket,
+                                                            bool check_tuned, LogBatch* logs) {
+  std::lock_guard lock(mutex_);
+  Lookup out;
+  Database* db = ReadDb(logs);
+  out.database_open = db != nullptr;
+  if (db == nullptr || device.name.empty()) return out;
+  auto exact = db->FindWinner(device, toolchain_, bucket);
+  if (!exact.ok()) return exact.status();
+  if (exact->has_value()) {
+    out.winner = std::move(*exact);
+    out.exact = true;
+  } else {
+    auto nearest = db->FindNearestWinner(device, toolchain_, bucket);
+    if (!nearest.ok()) return nearest.status();
+    out.winner = std::move(*nearest);
+  }
+  if (check_tuned) {
+    auto has = HasWinners(*db, device);
+    if (!has.ok()) return has.status();
+    out.device_has_winners = *has;
+  }
+  return out;
+}
+
+Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::string& arch, LogBatch* logs) {
+  auto source = GenerateSource(variant);
+  if (!source.ok()) return source.status();
+  std::lock_guard lock(mutex_);
+  if (Database* db = ReadDb(logs)) {
+    auto stored = db->GetCubin(source->sha256, arch, "", nvrtc_version_);
+    if (stored.ok()) return CubinFromRecord(*stored, source->uri);
+    if (stored.status().code() != Code::kNotFound)
+      logs->push_back({LogLevel::kWarning, "reading a cubin from the database failed: " + stored.status().ToString()});
+  }
+  logs->push_back({LogLevel::kInfo, "compiling " + source->uri + " for " + arch +
+                                        " on first use (no cubin for it in the database)"});
+  std::error_code ec;
+  if (!write_db_ && std::filesystem::exists(path_, ec)) {
+    auto db = Database::Open(path_);
+    if (db.ok()) {
+      write_db_ = std::move(*db);
+    } else {
+      logs->push_back({LogLevel::kWarning, "cannot store compiled kernels in " + path_ + ": " + db.status().ToString()});
+    }
+  }
+  if (!write_db_) return compiler_.Compile(CompileRequest{source->uri, source->text, arch, {}});
+  auto record = LoadOrCompileCubin(*write_db_, compiler_, variant, arch);
+  if (!record.ok()) return record.status();
+  return CubinFromRecord(*record, source->uri);
+}
+
+}  // namespace flashtune

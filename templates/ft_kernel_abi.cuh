@@ -1,0 +1,92 @@
+// The kernel-parameter structs of every family: one declaration for both sides. The host's
+// packing includes this file (generator/), and the generator inlines it into each variant's
+// NVRTC source wherever a template says #include "ft_kernel_abi.cuh", so a field added on one
+// side is added on the other. Plain C++ on purpose (no CUDA or toolkit types): each kernel takes
+// its struct by value as its only parameter, so the layout is the ABI and is asserted below.
+#ifndef FT_KERNEL_ABI_CUH_
+#define FT_KERNEL_ABI_CUH_
+
+namespace ft_abi {
+
+typedef long long i64;
+
+// fa2_fwd (templates/fa2_fwd.cuh).
+struct Fa2Params {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;        // may be null: lse is then not written
+  i64 q_stride[3];   // batch, seq, head — elements
+  i64 k_stride[3];
+  i64 v_stride[3];
+  i64 o_stride[3];
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  float scale_log2;  // softmax_scale * log2(e): scores go through exp2
+};
+static_assert(sizeof(Fa2Params) == 5 * 8 + 12 * 8 + 5 * 4 + 4, "Fa2Params layout drifted");
+
+// A CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// hopper_fwd (templates/hopper_fwd.cuh).
+struct HopperParams {
+  TensorMap tmap_q;  // {D, Hq, Nq, B}, box {64, 1, kBlockM, 1}, 128-byte swizzle
+  TensorMap tmap_k;  // {D, Hkv, Nk, B}, box {64, 1, kBlockN, 1}
+  TensorMap tmap_v;  // like tmap_k
+  TensorMap tmap_o;  // {D, Hq, Nq, B}, box {64, 1, 64, 1}
+  void* o;
+  float* lse;        // may be null: lse is then not written
+  i64 o_stride[3];   // batch, seq, head — elements (informational; O goes out by TMA)
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  float scale_log2;  // softmax_scale * log2(e)
+};
+static_assert(sizeof(HopperParams) == 576, "HopperParams layout drifted");
+#ifndef __CUDACC_RTC__  // NVRTC has no offsetof; the host's check covers both sides
+static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(HopperParams, batch) == 552 &&
+                  __builtin_offsetof(HopperParams, scale_log2) == 572,
+              "HopperParams layout drifted");
+#endif
+
+// decode_fwd (templates/decode_fwd.cuh): both of its kernels (the split and the combine).
+struct DecodeParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;               // may be null
+  const int* seqlens_k;     // [B] or null (every sequence has seqlen_k keys)
+  const int* block_table;   // null: dense K/V
+  float* ws_o;              // [splits, B * Hq * Nq, D] partial outputs (splits > 1)
+  float* ws_lse;            // [splits, B * Hq * Nq]
+  i64 q_stride[3];          // batch, seq, head — elements
+  i64 k_stride[3];          // paged: block, row in block, head
+  i64 v_stride[3];
+  i64 o_stride[3];
+  i64 block_table_stride;
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  int num_blocks;
+  int block_shift;          // log2(block_size)
+  int splits;
+  float scale_log2;         // softmax_scale * log2(e)
+  int pad;
+};
+static_assert(sizeof(DecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
+
+}  // namespace ft_abi
+
+#endif  // FT_KERNEL_ABI_CUH_
