@@ -12,6 +12,7 @@ rotated so one pass reads more than 3x the L2, except where one copy alone excee
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
+(the C ABI through the Python package's ctypes layer, python/flashtune/_capi.py)
 """
 import argparse
 import ctypes
@@ -24,8 +25,35 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "python"))
-from flashtune_ctypes import AttentionArgs, Problem, Runtime  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+
+class Runtime:
+    """One ft_runtime for ft_forward_ex / ft_workspace_size (the package's Runtime serves the
+    dense ft_forward path)."""
+
+    def __init__(self, lib_path, db):
+        os.environ["FLASHTUNE_LIB"] = lib_path
+        from flashtune import _capi
+        self.capi = _capi
+        self.lib = _capi.library()
+        self.handle = ctypes.c_void_p()
+        self.check(_capi.function("ft_runtime_open")(db.encode() if db else None, ctypes.byref(self.handle)),
+                   "ft_runtime_open")
+        self.forward_ex_fn = _capi.function("ft_forward_ex")
+
+    def check(self, status, what):
+        self.capi.check(status, what)
+
+    def workspace_size(self, args):
+        size = ctypes.c_int64()
+        self.check(self.capi.function("ft_workspace_size")(self.handle, ctypes.byref(args), ctypes.byref(size)),
+                   "ft_workspace_size")
+        return size.value
+
+    def forward_ex(self, args, stream):
+        self.check(self.forward_ex_fn(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
+                   "ft_forward_ex")
 
 BACKENDS = (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
             ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION))
@@ -115,7 +143,8 @@ def main():
     torch.manual_seed(0)
     random.seed(0)
     dev = torch.device("cuda")
-    rt = Runtime(a.lib, a.db or None)
+    rt = Runtime(os.path.abspath(a.lib), a.db or None)
+    AttentionArgs, Problem = rt.capi.AttentionArgs, rt.capi.Problem
     stream = torch.cuda.current_stream().cuda_stream
     read_tbps = stream_read_tbps()
     print(f"streaming read (torch.sum, 4 GiB fp32): {read_tbps:.2f} TB/s", flush=True)
@@ -150,7 +179,7 @@ def main():
                 except RuntimeError as e:
                     row[name + "_us"] = float("nan")
                     print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
-            problem = Problem.make("bf16", d, False, B, nq, nk, hq, hkv)
+            problem = Problem(rt.capi.DTYPES["bf16"], d, 0, B, nq, nk, hq, hkv)
             for layout in a.layouts.split(","):
                 if layout == "dense":
                     kv = dense
@@ -200,7 +229,7 @@ def main():
                 err = ((o.float() - ref).norm() / ref.norm()).item()
 
                 def call(i):  # on the current stream: the graph's capture stream while capturing
-                    rc = rt.lib.ft_forward_ex(rt.handle, refs[i], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+                    rc = rt.forward_ex_fn(rt.handle, refs[i], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
                     if rc != 0:
                         rt.check(rc, "ft_forward_ex")
                 timed(call, copies, row, layout)

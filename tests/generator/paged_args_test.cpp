@@ -204,6 +204,7 @@ TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {
   p.batch = 8;  // 64 blocks: 4 splits fill one wave of 264, 5 would start a second
   p.seqlen_k = 32768;
   EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2), 4);
+  p.batch = 1;  // 8 blocks, 66 would fit a wave of 4 per SM: capped
   p.seqlen_k = 1 << 20;
   EXPECT_EQ(detail::DecodeSplits(p, 132, 32, 1, 4), detail::kMaxDecodeSplits);
 }
