@@ -89,7 +89,8 @@ int RunPlan(const std::vector<std::string>& args) {
   }
   if (vm.count("help")) {
     std::cout << "flashtune plan: show which kernel the runtime would launch for a shape, and why\n"
-                 "(exact tuned bucket, nearest tuned bucket, or the built-in heuristic).\n\n"
+                 "(exact tuned bucket, nearest tuned bucket, a neighbouring class's winner, or the built-in\n"
+                 "heuristic).\n\n"
                  "Device: --device-uuid/--gpu-name pick a GPU recorded in the database; otherwise this\n"
                  "machine's GPU 0; without a GPU, the database's only GPU model when there is exactly one;\n"
                  "otherwise the heuristic alone.\n\n"

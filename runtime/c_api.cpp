@@ -170,9 +170,10 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   if (!plan.ok()) return Fail(plan.status());
   std::memset(out, 0, sizeof *out);
   Copy(out->variant_uri, sizeof out->variant_uri, plan->variant.Uri());
-  out->source = plan->source == flashtune::PlanSource::kExact     ? FT_PLAN_EXACT
-                : plan->source == flashtune::PlanSource::kNearest ? FT_PLAN_NEAREST
-                                                                  : FT_PLAN_HEURISTIC;
+  out->source = plan->source == flashtune::PlanSource::kExact       ? FT_PLAN_EXACT
+                : plan->source == flashtune::PlanSource::kNearest   ? FT_PLAN_NEAREST
+                : plan->source == flashtune::PlanSource::kNeighbour ? FT_PLAN_NEIGHBOUR
+                                                                    : FT_PLAN_HEURISTIC;
   Copy(out->source_name, sizeof out->source_name, std::string(flashtune::PlanSourceName(plan->source)));
   Copy(out->bucket, sizeof out->bucket, plan->bucket_name);
   Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan->tuned_bucket);

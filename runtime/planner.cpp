@@ -1,4 +1,4 @@
-// The runtime's planner: exact → nearest → heuristic, cached per (device, bucket).
+// The runtime's planner: exact → nearest → neighbour → heuristic, cached per (device, bucket).
 #include "runtime/planner.h"
 
 #include <cstdio>
@@ -90,7 +90,8 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     check_tuned = !device.untuned_checked;
     device.untuned_checked = true;
   }
-  auto found = db_->FindWinner(device.record, bucket, check_tuned, logs);
+  const Target target = device.target();
+  auto found = db_->FindWinner(device.record, bucket, target, check_tuned, logs);
   if (!found.ok()) return found.status();
   if (check_tuned) {
     std::string gap;
@@ -136,7 +137,18 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     return plan;
   }
   const ProblemClass cls = ClassOf(problem);
-  const Target target = device.target();
+  const std::optional<NeighbourGuess>& guess = found->guess;
+  const Family* guess_family = guess ? FindFamily(guess->variant.family) : nullptr;
+  if (guess && guess_family != nullptr && guess_family->PreferenceFor(problem) >= 0) {
+    plan.variant = guess->variant;
+    plan.source = PlanSource::kNeighbour;
+    plan.tuned_problem = guess->from.problem;
+    plan.tuned_bucket = BucketString(guess->from.bucket);
+    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + "; the neighbouring class's " +
+               guess->from.variant_uri + " (" + guess->reason + ", tuned on " + guess->from.problem.ToString() +
+               ": " + FormatUs(guess->from.median_us) + " us) as " + plan.variant.Uri();
+    return plan;
+  }
   auto chosen = DefaultVariantFor(problem, target.max_smem_bytes, target.arch);
   if (!chosen.ok()) return chosen.status();
   plan.variant = *chosen;

@@ -1,8 +1,10 @@
 // planner.h — the runtime's choice of kernel for a problem on a GPU, and its reason.
 //
 // The chain: the exact bucket's tuned winner for this GPU model + driver and this toolchain
-// (kExact), else the winner of the nearest tuned bucket of the same class (kNearest), else the
-// default variant of the most preferred family that serves the class on this GPU (kHeuristic).
+// (kExact), else the winner of the nearest tuned bucket of the same class (kNearest), else a
+// neighbouring class's winner that fits this class and GPU (kNeighbour; the policy is
+// GuessFromNeighbours, flashtune/neighbour_guess.h), else the default variant of the most
+// preferred family that serves the class on this GPU (kHeuristic).
 // Plans are cached per (device, bucket). A GPU with no tuned winner at all is reported once.
 // The planner knows families only through the generator's registry: adding a family does not
 // touch it.

@@ -30,6 +30,7 @@ std::string_view PlanSourceName(PlanSource source) {
     case PlanSource::kExact: return "exact";
     case PlanSource::kNearest: return "nearest";
     case PlanSource::kHeuristic: return "heuristic";
+    case PlanSource::kNeighbour: return "neighbour";
   }
   return "unknown";
 }

@@ -52,7 +52,7 @@ enum { FT_DTYPE_F16 = 1, FT_DTYPE_BF16 = 2 };
 enum { FT_LAYOUT_DENSE = 0, FT_LAYOUT_PAGED = 1, FT_LAYOUT_VARLEN = 2 };
 
 /* Where a plan came from. */
-enum { FT_PLAN_EXACT = 0, FT_PLAN_NEAREST = 1, FT_PLAN_HEURISTIC = 2 };
+enum { FT_PLAN_EXACT = 0, FT_PLAN_NEAREST = 1, FT_PLAN_HEURISTIC = 2, FT_PLAN_NEIGHBOUR = 3 };
 
 typedef struct ft_runtime ft_runtime;
 
@@ -118,7 +118,7 @@ typedef struct ft_attention_args {
 typedef struct ft_plan_info {
   char variant_uri[128]; /* "fa2_fwd_bf16_d128_br128_bc64_w4_s2_full" */
   int source;            /* FT_PLAN_* */
-  char source_name[16];  /* "exact" / "nearest" / "heuristic" */
+  char source_name[16];  /* "exact" / "nearest" / "heuristic" / "neighbour" */
   char bucket[64];       /* the problem's bucket */
   char tuned_bucket[64]; /* the winner's bucket, "" for heuristic */
   double tuned_median_us;/* the winner's measured median, 0 when unknown */

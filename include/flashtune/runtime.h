@@ -3,9 +3,11 @@
 //
 // Choosing (plan): the exact bucket's tuned winner for this GPU model + driver and this
 // toolchain (kExact), else the winner of the nearest tuned bucket of the same dtype, head dim
-// and causal flag (kNearest), else FA-2's default tile for the class, fitted to the device's
-// shared memory (kHeuristic). A GPU with no tuned winners at all is reported once through the
-// log callback. Plans are cached per bucket.
+// and causal flag (kNearest), else a neighbouring class's winner re-specialised to this class
+// when its family serves it and it fits the device (kNeighbour: the other dtype, then the next
+// larger or smaller tuned head dim; flashtune/neighbour_guess.h), else the preferred family's
+// default tile for the class, fitted to the device's shared memory (kHeuristic). A GPU with no
+// tuned winners at all is reported once through the log callback. Plans are cached per bucket.
 //
 // Launching (forward): arguments are validated first (nothing is launched on bad input); the
 // kernel comes from a per (CUDA context, variant) cache; on a miss its cubin is read from the
@@ -49,8 +51,9 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 std::string_view LogLevelName(LogLevel level);
 
 // Where a plan's variant came from.
-enum class PlanSource { kExact, kNearest, kHeuristic };
-// "exact" / "nearest" / "heuristic".
+// (kNeighbour is last so that the C ABI's numbers of the others stay what they were.)
+enum class PlanSource { kExact, kNearest, kHeuristic, kNeighbour };
+// "exact" / "nearest" / "heuristic" / "neighbour".
 std::string_view PlanSourceName(PlanSource source);
 
 struct RuntimeOptions {
@@ -77,9 +80,10 @@ struct Plan {
   PlanSource source = PlanSource::kHeuristic;
   BucketKey bucket;                   // the problem's bucket
   std::string bucket_name;            // BucketString(bucket)
-  std::optional<Problem> tuned_problem;  // the problem the winner was tuned on (exact/nearest)
+  std::optional<Problem> tuned_problem;  // the problem the winner was tuned on (exact/nearest/neighbour)
   std::string tuned_bucket;           // its bucket ("" for heuristic)
-  double tuned_median_us = 0;         // the winner's measured median, 0 when unknown
+  double tuned_median_us = 0;         // the winner's measured median, 0 when unknown (and for neighbour:
+                                      // that time was of another class)
   double tuned_tflops = 0;            // 0 when unknown
   int distance = 0;                   // BucketDistance to the tuned bucket (0 for exact)
   std::string device_name;            // the GPU planned for ("" when none is known)

@@ -75,8 +75,8 @@ class Plan:
     problem: Problem
     variant_uri: str       # "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_causal"
     family: str            # "hopper_fwd"
-    source: int            # 0 exact, 1 nearest, 2 heuristic (FT_PLAN_*)
-    source_name: str       # "exact" / "nearest" / "heuristic"
+    source: int            # 0 exact, 1 nearest, 2 heuristic, 3 neighbour (FT_PLAN_*)
+    source_name: str       # "exact" / "nearest" / "heuristic" / "neighbour"
     bucket: str            # the problem's bucket
     tuned_bucket: str      # the winner's bucket, "" for heuristic
     tuned_median_us: float  # the winner's measured median, 0 when unknown

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -88,17 +90,48 @@ TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
   EXPECT_EQ(logged.warnings(), 0);
 }
 
-TEST_F(RuntimeLookup, UntunedClassUsesTheHeuristic) {
+// The database holds bf16 d128 full only: f16 d128 takes its winner's tile (the other dtype),
+// d96 too (the next larger head dim), each said in why.
+TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
   Logged logged;
   auto rt = OpenOn(*db_, TunedDevice(), &logged);
-  Problem p{DType::kBF16, 64, true, 2, 1024, 1024, 8, 8};
+  auto db = Database::Open(*db_);
+  ASSERT_TRUE(db.ok());
+  const Problem tuned = TunedProblems()[1];
+  auto w = (*db)->FindWinner(TunedDevice(), CurrentToolchain(), BucketOf(tuned));
+  ASSERT_TRUE(w.ok() && w->has_value());
+  for (auto [dtype, head_dim, reason] : {std::tuple{DType::kF16, 128, "same head dim, other dtype"},
+                                         std::tuple{DType::kBF16, 96, "next larger tuned head dim"}}) {
+    Problem p = tuned;
+    p.dtype = dtype;
+    p.head_dim = head_dim;
+    auto plan = rt->plan(p);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->source, PlanSource::kNeighbour) << plan->why;
+    Variant expected = (*w)->variant;
+    expected.dtype = dtype;
+    expected.head_dim = head_dim;
+    EXPECT_EQ(plan->variant, expected) << plan->why;
+    ASSERT_TRUE(plan->tuned_problem.has_value());
+    EXPECT_EQ(*plan->tuned_problem, tuned);
+    EXPECT_EQ(plan->tuned_median_us, 0) << "the neighbour's time is of another class";
+    EXPECT_NE(plan->why.find(reason), std::string::npos) << plan->why;
+    EXPECT_EQ(PlanSourceName(plan->source), "neighbour");
+  }
+  EXPECT_EQ(logged.warnings(), 0);
+}
+
+TEST_F(RuntimeLookup, UntunedClassWithNoNeighbourUsesTheHeuristic) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  Problem p{DType::kBF16, 32, true, 2, 1024, 1024, 8, 8};  // d128 is more than 2x away
   auto plan = rt->plan(p);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->source, PlanSource::kHeuristic);
   EXPECT_EQ(plan->variant, DefaultVariant(ClassOf(p), MaxSharedMemoryForArch("sm_90a")));
   EXPECT_FALSE(plan->tuned_problem.has_value());
   EXPECT_NE(plan->why.find("default tile"), std::string::npos) << plan->why;
-  EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class";
+  EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class or one next to it";
 }
 
 TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
