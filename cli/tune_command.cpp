@@ -40,7 +40,7 @@ EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_sme
     SpaceOptions space_options;
     space_options.arch = arch;
     space_options.max_smem_bytes = max_smem_bytes;
-    return EnumerateSpace(ClassOf(p), space_options);
+    return EnumerateSpaceFor(p, space_options);
   };
 }
 
@@ -131,7 +131,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch, model, shard;
+      devices, replay, arch, model, shard, decode;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
@@ -147,6 +147,9 @@ int RunTune(const std::vector<std::string>& args) {
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
+      ("decode", po::value(&decode)->default_value("auto"),
+       "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
+       "given), only, none")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("model", po::value(&model),
        "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
@@ -249,6 +252,8 @@ int RunTune(const std::vector<std::string>& args) {
     options.enumerate = DefaultEnumerate();
   }
 
+  if (decode != "auto" && decode != "only" && decode != "none")
+    return Fail(Status(Code::kInvalidArgument, "--decode '" + decode + "' is not allowed; allowed: auto, only, none"));
   // The shape options given on the command line, over the defaults.
   auto ShapeOptions = [&]() -> Result<ProblemSetOptions> {
     ProblemSetOptions pso;
@@ -316,7 +321,11 @@ int RunTune(const std::vector<std::string>& args) {
     if (!pso.ok()) return Fail(pso.status());
     auto ps = MakeProblemSet(*pso);
     if (!ps.ok()) return Fail(ps.status());
-    options.problems = *ps;
+    if (decode != "only") options.problems = *ps;
+    if (decode == "only" || (decode == "auto" && !shape_given)) {
+      const std::vector<Problem> d = DefaultDecodeProblems();
+      options.problems.insert(options.problems.end(), d.begin(), d.end());
+    }
   }
 
   if (!shard.empty()) {

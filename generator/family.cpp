@@ -187,12 +187,42 @@ int ThreadsPerBlock(const Variant& v) {
   return f ? f->Threads(v) : 0;
 }
 
+std::vector<const Family*> FamiliesFor(const Problem& problem) {
+  std::vector<const Family*> out;
+  for (const Family* f : Families())
+    if (f->PreferenceFor(problem) >= 0) out.push_back(f);
+  std::stable_sort(out.begin(), out.end(), [&](const Family* a, const Family* b) {
+    return a->PreferenceFor(problem) > b->PreferenceFor(problem);
+  });
+  return out;
+}
+
+int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
+  int64_t bytes = 0;
+  for (const Family* f : FamiliesFor(problem)) bytes = std::max(bytes, f->WorkspaceBytes(problem, sm_count));
+  return bytes;
+}
+
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
   const Family* f = FindFamily(v.family);
   if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
+  if (f->PreferenceFor(args.problem) < 0)
+    return Status(Code::kUnsupported, std::string(f->name()) + " does not serve " + args.problem.ToString())
+        .WithVariant(v.Uri());
+  if (args.seqlens_k != nullptr && !f->reads_seqlens_k())
+    return Status(Code::kUnsupported, std::string(f->name()) + " does not read per-sequence key counts (seqlens_k)")
+        .WithVariant(v.Uri());
   Status can = f->CanRun(v, args);
   if (!can.ok()) return can.WithVariant(v.Uri());
+  const int64_t need = f->WorkspaceBytes(args.problem, out->sm_count);
+  if (args.workspace_bytes < need)
+    return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(args.workspace_bytes) + ") is less than the " +
+                                              std::to_string(need) + " bytes " + args.problem.ToString() +
+                                              " needs; size it with WorkspaceBytes / Runtime::workspace_size / "
+                                              "ft_workspace_size")
+        .WithVariant(v.Uri());
+  out->next_steps = 0;
   f->Pack(v, args, out);
   return Status::Ok();
 }

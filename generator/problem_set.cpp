@@ -120,6 +120,14 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   return out;
 }
 
+std::vector<Problem> DefaultDecodeProblems() {
+  std::vector<Problem> out;
+  for (int64_t batch : {1, 8, 64})
+    for (int64_t keys : {2048, 8192, 32768, 131072})
+      if (batch * keys <= 64 * 32768) out.push_back(Problem{DType::kBF16, 128, false, batch, 1, keys, 32, 8});
+  return out;
+}
+
 Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
                                              std::vector<std::string>* notices) {
   // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.
@@ -293,6 +301,8 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
 
 int BucketDistance(const BucketKey& a, const BucketKey& b) {
   if (a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  // Decode (Nq <= 16) and prefill are served by different kernels: never near each other.
+  if ((a.seqlen_q_bucket <= kDecodeQueryBucket) != (b.seqlen_q_bucket <= kDecodeQueryBucket)) return -1;
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +
          std::abs(a.batch_heads_bucket - b.batch_heads_bucket);
 }

@@ -26,6 +26,22 @@ Result<DType> ParseDType(std::string_view text, std::string_view what) {
                                             "' is not a supported dtype; allowed: f16, bf16");
 }
 
+std::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kDense: return "dense";
+    case Layout::kPaged: return "paged";
+    case Layout::kVarlen: return "varlen";
+  }
+  return "unknown";
+}
+
+Result<Layout> ParseLayout(std::string_view text, std::string_view what) {
+  for (Layout l : {Layout::kDense, Layout::kPaged, Layout::kVarlen})
+    if (text == LayoutName(l)) return l;
+  return Status(Code::kInvalidArgument, std::string(what) + ": '" + std::string(text) +
+                                            "' is not a layout; allowed: dense, paged, varlen");
+}
+
 double Problem::Flops() const {
   double flops = 4.0 * double(batch) * double(heads_q) * double(seqlen_q) * double(seqlen_k) *
                  double(head_dim);
@@ -43,6 +59,7 @@ std::string Problem::ToString() const {
   s += " Nk" + std::to_string(seqlen_k);
   s += " Hq" + std::to_string(heads_q);
   s += " Hkv" + std::to_string(heads_kv);
+  if (layout != Layout::kDense) s += " " + std::string(LayoutName(layout));
   return s;
 }
 

@@ -65,6 +65,52 @@ flashtune::Result<flashtune::Problem> ToProblem(const ft_problem& p, const char*
 
 flashtune::Strides ToStrides(const int64_t s[3]) { return flashtune::Strides{s[0], s[1], s[2]}; }
 
+// The fields ft_forward_args and ft_attention_args share.
+template <typename CArgs>
+flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const CArgs& args) {
+  auto problem = ToProblem(args.problem, "args.problem");
+  if (!problem.ok()) return problem.status();
+  flashtune::ForwardArgs a;
+  a.problem = *problem;
+  a.softmax_scale = args.softmax_scale;
+  a.q = args.q;
+  a.k = args.k;
+  a.v = args.v;
+  a.o = args.o;
+  a.lse = args.lse;
+  a.q_strides = ToStrides(args.q_strides);
+  a.k_strides = ToStrides(args.k_strides);
+  a.v_strides = ToStrides(args.v_strides);
+  a.o_strides = ToStrides(args.o_strides);
+  return a;
+}
+
+// Version 1 is the only struct_size; later versions append fields and accept this size too.
+constexpr uint32_t kAttentionArgsV1Size = sizeof(ft_attention_args);
+
+flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_args& args) {
+  if (args.struct_size != kAttentionArgsV1Size)
+    return Status(Code::kInvalidArgument, "args.struct_size (" + std::to_string(args.struct_size) +
+                                              ") is not a known ft_attention_args size; allowed: " +
+                                              std::to_string(kAttentionArgsV1Size) + " (sizeof, version 1)");
+  auto a = ToForwardArgs(args);
+  if (!a.ok()) return a.status();
+  switch (args.layout) {
+    case FT_LAYOUT_DENSE: a->problem.layout = flashtune::Layout::kDense; break;
+    case FT_LAYOUT_PAGED: a->problem.layout = flashtune::Layout::kPaged; break;
+    case FT_LAYOUT_VARLEN: a->problem.layout = flashtune::Layout::kVarlen; break;
+    default:
+      return Status(Code::kInvalidArgument, "args.layout (" + std::to_string(args.layout) +
+                                                "); allowed: FT_LAYOUT_DENSE (0), FT_LAYOUT_PAGED (1), FT_LAYOUT_VARLEN (2)");
+  }
+  a->seqlens_k = args.seqlens_k;
+  a->paged = {args.block_table, args.block_table_stride, args.max_blocks_per_seq, args.num_blocks, args.block_size};
+  a->varlen = {args.cu_seqlens_q, args.cu_seqlens_k, args.total_q, args.total_k};
+  a->workspace = args.workspace;
+  a->workspace_bytes = args.workspace_bytes;
+  return a;
+}
+
 }  // namespace
 
 extern "C" {
@@ -82,32 +128,36 @@ int ft_runtime_open(const char* db_path, ft_runtime** out) {
 
 void ft_runtime_close(ft_runtime* runtime) { delete runtime; }
 
+
 int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream) {
   if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: runtime is NULL");
   if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: args is NULL");
-  auto problem = ToProblem(args->problem, "args.problem");
-  if (!problem.ok()) return Fail(problem.status());
-  flashtune::ForwardArgs a;
-  a.dtype = problem->dtype;
-  a.head_dim = problem->head_dim;
-  a.causal = problem->causal;
-  a.softmax_scale = args->softmax_scale;
-  a.batch = problem->batch;
-  a.seqlen_q = problem->seqlen_q;
-  a.seqlen_k = problem->seqlen_k;
-  a.heads_q = problem->heads_q;
-  a.heads_kv = problem->heads_kv;
-  a.q = args->q;
-  a.k = args->k;
-  a.v = args->v;
-  a.o = args->o;
-  a.lse = args->lse;
-  a.q_strides = ToStrides(args->q_strides);
-  a.k_strides = ToStrides(args->k_strides);
-  a.v_strides = ToStrides(args->v_strides);
-  a.o_strides = ToStrides(args->o_strides);
-  Status status = runtime->runtime->forward(a, static_cast<CUstream>(stream));
+  auto a = ToForwardArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  Status status = runtime->runtime->forward(*a, static_cast<CUstream>(stream));
   return status.ok() ? Succeed() : Fail(status);
+}
+
+int ft_forward_ex(ft_runtime* runtime, const ft_attention_args* args, void* stream) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_forward_ex: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_forward_ex: args is NULL");
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  Status status = runtime->runtime->forward(*a, static_cast<CUstream>(stream));
+  return status.ok() ? Succeed() : Fail(status);
+}
+
+int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_t* bytes) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: args is NULL");
+  if (bytes == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: bytes is NULL");
+  *bytes = 0;
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  auto size = runtime->runtime->workspace_size(a->problem);
+  if (!size.ok()) return Fail(size.status());
+  *bytes = *size;
+  return Succeed();
 }
 
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {

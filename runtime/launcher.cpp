@@ -17,7 +17,7 @@ Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
   const ForwardKernel* kernel = nullptr;
   if (context != nullptr) {
     std::shared_lock lock(launch_mutex_);
-    auto it = launch_cache_.find({context, BucketCode(BucketOf(args.problem()))});
+    auto it = launch_cache_.find({context, BucketCode(BucketOf(args.problem), args.problem.layout)});
     if (it != launch_cache_.end()) kernel = it->second;
   }
   if (kernel == nullptr) {
@@ -104,12 +104,12 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   auto state = ContextFor(driver, current);
   if (!state.ok()) return state.status();
   CUcontext context = (*state)->retained->get();
-  auto plan = planner_->PlanOn(*(*state)->device, args.problem());
+  auto plan = planner_->PlanOn(*(*state)->device, args.problem);
   if (!plan.ok()) return plan.status();
   auto kernel = KernelFor(context, **state, plan->variant);
   if (!kernel.ok()) return kernel.status();
   std::unique_lock lock(launch_mutex_);
-  launch_cache_[{context, BucketCode(plan->bucket)}] = *kernel;
+  launch_cache_[{context, BucketCode(plan->bucket, args.problem.layout)}] = *kernel;
   return *kernel;
 }
 
@@ -120,7 +120,7 @@ Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const Forward
   if (!variant.ok()) return variant.status();
   if (!kernels_.count({context, variant->Uri()}))
     log_->Log(LogLevel::kWarning,
-              "falling back to " + variant->Uri() + " for " + args.problem().ToString() + ": " + why.message());
+              "falling back to " + variant->Uri() + " for " + args.problem.ToString() + ": " + why.message());
   return KernelFor(context, cs->second, *variant);
 }
 

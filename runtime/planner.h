@@ -53,8 +53,9 @@ struct DeviceState {
   std::unordered_map<uint64_t, Plan> plans;  // by BucketCode; guarded by Planner::mutex_
 };
 
-// A bucket packed into one integer: the plan and launch caches' hash key.
-uint64_t BucketCode(const BucketKey& bucket);
+// A bucket and a layout packed into one integer: the plan and launch caches' hash key (a paged
+// call of a dense bucket's shape may need another family).
+uint64_t BucketCode(const BucketKey& bucket, Layout layout);
 
 class Planner {
  public:
@@ -64,7 +65,8 @@ class Planner {
   Result<Plan> PlanOn(DeviceState& device, const Problem& problem);
 
   // The variant to launch when the planned family cannot run a call (its CanRun said `why`): the
-  // default of the most preferred family that serves the class on `device` and can run `args`.
+  // default of the family that fits the problem best (FamiliesFor), serves the class on
+  // `device` and can run `args` (layout, seqlens_k, workspace, CanRun).
   // The status `why` when none can.
   static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why);
 

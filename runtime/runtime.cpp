@@ -90,4 +90,9 @@ bool Runtime::has_database() const { return impl_->db.is_open(); }
 
 const DeviceRecord& Runtime::device() const { return impl_->planning.record; }
 
+Result<int64_t> Runtime::workspace_size(const Problem& problem) const {
+  FT_RETURN_IF_ERROR(ValidateProblem(problem));
+  return WorkspaceBytes(problem, impl_->planning.record.sm_count);
+}
+
 }  // namespace flashtune

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
@@ -36,14 +37,16 @@ Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet, bool cached 
 class Kernel {
  public:
   // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
-  // memory limit to `smem_bytes`. kNotFound when the cubin has no such kernel;
+  // memory limit to `smem_bytes`; finds `next_names` too (the packet's further steps, in
+  // LaunchStep::kernel order; their shared memory stays within the default 48 KB).
+  // kNotFound when the cubin has no such kernel;
   // kOutOfResources when the device cannot give it the shared memory; the driver's error
   // otherwise. Errors carry `name` as their variant URI.
   static Result<Kernel> Load(const Context& context, const Cubin& cubin, const std::string& name,
-                             int64_t smem_bytes);
+                             int64_t smem_bytes, const std::vector<std::string>& next_names = {});
 
   // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
-  // without synchronising or allocating. OK when queued; kInvalidArgument when the packet asks
+  // without synchronising or allocating, then the packet's next steps in order. OK when queued; kInvalidArgument when the packet asks
   // for more shared memory than the kernel was loaded with or a tensor map is refused;
   // kOutOfResources or kFault from the driver. Nothing is launched on error.
   Status Launch(LaunchPacket* packet, CUstream stream) const;
@@ -53,12 +56,18 @@ class Kernel {
   const Function& function() const { return function_; }
 
  private:
-  Kernel(std::string name, int64_t smem_bytes, std::unique_ptr<Module> module, Function function)
-      : name_(std::move(name)), smem_bytes_(smem_bytes), module_(std::move(module)), function_(std::move(function)) {}
+  Kernel(std::string name, int64_t smem_bytes, std::unique_ptr<Module> module, Function function,
+         std::vector<Function> next)
+      : name_(std::move(name)),
+        smem_bytes_(smem_bytes),
+        module_(std::move(module)),
+        function_(std::move(function)),
+        next_(std::move(next)) {}
   std::string name_;
   int64_t smem_bytes_ = 0;
   std::unique_ptr<Module> module_;  // heap: Function keeps handles into it
   Function function_;
+  std::vector<Function> next_;
 };
 
 // A Kernel bound to the Variant it was compiled from: a forward call's arguments are validated

@@ -59,6 +59,11 @@ struct ProblemSetOptions {
 // Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
+// The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
+// one query token, bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention), batch 1, 8, 64 x keys
+// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold).
+std::vector<Problem> DefaultDecodeProblems();
+
 // Hq for head dim `head_dim` under options.hidden / heads_kv / exact_hidden (the rule above);
 // kInvalidArgument naming what to pass when there is none.
 Result<int64_t> HeadsFor(const ProblemSetOptions& options, int head_dim);
@@ -97,8 +102,11 @@ BucketKey BucketOf(const Problem& problem);
 std::string BucketString(const BucketKey& key);
 // Inverse of BucketString; kInvalidArgument naming the bad part.
 Result<BucketKey> ParseBucketKey(std::string_view text);
-// Sum of |exponent differences| when dtype, D and causal match; -1 when they differ
-// (such buckets are never "near": a kernel for another class cannot run the problem).
+// Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
+inline constexpr int kDecodeQueryBucket = 4;
+// Sum of |exponent differences| when dtype, D and causal match and both or neither are decode
+// buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
+// the problem, and decode and prefill winners are different kernels).
 int BucketDistance(const BucketKey& a, const BucketKey& b);
 
 }  // namespace flashtune

@@ -112,6 +112,11 @@ class Runtime {
   // context; kCompileError / kOutOfResources / kDriverError otherwise.
   Status forward(const ForwardArgs& args, CUstream stream);
 
+  // Workspace bytes forward() needs for `problem` (its layout included) on the planning
+  // device: WorkspaceBytes(problem, its SM count). Stable per problem, so allocate once.
+  // kInvalidArgument naming the field for an invalid problem.
+  Result<int64_t> workspace_size(const Problem& problem) const;
+
   // The database path in use and whether a database file was opened.
   const std::string& db_path() const;
   bool has_database() const;

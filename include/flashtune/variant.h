@@ -1,8 +1,7 @@
 // flashtune/variant.h — what a kernel variant is, and the problem it solves.
 //
-// A Problem is one attention call's shape: its operation (forward today; backward and decode
-// are families to come), its layout (dense today; varlen and paged to come), dtype, head dim,
-// causal and sizes.
+// A Problem is one attention call's shape: its operation (forward; backward is to come), its
+// layout (dense, paged K/V cache, or variable-length packed), dtype, head dim, causal and sizes.
 // A Variant is one point of a kernel family's design space: the family's name, the problem
 // class it is specialised on (dtype, head dim, causal) and the family's compile-time
 // parameters, each a short name and an integer, in the family's order. Its URI
@@ -36,12 +35,23 @@ Result<DType> ParseDType(std::string_view text, std::string_view what = "dtype")
 inline constexpr int kSupportedHeadDims[] = {32, 64, 96, 128, 160, 192, 224, 256};
 
 // What an attention call computes. Only kForward is served today; the enum is where backward
-// and decode join without another rewrite of Problem.
+// joins without another rewrite of Problem. (Decode is a forward call with few query rows.)
 enum class Operation { kForward };
-// How Q/K/V are laid out. Only kDense ([B, N, H, D] with strides) is served today.
-enum class Layout { kDense };
+// How Q/K/V are laid out (flashtune/forward_args.h has the details):
+//  kDense:  q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D] with strides;
+//  kPaged:  q [B, Nq, Hq, D]; k/v a page pool [num_blocks, block_size, Hkv, D] read through a
+//           block table [B, max_blocks] with per-sequence key counts (vLLM's cache); Nk is the
+//           largest key count of the call;
+//  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D] packed, sequence b at cu_seqlens[b];
+//           Nq and Nk are the longest sequences.
+enum class Layout { kDense, kPaged, kVarlen };
+// "dense" / "paged" / "varlen".
+std::string_view LayoutName(Layout layout);
+// Parses LayoutName's values; kInvalidArgument naming `what` and the allowed values otherwise.
+Result<Layout> ParseLayout(std::string_view text, std::string_view what = "layout");
 
-// One call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq].
+// One call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq]; for the
+// paged and varlen layouts Nk (and Nq for varlen) are the call's largest per-sequence counts.
 struct Problem {
   DType dtype = DType::kBF16;
   int head_dim = 128;
@@ -56,7 +66,7 @@ struct Problem {
 
   // Forward FLOPs by FA-2's convention: 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk.
   double Flops() const;
-  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16".
+  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" paged" / " varlen" appended when not dense).
   std::string ToString() const;
   bool operator==(const Problem&) const = default;
 };

@@ -81,6 +81,38 @@ class ForwardArgs(ctypes.Structure):
 FORWARD_ARGS = struct.Struct("@iiiqqqqqfPPPPP12q")
 
 
+# Layouts of ft_attention_args (FT_LAYOUT_*).
+LAYOUTS = {"dense": 0, "paged": 1, "varlen": 2}
+
+
+class AttentionArgs(ctypes.Structure):
+    """ft_attention_args (ft_forward_ex, ft_workspace_size): every layout and decode's workspace."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("layout", ctypes.c_int), ("problem", Problem),
+                ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                ("q_strides", Strides3), ("k_strides", Strides3),
+                ("v_strides", Strides3), ("o_strides", Strides3),
+                ("seqlens_k", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+                ("block_table_stride", ctypes.c_int64), ("max_blocks_per_seq", ctypes.c_int64),
+                ("num_blocks", ctypes.c_int64), ("block_size", ctypes.c_int32),
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+                ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)]
+
+    @classmethod
+    def make(cls, layout, problem, **fields):
+        """Zero-filled args of `layout` ("dense", "paged", "varlen"), struct_size set; `fields`
+        by name (strides as 3-tuples, pointers as ints)."""
+        args = cls()
+        args.struct_size = ctypes.sizeof(cls)
+        args.layout = LAYOUTS[layout]
+        args.problem = problem
+        for name, value in fields.items():
+            setattr(args, name, Strides3(*value) if name.endswith("_strides") else value)
+        return args
+
+
 class PlanInfo(ctypes.Structure):
     """ft_plan_info: what ft_forward would launch for a problem, and why."""
     _fields_ = [("variant_uri", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name", ctypes.c_char * 16),
@@ -102,6 +134,8 @@ _SIGNATURES = {
     # args as a pointer to FORWARD_ARGS bytes (ctypes passes bytes without a copy).
     "ft_forward": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
     "ft_plan": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
+    "ft_forward_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), _P]),
+    "ft_workspace_size": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]),
     "ft_last_error": (ctypes.c_char_p, []),
     "ft_status_name": (ctypes.c_char_p, [ctypes.c_int]),
     "ft_version": (ctypes.c_char_p, []),

@@ -239,11 +239,11 @@ TEST(Runtime, PlanRejectsInvalidProblems) {
 ForwardArgs GoodArgs() {
   alignas(16) static char fake[64];
   ForwardArgs a;
-  a.dtype = DType::kBF16;
-  a.head_dim = 64;
-  a.batch = 1;
-  a.seqlen_q = a.seqlen_k = 128;
-  a.heads_q = a.heads_kv = 2;
+  a.problem.dtype = DType::kBF16;
+  a.problem.head_dim = 64;
+  a.problem.batch = 1;
+  a.problem.seqlen_q = a.problem.seqlen_k = 128;
+  a.problem.heads_q = a.problem.heads_kv = 2;
   a.q = a.k = a.v = fake;
   a.o = fake;
   a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides::Contiguous(128, 2, 64);
@@ -259,9 +259,9 @@ TEST(Runtime, ForwardValidatesBeforeLaunching) {
   } cases[] = {
       {"q", [](ForwardArgs& a) { a.q = nullptr; }},
       {"o", [](ForwardArgs& a) { a.o = nullptr; }},
-      {"head_dim", [](ForwardArgs& a) { a.head_dim = 48; }},
-      {"heads_kv", [](ForwardArgs& a) { a.heads_kv = 3; }},
-      {"seqlen_k", [](ForwardArgs& a) { a.seqlen_k = 0; }},
+      {"head_dim", [](ForwardArgs& a) { a.problem.head_dim = 48; }},
+      {"heads_kv", [](ForwardArgs& a) { a.problem.heads_kv = 3; }},
+      {"seqlen_k", [](ForwardArgs& a) { a.problem.seqlen_k = 0; }},
       {"softmax_scale", [](ForwardArgs& a) { a.softmax_scale = -1.0f; }},
       {"k", [](ForwardArgs& a) { a.k = static_cast<const char*>(a.k) + 2; }},
   };

@@ -174,7 +174,7 @@ TEST(TuneCli, ArchFollowsTheArchTable) {
     ss << f.rdbuf();
     SpaceOptions space;
     space.max_smem_bytes = MaxSharedMemoryForArch(arch);
-    auto expected = EnumerateSpace({DType::kF16, 256, false}, space);
+    auto expected = EnumerateSpaceFor(Problem{DType::kF16, 256, false, 32, 512, 512, 8, 8}, space);
     ASSERT_TRUE(expected.ok());
     EXPECT_NE(ss.str().find(", " + std::to_string(expected->size()) + " candidate(s) to compile"), std::string::npos)
         << arch << ": " << ss.str();
@@ -197,7 +197,7 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   // The cubins are in the database: the runtime of a later GPU run starts warm.
   auto db = flashtune::Database::Open(dir + "/t.db");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  auto space = flashtune::EnumerateSpace({flashtune::DType::kBF16, 64, false});
+  auto space = flashtune::EnumerateSpaceFor(flashtune::Problem{flashtune::DType::kBF16, 64, false, 32, 512, 512, 32, 32});
   ASSERT_TRUE(space.ok());
   auto source = flashtune::GenerateSource(space->front());
   ASSERT_TRUE(source.ok());
