@@ -81,14 +81,14 @@ TEST(NeighbourGuess, NearestBucketOfTheNeighbourClass) {
 // A neighbour's tile is kept only where its family serves the class on the target and accepts
 // it: hopper_fwd has no d96 and needs sm_90a; a tile may not fit a smaller GPU's shared memory.
 TEST(NeighbourGuess, SkipsTilesTheFamilyOrTheDeviceCannotRun) {
-  const auto hopper = Row("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_full", "bf16/d128/full/q12/k12/bh5");
+  const auto hopper = Row("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full", "bf16/d128/full/q12/k12/bh5");
   const auto fa2 = Row("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full", "bf16/d128/full/q12/k12/bh5", 200);
   auto g = GuessFromNeighbours({hopper, fa2}, Key("bf16/d96/full/q12/k12/bh5"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->variant.family, "fa2_fwd");
   g = GuessFromNeighbours({hopper}, Key("f16/d128/full/q12/k12/bh5"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
-  EXPECT_EQ(g->variant.Uri(), "hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p0_full");
+  EXPECT_EQ(g->variant.Uri(), "hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
   EXPECT_FALSE(GuessFromNeighbours({hopper}, Key("f16/d128/full/q12/k12/bh5"), "sm_80", 166912));
   // A tile that needs more shared memory at d192 than an sm_86 block may have is not used there.
   const auto big = Row("fa2_fwd_bf16_d256_br128_bc128_w8_s1_full", "bf16/d256/full/q12/k12/bh5");
@@ -117,11 +117,11 @@ TEST(NeighbourGuess, FromTheDatabaseAStandInOfAnotherFamily) {
     t.median_us = us;
     ASSERT_TRUE((*db)->RecordTrial(dev, tool, t).ok());
   };
-  record("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_full", 1000);
+  record("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full", 1000);
   record("fa2_fwd_bf16_d128_br64_bc64_w4_s2_full", 1400);
   record("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full", 1300);  // the fastest fa2_fwd
   record("fa2_fwd_bf16_d128_br128_bc128_w8_s2_full", 900, Code::kWrongResult);  // never verified
-  ASSERT_TRUE((*db)->SetWinner(dev, tool, p, *Variant::FromUri("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_full"), "",
+  ASSERT_TRUE((*db)->SetWinner(dev, tool, p, *Variant::FromUri("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full"), "",
                                1000, 0).ok());
   auto g = GuessFromNeighbours(**db, h200, tc, Key("bf16/d96/full/q12/k12/bh6"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
@@ -130,7 +130,7 @@ TEST(NeighbourGuess, FromTheDatabaseAStandInOfAnotherFamily) {
   // d128 f16 takes the winner itself (hopper_fwd serves it).
   g = GuessFromNeighbours(**db, h200, tc, Key("f16/d128/full/q12/k12/bh6"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.ok() && g->has_value());
-  EXPECT_EQ((*g)->variant.Uri(), "hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p0_full");
+  EXPECT_EQ((*g)->variant.Uri(), "hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
   // Another GPU model or toolchain: nothing to go on.
   DeviceRecord h100 = h200;
   h100.name = "NVIDIA H100";
