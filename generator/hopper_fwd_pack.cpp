@@ -57,6 +57,17 @@ Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_
   return Status::Ok();
 }
 
+// The extents the tensor maps describe: dense [B, N, H, D]; varlen one batch of the packed
+// rows (at least 1: a map's dimensions are nonzero, and an empty batch loads nothing).
+struct TmaExtents {
+  int64_t batch, rows_q, rows_k;
+};
+TmaExtents TmaExtentsOf(const ForwardArgs& a) {
+  if (a.problem.layout == Layout::kVarlen)
+    return {1, std::max<int64_t>(1, a.varlen.total_q), std::max<int64_t>(1, a.varlen.total_k)};
+  return {a.problem.batch, a.problem.seqlen_q, a.problem.seqlen_k};
+}
+
 }  // namespace
 
 std::string HopperUri(const HopperConfig& c) {
@@ -128,10 +139,11 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
 }
 
 Status CheckTmaDescribable(const ForwardArgs& a) {
-  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q));
+  const TmaExtents e = TmaExtentsOf(a);
+  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, e.batch, e.rows_q, a.problem.heads_q));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, e.batch, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, e.batch, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, e.batch, e.rows_q, a.problem.heads_q));
   return Status::Ok();
 }
 
@@ -165,13 +177,14 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   out->block[2] = 1;
   out->smem_bytes = unsigned(HopperSmemBytes(c));
   out->tensor_maps = 4;
-  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q,
+  const TmaExtents e = TmaExtentsOf(a);
+  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, e.batch, e.rows_q, a.problem.heads_q,
                         a.problem.head_dim, c.block_m);
-  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv,
+  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, e.batch, e.rows_k, a.problem.heads_kv,
                         a.problem.head_dim, c.block_n);
-  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv,
+  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, e.batch, e.rows_k, a.problem.heads_kv,
                         a.problem.head_dim, c.block_n);
-  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q,
+  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, e.batch, e.rows_q, a.problem.heads_q,
                         a.problem.head_dim, kRowsPerWarpgroup);
   HopperParams p{};
   p.o = a.o;
@@ -185,6 +198,12 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   p.heads_q = int32_t(a.problem.heads_q);
   p.heads_kv = int32_t(a.problem.heads_kv);
   p.scale_log2 = float(double(a.EffectiveScale()) * 1.4426950408889634);
+  if (a.problem.layout == Layout::kVarlen) {
+    p.cu_seqlens_q = a.varlen.cu_seqlens_q;
+    p.cu_seqlens_k = a.varlen.cu_seqlens_k;
+    p.total_q = a.varlen.total_q;
+    p.total_k = a.varlen.total_k;
+  }
   out->SetArgs(p);
 }
 

@@ -5,7 +5,9 @@
 // The kernel (sm_90a only) reads Q, K, V through TMA tensor maps and writes O through one:
 // each 16-bit tensor [B, N, H, D] with the call's strides is described as a rank-4 tiled map
 // {D, H, N, B} (dimension 0 contiguous; byte strides {head, seq, batch}), 128-byte swizzle,
-// a box of 64 columns x 1 head x rows x 1 batch, out-of-bounds rows read as zero. Tensor maps
+// a box of 64 columns x 1 head x rows x 1 batch, out-of-bounds rows read as zero. A varlen
+// call's packed tensors [total, H, D] are maps of one batch {D, H, total, 1}; the kernel
+// addresses each sequence's rows from cu_seqlens. Tensor maps
 // embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded by
 // the JIT layer just before the launch (EncodeTensorMaps in flashtune/kernel.h, which reuses
 // the maps of earlier calls on the same tensors).

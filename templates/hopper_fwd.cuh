@@ -48,6 +48,11 @@
 // described by the tensor maps the host encodes), lse [B, Hq, Nq] fp32 (optional). Causal
 // masks align bottom-right: query i sees keys j <= i + Nk - Nq. A row that sees no key gets
 // o = 0 and lse = -inf.
+// Varlen (cu_seqlens set): q/o [total_q, Hq, D], k/v [total_k, Hkv, D] packed, lse
+// [Hq, total_q]; the maps are {D, H, total, 1} and a tile addresses its sequence's rows from
+// cu_seqlens[b]. Loads past a sequence's end read the next sequence's rows (finite data),
+// which the key mask drops and whose query rows are never stored: a warpgroup whose 64 rows
+// cross the sequence's end stores O with plain stores bounded by it instead of TMA.
 
 #ifndef FT_CONFIG_PROVIDED
 #define FT_KERNEL_NAME hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_full
@@ -297,10 +302,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
-  const int Nq = p.seqlen_q;
+  const int Nq = p.seqlen_q;  // varlen: the longest sequences (each tile has its own counts)
   const int Nk = p.seqlen_k;
-  const int diag = Nk - Nq;  // query i sees keys j <= i + diag
   const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
+  const bool varlen = p.cu_seqlens_q != nullptr;
 
   // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, this
   // block's tile of each round r of gridDim.x tiles: tile_index(r), until past the last.
@@ -310,8 +315,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     const int g = int(gridDim.x), b = int(blockIdx.x);
     return round * g + (kCausal && (round & 1) ? g - 1 - b : b);
   };
+  // A tile's sequence: nq queries and nk keys (query i sees keys j <= i + diag when causal),
+  // whose rows start at TMA row coordinates q_row / k_row of TMA batch coordinate tb (dense:
+  // 0 and the batch; varlen: the packed rows cu_seqlens[batch] of the one-batch maps).
   struct Tile {
     int m0, head, batch, n_blocks;
+    int nq, nk, diag, q_row, k_row, tb;
   };
   auto tile_at = [&](int t) {
     int m_block, head, batch;
@@ -333,13 +342,27 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       head = blockIdx.y;
       batch = blockIdx.z;
     }
-    Tile tile{m_block * kBlockM, head, batch, (Nk + kBlockN - 1) / kBlockN};
+    Tile tile{m_block * kBlockM, head, batch, 0, Nq, Nk, 0, 0, 0, batch};
+    if (varlen) {
+      i64 row0;
+      tile.nq = varlen_span(p.cu_seqlens_q, batch, Nq, p.total_q, &row0);
+      tile.q_row = int(row0);
+      tile.nk = varlen_span(p.cu_seqlens_k, batch, Nk, p.total_k, &row0);
+      tile.k_row = int(row0);
+      tile.tb = 0;
+    }
+    tile.diag = tile.nk - tile.nq;
+    // A tile past its sequence's end (varlen) loads nothing and stores nothing.
+    tile.n_blocks = tile.m0 < tile.nq ? (tile.nk + kBlockN - 1) / kBlockN : 0;
     if (kCausal) {
-      const int last_key = min(tile.m0 + kBlockM, Nq) - 1 + diag;
+      const int last_key = min(tile.m0 + kBlockM, tile.nq) - 1 + tile.diag;
       tile.n_blocks = last_key < 0 ? 0 : min(tile.n_blocks, last_key / kBlockN + 1);
     }
     return tile;
   };
+
+  // Varlen: a block whose only tile lies past its sequence's end leaves before any barrier.
+  if (!kPersistent && varlen && tile_at(0).m0 >= tile_at(0).nq) return;
 
   // Shared memory: [Q chunks][K stages][V stages][barriers], every tile 1024-byte aligned.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
@@ -389,7 +412,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           mbar_expect_tx(bar_k_full(s), kKVBytes);
 #pragma unroll
           for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, n0, tile.batch, bar_k_full(s));
+            tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, tile.k_row + n0, tile.tb,
+                        bar_k_full(s));
           if (it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
@@ -397,13 +421,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
             mbar_expect_tx(bar_q, kQBytes);
 #pragma unroll
             for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.m0, tile.batch, bar_q);
+              tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0, tile.tb, bar_q);
           }
           mbar_wait(bar_v_empty(s), phase ^ 1u);
           mbar_expect_tx(bar_v_full(s), kKVBytes);
 #pragma unroll
           for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, n0, tile.batch, bar_v_full(s));
+            tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, tile.k_row + n0, tile.tb,
+                        bar_v_full(s));
         }
         // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
@@ -430,6 +455,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     float row_max[2];  // running max of scores, times scale*log2(e)
     float row_sum[2];  // this thread's share of the row sums
     int warp_row0 = 0;  // this warp's first query row in the current tile
+    int Nk = 0, diag = 0;  // the current tile's sequence: keys, and query i sees keys j <= i + diag
 
     // One arrival per warp on an "empty" barrier once the warp's wgmmas have read the buffer.
     auto release = [&](u32 bar) {
@@ -552,6 +578,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       const Tile tile = tile_at(ti);
       const int n_blocks = tile.n_blocks;
       warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
+      Nk = tile.nk;
+      diag = tile.diag;
 #pragma unroll
       for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
       row_max[0] = row_max[1] = kNegInf;
@@ -615,7 +643,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 
       // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
       // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
-      float* lse = p.lse ? p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq : nullptr;
+      // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
+      float* lse = p.lse == nullptr ? nullptr
+                   : varlen       ? p.lse + (i64)tile.head * p.total_q + tile.q_row
+                                  : p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         float sum = row_sum[r];
@@ -624,7 +655,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         const float inv = sum > 0.f ? 1.f / sum : 0.f;
         const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
         const int row = warp_row0 + g + 8 * r;
-        if (lse != nullptr && t == 0 && row < Nq)
+        if (lse != nullptr && t == 0 && row < tile.nq)
           lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
 #pragma unroll
         for (int i = 0; i < kHeadDim / 8; ++i) {
@@ -635,13 +666,32 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
       fence_proxy_async_shared();
       named_barrier_sync(1 + cw, 128);
-      if (wtid == 0) {
+      const int wg_row0 = tile.m0 + cw * kRowsPerWarpgroup;
+      if (!varlen || wg_row0 + kRowsPerWarpgroup <= tile.nq) {
+        // TMA clips rows past the tensor's end, which in a dense tensor is the sequence's end.
+        if (wtid == 0) {
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.m0 + cw * kRowsPerWarpgroup,
-                       tile.batch);
-        tma_store_commit_and_wait_read();
-        mbar_arrive(bar_q_empty);  // this warpgroup's rows of the Q buffer may be refilled
+          for (int c = 0; c < kChunks; ++c)
+            tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.q_row + wg_row0, tile.tb);
+          tma_store_commit_and_wait_read();
+          mbar_arrive(bar_q_empty);  // this warpgroup's rows of the Q buffer may be refilled
+        }
+      } else {
+        // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
+        // stores its rows below nq itself, 16 bytes a thread, un-swizzling as it reads.
+        unsigned short* o = static_cast<unsigned short*>(p.o) + (i64)tile.head * p.o_stride[2];
+        constexpr int kUnits = kHeadDim / 8;  // 16-byte units per row
+        for (int c = wtid; c < kRowsPerWarpgroup * kUnits; c += 128) {
+          const int r = c / kUnits, u = c % kUnits;
+          if (wg_row0 + r >= tile.nq) break;  // rows ascend with c
+          const u32 addr = sQw + (u / 8) * kQChunkBytes + r * 128 + (((u % 8) ^ (r % 8)) * 16);
+          uint4 chunk;
+          asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(chunk.x), "=r"(chunk.y), "=r"(chunk.z), "=r"(chunk.w) : "r"(addr));
+          *reinterpret_cast<uint4*>(o + (i64)(tile.q_row + wg_row0 + r) * p.o_stride[1] + u * 8) = chunk;
+        }
+        named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
+        if (wtid == 0) mbar_arrive(bar_q_empty);
       }
     }
     if constexpr (kPingPong) {

@@ -54,6 +54,11 @@ class HopperFwd final : public Family {
     return kAxes;
   }
 
+  // Dense and varlen (the kernel reads cu_seqlens and bounds its O stores per sequence).
+  int PreferenceFor(const Problem& problem) const override {
+    return problem.layout == Layout::kDense || problem.layout == Layout::kVarlen ? preference() : -1;
+  }
+
   bool Serves(const ProblemClass& cls, const Target& target) const override {
     // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs; head dims
     // are whole 128-byte swizzle atoms.

@@ -117,6 +117,45 @@ TEST(HopperPack, PacksGeometryMapsAndParameters) {
   EXPECT_FLOAT_EQ(p.scale_log2, float(1.0 / std::sqrt(128.0) * 1.4426950408889634));
 }
 
+// Varlen: the packed tensors are maps of one batch over all rows, the grid covers the longest
+// sequence of every batch entry, and the kernel gets the offsets and totals; a dense call's
+// parameters have no offsets (the kernel's dense indexing).
+TEST(HopperPack, VarlenMapsThePackedRows) {
+  const HopperConfig c = Default();
+  ForwardArgs a = Args(c, 3, 1000, 300, 8, 2);
+  EXPECT_EQ(ParamsOf([&] {
+              LaunchPacket l;
+              EXPECT_TRUE(PackHopper(c, a, 0, &l).ok());
+              return l;
+            }()).cu_seqlens_q,
+            nullptr);
+  a.problem.layout = Layout::kVarlen;
+  a.q_strides.batch = a.k_strides.batch = a.v_strides.batch = a.o_strides.batch = 0;
+  a.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x700000));
+  a.varlen.total_q = 1500;
+  a.varlen.total_k = 0;  // every sequence without keys: a map still needs one row
+  LaunchPacket l;
+  Status packed = PackHopper(c, a, 0, &l);
+  ASSERT_TRUE(packed.ok()) << packed.ToString();
+  EXPECT_EQ(l.grid[0], 8u);  // ceil(1000 / 128)
+  EXPECT_EQ(l.grid[1], 8u);
+  EXPECT_EQ(l.grid[2], 3u);
+  EXPECT_EQ(l.maps[0].dims[2], 1500u);
+  EXPECT_EQ(l.maps[0].dims[3], 1u);
+  EXPECT_EQ(l.maps[1].dims[2], 1u);
+  EXPECT_EQ(l.maps[1].dims[3], 1u);
+  EXPECT_EQ(l.maps[3].dims[2], 1500u);
+  EXPECT_EQ(l.maps[0].strides_bytes[1], 8u * 128 * 2);  // seq: the packed row
+  const HopperParams p = ParamsOf(l);
+  EXPECT_EQ(p.cu_seqlens_q, a.varlen.cu_seqlens_q);
+  EXPECT_EQ(p.cu_seqlens_k, a.varlen.cu_seqlens_k);
+  EXPECT_EQ(p.total_q, 1500);
+  EXPECT_EQ(p.total_k, 0);
+  EXPECT_EQ(p.seqlen_q, 1000);
+  EXPECT_EQ(p.o_stride[1], 8 * 128);
+}
+
 TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   HopperConfig c = Default();
   c.persistent = true;
