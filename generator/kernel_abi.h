@@ -20,7 +20,8 @@ constexpr int64_t SharedMemoryBytes(int block_m, int block_n, int head_dim, int 
 }
 
 // The kernel's only parameter; scale_log2 = EffectiveScale() * log2(e) because the kernel
-// exponentiates with exp2. Precondition: ValidateForwardArgs(args) is OK.
+// exponentiates with exp2; the cu_seqlens pointers only for the varlen layout (null selects the
+// dense indexing). Precondition: ValidateForwardArgs(args) is OK.
 inline KernelParams MakeKernelParams(const ForwardArgs& a) {
   constexpr double kLog2e = 1.4426950408889634074;
   KernelParams p{};
@@ -29,6 +30,12 @@ inline KernelParams MakeKernelParams(const ForwardArgs& a) {
   p.v = a.v;
   p.o = a.o;
   p.lse = a.lse;
+  if (a.problem.layout == Layout::kVarlen) {
+    p.cu_seqlens_q = a.varlen.cu_seqlens_q;
+    p.cu_seqlens_k = a.varlen.cu_seqlens_k;
+    p.total_q = a.varlen.total_q;
+    p.total_k = a.varlen.total_k;
+  }
   const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
   ft_abi::i64* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};
   for (int t = 0; t < 4; ++t) {

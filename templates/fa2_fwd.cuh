@@ -15,8 +15,10 @@
 // helpers); without the prologue the defaults below let the file compile on its own.
 //
 // Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (strides in elements, last dim
-// contiguous), lse [B, Hq, Nq] fp32 (optional). Causal masks align bottom-right: query i
-// sees keys j <= i + Nk - Nq. A row that sees no key gets o = 0 and lse = -inf.
+// contiguous), lse [B, Hq, Nq] fp32 (optional). Varlen (cu_seqlens set): q/o [total_q, Hq, D],
+// k/v [total_k, Hkv, D] packed, sequence b at rows cu_seqlens[b], lse [Hq, total_q]. Causal
+// masks align bottom-right per sequence: query i sees keys j <= i + Nk - Nq. A row that sees
+// no key (a sequence of 0 keys included) gets o = 0 and lse = -inf.
 
 #ifndef FT_CONFIG_PROVIDED
 #define FT_KERNEL_NAME fa2_fwd_bf16_d128_br128_bc64_w4_s2_full
@@ -118,9 +120,19 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
   const int head = blockIdx.y;
   const int batch = blockIdx.z;
   const int kv_head = head / (p.heads_q / p.heads_kv);
-  const int Nq = p.seqlen_q;
-  const int Nk = p.seqlen_k;
+  // Dense: every sequence has seqlen_q/k rows at batch * stride. Varlen: sequence `batch` is
+  // rows [cu[b], cu[b+1]) of the packed tensors; the grid covers the longest sequence, so
+  // blocks past this one's end leave at once.
+  const bool varlen = p.cu_seqlens_q != nullptr;
+  i64 q_row0 = 0, k_row0 = 0;  // the sequence's first row in the packed tensors
+  int Nq = p.seqlen_q;
+  int Nk = p.seqlen_k;
+  if (varlen) {
+    Nq = varlen_span(p.cu_seqlens_q, batch, p.seqlen_q, p.total_q, &q_row0);
+    Nk = varlen_span(p.cu_seqlens_k, batch, p.seqlen_k, p.total_k, &k_row0);
+  }
   const int m0 = m_block * kBlockM;
+  if (m0 >= Nq) return;
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag
 
   int n_blocks = (Nk + kBlockN - 1) / kBlockN;
@@ -130,11 +142,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
     n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / kBlockN + 1);
   }
 
-  const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[2];
-  const u16* k = static_cast<const u16*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[2];
-  const u16* v = static_cast<const u16*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[2];
-  u16* o = static_cast<u16*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[2];
-  float* lse = p.lse ? p.lse + ((i64)batch * p.heads_q + head) * Nq : nullptr;
+  // 64-bit offsets throughout (a packed tensor's rows times its row stride passes 2^31).
+  const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + q_row0 * p.q_stride[1] + head * p.q_stride[2];
+  const u16* k = static_cast<const u16*>(p.k) + batch * p.k_stride[0] + k_row0 * p.k_stride[1] + kv_head * p.k_stride[2];
+  const u16* v = static_cast<const u16*>(p.v) + batch * p.v_stride[0] + k_row0 * p.v_stride[1] + kv_head * p.v_stride[2];
+  u16* o = static_cast<u16*>(p.o) + batch * p.o_stride[0] + q_row0 * p.o_stride[1] + head * p.o_stride[2];
+  // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
+  float* lse = p.lse == nullptr ? nullptr
+               : varlen       ? p.lse + (i64)head * p.total_q + q_row0
+                              : p.lse + ((i64)batch * p.heads_q + head) * Nq;
 
   u16* sQ = reinterpret_cast<u16*>(smem);
   const u32 sQ_addr = smem_address(sQ);
@@ -257,68 +273,23 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
       float correction[kMTiles][2];
       bool max_moved = false;
 #pragma unroll
-      for (int mi = 0; mi < kMTiles; ++mi) {
+      for (int mi = 0; mi < kMTiles; ++mi)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          float mx = kNegInf;
-#pragma unroll
-          for (int nj = 0; nj < kNTiles; ++nj) mx = fmaxf(mx, fmaxf(acc_s[mi][nj][2 * r], acc_s[mi][nj][2 * r + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(row_max[mi][r], mx * scale_log2);
-          // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
-          const float m_base = m_new == kNegInf ? 0.f : m_new;
-          correction[mi][r] = fast_exp2(row_max[mi][r] - m_base);
+          correction[mi][r] = softmax_row_step(acc_s[mi], r, scale_log2, row_max[mi][r], row_sum[mi][r], p_frag[mi]);
           max_moved |= correction[mi][r] != 1.f;
-          row_max[mi][r] = m_new;
-          float sum = 0.f;
-#pragma unroll
-          for (int nj = 0; nj < kNTiles; ++nj) {
-            const float p0 = fast_exp2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
-            const float p1 = fast_exp2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
-            p_frag[mi][nj][r] = pack2(p0, p1);
-            sum += p0 + p1;
-          }
-          row_sum[mi][r] = row_sum[mi][r] * correction[mi][r] + sum;
         }
-      }
       // Once the running max settles, most blocks leave it unchanged for the whole warp; the
       // skipped multiplies would all have been by exactly 1.0f, so the result is bit-identical.
       if (__any_sync(0xffffffffu, max_moved)) {
 #pragma unroll
-        for (int mi = 0; mi < kMTiles; ++mi)
-#pragma unroll
-          for (int dt = 0; dt < kDTiles; ++dt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc_o[mi][dt][e] *= correction[mi][e / 2];
+        for (int mi = 0; mi < kMTiles; ++mi) scale_rows(acc_o[mi], correction[mi][0], correction[mi][1]);
       }
 
       cp_async_wait<2 * (kStages - 1)>();  // this block's V has landed
       __syncthreads();
 
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        u32 pa[kMTiles][4];
-#pragma unroll
-        for (int mi = 0; mi < kMTiles; ++mi) {
-          pa[mi][0] = p_frag[mi][2 * kk][0];
-          pa[mi][1] = p_frag[mi][2 * kk][1];
-          pa[mi][2] = p_frag[mi][2 * kk + 1][0];
-          pa[mi][3] = p_frag[mi][2 * kk + 1][1];
-        }
-#pragma unroll
-        for (int dt = 0; dt < kDTiles; dt += 2) {
-          u32 b[4];
-          ldmatrix_x4_trans(b, sV_addr + stage +
-                                   (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
-                                          (dt + lane / 16) * 8) * 2));
-#pragma unroll
-          for (int mi = 0; mi < kMTiles; ++mi) {
-            mma_16816(acc_o[mi][dt], pa[mi], b[0], b[1]);
-            mma_16816(acc_o[mi][dt + 1], pa[mi], b[2], b[3]);
-          }
-        }
-      }
+      pv_mma<kMTiles, kNTiles, kDTiles, kRowStride>(acc_o, p_frag, sV_addr + stage, lane);
     }
     cp_async_wait<0>();
   }

@@ -17,6 +17,13 @@ struct Fa2Params {
   const void* v;
   void* o;
   float* lse;        // may be null: lse is then not written
+  // Varlen (both set, else both null): sequence b is rows [cu[b], cu[b+1]) of the packed
+  // tensors, whose batch strides are 0; seqlen_q/k are then the longest sequences and lse is
+  // [Hq, total_q].
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  i64 total_q;
+  i64 total_k;
   i64 q_stride[3];   // batch, seq, head — elements
   i64 k_stride[3];
   i64 v_stride[3];
@@ -28,7 +35,7 @@ struct Fa2Params {
   int heads_kv;
   float scale_log2;  // softmax_scale * log2(e): scores go through exp2
 };
-static_assert(sizeof(Fa2Params) == 5 * 8 + 12 * 8 + 5 * 4 + 4, "Fa2Params layout drifted");
+static_assert(sizeof(Fa2Params) == 9 * 8 + 12 * 8 + 5 * 4 + 4, "Fa2Params layout drifted");
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host.
 struct alignas(64) TensorMap {
@@ -43,18 +50,25 @@ struct HopperParams {
   TensorMap tmap_o;  // {D, Hq, Nq, B}, box {64, 1, 64, 1}
   void* o;
   float* lse;        // may be null: lse is then not written
-  i64 o_stride[3];   // batch, seq, head — elements (informational; O goes out by TMA)
+  i64 o_stride[3];   // batch, seq, head — elements (dense: informational, O goes out by TMA)
   int batch;
   int seqlen_q;
   int seqlen_k;
   int heads_q;
   int heads_kv;
   float scale_log2;  // softmax_scale * log2(e)
+  // Varlen (both set, else both null), as in Fa2Params; the maps then describe the packed
+  // tensors as {D, H, total, 1}.
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  i64 total_q;
+  i64 total_k;
 };
-static_assert(sizeof(HopperParams) == 576, "HopperParams layout drifted");
+static_assert(sizeof(HopperParams) == 640, "HopperParams layout drifted");
 #ifndef __CUDACC_RTC__  // NVRTC has no offsetof; the host's check covers both sides
 static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(HopperParams, batch) == 552 &&
-                  __builtin_offsetof(HopperParams, scale_log2) == 572,
+                  __builtin_offsetof(HopperParams, scale_log2) == 572 &&
+                  __builtin_offsetof(HopperParams, cu_seqlens_q) == 576 && __builtin_offsetof(HopperParams, total_q) == 592,
               "HopperParams layout drifted");
 #endif
 

@@ -43,6 +43,11 @@ class Fa2Fwd final : public Family {
     return kAxes;
   }
 
+  // Dense and varlen (packed sequences: the kernel reads cu_seqlens); paged K/V is decode_fwd's.
+  int PreferenceFor(const Problem& problem) const override {
+    return problem.layout == Layout::kDense || problem.layout == Layout::kVarlen ? preference() : -1;
+  }
+
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
   bool Serves(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
@@ -119,7 +124,8 @@ class Fa2Fwd final : public Family {
 
   void Pack(const Variant& v, const ForwardArgs& a, LaunchPacket* out) const override {
     const Fa2Params vp(v);
-    // Grid: (ceil(Nq / block_m), Hq, B); the template's indexing agrees.
+    // Grid: (ceil(Nq / block_m), Hq, B); the template's indexing agrees. Varlen: Nq is the
+    // longest sequence; blocks past a shorter one's end exit at once.
     out->grid[0] = unsigned((a.problem.seqlen_q + vp.block_m - 1) / vp.block_m);
     out->grid[1] = unsigned(a.problem.heads_q);
     out->grid[2] = unsigned(a.problem.batch);

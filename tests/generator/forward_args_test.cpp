@@ -185,6 +185,23 @@ TEST(LaunchConfig, KernelParamsMirrorArgs) {
   EXPECT_FLOAT_EQ(p.scale_log2, float(0.5 * 1.4426950408889634));
   a.softmax_scale = 0.0f;
   EXPECT_FLOAT_EQ(detail::MakeKernelParams(a).scale_log2, float(0.125 * 1.4426950408889634));
+  EXPECT_EQ(p.cu_seqlens_q, nullptr);  // dense: the kernel indexes by batch
+  EXPECT_EQ(p.cu_seqlens_k, nullptr);
+}
+
+// Varlen: the kernel gets the offsets and the totals (it clamps device offsets to them).
+TEST(LaunchConfig, KernelParamsCarryVarlenOffsets) {
+  ForwardArgs a = Good();
+  a.problem.layout = Layout::kVarlen;
+  alignas(4) static const int32_t cu_q[3] = {0, 10, 30}, cu_k[3] = {0, 50, 51};
+  a.varlen = {cu_q, cu_k, 30, 51};
+  detail::KernelParams p = detail::MakeKernelParams(a);
+  EXPECT_EQ(p.cu_seqlens_q, cu_q);
+  EXPECT_EQ(p.cu_seqlens_k, cu_k);
+  EXPECT_EQ(p.total_q, 30);
+  EXPECT_EQ(p.total_k, 51);
+  a.problem.layout = Layout::kDense;
+  EXPECT_EQ(detail::MakeKernelParams(a).cu_seqlens_q, nullptr);
 }
 
 }  // namespace

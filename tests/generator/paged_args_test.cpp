@@ -145,6 +145,19 @@ TEST(VarlenArgs, RejectsEachBadArgument) {
   a = GoodVarlen();
   a.seqlens_k = reinterpret_cast<const int32_t*>(storage[6]);
   ExpectInvalid(a, "seqlens_k must be null for the varlen layout");
+  a = GoodVarlen();
+  a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(storage[5] + 2);
+  ExpectInvalid(a, "must be 4-byte aligned (int32)");
+  a = GoodVarlen();
+  a.varlen.total_k = int64_t{1} << 31;
+  a.problem.seqlen_k = int64_t{1} << 30;
+  ExpectInvalid(a, "varlen.total_k (2147483648) must be in [0, 2^31 - 1]");
+  a = GoodVarlen();
+  a.o_strides.batch = a.o_strides.seq;
+  ExpectInvalid(a, "o_strides.batch");
+  a = GoodVarlen();
+  a.k_strides.seq = 12;  // rows must stay 16-byte aligned
+  ExpectInvalid(a, "k_strides.seq (12) must be a multiple of 8 elements");
 }
 
 TEST(VarlenArgs, HostOffsetsAreCheckedExactly) {
@@ -229,10 +242,16 @@ TEST(FamilyLayouts, PrefillFamiliesRefusePagedAndDecodeServesIt) {
   Status s = PackForward(fa2, a, &packet);
   EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
   EXPECT_NE(s.message().find("fa2_fwd does not serve"), std::string::npos) << s.ToString();
-  // Varlen is served by no family yet: the planner says so.
+  // Varlen goes to the prefill families, which read cu_seqlens (hopper_fwd first on sm_90a,
+  // fa2_fwd elsewhere), never to decode_fwd, whose kernels index q by batch.
   Problem varlen = paged;
   varlen.layout = Layout::kVarlen;
-  EXPECT_EQ(DefaultVariantFor(varlen).status().code(), Code::kInvalidArgument);
+  auto prefill = DefaultVariantFor(varlen);
+  ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
+  EXPECT_EQ(prefill->family, "hopper_fwd");
+  EXPECT_EQ(FindFamily("decode_fwd")->PreferenceFor(varlen), -1);
+  EXPECT_GE(FindFamily("fa2_fwd")->PreferenceFor(varlen), 0);
+  EXPECT_EQ(FindFamily("fa2_fwd")->PreferenceFor(paged), -1);
 }
 
 TEST(FamilyLayouts, DecodeAndPrefillBucketsAreNeverNear) {
