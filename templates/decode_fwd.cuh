@@ -261,56 +261,11 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       u32 p_frag[kRowTiles][kNTiles][2];
 #pragma unroll
       for (int mi = 0; mi < kRowTiles; ++mi) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float mx = kNegInf;
-#pragma unroll
-          for (int nj = 0; nj < kNTiles; ++nj) mx = fmaxf(mx, fmaxf(acc_s[mi][nj][2 * r], acc_s[mi][nj][2 * r + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(row_max[mi][r], mx * scale_log2);
-          const float m_base = m_new == kNegInf ? 0.f : m_new;  // no visible key yet: exp2 stays 0
-          const float corr = fast_exp2(row_max[mi][r] - m_base);
-          row_max[mi][r] = m_new;
-          float sum = 0.f;
-#pragma unroll
-          for (int nj = 0; nj < kNTiles; ++nj) {
-            const float p0 = fast_exp2(fmaf(acc_s[mi][nj][2 * r], scale_log2, -m_base));
-            const float p1 = fast_exp2(fmaf(acc_s[mi][nj][2 * r + 1], scale_log2, -m_base));
-            p_frag[mi][nj][r] = pack2(p0, p1);
-            sum += p0 + p1;
-          }
-          row_sum[mi][r] = row_sum[mi][r] * corr + sum;
-#pragma unroll
-          for (int dt = 0; dt < kDTiles; ++dt) {
-            acc_o[mi][dt][2 * r] *= corr;
-            acc_o[mi][dt][2 * r + 1] *= corr;
-          }
-        }
+        const float c0 = softmax_row_step(acc_s[mi], 0, scale_log2, row_max[mi][0], row_sum[mi][0], p_frag[mi]);
+        const float c1 = softmax_row_step(acc_s[mi], 1, scale_log2, row_max[mi][1], row_sum[mi][1], p_frag[mi]);
+        scale_rows(acc_o[mi], c0, c1);
       }
-#pragma unroll
-      for (int kk = 0; kk < kWarpN / 16; ++kk) {
-        u32 pa[kRowTiles][4];
-#pragma unroll
-        for (int mi = 0; mi < kRowTiles; ++mi) {
-          pa[mi][0] = p_frag[mi][2 * kk][0];
-          pa[mi][1] = p_frag[mi][2 * kk][1];
-          pa[mi][2] = p_frag[mi][2 * kk + 1][0];
-          pa[mi][3] = p_frag[mi][2 * kk + 1][1];
-        }
-#pragma unroll
-        for (int dt = 0; dt < kDTiles; dt += 2) {
-          u32 b[4];
-          ldmatrix_x4_trans(b, sV_addr + stage +
-                           (u32)(((wn0 + kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
-                                  (dt + lane / 16) * 8) * 2));
-#pragma unroll
-          for (int mi = 0; mi < kRowTiles; ++mi) {
-            mma_16816(acc_o[mi][dt], pa[mi], b[0], b[1]);
-            mma_16816(acc_o[mi][dt + 1], pa[mi], b[2], b[3]);
-          }
-        }
-      }
+      pv_mma<kRowTiles, kNTiles, kDTiles, kRowStride>(acc_o, p_frag, sV_addr + stage + (u32)(wn0 * kRowStride * 2), lane);
     }
     cp_async_wait<0>();
   }

@@ -1,6 +1,6 @@
-// Device helpers every mma.sync-era kernel template uses: shared-memory addresses, cp.async,
-// ldmatrix, the m16n8k16 MMA, 16-bit packing and the approximate exp2/log2 of the online
-// softmax. Inline PTX only (NVRTC needs no toolkit header). The generator inlines this file
+// Device helpers the kernel templates share: shared-memory addresses, cp.async, ldmatrix, the
+// m16n8k16 MMA, 16-bit packing, the approximate exp2/log2 and the mma.sync online-softmax and
+// P·V steps, and the varlen sequence lookup. Inline PTX only (NVRTC needs no toolkit header). The generator inlines this file
 // where a template says #include "ft_device.cuh"; include it inside namespace ft, after
 // `using namespace ft_config` (it reads kBf16) and the u32 typedef.
 #ifndef FT_DEVICE_CUH_
@@ -69,5 +69,89 @@ __device__ __forceinline__ float fast_log2(float x) {
 }
 
 #define kNegInf __int_as_float(0xff800000)
+
+// ---- the mma.sync online-softmax step (fa2_fwd, decode_fwd) ------------------------------
+// Fragments in the m16n8k16 accumulator layout: s[nj][e] is S of 8-key column tile nj, rows
+// lane / 4 (e < 2) and lane / 4 + 8 (e >= 2), columns 2 * (lane % 4) + (e & 1).
+
+// Row r (0: the upper 8 rows, 1: the lower) of one 16-row tile: folds this step's scores into
+// the running max (times scale*log2(e)) and this thread's share of the row sum, writes P
+// (exp2(s * scale - m), packed to 16 bits, two adjacent columns a register) into p[nj][r],
+// and returns the factor exp2(m_old - m_new) the row's O accumulator must be scaled by.
+template <int kN>
+__device__ __forceinline__ float softmax_row_step(const float (&s)[kN][4], int r, float scale_log2, float& row_max,
+                                                  float& row_sum, u32 (&p)[kN][2]) {
+  float mx = kNegInf;
+#pragma unroll
+  for (int nj = 0; nj < kN; ++nj) mx = fmaxf(mx, fmaxf(s[nj][2 * r], s[nj][2 * r + 1]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float m_new = fmaxf(row_max, mx * scale_log2);
+  // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
+  const float m_base = m_new == kNegInf ? 0.f : m_new;
+  const float correction = fast_exp2(row_max - m_base);
+  row_max = m_new;
+  float sum = 0.f;
+#pragma unroll
+  for (int nj = 0; nj < kN; ++nj) {
+    const float p0 = fast_exp2(fmaf(s[nj][2 * r], scale_log2, -m_base));
+    const float p1 = fast_exp2(fmaf(s[nj][2 * r + 1], scale_log2, -m_base));
+    p[nj][r] = pack2(p0, p1);
+    sum += p0 + p1;
+  }
+  row_sum = row_sum * correction + sum;
+  return correction;
+}
+
+// Scales one 16-row tile of O: the upper rows by c0, the lower by c1.
+template <int kD>
+__device__ __forceinline__ void scale_rows(float (&o)[kD][4], float c0, float c1) {
+#pragma unroll
+  for (int dt = 0; dt < kD; ++dt) {
+    o[dt][0] *= c0;
+    o[dt][1] *= c0;
+    o[dt][2] *= c1;
+    o[dt][3] *= c1;
+  }
+}
+
+// O += P V for one warp's kMT 16-row tiles: P from registers (softmax_row_step's layout) as
+// the A operand, V as the B operand read transposed by ldmatrix from a padded shared tile
+// (kStride elements a row) whose row 0 is this warp's first key, at `v_addr`.
+template <int kMT, int kN, int kD, int kStride>
+__device__ __forceinline__ void pv_mma(float (&o)[kMT][kD][4], const u32 (&p)[kMT][kN][2], u32 v_addr, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < kN / 2; ++kk) {
+    u32 pa[kMT][4];
+#pragma unroll
+    for (int mi = 0; mi < kMT; ++mi) {
+      pa[mi][0] = p[mi][2 * kk][0];
+      pa[mi][1] = p[mi][2 * kk][1];
+      pa[mi][2] = p[mi][2 * kk + 1][0];
+      pa[mi][3] = p[mi][2 * kk + 1][1];
+    }
+#pragma unroll
+    for (int dt = 0; dt < kD; dt += 2) {
+      u32 b[4];
+      ldmatrix_x4_trans(b, v_addr + (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + (dt + lane / 16) * 8) * 2));
+#pragma unroll
+      for (int mi = 0; mi < kMT; ++mi) {
+        mma_16816(o[mi][dt], pa[mi], b[0], b[1]);
+        mma_16816(o[mi][dt + 1], pa[mi], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// Sequence b of a varlen batch: sets *row0 to its first row in the packed tensor and returns
+// its length. Read from device memory the host could not check: the span is clamped to
+// [0, total) and its length to [0, max_len], so a bad cu_seqlens gives a wrong answer (rows
+// the grid does not cover stay unwritten) but never an access outside the tensors.
+__device__ __forceinline__ int varlen_span(const int* cu, int b, int max_len, long long total, long long* row0) {
+  const long long start = min(max((long long)cu[b], 0ll), total);
+  const long long end = min(max((long long)cu[b + 1], start), total);
+  *row0 = start;
+  return (int)min(end - start, (long long)max_len);
+}
 
 #endif  // FT_DEVICE_CUH_
