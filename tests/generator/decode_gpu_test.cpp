@@ -22,39 +22,12 @@
 #include "flashtune/space.h"
 #include "generator/families/decode_fwd.h"
 #include "generator/family.h"
+#include "tests/support/gpu_fixture.h"
 
 namespace flashtune {
 namespace {
 
-struct Gpu {
-  Driver* driver = nullptr;
-  std::optional<Context> context;
-  std::optional<Stream> stream;
-  DeviceInfo info;
-};
-
-Result<Gpu*> DecodeGpu() {
-  static Gpu gpu;
-  static Status status = [] {
-    auto driver = Driver::Load();
-    if (!driver.ok()) return driver.status();
-    gpu.driver = *driver;
-    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
-    auto info = gpu.driver->Device(0);
-    if (!info.ok()) return info.status();
-    gpu.info = *info;
-    auto context = Context::Primary(*gpu.driver, 0);
-    if (!context.ok()) return context.status();
-    gpu.context.emplace(std::move(*context));
-    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
-    auto stream = Stream::Create(*gpu.context);
-    if (!stream.ok()) return stream.status();
-    gpu.stream.emplace(std::move(*stream));
-    return Status::Ok();
-  }();
-  if (!status.ok()) return status;
-  return &gpu;
-}
+using Gpu = testing::TestGpu;
 
 // One call: host tensors, their device copies and the expected answer.
 struct DecodeCase {
@@ -67,11 +40,8 @@ struct DecodeCase {
 };
 
 DeviceBuffer Upload(Gpu& gpu, const void* host, size_t bytes) {
-  auto b = DeviceBuffer::Allocate(*gpu.context, std::max<size_t>(bytes, 16));
+  auto b = testing::Upload(gpu, host, bytes);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
-  if (host != nullptr) {
-    EXPECT_TRUE(b->CopyFromHost(host, bytes).ok());
-  }
   return std::move(*b);
 }
 
@@ -191,7 +161,7 @@ std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
 
 // Compiles `variants` and runs each on every case of the class.
 void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
-  auto gpu = DecodeGpu();
+  auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   Compiler compiler(Compiler::Options{});
   std::vector<CompileRequest> requests;

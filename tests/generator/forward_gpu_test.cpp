@@ -16,6 +16,7 @@
 #include "flashtune/reference.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "tests/support/gpu_fixture.h"
 
 namespace flashtune {
 namespace {
@@ -39,36 +40,7 @@ Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
   return Strides{heads * seqlen * d, d, seqlen * d};
 }
 
-struct Gpu {
-  Driver* driver = nullptr;
-  std::optional<Context> context;
-  std::optional<Stream> stream;
-  DeviceInfo info;
-};
-
-// The GPU, or the reason there is none.
-Result<Gpu*> GetGpu() {
-  static Gpu gpu;
-  static Status status = [] {
-    auto driver = Driver::Load();
-    if (!driver.ok()) return driver.status();
-    gpu.driver = *driver;
-    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
-    auto info = gpu.driver->Device(0);
-    if (!info.ok()) return info.status();
-    gpu.info = *info;
-    auto context = Context::Primary(*gpu.driver, 0);
-    if (!context.ok()) return context.status();
-    gpu.context.emplace(std::move(*context));
-    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
-    auto stream = Stream::Create(*gpu.context);
-    if (!stream.ok()) return stream.status();
-    gpu.stream.emplace(std::move(*stream));
-    return Status::Ok();
-  }();
-  if (!status.ok()) return status;
-  return &gpu;
-}
+using Gpu = testing::TestGpu;
 
 // One shape's host inputs, device copies and reference answer for one class.
 struct Case {
@@ -102,12 +74,9 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
   EXPECT_TRUE(expected.ok()) << expected.status().ToString();
   if (expected.ok()) c->expected = std::move(*expected);
   auto alloc = [&](std::optional<DeviceBuffer>& buf, size_t bytes, const void* host) {
-    auto b = DeviceBuffer::Allocate(*gpu.context, bytes);
+    auto b = testing::Upload(gpu, host, bytes);
     EXPECT_TRUE(b.ok()) << b.status().ToString();
-    buf.emplace(std::move(*b));
-    if (host) {
-      EXPECT_TRUE(buf->CopyFromHost(host, bytes).ok());
-    }
+    if (b.ok()) buf.emplace(std::move(*b));
   };
   alloc(c->dq, c->q.size() * 2, c->q.data());
   alloc(c->dk, c->k.size() * 2, c->k.data());
@@ -148,7 +117,7 @@ std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
 }
 
 void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
-  auto gpu = GetGpu();
+  auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   Compiler compiler(Compiler::Options{});
   std::vector<CompileRequest> requests;
@@ -195,7 +164,7 @@ TEST_P(FullSpace, EveryVariantMatchesTheReference) {
 // ping-pong) stay allowed, so a hand-picked or overridden variant must be right too: both off,
 // with the persistent scheduler, for each head dim the space serves.
 TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
-  auto gpu = GetGpu();
+  auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
   for (bool causal : {false, true}) {

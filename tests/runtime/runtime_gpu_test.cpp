@@ -198,6 +198,41 @@ TEST(RuntimeGpu, UntunedShapeCompilesOnFirstUseAndMatches) {
   EXPECT_EQ(warnings, 1) << "the untuned GPU is reported once";
 }
 
+// A varlen call through the runtime (the planner picks a family that reads cu_seqlens): two
+// sequences of 200 queries and 300 keys packed back to back are the dense [2, N, H, D] tensors
+// with batch strides 0, so the dense reference answers; lse is skipped ([Hq, total_q] there).
+TEST(RuntimeGpu, VarlenCallRunsThroughThePlanner) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  RuntimeOptions o;
+  o.db_path = TempDir("runtime_gpu_varlen") + "/absent.db";
+  auto rt = Runtime::Open(o);
+  ASSERT_TRUE(rt.ok());
+  const Problem p{DType::kBF16, 128, true, 2, 200, 300, 8, 2};
+  auto a = Attention::Make(*ctx, p);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const int32_t cu[2][3] = {{0, 200, 400}, {0, 300, 600}};
+  auto offsets = DeviceBuffer::Allocate(*ctx, sizeof cu);
+  ASSERT_TRUE(offsets.ok());
+  ASSERT_TRUE(offsets->CopyFromHost(cu, sizeof cu).ok());
+  ForwardArgs v = a->dev;
+  v.problem.layout = Layout::kVarlen;
+  v.q_strides.batch = v.k_strides.batch = v.v_strides.batch = v.o_strides.batch = 0;
+  v.varlen = {reinterpret_cast<const int32_t*>(offsets->get()), reinterpret_cast<const int32_t*>(offsets->get()) + 3,
+              400, 600};
+  v.lse = nullptr;
+  ASSERT_TRUE(a->buffers[3].Memset(0xFF).ok());
+  Status s = (*rt)->forward(v, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(ctx->Synchronize().ok());
+  EXPECT_LT(a->Error(a->ReadO()), 1e-2);
+  auto plan = (*rt)->plan(v.problem);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->variant.family, "decode_fwd");
+}
+
 // On sm_90a the untuned plan is hopper_fwd; a call whose strides TMA cannot describe (K and V
 // broadcast over their heads with a zero head stride) is served by fa2_fwd instead, said once,
 // and still matches the reference.
