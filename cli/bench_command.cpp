@@ -14,12 +14,13 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command.h"
-#include "flashtune/replay_measurer.h"
 #include "cli/json.h"
 #include "cli/options.h"
 #include "flashtune/gpu_measurer.h"
 #include "flashtune/problem_set.h"
+#include "flashtune/replay_measurer.h"
 #include "flashtune/space.h"
+#include "generator/family.h"
 
 namespace flashtune::cli {
 namespace {
@@ -58,6 +59,11 @@ Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem
     if (ClassOf(*v).ToString() != ClassOf(problem).ToString())
       return Status(Code::kInvalidArgument,
                     "--variant " + uri + " is not of the problem's class " + ClassOf(problem).ToString());
+    const Family* family = FindFamily(v->family);
+    if (family != nullptr && family->PreferenceFor(problem) < 0)
+      return Status(Code::kInvalidArgument, "--variant " + uri + ": " + v->family + " does not serve " +
+                                                std::string(LayoutName(problem.layout)) + " problems like " +
+                                                problem.ToString());
     for (const Variant& seen : out)
       if (seen.Uri() == v->Uri()) return Status(Code::kInvalidArgument, "--variant names " + uri + " twice");
     out.push_back(*v);
@@ -115,8 +121,9 @@ int RunBench(const std::vector<std::string>& args) {
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
       ("heads-q", po::value(&heads_q)->required(), "Hq")
       ("heads-kv", po::value(&heads_kv), "Hkv (default Hq)")
-      ("layout", po::value(&layout_text), "dense (default) or paged: `all` is then the families serving paged "
-                                          "K/V, timed on dense K/V of the same shape")
+      ("layout", po::value(&layout_text), "dense (default), paged or varlen: `all` is then the families serving "
+                                          "that layout, timed on dense tensors of the same shape (varlen: B "
+                                          "sequences of Nq/Nk rows each; bench/varlen_bench.py times ragged batches)")
       ("variant", po::value(&variant_arg),
        "a variant URI, a comma list of URIs, or all (default): the whole space of the class")
       ("rounds", po::value(&rounds), "time every variant this many times, alternating the order (default 1); "
@@ -146,15 +153,15 @@ int RunBench(const std::vector<std::string>& args) {
   if (!valid.ok()) return Fail(Status(valid.code(), WithOptionNames(valid.message())));
   auto layout = ParseLayout(layout_text, "--layout");
   if (!layout.ok()) return Fail(layout.status());
-  if (*layout == Layout::kVarlen)
-    return Fail(Status(Code::kInvalidArgument, "--layout varlen: no family serves it yet; allowed: dense, paged"));
   problem.layout = *layout;
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
-  if (problem.layout == Layout::kPaged) {
-    // The measurer's inputs are dense; decode_fwd reads pages with the same kernel and variant
-    // (bench/decode_bench.py times real page pools).
-    std::fprintf(stderr, "flashtune bench: timing the paged problem's variants on dense K/V of the same shape\n");
+  if (problem.layout != Layout::kDense) {
+    // The measurer's inputs are dense; the layout's variants are the same kernels, which read
+    // pages or cu_seqlens through one branch (bench/decode_bench.py times real page pools,
+    // bench/varlen_bench.py ragged batches).
+    std::fprintf(stderr, "flashtune bench: timing the %s problem's variants on dense tensors of the same shape\n",
+                 std::string(LayoutName(problem.layout)).c_str());
     problem.layout = Layout::kDense;
   }
 

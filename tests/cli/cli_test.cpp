@@ -188,6 +188,24 @@ TEST(Cli, BenchReportsAFailedVariantAndTimesTheOthers) {
   EXPECT_TRUE(Contains(r.output, "best: " + kA)) << r.output;
 }
 
+// --layout varlen: the varlen problem's variants (fa2_fwd, hopper_fwd), timed on dense tensors
+// of the same shape, which the command says; a named variant of another layout's family is refused.
+TEST(Cli, BenchAcceptsTheVarlenLayout) {
+  flashtune::testing::TempDir dir;
+  CliRun r = RunCli(std::string("bench ") + kBenchShape + " --layout varlen --replay " + BenchReplayFile(dir) +
+                        " --variant " + kA + "," + kB,
+                    "", /*stderr_only=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "timing the varlen problem's variants on dense tensors of the same shape")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "best: " + kB)) << r.output;
+  CliRun decode = RunCli(std::string("bench ") + kBenchShape + " --layout varlen --replay " + BenchReplayFile(dir) +
+                         " --variant decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs1_full");
+  EXPECT_EQ(decode.exit_code, 2) << decode.output;
+  CliRun bad = RunCli(std::string("bench ") + kBenchShape + " --layout ragged --replay " + BenchReplayFile(dir));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(Contains(bad.output, "--layout")) << bad.output;
+}
+
 TEST(Cli, BenchRejectsBadVariantListsAndRoundsBeforeMeasuring) {
   const std::string base = std::string("bench ") + kBenchShape + " --replay /nonexistent.csv ";
   CliRun other_class = RunCli(base + "--variant " + kA + ",fa2_fwd_bf16_d128_br128_bc32_w4_s2_full");

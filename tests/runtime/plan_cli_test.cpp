@@ -78,6 +78,24 @@ TEST(PlanCli, AnswersWithoutADatabase) {
   EXPECT_NE(r.out.find("_causal"), std::string::npos) << r.out;
 }
 
+// Varlen and paged calls plan to the families that read those layouts: packed sequences to the
+// prefill kernels (hopper_fwd on sm_90a, the target without a GPU), pages to decode_fwd.
+TEST(PlanCli, LayoutsPlanToTheFamiliesThatReadThem) {
+  const std::string cwd = TempDir("plan_cli_layouts");
+  CliRun varlen = Plan("--dtype bf16 --head-dim 128 --causal --batch 8 --seqlen-q 4096 --heads-q 32 --heads-kv 8 "
+                       "--layout varlen", cwd);
+  EXPECT_EQ(varlen.rc, 0) << varlen.err;
+  EXPECT_NE(varlen.out.find("varlen"), std::string::npos) << varlen.out;
+  EXPECT_NE(varlen.out.find("hopper_fwd_bf16_d128_"), std::string::npos) << varlen.out;
+  CliRun paged = Plan("--dtype bf16 --head-dim 128 --batch 8 --seqlen-q 1 --seqlen-k 8192 --heads-q 32 --heads-kv 8 "
+                      "--layout paged", cwd);
+  EXPECT_EQ(paged.rc, 0) << paged.err;
+  EXPECT_NE(paged.out.find("decode_fwd_bf16_d128_"), std::string::npos) << paged.out;
+  CliRun bad = Plan("--dtype bf16 --head-dim 128 --seqlen-q 64 --heads-q 8 --layout ragged", cwd);
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("--layout"), std::string::npos) << bad.err;
+}
+
 // A database named on purpose must exist, as for `db list`: a typo in --db or $FLASHTUNE_DB
 // would otherwise answer as if nothing had been tuned.
 TEST(PlanCli, NamedDatabaseThatDoesNotExistIsAnError) {
