@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Varlen prefill and mixed prefill + decode on the GPU: flashtune's varlen layout (ft_forward_ex)
+against flashtune dense prefill of the same total tokens, PyTorch SDPA (flash, cuDNN) on the
+dense shape and torch.nn.attention.varlen.varlen_attn (when this torch has it) on the ragged
+batch, all in the same run.
+
+Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
+ - ragged: B8 with lengths 512 1024 1536 2048 2560 3072 2304 3328 (16384 tokens), Nq = Nk;
+ - equal:  B8 x 2048 as varlen, and the same as a dense [8, 2048, H, D] call (same tokens,
+   same FLOPs: the varlen path's own cost);
+ - mixed:  2 prefills of 4096 tokens + 30 decode rows over 8192 keys each, one varlen call,
+   against the split an engine could make instead: one dense prefill call (B2 x 4096) plus
+   one decode call (B30, Nq 1, Nk 8192, decode_fwd's split-KV).
+Reported: microseconds (CUDA events, median of 30 graph replays after a warm-up, the median of
+three interleaved rounds) and TFLOP/s of the attention actually computed (4 * Hq * D per visible
+(query, key) pair; causal counts only the visible pairs). flashtune's outputs are checked
+against SDPA flash run per sequence (relative L2 error), and its lse rows of sequences with no
+key are -inf.
+
+usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR]
+"""
+import argparse
+import ctypes
+import inspect
+import itertools
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decode_bench import Runtime, bench, bench_graph  # noqa: E402  (same folder: one timing method)
+
+RAGGED = [512, 1024, 1536, 2048, 2560, 3072, 2304, 3328]
+
+
+def visible_pairs(nq, nk, causal):
+    """(query, key) pairs a call computes: all, or bottom-right causal."""
+    if not causal:
+        return nq * nk
+    # Query i sees keys j <= i + nk - nq, at most nk of them.
+    return sum(max(0, min(nk, i + nk - nq + 1)) for i in range(nq))
+
+
+def varlen_attn_fn():
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError as e:
+        return None, f"torch {torch.__version__} has no torch.nn.attention.varlen ({e})"
+    return varlen_attn, f"torch {torch.__version__} torch.nn.attention.varlen.varlen_attn"
+
+
+def call_varlen_attn(fn, q, k, v, cu_q, cu_k, max_q, max_k, causal):
+    params = inspect.signature(fn).parameters
+    kw = {}
+    if "is_causal" in params:
+        kw["is_causal"] = causal
+    elif causal:
+        kw["window_size"] = (-1, 0)  # newer signature: causal is a left-unbounded window
+    if "enable_gqa" in params:
+        kw["enable_gqa"] = q.shape[1] != k.shape[1]
+    return fn(q, k, v, cu_q, cu_k, max_q, max_k, **kw)
+
+
+def median_rounds(calls, rounds=3):
+    """{name: median us} over `rounds` interleaved rounds (order reversed every other round):
+    graph replays, or eager calls for a call that cannot be captured (said once)."""
+    per = {name: [] for name in calls}
+    names = list(calls)
+    eager = set()
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            fn = lambda i, f=calls[name]: f()  # noqa: E731
+            if name not in eager:
+                try:
+                    per[name].append(bench_graph(fn, 1, reps=30) * 1e3)
+                    continue
+                except RuntimeError as e:
+                    print(f"  {name}: graph capture failed ({str(e).splitlines()[0]}); timed eagerly", flush=True)
+                    eager.add(name)
+            per[name].append(bench(fn, 1, reps=30) * 1e3)
+    return {name: sorted(v)[len(v) // 2] for name, v in per.items()}
+
+
+class Batch:
+    """Packed q/k/v of one varlen batch, its cu_seqlens and flashtune args for it."""
+
+    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev):
+        self.len_q, self.len_k, self.causal = len_q, len_k, causal
+        self.cu_q = torch.tensor([0] + list(itertools.accumulate(len_q)), device=dev, dtype=torch.int32)
+        self.cu_k = torch.tensor([0] + list(itertools.accumulate(len_k)), device=dev, dtype=torch.int32)
+        tq, tk = sum(len_q), sum(len_k)
+        self.q = torch.randn(tq, hq, d, device=dev, dtype=torch.bfloat16)
+        self.k = torch.randn(tk, hkv, d, device=dev, dtype=torch.bfloat16)
+        self.v = torch.randn(tk, hkv, d, device=dev, dtype=torch.bfloat16)
+        self.o = torch.empty_like(self.q)
+        self.lse = torch.empty(hq, max(tq, 1), device=dev, dtype=torch.float32)
+        problem = rt.capi.Problem(rt.capi.DTYPES["bf16"], d, int(causal), len(len_q), max(max(len_q), 1),
+                                  max(max(len_k), 1), hq, hkv)
+        self.args = rt.capi.AttentionArgs.make(
+            "varlen", problem, q=self.q.data_ptr(), k=self.k.data_ptr(), v=self.v.data_ptr(), o=self.o.data_ptr(),
+            lse=self.lse.data_ptr(), q_strides=(0,) + self.q.stride()[:2], k_strides=(0,) + self.k.stride()[:2],
+            v_strides=(0,) + self.v.stride()[:2], o_strides=(0,) + self.o.stride()[:2],
+            cu_seqlens_q=self.cu_q.data_ptr(), cu_seqlens_k=self.cu_k.data_ptr(), total_q=tq, total_k=tk)
+        self.ref = ctypes.byref(self.args)
+        self.rt = rt
+        self.flops = sum(4 * hq * d * visible_pairs(a, b, causal) for a, b in zip(len_q, len_k))
+
+    def forward(self):
+        rc = self.rt.forward_ex_fn(self.rt.handle, self.ref, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc != 0:
+            self.rt.check(rc, "ft_forward_ex")
+
+    def error_vs_sdpa(self):
+        """Relative L2 error of o against SDPA flash run sequence by sequence (rows with no key: 0);
+        and whether every lse row of a sequence without keys is -inf."""
+        self.o.fill_(float("nan"))
+        self.forward()
+        torch.cuda.synchronize()
+        num = den = 0.0
+        lse_ok = True
+        cq, ck = self.cu_q.tolist(), self.cu_k.tolist()
+        for b in range(len(self.len_q)):
+            q = self.q[cq[b]:cq[b + 1]].transpose(0, 1).unsqueeze(0)
+            k = self.k[ck[b]:ck[b + 1]].transpose(0, 1).unsqueeze(0)
+            v = self.v[ck[b]:ck[b + 1]].transpose(0, 1).unsqueeze(0)
+            got = self.o[cq[b]:cq[b + 1]].float()
+            if q.shape[2] == 0:
+                continue
+            if k.shape[2] == 0:
+                num += got.norm().item() ** 2
+                lse_ok &= bool(torch.isneginf(self.lse[:, cq[b]:cq[b + 1]]).all())
+                continue
+            nq, nk = q.shape[2], k.shape[2]
+            mask = None
+            if self.causal:  # bottom-right: query i sees keys j <= i + nk - nq
+                i = torch.arange(nq, device=q.device)[:, None]
+                j = torch.arange(nk, device=q.device)[None, :]
+                mask = j <= i + nk - nq
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+                want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask,
+                                                      enable_gqa=q.shape[1] != k.shape[1])
+            want = torch.nan_to_num(want, nan=0.0).squeeze(0).transpose(0, 1)
+            num += (got - want).norm().item() ** 2
+            den += want.norm().item() ** 2
+        return (num / max(den, 1e-30)) ** 0.5, lse_ok
+
+
+def dense_args(rt, B, nq, nk, hq, hkv, d, causal, dev, layout="dense"):
+    q = torch.randn(B, nq, hq, d, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(B, nk, hkv, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(B, nk, hkv, d, device=dev, dtype=torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, hq, nq, device=dev, dtype=torch.float32)
+    problem = rt.capi.Problem(rt.capi.DTYPES["bf16"], d, int(causal), B, nq, nk, hq, hkv)
+    args = rt.capi.AttentionArgs.make(layout, problem, q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
+                                      o=o.data_ptr(), lse=lse.data_ptr(), q_strides=q.stride()[:3],
+                                      k_strides=k.stride()[:3], v_strides=v.stride()[:3], o_strides=o.stride()[:3])
+    ws_bytes = rt.workspace_size(args)
+    ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
+    args.workspace, args.workspace_bytes = ws.data_ptr(), ws_bytes
+    keep = (q, k, v, o, lse, ws, args)
+    ref = ctypes.byref(args)
+
+    def call():
+        rc = rt.forward_ex_fn(rt.handle, ref, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc != 0:
+            rt.check(rc, "ft_forward_ex")
+    return call, keep
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib")
+    ap.add_argument("--db", default="")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--heads-q", type=int, default=32)
+    ap.add_argument("--heads-kv", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=128)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    rt = Runtime(os.path.abspath(a.lib), a.db or None)
+    hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
+    varlen_attn, varlen_note = varlen_attn_fn()
+    print(varlen_note, flush=True)
+    results, lines = [], []
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        ragged = Batch(rt, RAGGED, RAGGED, hq, hkv, d, causal, dev)
+        equal = Batch(rt, [2048] * 8, [2048] * 8, hq, hkv, d, causal, dev)
+        dense_call, dense_keep = dense_args(rt, 8, 2048, 2048, hq, hkv, d, causal, dev)
+        qd = dense_keep[0].transpose(1, 2)
+        kd, vd = dense_keep[1].transpose(1, 2), dense_keep[2].transpose(1, 2)
+        calls = {"ft varlen ragged": ragged.forward, "ft varlen 8x2048": equal.forward, "ft dense 8x2048": dense_call}
+        for name, backend in (("sdpa flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
+                              ("sdpa cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
+            def sdpa(backend=backend):
+                with torch.nn.attention.sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal, enable_gqa=hq != hkv)
+            try:
+                sdpa()
+                calls[name + " 8x2048"] = sdpa
+            except RuntimeError as e:
+                print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
+        if varlen_attn is not None:
+            for tag, bt in (("ragged", ragged), ("8x2048", equal)):
+                def tv(bt=bt):
+                    return call_varlen_attn(varlen_attn, bt.q, bt.k, bt.v, bt.cu_q, bt.cu_k, max(bt.len_q),
+                                            max(bt.len_k), causal)
+                try:
+                    tv()
+                    calls["torch varlen_attn " + tag] = tv
+                except (RuntimeError, TypeError) as e:
+                    print(f"  torch varlen_attn {tag}: {str(e).splitlines()[0]}", flush=True)
+        errors = {"ft varlen ragged": ragged.error_vs_sdpa(), "ft varlen 8x2048": equal.error_vs_sdpa()}
+        us = median_rounds(calls)
+        flops = {name: (ragged.flops if "ragged" in name else equal.flops) for name in calls}
+        for name in calls:
+            tf = flops[name] / (us[name] * 1e-6) / 1e12
+            err = errors.get(name)
+            line = f"{mask:6s} {name:26s} {us[name]:9.1f} us {tf:7.1f} TFLOP/s"
+            if err:
+                line += f"  err {err[0]:.1e}{'' if err[1] else ' LSE-NOT-NEG-INF'}"
+            lines.append(line)
+            results.append({"mask": mask, "call": name, "us": us[name], "tflops": tf, "flops": flops[name],
+                            "rel_err": err[0] if err else None})
+            print(line, flush=True)
+        ratio = (flops["ft varlen ragged"] / us["ft varlen ragged"]) / (flops["ft dense 8x2048"] / us["ft dense 8x2048"])
+        lines.append(f"{mask:6s} varlen ragged TFLOP/s / dense 8x2048 TFLOP/s = {ratio:.3f}; "
+                     f"varlen 8x2048 time / dense 8x2048 time = {us['ft varlen 8x2048'] / us['ft dense 8x2048']:.3f}")
+        print(lines[-1], flush=True)
+        del ragged, equal, dense_keep, calls
+        torch.cuda.empty_cache()
+
+    # Mixed prefill + decode: one varlen call against prefill + decode as two calls.
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        len_q = [4096, 4096] + [1] * 30
+        len_k = [4096, 4096] + [8192] * 30
+        mixed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev)
+        pre_call, pre_keep = dense_args(rt, 2, 4096, 4096, hq, hkv, d, causal, dev)
+        dec_call, dec_keep = dense_args(rt, 30, 1, 8192, hq, hkv, d, causal, dev)
+        decode_only = Batch(rt, [1] * 30, [8192] * 30, hq, hkv, d, causal, dev)
+
+        def split():
+            pre_call()
+            dec_call()
+        calls = {"ft varlen mixed": mixed.forward, "ft prefill+decode": split, "ft dense prefill B2": pre_call,
+                 "ft dense decode B30": dec_call, "ft varlen decode B30": decode_only.forward}
+        errors = {"ft varlen mixed": mixed.error_vs_sdpa(), "ft varlen decode B30": decode_only.error_vs_sdpa()}
+        us = median_rounds(calls)
+        for name in calls:
+            err = errors.get(name)
+            line = f"{mask:6s} {name:26s} {us[name]:9.1f} us"
+            if err:
+                line += f"  err {err[0]:.1e}{'' if err[1] else ' LSE-NOT-NEG-INF'}"
+            lines.append(line)
+            results.append({"mask": mask, "call": name, "us": us[name], "rel_err": err[0] if err else None})
+            print(line, flush=True)
+        del mixed, pre_keep, dec_keep, decode_only
+        torch.cuda.empty_cache()
+
+    json.dump({"note": varlen_note, "rows": results}, open(os.path.join(a.out, "varlen_bench.json"), "w"), indent=1)
+    print(f"\n{varlen_note}\nbf16 Hq{hq} Hkv{hkv} d{d}; ragged lengths {RAGGED}")
+    for line in lines:
+        print(line)
+    bad = [r for r in results if r["rel_err"] is not None and not r["rel_err"] < 2e-2]
+    print(f"output check vs float32 SDPA per sequence: {'all within 2e-2' if not bad else f'{len(bad)} outside 2e-2'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
