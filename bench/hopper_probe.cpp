@@ -42,6 +42,7 @@
 #include "flashtune/space.h"
 #include "generator/embedded_templates.h"
 #include "generator/hopper_fwd_pack.h"
+#include "tests/support/gpu_fixture.h"
 
 using namespace flashtune;
 using detail::HopperConfig;
@@ -66,12 +67,9 @@ T Must(Result<T> r, const char* what) {
   return std::move(*r);
 }
 
-struct Gpu {
-  Driver* driver = nullptr;
-  std::optional<Context> context;
-  std::optional<Stream> stream;
-  DeviceInfo info;
-};
+// The GPU fixture the GPU tests use (tests/support/gpu_fixture.h); --compile-only keeps an
+// unopened one (no driver).
+using Gpu = flashtune::testing::TestGpu;
 
 std::string g_template;  // the template text
 std::string g_dump_dir;  // --dump DIR: write each compiled cubin there
@@ -598,8 +596,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  Gpu gpu;
-  if (compile_only) {  // every config of --check and --time, for sm_90a, without a GPU
+  if (compile_only) {
+    Gpu gpu;  // every config of --check and --time, for sm_90a, without a GPU
     std::vector<Probe> all;
     for (DType dt : {DType::kBF16, DType::kF16})
       for (bool causal : {false, true})
@@ -615,10 +613,7 @@ int main(int argc, char** argv) {
     LoadAll(gpu, all);
     return 0;
   }
-  gpu.driver = Must(Driver::Load(), "driver");
-  gpu.info = Must(gpu.driver->Device(0), "device");
-  gpu.context.emplace(Must(Context::Primary(*gpu.driver, 0), "context"));
-  gpu.stream.emplace(Must(Stream::Create(*gpu.context), "stream"));
+  Gpu& gpu = *Must(flashtune::testing::SharedGpu(), "gpu");
   std::printf("device: %s (%s), driver %s, NVRTC %s\n", gpu.info.name.c_str(), gpu.info.Arch().c_str(),
               gpu.driver->VersionString().c_str(), Compiler::NvrtcVersion().c_str());
   if (gpu.info.cc_major != 9) {

@@ -9,20 +9,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
-#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "generator/families/decode_fwd.h"
 #include "generator/family.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/variant_checks.h"
 
 namespace flashtune {
 namespace {
@@ -138,39 +136,23 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
 
 // "" when `kernel` reproduces the reference on `c`, else why not.
 std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
-  if (!c.buffers[3].Memset(0xFF).ok() || !c.buffers[4].Memset(0xFF).ok()) return "memset failed";
-  Status launched = kernel.Launch(c.device, gpu.stream->get());
-  if (!launched.ok()) return launched.ToString();
-  Status done = gpu.stream->Synchronize();
-  if (!done.ok()) return done.ToString();
+  const std::string launched = testing::LaunchPoisoned(gpu, kernel, c.device, c.buffers[3], c.buffers[4]);
+  if (!launched.empty()) return launched;
   std::vector<uint16_t> o(c.q.size());
   std::vector<float> lse(c.expected_lse.size());
   if (!c.buffers[3].CopyToHost(o.data(), o.size() * 2).ok() || !c.buffers[4].CopyToHost(lse.data(), lse.size() * 4).ok())
     return "copy back failed";
   std::vector<double> got(o.size());
   for (size_t i = 0; i < o.size(); ++i) got[i] = BitsToFloat(o[i], c.device.problem.dtype);
-  const double err = RelativeL2Error(got, c.expected_o);
-  const LseComparison cmp = CompareLse(lse, c.expected_lse);
-  const double tol = c.device.problem.dtype == DType::kBF16 ? 1e-2 : 2e-3;
-  if (err <= tol && cmp.Within(1e-3)) return "";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "o error %.3g (tol %.0e), lse error %.3g at %lld, -inf mismatches %lld", err, tol,
-                cmp.max_error, (long long)cmp.worst_index, (long long)cmp.infinity_mismatches);
-  return c.name + ": " + buf;
+  const std::string why = testing::CompareWithReference(c.device.problem.dtype, got, lse, c.expected_o, c.expected_lse);
+  return why.empty() ? "" : c.name + ": " + why;
 }
 
 // Compiles `variants` and runs each on every case of the class.
 void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
   auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  Compiler compiler(Compiler::Options{});
-  std::vector<CompileRequest> requests;
-  for (const Variant& v : variants) {
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
-  }
-  auto cubins = compiler.CompileMany(requests);
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
   const std::vector<int32_t> ragged = {0, 1, 17, 1000, 4097};
   std::vector<DecodeCase> cases;
   uint64_t seed = 500 + uint64_t(cls.head_dim) + (cls.causal ? 7 : 0);
@@ -182,18 +164,8 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 3, 8, 1, ragged, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {300, 300}, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 2, 32, 8, {2048}, 1, seed += 10));
-  int runs = 0;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (DecodeCase& c : cases) {
-      EXPECT_EQ(RunDecode(**gpu, *kernel, c), "") << variants[i].Uri();
-      ++runs;
-    }
-  }
-  std::printf("[ checked  ] %s: %zu decode variants x %zu cases (%d runs)\n", cls.ToString().c_str(), variants.size(),
-              cases.size(), runs);
+  testing::CheckEveryVariant(cls.ToString() + " decode", variants, kernels, cases,
+                             [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
 }
 
 class DecodeClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};

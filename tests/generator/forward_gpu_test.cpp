@@ -4,19 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
-#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/variant_checks.h"
 
 namespace flashtune {
 namespace {
@@ -94,57 +94,31 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
 
 // Runs `kernel` on `c` with poisoned outputs; "" when it matches the reference, else why not.
 std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
-  if (!c.dout->Memset(0xFF).ok() || !c.dlse->Memset(0xFF).ok()) return "memset failed";
-  Status launched = kernel.Launch(c.device, gpu.stream->get());
-  if (!launched.ok()) return launched.ToString();
-  Status done = gpu.stream->Synchronize();
-  if (!done.ok()) return done.ToString();
+  const std::string launched = testing::LaunchPoisoned(gpu, kernel, c.device, *c.dout, *c.dlse);
+  if (!launched.empty()) return launched;
   std::vector<uint16_t> o(c.q.size());
   std::vector<float> lse(c.expected.lse.size());
   if (!c.dout->CopyToHost(o.data(), o.size() * 2).ok() || !c.dlse->CopyToHost(lse.data(), lse.size() * 4).ok())
     return "copy back failed";
-  ForwardArgs layout = c.host;
-  const double err = RelativeL2Error(GatherOutput(layout, o.data()), c.expected.o);
-  const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
-  const double tol = c.host.problem.dtype == DType::kBF16 ? 1e-2 : 2e-3;
-  if (err <= tol && lse_cmp.Within(1e-3)) return "";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: o error %.3g (tol %.0e), lse error %.3g, -inf mismatches %lld",
-                (long long)c.shape.batch, (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k,
-                (long long)c.shape.heads_q, (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "", err,
-                tol, lse_cmp.max_error, (long long)lse_cmp.infinity_mismatches);
-  return buf;
+  const std::string why =
+      testing::CompareWithReference(c.host.problem.dtype, GatherOutput(c.host, o.data()), lse, c.expected.o, c.expected.lse);
+  if (why.empty()) return "";
+  char shape[128];
+  std::snprintf(shape, sizeof shape, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: ", (long long)c.shape.batch,
+                (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k, (long long)c.shape.heads_q,
+                (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "");
+  return shape + why;
 }
 
 void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  Compiler compiler(Compiler::Options{});
-  std::vector<CompileRequest> requests;
-  for (const Variant& v : variants) {
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
-  }
-  auto cubins = compiler.CompileMany(requests);
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
   std::vector<std::unique_ptr<Case>> cases;
   uint64_t seed = 100;
   for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, cls, s, seed += 10));
-  int checked = 0;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const std::string uri = variants[i].Uri();
-    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
-    if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (auto& c : cases) {
-      const std::string why = RunAndCompare(**gpu, *kernel, *c);
-      EXPECT_EQ(why, "") << uri;
-      ++checked;
-    }
-  }
-  std::printf("[ checked  ] %s: %zu variants x %zu shapes (%d runs)\n", cls.ToString().c_str(), variants.size(),
-              cases.size(), checked);
+  testing::CheckEveryVariant(cls.ToString(), variants, kernels, cases,
+                             [&](const ForwardKernel& k, std::unique_ptr<Case>& c) { return RunAndCompare(**gpu, k, *c); });
 }
 
 // The shapes here are prefill-sized (up to 4097 query rows): the families serving those.

@@ -9,18 +9,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
-#include "flashtune/compiler.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
-#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "generator/families/fa2_fwd.h"
 #include "generator/family.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/variant_checks.h"
 
 namespace flashtune {
 namespace {
@@ -111,11 +109,8 @@ VarlenCase MakeVarlenCase(Gpu& gpu, const ProblemClass& cls, int64_t hq, int64_t
 
 // "" when `kernel` reproduces the reference on `c` and leaves the canary rows alone, else why not.
 std::string RunVarlen(Gpu& gpu, const ForwardKernel& kernel, VarlenCase& c) {
-  if (!c.buffers[3].Memset(0xFF).ok() || !c.buffers[4].Memset(0xFF).ok()) return "memset failed";
-  Status launched = kernel.Launch(c.device, gpu.stream->get());
-  if (!launched.ok()) return launched.ToString();
-  Status done = gpu.stream->Synchronize();
-  if (!done.ok()) return done.ToString();
+  const std::string launched = testing::LaunchPoisoned(gpu, kernel, c.device, c.buffers[3], c.buffers[4]);
+  if (!launched.empty()) return launched;
   const size_t row = size_t(c.device.problem.heads_q * c.device.problem.head_dim);
   std::vector<uint16_t> o(c.q.size() + kCanaryRows * row);
   std::vector<float> lse(c.expected_lse.size());
@@ -125,15 +120,8 @@ std::string RunVarlen(Gpu& gpu, const ForwardKernel& kernel, VarlenCase& c) {
     if (o[i] != 0xFFFF) return c.name + ": wrote past total_q (canary row " + std::to_string((i - c.q.size()) / row) + ")";
   std::vector<double> got(c.q.size());
   for (size_t i = 0; i < got.size(); ++i) got[i] = BitsToFloat(o[i], c.device.problem.dtype);
-  const double err = RelativeL2Error(got, c.expected_o);
-  const LseComparison cmp = CompareLse(lse, c.expected_lse);
-  const double tol = c.device.problem.dtype == DType::kBF16 ? 1e-2 : 2e-3;
-  if (err <= tol && cmp.Within(1e-3)) return "";
-  // The worst sequence, for the message.
-  char buf[240];
-  std::snprintf(buf, sizeof buf, ": o error %.3g (tol %.0e), lse error %.3g at %lld, -inf mismatches %lld", err, tol,
-                cmp.max_error, (long long)cmp.worst_index, (long long)cmp.infinity_mismatches);
-  return c.name + buf;
+  const std::string why = testing::CompareWithReference(c.device.problem.dtype, got, lse, c.expected_o, c.expected_lse);
+  return why.empty() ? "" : c.name + ": " + why;
 }
 
 // The cases of one class: ragged (0, 1, 17, 1000, 4097; Nq = Nk per sequence; two query heads
@@ -154,30 +142,13 @@ std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
 void CheckVarlen(const ProblemClass& cls, const std::vector<Variant>& variants) {
   auto gpu = testing::SharedGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  Compiler compiler(Compiler::Options{});
-  std::vector<CompileRequest> requests;
   std::vector<Variant> runnable;
-  for (const Variant& v : variants) {
-    if (v.family == "hopper_fwd" && (*gpu)->info.Arch() != "sm_90a") continue;  // sm_90a only
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
-    runnable.push_back(v);
-  }
-  auto cubins = compiler.CompileMany(requests);
+  for (const Variant& v : variants)
+    if (v.family != "hopper_fwd" || (*gpu)->info.Arch() == "sm_90a") runnable.push_back(v);  // sm_90a only
+  auto kernels = testing::CompileAndLoad(**gpu, runnable);
   std::vector<VarlenCase> cases = MakeCases(**gpu, cls);
-  int runs = 0;
-  for (size_t i = 0; i < runnable.size(); ++i) {
-    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], runnable[i]);
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (VarlenCase& c : cases) {
-      EXPECT_EQ(RunVarlen(**gpu, *kernel, c), "") << runnable[i].Uri();
-      ++runs;
-    }
-  }
-  std::printf("[ checked  ] %s: %zu varlen variants x %zu cases (%d runs)\n", cls.ToString().c_str(), runnable.size(),
-              cases.size(), runs);
+  testing::CheckEveryVariant(cls.ToString() + " varlen", runnable, kernels, cases,
+                             [&](const ForwardKernel& k, VarlenCase& c) { return RunVarlen(**gpu, k, c); });
 }
 
 class VarlenClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};

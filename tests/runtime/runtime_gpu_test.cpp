@@ -18,6 +18,7 @@
 #include "flashtune/driver.h"
 #include "flashtune/reference.h"
 #include "jit/cuda_api.h"
+#include "tests/support/gpu_fixture.h"
 #include "tests/support/replay_fixture.h"
 
 namespace {
@@ -202,13 +203,12 @@ TEST(RuntimeGpu, UntunedShapeCompilesOnFirstUseAndMatches) {
 // sequences of 200 queries and 300 keys packed back to back are the dense [2, N, H, D] tensors
 // with batch strides 0, so the dense reference answers; lse is skipped ([Hq, total_q] there).
 TEST(RuntimeGpu, VarlenCallRunsThroughThePlanner) {
-  auto driver = Driver::Load();
-  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
-  auto ctx = Context::Primary(**driver, 0);
-  ASSERT_TRUE(ctx.ok());
-  RuntimeOptions o;
-  o.db_path = TempDir("runtime_gpu_varlen") + "/absent.db";
-  auto rt = Runtime::Open(o);
+  auto gpu = SharedGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
+  const Context* ctx = &*(*gpu)->context;
+  RuntimeOptions options;
+  options.db_path = TempDir("runtime_gpu_varlen") + "/absent.db";
+  auto rt = Runtime::Open(options);
   ASSERT_TRUE(rt.ok());
   const Problem p{DType::kBF16, 128, true, 2, 200, 300, 8, 2};
   auto a = Attention::Make(*ctx, p);
