@@ -23,6 +23,10 @@
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.
+//           Served by the prefill families (fa2_fwd, hopper_fwd). On the device, offsets are
+//           clamped to [0, total] and lengths to Nq / Nk: a bad table can give a wrong answer
+//           (rows left unwritten) but never an access outside the tensors. CheckCuSeqlensHost
+//           checks host copies exactly.
 //
 // Appending the new tokens' K/V into the cache is not part of the call: engines write their
 // cache with their own kernel (vLLM's reshape_and_cache) before attention, so flashtune only
