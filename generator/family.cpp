@@ -128,7 +128,7 @@ Variant Family::MakeVariant(const ProblemClass& cls, std::span<const int> values
 std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target,
                                    const std::vector<std::pair<std::string, std::vector<int>>>& overrides) const {
   std::vector<Variant> out;
-  if (!Serves(cls, target)) return out;
+  if (cls.operation != operation() || !Serves(cls, target)) return out;
   const auto& ax = axes();
   std::vector<std::vector<int>> values;
   for (const ParamAxis& a : ax) {
@@ -161,7 +161,7 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
 std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target) {
   std::vector<const Family*> out;
   for (const Family* f : Families())
-    if (f->Serves(cls, target)) out.push_back(f);
+    if (f->operation() == cls.operation && f->Serves(cls, target)) out.push_back(f);
   std::stable_sort(out.begin(), out.end(),
                    [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
   return out;
@@ -190,6 +190,8 @@ Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPac
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
   const Family* f = FindFamily(v.family);
   if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
+  if (f->operation() != Operation::kForward)
+    return Invalid("variant " + v.Uri() + " computes the backward pass; a forward call needs a forward family's variant");
   Status can = f->CanRun(v, args);
   if (!can.ok()) return can.WithVariant(v.Uri());
   f->Pack(v, args, out);
@@ -199,6 +201,21 @@ Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPac
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
   return PackValidatedForward(v, args, out);
+}
+
+Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args.forward));
+  const Family* f = FindFamily(v.family);
+  if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
+  if (f->operation() != Operation::kBackward)
+    return Invalid("variant " + v.Uri() + " computes the forward pass; a backward call needs a backward family's variant");
+  f->PackBackward(v, args, out);
+  return Status::Ok();
+}
+
+Status PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(ValidateBackwardArgs(args));
+  return PackValidatedBackward(v, args, out);
 }
 
 }  // namespace flashtune

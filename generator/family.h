@@ -7,6 +7,11 @@
 //  - its launch: geometry, dynamic shared memory and argument packing for one call (Pack),
 //    and whether a given call is one its kernel can serve at all (CanRun: e.g. TMA needs
 //    16-byte-aligned strides), so the runtime can fall back to another family and say why;
+//    a family may launch more kernels of the same module after the first (extra_kernels,
+//    LaunchPacket::next: e.g. the backward pass's main and convert kernels);
+//  - which operation it computes (operation(): a forward family packs ForwardArgs (Pack), a
+//    backward family BackwardArgs (PackBackward); the tuner and the planner only consider
+//    the families of a problem's operation);
 //  - its output check: the tolerances its results are verified with (Tolerances);
 //  - a prior for the budgeted search (PriorScore) and a short human description (Describe).
 // The tuner searches the union of the spaces of the families that serve a (problem class,
@@ -26,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
@@ -68,6 +74,9 @@ class Family {
   virtual int preference() const { return 0; }
   // The operation its kernels compute.
   virtual Operation operation() const { return Operation::kForward; }
+  // Suffixes of the module's further kernels, launched after the first in the order the
+  // packet's `next` steps name them: kernel i + 1 is "<uri>_<extra_kernels()[i]>".
+  virtual std::vector<std::string_view> extra_kernels() const { return {}; }
   // Its parameters, in URI order. By convention the first is the query tile (rows per block:
   // the parallelism knob) and the second the key tile; the budgeted search relies on it.
   virtual const std::vector<ParamAxis>& axes() const = 0;
@@ -94,8 +103,21 @@ class Family {
     (void)args;
     return Status::Ok();
   }
-  // Fills geometry, shared memory and parameter bytes for one call. Precondition: CanRun OK.
-  virtual void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const = 0;
+  // Fills geometry, shared memory and parameter bytes for one forward call. Precondition:
+  // CanRun OK. Only asked of forward families (PackValidatedForward refuses the others), so a
+  // family of another operation leaves it as is.
+  virtual void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const {
+    (void)v;
+    (void)args;
+    (void)out;
+  }
+  // The same for one backward call (ValidateBackwardArgs OK, the variant matches). Only asked
+  // of backward families (PackBackward refuses the others).
+  virtual void PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) const {
+    (void)v;
+    (void)args;
+    (void)out;
+  }
   virtual Tolerances ToleranceFor(DType dtype) const {
     return {dtype == DType::kBF16 ? 1e-2 : 2e-3, 1e-3};
   }
@@ -152,6 +174,12 @@ int ThreadsPerBlock(const Variant& v);
 // and packs them. On error nothing is written that a launch could use.
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
 // PackForward for callers that have already run ValidateForwardArgs (the runtime's hot path).
+// kInvalidArgument when `v`'s family does not compute the forward pass.
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
+// Validates a backward call for `v` (ValidateBackwardArgs, CheckArgsMatchVariant, `v`'s family
+// computes the backward pass) and packs it.
+Status PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);
+// PackBackward for callers that have already run ValidateBackwardArgs.
+Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);
 
 }  // namespace flashtune

@@ -2,6 +2,7 @@
 #include "flashtune/forward_args.h"
 
 #include "flashtune/problem_set.h"
+#include "generator/arg_checks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -33,6 +34,10 @@ float ForwardArgs::EffectiveScale() const {
 namespace {
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+}  // namespace
+
+namespace detail {
 
 std::string SupportedHeadDims() {
   std::string s;
@@ -82,7 +87,11 @@ Status CheckStrides(const char* name, const Strides& s, int64_t batch, int64_t s
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::CheckPointer;
+using detail::CheckStrides;
+using detail::SupportedHeadDims;
 
 Status ValidateForwardArgs(const ForwardArgs& a) {
   if (a.dtype != DType::kF16 && a.dtype != DType::kBF16) {

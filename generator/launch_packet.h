@@ -32,9 +32,19 @@ struct TensorMapRequest {
   uint16_t l2_promotion = 0;      // 0, 64, 128 or 256 bytes
 };
 
+// A further kernel of the same module, launched after the first on the same stream with the
+// same parameter bytes (e.g. a split-key combine). `kernel` indexes Family::extra_kernels().
+struct LaunchStep {
+  int kernel = 0;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  uint32_t smem_bytes = 0;
+};
+
 struct LaunchPacket {
   static constexpr size_t kMaxArgBytes = 1024;
   static constexpr int kMaxTensorMaps = 6;
+  static constexpr int kMaxNextSteps = 2;
 
   // Input to Family::Pack: the device's multiprocessors (persistent grids); 0 when unknown.
   int sm_count = 0;
@@ -45,6 +55,8 @@ struct LaunchPacket {
   uint32_t arg_bytes = 0;
   int tensor_maps = 0;
   TensorMapRequest maps[kMaxTensorMaps];
+  int next_steps = 0;  // launches after the first, in order
+  LaunchStep next[kMaxNextSteps];
   alignas(64) unsigned char args[kMaxArgBytes];
 
   // Copies `params` (the kernel's parameter struct) into args.

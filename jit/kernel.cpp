@@ -2,7 +2,8 @@
 
 namespace flashtune {
 
-Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const std::string& name, int64_t smem_bytes) {
+Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const std::string& name, int64_t smem_bytes,
+                            const std::vector<std::string>& next_names) {
   auto module = Module::Load(context, cubin);
   if (!module.ok()) return Status(module.status()).WithVariant(name);
   auto owned = std::make_unique<Module>(std::move(*module));
@@ -10,7 +11,15 @@ Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const st
   if (!function.ok()) return Status(function.status()).WithVariant(name);
   Status smem = function->SetMaxDynamicSharedMemory(static_cast<int>(smem_bytes));
   if (!smem.ok()) return smem.WithVariant(name);
-  return Kernel(name, smem_bytes, std::move(owned), std::move(*function));
+  std::vector<Function> next;
+  for (const std::string& n : next_names) {
+    auto f = owned->GetFunction(n);
+    if (!f.ok()) return Status(f.status()).WithVariant(name);
+    Status raised = f->SetMaxDynamicSharedMemory(static_cast<int>(smem_bytes));
+    if (!raised.ok()) return raised.WithVariant(name);
+    next.push_back(std::move(*f));
+  }
+  return Kernel(name, smem_bytes, std::move(owned), std::move(*function), std::move(next));
 }
 
 namespace {
@@ -63,13 +72,36 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
                                               std::to_string(smem_bytes_))
         .WithVariant(name_);
   }
+  if (packet->next_steps < 0 || packet->next_steps > LaunchPacket::kMaxNextSteps)
+    return Status(Code::kInternal, "launch packet has " + std::to_string(packet->next_steps) + " next steps; at most " +
+                                       std::to_string(LaunchPacket::kMaxNextSteps))
+        .WithVariant(name_);
+  for (int i = 0; i < packet->next_steps; ++i) {
+    if (packet->next[i].kernel < 0 || packet->next[i].kernel >= int(next_.size()))
+      return Status(Code::kInternal, "launch step " + std::to_string(i) + " names kernel " +
+                                         std::to_string(packet->next[i].kernel) + "; this kernel has " +
+                                         std::to_string(next_.size()) + " further kernels")
+          .WithVariant(name_);
+    if (packet->next[i].smem_bytes > smem_bytes_)
+      return Status(Code::kInvalidArgument, "launch step " + std::to_string(i) + " asks for " +
+                                                std::to_string(packet->next[i].smem_bytes) +
+                                                " bytes of dynamic shared memory; the kernel was loaded with " +
+                                                std::to_string(smem_bytes_))
+          .WithVariant(name_);
+  }
   Status encoded = EncodeTensorMaps(function_.driver(), packet);
   if (!encoded.ok()) return encoded.WithVariant(name_);
   void* kernel_args[] = {packet->args};
   Status status = flashtune::Launch(function_, {packet->grid[0], packet->grid[1], packet->grid[2]},
                                     {packet->block[0], packet->block[1], packet->block[2]}, packet->smem_bytes,
                                     stream, kernel_args);
-  if (!status.ok()) status.WithVariant(name_);
+  if (!status.ok()) return status.WithVariant(name_);
+  for (int i = 0; i < packet->next_steps; ++i) {
+    const LaunchStep& step = packet->next[i];
+    status = flashtune::Launch(next_[size_t(step.kernel)], {step.grid[0], step.grid[1], step.grid[2]},
+                               {step.block[0], step.block[1], step.block[2]}, step.smem_bytes, stream, kernel_args);
+    if (!status.ok()) return status.WithVariant(name_);
+  }
   return status;
 }
 

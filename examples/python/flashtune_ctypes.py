@@ -52,6 +52,23 @@ class ForwardArgs(ctypes.Structure):
                 ("v_strides", Strides3), ("o_strides", Strides3)]
 
 
+class BackwardArgs(ctypes.Structure):
+    _fields_ = [("forward", ForwardArgs), ("d_o", ctypes.c_void_p), ("dq", ctypes.c_void_p),
+                ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p),
+                ("d_o_strides", Strides3), ("dq_strides", Strides3), ("dk_strides", Strides3),
+                ("dv_strides", Strides3), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+                ("deterministic", ctypes.c_int)]
+
+
+def backward_args(forward, d_o, dq, dk, dv, d_o_strides, dq_strides, dk_strides, dv_strides, workspace,
+                  workspace_bytes, deterministic=False):
+    """BackwardArgs from a ForwardArgs (its o and lse as the forward wrote them), device pointers
+    (ints) and {batch, seq, head} strides."""
+    return BackwardArgs(forward, d_o, dq, dk, dv, Strides3(*d_o_strides), Strides3(*dq_strides),
+                        Strides3(*dk_strides), Strides3(*dv_strides), workspace, workspace_bytes,
+                        int(bool(deterministic)))
+
+
 class PlanInfo(ctypes.Structure):
     _fields_ = [("variant_uri_", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name_", ctypes.c_char * 16),
                 ("bucket_", ctypes.c_char * 64), ("tuned_bucket_", ctypes.c_char * 64),
@@ -85,6 +102,12 @@ def load(lib_path):
     lib.ft_forward.restype = ctypes.c_int
     lib.ft_plan.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]
     lib.ft_plan.restype = ctypes.c_int
+    lib.ft_plan_backward.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]
+    lib.ft_plan_backward.restype = ctypes.c_int
+    lib.ft_backward_workspace_bytes.argtypes = [ctypes.POINTER(Problem), ctypes.POINTER(ctypes.c_int64)]
+    lib.ft_backward_workspace_bytes.restype = ctypes.c_int
+    lib.ft_backward.argtypes = [ctypes.c_void_p, ctypes.POINTER(BackwardArgs), ctypes.c_void_p]
+    lib.ft_backward.restype = ctypes.c_int
     lib.ft_last_error.argtypes = []
     lib.ft_last_error.restype = ctypes.c_char_p
     lib.ft_status_name.argtypes = [ctypes.c_int]
@@ -121,6 +144,29 @@ class Runtime:
         """Launches on stream (an int CUstream handle; None/0 = the legacy default stream)."""
         self.check(self.lib.ft_forward(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
                     "ft_forward")
+
+    def plan_backward(self, problem):
+        """The PlanInfo ft_backward would launch for problem."""
+        info = PlanInfo()
+        self.check(self.lib.ft_plan_backward(self.handle, ctypes.byref(problem), ctypes.byref(info)),
+                   "ft_plan_backward")
+        return info
+
+    def backward_workspace_bytes(self, problem):
+        """Device bytes ft_backward needs as workspace for problem."""
+        out = ctypes.c_int64()
+        self.check(self.lib.ft_backward_workspace_bytes(ctypes.byref(problem), ctypes.byref(out)),
+                   "ft_backward_workspace_bytes")
+        return out.value
+
+    def backward(self, args, stream=None):
+        """The backward pass (dq, dk, dv) on stream."""
+        self.check(self.lib.ft_backward(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
+                   "ft_backward")
+
+    def backward_raw(self, args_ref, stream_ptr):
+        """ft_backward's status with no checks: for timing loops."""
+        return self.lib.ft_backward(self.handle, args_ref, stream_ptr)
 
     def forward_raw(self, args_ref, stream_ptr):
         """ft_forward's status with no checks or conversions: for timing loops (pass byref(args), c_void_p)."""

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/status.h"
@@ -32,16 +34,20 @@ Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet);
 class Kernel {
  public:
   // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
-  // memory limit to `smem_bytes`. kNotFound when the cubin has no such kernel;
+  // memory limit to `smem_bytes`; finds `next_names` too (the packet's further steps, in
+  // LaunchStep::kernel order) and raises theirs to the same limit (`smem_bytes` is the most
+  // any step of the module uses). kNotFound when the cubin has no such kernel;
   // kOutOfResources when the device cannot give it the shared memory; the driver's error
   // otherwise. Errors carry `name` as their variant URI.
   static Result<Kernel> Load(const Context& context, const Cubin& cubin, const std::string& name,
-                             int64_t smem_bytes);
+                             int64_t smem_bytes, const std::vector<std::string>& next_names = {});
 
   // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
-  // without synchronising or allocating. OK when queued; kInvalidArgument when the packet asks
-  // for more shared memory than the kernel was loaded with or a tensor map is refused;
-  // kOutOfResources or kFault from the driver. Nothing is launched on error.
+  // without synchronising or allocating, then the packet's next steps in order. OK when
+  // queued; kInvalidArgument when the packet (or a step) asks for more shared memory than the
+  // kernel was loaded with or a tensor map is refused; kInternal when a step names a kernel
+  // the module was not loaded with; kOutOfResources or kFault from the driver. Nothing is
+  // launched when the packet is refused.
   Status Launch(LaunchPacket* packet, CUstream stream) const;
 
   const std::string& name() const { return name_; }
@@ -49,12 +55,18 @@ class Kernel {
   const Function& function() const { return function_; }
 
  private:
-  Kernel(std::string name, int64_t smem_bytes, std::unique_ptr<Module> module, Function function)
-      : name_(std::move(name)), smem_bytes_(smem_bytes), module_(std::move(module)), function_(std::move(function)) {}
+  Kernel(std::string name, int64_t smem_bytes, std::unique_ptr<Module> module, Function function,
+         std::vector<Function> next)
+      : name_(std::move(name)),
+        smem_bytes_(smem_bytes),
+        module_(std::move(module)),
+        function_(std::move(function)),
+        next_(std::move(next)) {}
   std::string name_;
   int64_t smem_bytes_ = 0;
   std::unique_ptr<Module> module_;  // heap: Function keeps handles into it
   Function function_;
+  std::vector<Function> next_;
 };
 
 // A Kernel bound to the Variant it was compiled from: a forward call's arguments are validated
@@ -75,6 +87,10 @@ class ForwardKernel {
   // Launch() for callers that have already passed `args` through ValidateForwardArgs (the
   // runtime's hot path validates once, not twice).
   Status LaunchValidated(const ForwardArgs& args, CUstream stream) const;
+  // The same for a backward call (ValidateBackwardArgs, PackBackward): the variant's family
+  // must compute the backward pass.
+  Status LaunchBackward(const BackwardArgs& args, CUstream stream) const;
+  Status LaunchBackwardValidated(const BackwardArgs& args, CUstream stream) const;
 
   const Variant& variant() const { return variant_; }
   const Function& function() const { return kernel_.function(); }

@@ -7,6 +7,9 @@
 // shared memory (kHeuristic). A GPU with no tuned winners at all is reported once through the
 // log callback. Plans are cached per bucket.
 //
+// Backward: backward() plans a problem with operation kBackward under its own buckets
+// ("bwd/...") and launches the backward family's kernels; see flashtune/backward_args.h.
+//
 // Launching (forward): arguments are validated first (nothing is launched on bad input); the
 // kernel comes from a per (CUDA context, variant) cache; on a miss its cubin is read from the
 // database (no NVRTC call for a tuned problem), else compiled on first use (through the on-disk
@@ -32,6 +35,7 @@
 #include <string>
 #include <string_view>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/database.h"
 #include "flashtune/export.h"
 #include "flashtune/forward_args.h"
@@ -107,6 +111,14 @@ class Runtime {
   // launched); kNoDriver / kNoDevice; kUnsupported when the current context is not a primary
   // context; kCompileError / kOutOfResources / kDriverError otherwise.
   Status forward(const ForwardArgs& args, CUstream stream);
+
+  // The backward pass (flashtune/backward_args.h) on `stream`: dq, dk, dv. Planned like
+  // forward() under the problem's backward bucket; args.deterministic picks the variant that
+  // accumulates dq in a fixed order. Allocates nothing (the caller's workspace, sized by
+  // BackwardWorkspaceBytes) and never synchronises, so it may be captured into a CUDA graph
+  // once warmed up. Errors as forward(); kInvalidArgument also for a missing lse, d_o, dq, dk,
+  // dv or a workspace that is too small.
+  Status backward(const BackwardArgs& args, CUstream stream);
 
   // The database path in use and whether a database file was opened.
   const std::string& db_path() const;

@@ -35,9 +35,13 @@ Result<DType> ParseDType(std::string_view text, std::string_view what = "dtype")
 // Head dims some family supports (fa2_fwd supports them all).
 inline constexpr int kSupportedHeadDims[] = {32, 64, 96, 128, 160, 192, 224, 256};
 
-// What an attention call computes. Only kForward is served today; the enum is where backward
-// and decode join without another rewrite of Problem.
-enum class Operation { kForward };
+// What an attention call computes: the forward pass (o, lse) or the backward pass (dq, dk, dv
+// from do, o and lse; flashtune/backward_args.h).
+enum class Operation { kForward, kBackward };
+// "fwd" / "bwd".
+std::string_view OperationName(Operation operation);
+// Parses "fwd"/"forward" and "bwd"/"backward"; kInvalidArgument naming `what` otherwise.
+Result<Operation> ParseOperation(std::string_view text, std::string_view what = "operation");
 // How Q/K/V are laid out. Only kDense ([B, N, H, D] with strides) is served today.
 enum class Layout { kDense };
 
@@ -54,9 +58,10 @@ struct Problem {
   Operation operation = Operation::kForward;
   Layout layout = Layout::kDense;
 
-  // Forward FLOPs by FA-2's convention: 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk.
+  // FLOPs by FA-2's convention: forward 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk;
+  // backward 2.5 times the forward.
   double Flops() const;
-  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16".
+  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" bwd" appended for the backward pass).
   std::string ToString() const;
   bool operator==(const Problem&) const = default;
 };
