@@ -30,14 +30,20 @@ step() {  # name seconds command...
 }
 : >"$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
-step tests "${TESTS_S:-100}" "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpu*'
-step autograd "${AUTOGRAD_S:-25}" python3 "$PY/flashtune_autograd.py" "$BIN/libflashtune.so"
-step bench "${BENCH_S:-60}" python3 "$BENCH" "$BIN/libflashtune.so" ${BENCH_ARGS:-}
-step sanitize "${SANITIZE_S:-35}" compute-sanitizer --tool memcheck --error-exitcode 3 \
+# Cheapest first, so a slow step cannot hide the others' verdicts.
+step test_det "${DET_S:-25}" "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpuDeterministic*'
+step test_defaults "${DEFAULTS_S:-50}" "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpu.Default*'
+step test_space "${SPACE_S:-45}" "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpu.Every*'
+step autograd "${AUTOGRAD_S:-20}" python3 "$PY/flashtune_autograd.py" "$BIN/libflashtune.so"
+step bench "${BENCH_S:-65}" python3 "$BENCH" "$BIN/libflashtune.so" ${BENCH_ARGS:-}
+step sanitize "${SANITIZE_S:-20}" compute-sanitizer --tool memcheck --error-exitcode 3 \
   "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpuDeterministic*'
 echo "== summary"; cat "$OUT/summary.txt"
-echo "== tests"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|Failure|skipped" "$OUT/tests.log" | head -20
-grep -E "^\[ errors" "$OUT/tests.log" | sort -t' ' -k1,1 | awk '{print}' | tail -4
+for t in test_det test_defaults test_space; do
+  echo "== $t"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|Failure|SKIPPED \]" "$OUT/$t.log" | head -6
+  grep -cE "^\[ errors" "$OUT/$t.log"
+  grep -E "^\[ errors" "$OUT/$t.log" | sort -g -k9 | tail -2
+done
 echo "== autograd"; tail -5 "$OUT/autograd.log"
 echo "== sanitize"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitize.log" | head -3
 echo "== bench"; tail -22 "$OUT/bench.log"

@@ -271,11 +271,11 @@ Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d
   constexpr int64_t kChunk = 256;
   const int64_t chunks = (Nq + kChunk - 1) / kChunk;
   const int64_t items = B * Hq * chunks;
-  std::vector<std::vector<double>> dk_part(size_t(items)), dv_part(size_t(items));
+  std::vector<std::vector<double>> dk_part(static_cast<size_t>(items)), dv_part(static_cast<size_t>(items));
   std::atomic<int64_t> next{0};
   auto worker = [&] {
-    std::vector<double> kh(size_t(Nk * D)), vh(size_t(Nk * D)), p(size_t(Nk));
-    std::vector<double> qr(size_t(D)), dor(size_t(D)), orow(size_t(D));
+    std::vector<double> kh(static_cast<size_t>(Nk * D)), vh(static_cast<size_t>(Nk * D)), p(static_cast<size_t>(Nk));
+    std::vector<double> qr(static_cast<size_t>(D)), dor(static_cast<size_t>(D)), orow(static_cast<size_t>(D));
     int64_t loaded = -1;  // the (b, kv head) whose K/V are in kh/vh
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t b = item / (Hq * chunks), h = item / chunks % Hq, chunk = item % chunks, hk = h / group;

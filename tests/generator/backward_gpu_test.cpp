@@ -4,8 +4,9 @@
 // and the default variant of the others; the deterministic mode bit-identical over 3 runs.
 // Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
 // the reference forward's (o rounded to the dtype), so only the backward is under test.
-// Tolerances (relative L2 over each of dq, dk, dv): bf16 3e-2, f16 1e-2 — P and dS are
-// rounded to 16 bits before their MMAs, as in FA-2.
+// Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
+// and dS are rounded to 16 bits before their MMAs, as in FA-2. Measured on an H200
+// (bench/data/2026-12-01-h200-backward): at most 2.7e-3 (bf16) and 3.5e-4 (f16).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -160,7 +161,7 @@ struct Outputs {
 };
 
 // Runs the kernel on `c` with poisoned gradients and workspace; the status of the run.
-Status Run(Gpu& gpu, const ForwardKernel& kernel, Case& c, Outputs* out) {
+Status RunBackward(Gpu& gpu, const ForwardKernel& kernel, Case& c, Outputs* out) {
   for (int slot : {6, 7, 8, 9}) FT_RETURN_IF_ERROR(c.buffers[size_t(slot)]->Memset(0xFF));
   FT_RETURN_IF_ERROR(kernel.LaunchBackward(c.device, gpu.stream->get()));
   FT_RETURN_IF_ERROR(gpu.stream->Synchronize());
@@ -180,7 +181,7 @@ std::string Compare(const Case& c, const Outputs& got) {
   const double dq = RelativeL2Error(Gather(got.dq, dt, c.host.dq_strides, f.batch, f.seqlen_q, f.heads_q, D), c.expected.dq);
   const double dk = RelativeL2Error(Gather(got.dk, dt, c.host.dk_strides, f.batch, f.seqlen_k, f.heads_kv, D), c.expected.dk);
   const double dv = RelativeL2Error(Gather(got.dv, dt, c.host.dv_strides, f.batch, f.seqlen_k, f.heads_kv, D), c.expected.dv);
-  const double tol = dt == DType::kBF16 ? 3e-2 : 1e-2;
+  const double tol = dt == DType::kBF16 ? 1e-2 : 2e-3;
   char buf[256];
   std::snprintf(buf, sizeof buf, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: dq %.3g dk %.3g dv %.3g (tol %.0e)",
                 (long long)c.shape.batch, (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k,
@@ -219,7 +220,7 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
     for (auto& c : cases) {
       Outputs out;
-      Status run = Run(**gpu, *kernel, *c, &out);
+      Status run = RunBackward(**gpu, *kernel, *c, &out);
       ASSERT_TRUE(run.ok()) << variants[i].Uri() << ": " << run.ToString();
       EXPECT_EQ(Compare(*c, out), "") << variants[i].Uri();
     }
@@ -269,11 +270,11 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     // Many key blocks add into each dq row: the order matters for the bits.
     auto c = MakeCase(**gpu, cls, Shape{2, 1000, 1000, 4, 2, false}, 77);
     Outputs first;
-    ASSERT_TRUE(Run(**gpu, *kernel, *c, &first).ok());
+    ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
     EXPECT_EQ(Compare(*c, first), "");
     for (int run = 1; run < 3; ++run) {
       Outputs again;
-      ASSERT_TRUE(Run(**gpu, *kernel, *c, &again).ok());
+      ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &again).ok());
       EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
       EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
       EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
