@@ -105,6 +105,19 @@ TEST(BackwardBuckets, OperationIsPartOfTheKey) {
   EXPECT_DOUBLE_EQ(Shape().Flops(), 2.5 * fwd.Flops());
 }
 
+TEST(BackwardBuckets, OperationNamesParse) {
+  EXPECT_EQ(*ParseOperation("bwd"), Operation::kBackward);
+  EXPECT_EQ(*ParseOperation("backward"), Operation::kBackward);
+  EXPECT_EQ(*ParseOperation("fwd"), Operation::kForward);
+  auto bad = ParseOperation("sideways", "--operation");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--operation 'sideways' is not an operation; allowed: fwd, bwd"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(OperationName(Operation::kBackward), "bwd");
+  EXPECT_NE(Shape().ToString().find(" bwd"), std::string::npos);
+}
+
 TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
   const ProblemClass bwd{DType::kF16, 128, false, Operation::kBackward};
   const ProblemClass fwd{DType::kF16, 128, false, Operation::kForward};
