@@ -133,7 +133,8 @@ int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out);
  * Allocates nothing and never synchronises (CUDA-graph capturable once warmed up). */
 int ft_backward(ft_runtime* runtime, const ft_backward_args* args, void* stream);
 
-/* What ft_backward would launch for `problem`, and why, into *out. */
+/* What ft_backward would launch for `problem`, and why, into *out. block_m and block_n report
+ * the family's first two parameters: for fa2_bwd, keys per block and queries per step. */
 int ft_plan_backward(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
 
 /* The calling thread's last error message ("" when the last call succeeded). Valid until the
