@@ -1,8 +1,7 @@
 // flashtune/variant.h — what a kernel variant is, and the problem it solves.
 //
-// A Problem is one attention call's shape: its operation (forward today; backward and decode
-// are families to come), its layout (dense today; varlen and paged to come), dtype, head dim,
-// causal and sizes.
+// A Problem is one attention call's shape: its operation (forward, or backward: dq, dk, dv),
+// its layout (dense today; varlen and paged to come), dtype, head dim, causal and sizes.
 // A Variant is one point of a kernel family's design space: the family's name, the problem
 // class it is specialised on (dtype, head dim, causal) and the family's compile-time
 // parameters, each a short name and an integer, in the family's order. Its URI
