@@ -1,4 +1,6 @@
-// hopper_probe: correctness and speed of templates/hopper_fwd.cuh on an sm_90a GPU.
+// hopper_probe: correctness and speed of templates/hopper_fwd.cuh on an sm_90a GPU. Over 600
+// lines: one standalone binary (check, sanitizer shapes, interleaved A/B timing, compile-only)
+// is what a GPU round carries, and its lists of configs are the record of what was A/B'd.
 //
 // Builds each variant's source (HopperPrologue + the template, embedded or read from
 // --template FILE), compiles it with NVRTC for the device's arch, encodes the call's TMA
@@ -7,14 +9,15 @@
 // and fp16, d64/d128/d192/d256, causal and not, and 1-3 consumer warpgroups. --small runs one
 // small shape per head dim (for compute-sanitizer). --time times big shapes for several tile
 // variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
-// --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead.
+// --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead; --short only --time's
+// short-sequence shapes (N 512 and 1k).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--sweep] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -77,20 +80,29 @@ std::string g_define;    // --define NAME=VALUE: a template knob for every varia
 // A config plus an optional template knob (an NVRTC -D option) for A/B experiments.
 struct Probe {
   HopperConfig config;
-  std::string define;  // "" or e.g. "FT_HOPPER_PINGPONG=0"
+  std::string define;  // "" or e.g. "FT_HOPPER_LAZY_RESCALE=1"
   bool operator==(const Probe&) const = default;
 };
 
-Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "", bool persistent = false) {
+Probe Config(DType dt, int d, bool causal, int wgs, int bn, int stages, std::string define = "", bool persistent = false,
+             bool pingpong = true, bool overlap = true) {
   if (define.empty()) define = g_define;
-  return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages, persistent}, std::move(define)};
+  return Probe{HopperConfig{dt, d, causal, 64 * wgs, bn, wgs, stages, persistent, pingpong && wgs > 1, overlap},
+               std::move(define)};
 }
-// A persistent variant; causal classes get the plain one (persistent variants are non-causal only).
+// A persistent variant (causal: longest-first tile order).
 Probe Persistent(DType dt, int d, bool causal, int wgs, int bn, int stages) {
-  return Config(dt, d, causal, wgs, bn, stages, "", !causal);
+  return Config(dt, d, causal, wgs, bn, stages, "", true);
+}
+// The A/B switches off: no ping-pong; no intra-warpgroup overlap.
+Probe NoPingPong(DType dt, int d, bool causal, int wgs, int bn, int stages) {
+  return Config(dt, d, causal, wgs, bn, stages, "", false, false);
+}
+Probe NoOverlap(DType dt, int d, bool causal, int wgs, int bn, int stages, bool persistent = false) {
+  return Config(dt, d, causal, wgs, bn, stages, "", persistent, true, false);
 }
 
-// The kernel name: the URI, plus the knob when there is one ("..._FT_HOPPER_PINGPONG_0").
+// The kernel name: the URI, plus the knob when there is one ("..._FT_HOPPER_LAZY_RESCALE_1").
 std::string Name(const Probe& p) {
   std::string name = detail::HopperUri(p.config);
   if (!p.define.empty()) {
@@ -285,7 +297,17 @@ std::string RunAndCompare(Gpu& gpu, const Probe& config, Case& c, bool with_lse)
   return buf + detail;
 }
 
-bool Wanted(const std::string& only, const std::string& uri) { return only.empty() || uri.find(only) != std::string::npos; }
+// --only A,B,...: any of the comma-separated substrings.
+bool Wanted(const std::string& only, const std::string& uri) {
+  if (only.empty()) return true;
+  size_t from = 0;
+  while (from <= only.size()) {
+    const size_t comma = std::min(only.find(',', from), only.size());
+    if (comma > from && uri.find(only.substr(from, comma - from)) != std::string::npos) return true;
+    from = comma + 1;
+  }
+  return false;
+}
 
 // --check / --small: every config of a class against every shape of that class.
 int Check(Gpu& gpu, bool small, const std::string& only) {
@@ -298,7 +320,8 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       {4, 700, 300, 16, 16, true},    // ... with tiles that see no key when causal
   };
   const std::vector<Shape> small_shapes = {
-      {1, 200, 300, 2, 1, false}, {1, 300, 130, 2, 2, true}, {8, 300, 100, 16, 4, false}};
+      {1, 200, 300, 2, 1, false}, {1, 300, 130, 2, 2, true}, {8, 300, 100, 16, 4, false},
+      {2, 500, 300, 32, 8, false}};  // more tiles than SMs: persistent blocks walk several (odd rounds too)
   const std::vector<Shape>& shapes = small ? small_shapes : full_shapes;
   struct Class {
     DType dt;
@@ -310,15 +333,26 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   for (DType dt : {DType::kBF16, DType::kF16})
     for (bool causal : {false, true}) {
       if (small && dt == DType::kF16) continue;
-      classes.push_back({dt, 64, causal, {Config(dt, 64, causal, 2, 128, 2), Persistent(dt, 64, causal, 3, 128, 2)}});
+      // Persistent with an odd number of K/V blocks per tile: the ring's phases run on across
+      // tiles (a consumer that restarted them hung: bn112, N 512).
+      classes.push_back({dt, 64, causal,
+                         {Config(dt, 64, causal, 2, 128, 2), Persistent(dt, 64, causal, 3, 128, 2),
+                          NoOverlap(dt, 64, causal, 2, 128, 2), NoOverlap(dt, 64, causal, 3, 112, 2, true),
+                          Persistent(dt, 64, causal, 1, 128, 2)}});
       classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
       if (!small) {
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 3, 128, 2));
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 64, 3));
+        classes[classes.size() - 3].configs.push_back(NoOverlap(dt, 64, causal, 3, 192, 2));
+        classes[classes.size() - 3].configs.push_back(NoPingPong(dt, 64, causal, 3, 128, 2));
+        classes[classes.size() - 3].configs.push_back(Persistent(dt, 64, causal, 2, 64, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 2, 176, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 1, 96, 4));
         classes[classes.size() - 2].configs.push_back(Persistent(dt, 128, causal, 1, 96, 4));
+        classes[classes.size() - 2].configs.push_back(NoOverlap(dt, 128, causal, 3, 128, 2));
+        classes[classes.size() - 2].configs.push_back(NoOverlap(dt, 128, causal, 2, 128, 2, true));
+        classes[classes.size() - 1].configs.push_back(NoOverlap(dt, 256, causal, 2, 80, 2));
         classes.push_back({dt, 192, causal, {Config(dt, 192, causal, 2, 112, 2)}});
       }
     }
@@ -367,7 +401,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   return fail == 0 ? 0 : 1;
 }
 
-int Time(Gpu& gpu, const std::string& only, bool sweep) {
+int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
   struct Row {
     std::string shape;
     std::string kernel;
@@ -382,28 +416,43 @@ int Time(Gpu& gpu, const std::string& only, bool sweep) {
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
-  const std::string nopp = "FT_HOPPER_PINGPONG=0";     // A/B: ping-pong off
-  const std::string lazy = "FT_HOPPER_LAZY_RESCALE=1";  // A/B: skip O rescales by 1.0
   if (!sweep) {
+    // Each shape: the family's default tile, then the switches off one at a time, then other
+    // tiles; persistent causal variants use the longest-first order.
     for (bool causal : {false, true}) {
+      if (short_only) break;
       benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
-                         {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                          Config(dt, 128, causal, 2, 128, 2, lazy), Config(dt, 128, causal, 2, 144, 2),
-                          Config(dt, 128, causal, 2, 160, 2), Config(dt, 128, causal, 2, 176, 2),
-                          Config(dt, 128, causal, 2, 192, 2), Config(dt, 128, causal, 2, 112, 3),
-                          Persistent(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+                         {Config(dt, 128, causal, 2, 128, 2), NoPingPong(dt, 128, causal, 2, 128, 2),
+                          NoOverlap(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 128, 2),
+                          Config(dt, 128, causal, 2, 176, 2), Persistent(dt, 128, causal, 2, 176, 2),
+                          NoOverlap(dt, 128, causal, 3, 128, 2)}});
       benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal,
-                         {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 128, 2, nopp),
-                          Config(dt, 128, causal, 2, 176, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+                         {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 176, 2),
+                          Persistent(dt, 128, causal, 2, 128, 2)}});
       benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal,
-                         {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 2, nopp),
-                          Config(dt, 64, causal, 3, 128, 3), Config(dt, 64, causal, 3, 112, 2),
-                          Config(dt, 64, causal, 2, 192, 2), Config(dt, 64, causal, 3, 96, 3),
-                          Persistent(dt, 64, causal, 3, 128, 2)}});
+                         {Config(dt, 64, causal, 3, 128, 2), NoPingPong(dt, 64, causal, 3, 128, 2),
+                          NoOverlap(dt, 64, causal, 3, 128, 2), Persistent(dt, 64, causal, 3, 128, 2),
+                          NoOverlap(dt, 64, causal, 3, 192, 2)}});
       benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal,
-                         {Config(dt, 256, causal, 2, 80, 2), Config(dt, 256, causal, 2, 80, 2, nopp),
-                          Config(dt, 256, causal, 2, 64, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
+                         {Config(dt, 256, causal, 2, 80, 2), NoPingPong(dt, 256, causal, 2, 80, 2),
+                          NoOverlap(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
     }
+    // Short sequences (hidden 2048, B * N = 16k), where cuDNN is closest: tiles and the
+    // persistent scheduler.
+    for (bool causal : {true, false})
+      for (int64_t n : {512, 1024}) {
+        benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal,
+                           {Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 2, 128, 2),
+                            Config(dt, 64, causal, 2, 64, 2), Config(dt, 64, causal, 3, 64, 2),
+                            Persistent(dt, 64, causal, 3, 128, 2), Persistent(dt, 64, causal, 2, 128, 2),
+                            Persistent(dt, 64, causal, 2, 64, 2), NoOverlap(dt, 64, causal, 2, 128, 2),
+                            NoOverlap(dt, 64, causal, 3, 192, 2), Config(dt, 64, causal, 1, 128, 2),
+                            Persistent(dt, 64, causal, 1, 128, 2), Persistent(dt, 64, causal, 1, 64, 2),
+                            Persistent(dt, 64, causal, 2, 96, 2)}});
+        benches.push_back({{16384 / n, n, n, 16, 16, false}, 128, causal,
+                           {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 128, 2),
+                            Config(dt, 128, causal, 2, 64, 2), Persistent(dt, 128, causal, 2, 64, 2)}});
+      }
   } else {
     // Hidden 2048, B * N = 16k, N from 512 to 16k: the best tiles seen so far per head dim.
     for (bool causal : {false, true})
@@ -511,7 +560,7 @@ int Time(Gpu& gpu, const std::string& only, bool sweep) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false, small = false, time = false, compile_only = false, sweep = false;
+  bool check = false, small = false, time = false, compile_only = false, sweep = false, short_only = false;
   std::string template_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -519,13 +568,14 @@ int main(int argc, char** argv) {
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
     else if (a == "--sweep") sweep = time = true;
+    else if (a == "--short") short_only = time = true;
     else if (a == "--compile-only") compile_only = true;
     else if (a == "--template" && i + 1 < argc) template_path = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--sweep] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }
@@ -555,11 +605,13 @@ int main(int argc, char** argv) {
       for (bool causal : {false, true})
         for (auto [d, wgs, bn, st] : std::vector<std::array<int, 4>>{
                  {64, 2, 128, 2}, {64, 3, 128, 2}, {64, 1, 64, 3}, {64, 2, 192, 2}, {64, 3, 96, 3}, {128, 2, 128, 2},
-                 {128, 2, 176, 2}, {128, 1, 96, 4}, {128, 2, 128, 3}, {128, 2, 112, 3}, {192, 2, 112, 2},
+                 {128, 2, 176, 2}, {128, 1, 96, 4}, {128, 2, 128, 3}, {128, 2, 112, 3}, {128, 3, 128, 2}, {192, 2, 112, 2},
                  {256, 2, 80, 2}, {256, 2, 64, 2}})
           for (bool pers : {false, true})
-            if (!(pers && causal) && Wanted(only, Name(Config(dt, d, causal, wgs, bn, st, "", pers))))
-              all.push_back(Config(dt, d, causal, wgs, bn, st, "", pers));
+            for (bool ov : {true, false}) {
+              const Probe probe = Config(dt, d, causal, wgs, bn, st, "", pers, true, ov);
+              if (Wanted(only, Name(probe)) && detail::CheckHopperConfig(probe.config).ok()) all.push_back(probe);
+            }
     LoadAll(gpu, all);
     return 0;
   }
@@ -575,6 +627,6 @@ int main(int argc, char** argv) {
   }
   int rc = 0;
   if (check || small) rc |= Check(gpu, small, only);
-  if (time) rc |= Time(gpu, only, sweep);
+  if (time) rc |= Time(gpu, only, sweep, short_only);
   return rc;
 }

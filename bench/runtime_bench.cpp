@@ -1,5 +1,7 @@
-// Host overhead of Runtime::forward when warm (target <= 5 us/call), and the first call of a
-// tuned problem through a new Runtime (cubin from the database; target <= 50 ms).
+// Host overhead of Runtime::forward when warm (target <= 5 us/call) with repeated tensors (the
+// tensor-map cache hits) and with new pointers every call (it misses), packing + encoding alone,
+// the bare cuLaunchKernel floor, and the first call of a tuned problem through a new Runtime
+// (cubin from the database; target <= 50 ms).
 //   FLASHTUNE_BENCH_DB=<tuned db> build/bench/flashtune_runtime_bench
 // The first-call benchmark needs a database tuned for bf16 d64 N256 Hq4 B2 (the GPU test's
 // `flashtune tune ... --head-dims 64 --seqlens 256 --hidden 256 --tokens 512`).
@@ -92,41 +94,100 @@ void TimeLaunches(benchmark::State& state, Gpu& g, Launch launch) {
   (void)g.stream->Synchronize();
 }
 
-void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+// Times warm forward() calls: one untimed call first (plan, compile, load), then the calls
+// `args_of(base, i)` gives for i = 0, 1, ... (base: SmallArgs).
+template <typename ArgsOf>
+void TimeWarmForward(benchmark::State& state, ArgsOf args_of) {
   Gpu& g = TheGpu();
   if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
   auto rt = OpenQuietRuntime();
   if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  const ForwardArgs base = SmallArgs(g);
+  if (!(*rt)->forward(args_of(base, 0), g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
   (void)g.stream->Synchronize();
-  TimeLaunches(state, g, [&] { return (*rt)->forward(args, g.stream->get()); });
+  int64_t call = 0;
+  TimeLaunches(state, g, [&] { return (*rt)->forward(args_of(base, call++), g.stream->get()); });
+}
+
+void BM_ForwardWarmHostOverhead(benchmark::State& state) {
+  TimeWarmForward(state, [](const ForwardArgs& base, int64_t) -> const ForwardArgs& { return base; });
 }
 BENCHMARK(BM_ForwardWarmHostOverhead);
+
+// forward() when no call repeats an earlier call's tensors: q, k, v and o move by 256 bytes per
+// call over 4096 positions, more maps than the tensor-map cache holds, so a hopper_fwd plan
+// encodes its four maps every call (what forward() cost before the cache).
+void BM_ForwardWarmNewPointersEveryCall(benchmark::State& state) {
+  TimeWarmForward(state, [](const ForwardArgs& base, int64_t call) {
+    ForwardArgs a = base;
+    const size_t shift = size_t(call % 4096) * 256;  // within the buffer: 1 MB of 8
+    a.q = static_cast<const char*>(base.q) + shift;
+    a.k = a.v = a.q;
+    a.o = static_cast<char*>(base.o) + shift;
+    return a;
+  });
+}
+BENCHMARK(BM_ForwardWarmNewPointersEveryCall);
+
+// The runtime's plan for SmallArgs, for the benchmarks that bypass forward().
+struct PlannedCall {
+  ForwardArgs args;
+  Variant variant;
+  DeviceInfo device;
+};
+Result<PlannedCall> PlanSmallCall(Gpu& g) {
+  if (!g.error.empty()) return Status(Code::kNoDevice, "no GPU: " + g.error);
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return rt.status();
+  PlannedCall c;
+  c.args = SmallArgs(g);
+  auto plan = (*rt)->plan(c.args.problem());
+  if (!plan.ok()) return plan.status();
+  auto device = g.driver->Device(0);
+  if (!device.ok()) return device.status();
+  c.variant = plan->variant;
+  c.device = *device;
+  return c;
+}
+
+// The planned variant's packing and tensor-map encoding alone (no launch): through the cache
+// (arg 1, every call a hit) and straight through cuTensorMapEncodeTiled (arg 0).
+void BM_PackAndEncodeTensorMaps(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  auto call = PlanSmallCall(g);
+  if (!call.ok()) return state.SkipWithError(call.status().ToString().c_str());
+  const bool cached = state.range(0) != 0;
+  for (auto _ : state) {
+    LaunchPacket packet;
+    packet.sm_count = call->device.sm_count;
+    Status s = PackForward(call->variant, call->args, &packet);
+    if (s.ok()) s = EncodeTensorMaps(*g.driver, &packet, cached);
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(packet.args);
+  }
+  state.SetLabel(call->variant.Uri());
+}
+BENCHMARK(BM_PackAndEncodeTensorMaps)->Arg(0)->Arg(1);
 
 // The floor under the number above: cuLaunchKernel alone, same kernel, same arguments, launch
 // configuration and parameter block computed once. forward()'s own cost is the difference.
 void BM_DriverLaunchBaseline(benchmark::State& state) {
   Gpu& g = TheGpu();
-  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
-  auto rt = OpenQuietRuntime();
-  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-  const ForwardArgs args = SmallArgs(g);
-  auto plan = (*rt)->plan(args.problem());
-  if (!plan.ok()) return state.SkipWithError(plan.status().ToString().c_str());
-  auto source = GenerateSource(plan->variant);
-  auto device = g.driver->Device(0);
-  if (!source.ok() || !device.ok()) return state.SkipWithError("cannot generate the planned variant's source");
+  auto call = PlanSmallCall(g);
+  if (!call.ok()) return state.SkipWithError(call.status().ToString().c_str());
+  auto source = GenerateSource(call->variant);
+  if (!source.ok()) return state.SkipWithError("cannot generate the planned variant's source");
   Compiler compiler(Compiler::Options{});
-  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, device->Arch(), {}});
+  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, call->device.Arch(), {}});
   if (!cubin.ok()) return state.SkipWithError(cubin.status().ToString().c_str());
-  auto kernel = ForwardKernel::Load(*g.context, *cubin, plan->variant);
+  auto kernel = ForwardKernel::Load(*g.context, *cubin, call->variant);
   if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());
   LaunchPacket packet;
-  packet.sm_count = device->sm_count;
-  if (!PackForward(plan->variant, args, &packet).ok()) return state.SkipWithError("cannot pack the call");
+  packet.sm_count = call->device.sm_count;
+  if (!PackForward(call->variant, call->args, &packet).ok()) return state.SkipWithError("cannot pack the call");
   // Tensor maps (hopper_fwd) encoded once here: the floor excludes them; forward() pays them.
-  if (!EncodeTensorMaps(*g.driver, &packet).ok()) return state.SkipWithError("cannot encode the tensor maps");
+  if (!EncodeTensorMaps(*g.driver, &packet, /*cached=*/false).ok())
+    return state.SkipWithError("cannot encode the tensor maps");
   void* kernel_args[] = {packet.args};
   const std::array<unsigned, 3> grid{packet.grid[0], packet.grid[1], packet.grid[2]};
   const std::array<unsigned, 3> block{packet.block[0], packet.block[1], packet.block[2]};

@@ -146,7 +146,8 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
   while (true) {
     for (size_t i = 0; i < ax.size(); ++i) point[i] = values[i][idx[i]];
     Variant v = MakeVariant(cls, point);
-    if (Check(v, target.max_smem_bytes).ok()) out.push_back(std::move(v));
+    const bool wanted = !overrides.empty() || InDefaultSpace(v);
+    if (wanted && Check(v, target.max_smem_bytes).ok()) out.push_back(std::move(v));
     size_t i = ax.size();
     while (i > 0) {
       --i;

@@ -133,13 +133,21 @@ class Family {
   // "128x64 w4 s2": the parameters in a line a person reads.
   virtual std::string Describe(const Variant& v) const;
 
+  // Whether the default space (Space without `values`) enumerates `v`, a valid combination of
+  // searched values: a family leaves out combinations that its A/Bs showed never win, e.g. a
+  // tile measured to pay at one head dim only. `v` stays allowed (Check) either way. Default: yes.
+  virtual bool InDefaultSpace(const Variant& v) const {
+    (void)v;
+    return true;
+  }
+
   // Full check: family name, class, every parameter present with an allowed value, then
   // CheckRules. kInvalidArgument naming the field.
   Status Check(const Variant& v, int64_t max_smem_bytes) const;
   // Every variant of the searched values (the cross product of axes().searched, in axis
-  // order, ascending) that passes Check on `target`; empty when !Serves.
+  // order, ascending) that passes Check on `target` and InDefaultSpace; empty when !Serves.
   // `values` replaces the searched values of the parameters it names (values the family does
-  // not allow are dropped by Check).
+  // not allow are dropped by Check); with `values`, InDefaultSpace is not asked.
   std::vector<Variant> Space(const ProblemClass& cls, const Target& target,
                              const std::vector<std::pair<std::string, std::vector<int>>>& values = {}) const;
   // A variant of this family with every parameter set.

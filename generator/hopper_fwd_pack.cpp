@@ -62,7 +62,8 @@ Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_
 std::string HopperUri(const HopperConfig& c) {
   return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
          std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
-         std::to_string(c.stages) + "_p" + (c.persistent ? "1" : "0") + (c.causal ? "_causal" : "_full");
+         std::to_string(c.stages) + "_p" + (c.persistent ? "1" : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
+         (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) {
@@ -86,12 +87,10 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
     return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
   if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
-  // Static round-robin over causal tiles of unequal length: with 132 blocks and 128 query
-  // blocks per head, some blocks got 3x the work of others (d128 causal N16k: 382 vs 637 TFLOP/s).
-  if (c.persistent && c.causal) return Invalid(uri + ": persistent variants are non-causal only");
-  // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
+  // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts
+  // it); with overlap, S of one block and P of the previous one are live together.
   const int consumer_regs = c.consumer_wgs == 1 ? 232 : c.consumer_wgs == 2 ? 240 : 160;
-  if (c.block_n / 2 + c.head_dim / 2 + c.block_n / 4 > consumer_regs - 32)
+  if (c.block_n / 2 + c.head_dim / 2 + (c.overlap ? c.block_n / 4 : 0) > consumer_regs - 32)
     return Invalid(uri + ": block_n and head_dim need more accumulator registers than " +
                    std::to_string(consumer_regs) + " per consumer thread allow");
   const int64_t smem = HopperSmemBytes(c);
@@ -111,6 +110,8 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Int("kStages", c.stages)
       .Bool("kCausal", c.causal)
       .Bool("kPersistent", c.persistent)
+      .Bool("kPingPong", c.pingpong && c.consumer_wgs > 1, "turns between consumer warpgroups")
+      .Bool("kOverlap", c.overlap, "S of block j+1 before P V of block j")
       .Int("kSmemBytes", HopperSmemBytes(c))
       .Finish("hopper_fwd.cuh");
 }
@@ -145,9 +146,13 @@ Status PackHopper(const HopperConfig& c, const ForwardArgs& a, int sm_count, Lau
 void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count, LaunchPacket* out) {
   const int64_t m_blocks = (a.seqlen_q + c.block_m - 1) / c.block_m;
   if (c.persistent) {
-    // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N.
+    // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N. One block per resident slot: one
+    // consumer warpgroup leaves room for two blocks per SM (the template's launch bounds) when
+    // their shared memory fits the SM's 228 KB (1 KB of it reserved per block).
     const int64_t tiles = m_blocks * a.heads_q * a.batch;
-    out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1)));
+    const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
+    const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(c.consumer_wgs == 1 ? 2 : 1, by_smem));
+    out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1) * per_sm));
     out->grid[1] = 1;
     out->grid[2] = 1;
   } else {

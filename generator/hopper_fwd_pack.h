@@ -6,8 +6,9 @@
 // each 16-bit tensor [B, N, H, D] with the call's strides is described as a rank-4 tiled map
 // {D, H, N, B} (dimension 0 contiguous; byte strides {head, seq, batch}), 128-byte swizzle,
 // a box of 64 columns x 1 head x rows x 1 batch, out-of-bounds rows read as zero. Tensor maps
-// embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded per
-// call by the JIT layer (EncodeTensorMaps in flashtune/kernel.h), just before the launch.
+// embed the base pointer: a call's maps are described here (TensorMapRequest) and encoded by
+// the JIT layer just before the launch (EncodeTensorMaps in flashtune/kernel.h, which reuses
+// the maps of earlier calls on the same tensors).
 //
 // Generator layer: no driver, tuner, runtime or database; the hopper_fwd family
 // (generator/families/hopper_fwd.cpp) wraps these functions.
@@ -37,7 +38,9 @@ struct HopperConfig {
   int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
   int consumer_wgs = 2;  // consumer warpgroups (1..3); one producer warpgroup besides
   int stages = 2;        // K/V shared-memory ring depth (2..4)
-  bool persistent = false;  // grid of at most one block per SM, each looping over tiles (non-causal)
+  bool persistent = false;  // grid of at most one block per SM, each looping over tiles
+  bool pingpong = true;     // consumer warpgroups take turns issuing wgmma (no effect with one)
+  bool overlap = true;      // S of block j+1 issued before P V of block j
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -45,8 +48,9 @@ struct HopperConfig {
 using HopperTensorMap = ft_abi::TensorMap;
 using HopperParams = ft_abi::HopperParams;
 
-// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_causal" ("..._full" when not causal; p1 for a
-// persistent variant): the hopper_fwd family's variant URI.
+// "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
+// for a persistent variant, pp0 without ping-pong, ov0 without intra-warpgroup overlap): the
+// hopper_fwd family's variant URI.
 std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
@@ -69,8 +73,9 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 Status CheckTmaDescribable(const ForwardArgs& args);
 
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
-// {min(tiles, sm_count), 1, 1}), dynamic shared memory, the four tensor maps still to encode
-// (q, k, v, o, at their offsets in HopperParams) and the parameters. `sm_count` (the device's
+// {min(tiles, sm_count x resident blocks per SM), 1, 1}: two per SM with one consumer
+// warpgroup when their shared memory fits, else one), dynamic shared memory, the four tensor
+// maps still to encode (q, k, v, o, at their offsets in HopperParams) and the parameters. `sm_count` (the device's
 // multiprocessors) sizes a persistent grid; kInvalidArgument when a persistent config gets
 // none. Allocates nothing.
 Status PackHopper(const HopperConfig& config, const ForwardArgs& args, int sm_count, LaunchPacket* out);

@@ -569,8 +569,8 @@ std::string TensorMapWhere(const TensorMapSpec& spec) {
 }  // namespace
 
 Status CheckTensorMapSpec(const TensorMapSpec& spec) {
-  const std::string where = TensorMapWhere(spec);
-  auto bad = [&](const std::string& what) { return Status(Code::kInvalidArgument, where + what); };
+  // The message prefix only on failure: this runs on every launch that encodes a map.
+  auto bad = [&](const std::string& what) { return Status(Code::kInvalidArgument, TensorMapWhere(spec) + what); };
   if (spec.rank < 1 || spec.rank > 5) return bad("rank " + std::to_string(spec.rank) + " out of range; allowed: 1..5");
   const uint64_t address = reinterpret_cast<uintptr_t>(spec.address);
   if (address == 0) return bad("global address is null");

@@ -1,5 +1,7 @@
 #include "flashtune/kernel.h"
 
+#include "jit/tensor_map_cache.h"
+
 namespace flashtune {
 
 Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const std::string& name, int64_t smem_bytes,
@@ -52,15 +54,23 @@ TensorMapSpec SpecOf(const TensorMapRequest& r) {
 
 }  // namespace
 
-Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet) {
+Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet, bool cached) {
+  detail::TensorMapCache& cache = detail::TensorMapCache::Shared();
   for (int i = 0; i < packet->tensor_maps; ++i) {
     const TensorMapRequest& m = packet->maps[i];
     if (m.offset % 64 != 0 || m.offset + kTensorMapBytes > packet->kMaxArgBytes) {
       return Status(Code::kInvalidArgument, "tensor map " + std::to_string(i) + ": offset " + std::to_string(m.offset) +
                                                 " is not a 64-byte-aligned slot inside the kernel parameters");
     }
-    Status s = driver.EncodeTensorMapTiled(SpecOf(m), packet->args + m.offset);
+    void* out = packet->args + m.offset;
+    detail::TensorMapCache::Key key;
+    if (cached) {
+      key = detail::TensorMapCache::KeyOf(m);
+      if (cache.Lookup(key, out)) continue;
+    }
+    Status s = driver.EncodeTensorMapTiled(SpecOf(m), out);
     if (!s.ok()) return Status(s.code(), "tensor map " + std::to_string(i) + ": " + s.message());
+    if (cached) cache.Insert(key, out);  // only maps the driver accepted
   }
   return Status::Ok();
 }

@@ -12,17 +12,22 @@
 //    shared memory (128-byte swizzle, K-major descriptors); online softmax in registers with
 //    exp2 (scale*log2(e) folded into one FMA); O += P V by wgmma with P from registers as the
 //    A operand and V from shared memory as an MN-major ("transposed") B operand.
-//    Intra-warpgroup overlap: S for block j+1 is issued before P V for block j, so the
-//    tensor cores work while the softmax of block j+1 runs. Ping-pong between consumer
-//    warpgroups (named barriers) orders their wgmma issues so that one warpgroup's softmax
-//    overlaps the others' GEMMs.
+//    Intra-warpgroup overlap (kOverlap): S for block j+1 is issued before P V for block j, so
+//    the tensor cores work while the softmax of block j+1 runs; without it each block runs
+//    S, softmax, P V in turn (fewer live registers: S and P of different blocks never
+//    coexist). Ping-pong (kPingPong, two or more consumer warpgroups): named barriers order
+//    the warpgroups' wgmma issues so that one warpgroup's softmax overlaps the others' GEMMs.
 //  - the epilogue divides by the row sum, writes this warpgroup's O rows into its own (now
 //    dead) Q rows in the TMA 128-byte swizzled layout and stores them with one TMA store per
 //    64 columns; TMA clips rows past seqlen_q. lse is written with plain stores.
-//  - persistent (kPersistent): each block walks tiles blockIdx.x, +gridDim.x, ...; the K/V ring
-//    and its phases run on across tiles, a "q_empty" mbarrier hands the Q buffer back to the
-//    producer once the O stores have read it, and the next tile's first K block is loaded
-//    before that, while the epilogue runs.
+//  - persistent (kPersistent): each block walks a static list of tiles, one per round of
+//    gridDim.x tiles; the K/V ring and its phases run on across tiles, a "q_empty" mbarrier
+//    hands the Q buffer back to the producer once the O stores have read it, and the next
+//    tile's first K block is loaded before that, while the epilogue runs. Non-causal tiles go
+//    in grid order (query blocks of one head together: K/V shared in L2). Causal tiles are
+//    longest first: the last query block (which sees the most keys) of every (head, batch),
+//    then the one before, ...; in odd rounds the blocks take the round's tiles in reverse, so
+//    that no block always draws the longest tile of its round.
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
@@ -31,8 +36,8 @@
 // swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
 // most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
-// one block per SM, each looping over tiles; the host sizes the grid; non-causal only);
-// kSmemBytes (checked against the layout below).
+// one block per SM, each looping over tiles; the host sizes the grid); kPingPong (two or more
+// consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below).
 //
 // No toolkit header: every Hopper instruction goes through inline PTX. The generator prepends a
 // constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared headers
@@ -55,6 +60,8 @@ constexpr int kConsumerWarpgroups = 2;
 constexpr int kStages = 2;
 constexpr bool kCausal = false;
 constexpr bool kPersistent = false;
+constexpr bool kPingPong = true;
+constexpr bool kOverlap = true;
 constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 + 4 * kStages) * 8;
 }  // namespace ft_config
 #endif
@@ -71,13 +78,9 @@ typedef long long i64;
 using FtTensorMap = ft_abi::TensorMap;
 using FtHopperParams = ft_abi::HopperParams;
 
-// Ping-pong between consumer warpgroups: each issues its wgmmas only in its turn (a ring of
-// named barriers), so one warpgroup's softmax runs while the next one's GEMMs occupy the
-// tensor cores. FT_HOPPER_PINGPONG=0 (an NVRTC -D option) turns it off for experiments.
-#ifndef FT_HOPPER_PINGPONG
-#define FT_HOPPER_PINGPONG 1
-#endif
-constexpr bool kPingPong = FT_HOPPER_PINGPONG && kConsumerWarpgroups > 1;
+// Ping-pong between consumer warpgroups (kPingPong): each issues its wgmmas only in its turn (a
+// ring of named barriers), so one warpgroup's softmax runs while the next one's GEMMs occupy
+// the tensor cores.
 // Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
 // kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
 constexpr int kTurnBarrier = 4;
@@ -109,12 +112,11 @@ static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
               "block_n must be a multiple of 16 in [16, 256] (wgmma N and TMA box limits)");
 static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
-static_assert(!(kPersistent && kCausal),
-              "persistent variants are non-causal only: a static tile order over causal tiles of "
-              "unequal length leaves some blocks with 3x the work of others");
+static_assert(!kPingPong || kConsumerWarpgroups > 1, "ping-pong needs two or more consumer warpgroups");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
-static_assert(kBlockN / 2 + kHeadDim / 2 + kBlockN / 4 <= kConsumerRegs - 32,
+// With overlap, S of one block and P of the previous one are live together.
+static_assert(kBlockN / 2 + kHeadDim / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,
               "S, P and O accumulators do not fit the consumer's register budget");
 
 #include "ft_device.cuh"
@@ -300,17 +302,26 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag
   const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
 
-  // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, tiles
-  // blockIdx.x, blockIdx.x + gridDim.x, ... of the list below.
+  // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, this
+  // block's tile of each round r of gridDim.x tiles: tile_index(r), until past the last.
   const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
-  const int first_tile = kPersistent ? int(blockIdx.x) : 0;
-  const int tile_step = kPersistent ? int(gridDim.x) : 1;
+  auto tile_index = [&](int round) {
+    if constexpr (!kPersistent) return round;
+    const int g = int(gridDim.x), b = int(blockIdx.x);
+    return round * g + (kCausal && (round & 1) ? g - 1 - b : b);
+  };
   struct Tile {
     int m0, head, batch, n_blocks;
   };
   auto tile_at = [&](int t) {
     int m_block, head, batch;
-    if constexpr (kPersistent) {
+    if constexpr (kPersistent && kCausal) {
+      // Longest first: every (head, batch) of the last query block, then of the one before.
+      const int hb = p.heads_q * p.batch;
+      m_block = m_blocks - 1 - t / hb;
+      head = t % hb % p.heads_q;
+      batch = t % hb / p.heads_q;
+    } else if constexpr (kPersistent) {
       // The order a non-persistent grid is dispatched in: query blocks of one head together,
       // so that the blocks in flight share K/V in L2.
       m_block = t % m_blocks;
@@ -367,7 +378,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       prefetch_tensormap(&p.tmap_v);
       int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
       int tiles = 0;  // tiles of this block so far (q_empty phases)
-      for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+      for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
         for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
@@ -510,9 +521,34 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       if (cw == kConsumerWarpgroups - 1) named_barrier_arrive(kTurnBarrier, 256);
     }
 
+    // The K/V block at ring position j (blocks consumed by this block so far): slot j % kStages,
+    // filled in phase (j / kStages) & 1, as the producer counts. issue_* wait for the block's
+    // TMA bytes and issue its wgmmas (the caller holds the turn); *_landed follow the wgmma wait
+    // that retired them and hand the buffer back to the producer.
+    auto issue_qk = [&](float (&s_acc)[kBlockN / 2], int j) {
+      mbar_wait(bar_k_full(j % kStages), (u32)(j / kStages) & 1u);
+      wgmma_fence();
+      gemm_qk(s_acc, sQw, sK + (j % kStages) * kKVBytes);
+      wgmma_commit();
+    };
+    auto issue_pv = [&](const u32 (&pf)[kBlockN / 16][4], int j, bool fence) {
+      mbar_wait(bar_v_full(j % kStages), (u32)(j / kStages) & 1u);
+      if (fence) wgmma_fence();
+      gemm_pv(acc_o, pf, sV + (j % kStages) * kKVBytes);
+      wgmma_commit();
+    };
+    auto s_landed = [&](float (&s_acc)[kBlockN / 2], int j) {
+      fence_regs(s_acc);
+      release(bar_k_empty(j % kStages));
+    };
+    auto o_landed = [&](int j) {
+      fence_regs(acc_o);
+      release(bar_v_empty(j % kStages));
+    };
+
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
-    for (int ti = first_tile; ti < num_tiles; ti += tile_step, ++tiles) {
+    for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
       const Tile tile = tile_at(ti);
       const int n_blocks = tile.n_blocks;
       warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
@@ -522,62 +558,60 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       row_sum[0] = row_sum[1] = 0.f;
       mbar_wait(bar_q, (u32)tiles & 1u);  // Q loaded (or, without keys, the buffer handed over)
 
-      if (n_blocks > 0) {
+      if (n_blocks > 0 && !kOverlap) {
+        // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
+        for (int it = 0; it < n_blocks; ++it) {
+          float acc_s[kBlockN / 2];
+          u32 p_frag[kBlockN / 16][4];
+          float correction[2];
+          const int j = kv + it;
+          turn_wait();
+          issue_qk(acc_s, j);
+          turn_pass();
+          wgmma_wait<0>();
+          s_landed(acc_s, j);
+          softmax(acc_s, n_blocks - 1 - it, correction);
+          rescale_o(correction);
+          to_p(acc_s, p_frag);
+          turn_wait();
+          issue_pv(p_frag, j, true);
+          turn_pass();
+          wgmma_wait<0>();
+          o_landed(j);
+        }
+      } else if (n_blocks > 0) {
         float acc_s[kBlockN / 2];
         u32 p_frag[kBlockN / 16][4];
         float correction[2];
         // Block 0 (the last K/V block): S, softmax, P.
-        {
-          const int s = kv % kStages;
-          turn_wait();
-          mbar_wait(bar_k_full(s), (u32)(kv / kStages) & 1u);
-          wgmma_fence();
-          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-          wgmma_commit();
-          turn_pass();
-          wgmma_wait<0>();
-          fence_regs(acc_s);
-          release(bar_k_empty(s));
-          softmax(acc_s, n_blocks - 1, correction);
-          to_p(acc_s, p_frag);
-        }
+        turn_wait();
+        issue_qk(acc_s, kv);
+        turn_pass();
+        wgmma_wait<0>();
+        s_landed(acc_s, kv);
+        softmax(acc_s, n_blocks - 1, correction);
+        to_p(acc_s, p_frag);
         // Steady state: S of block it runs on the tensor cores with P V of block it-1.
         for (int it = 1; it < n_blocks; ++it) {
-          const int s = (kv + it) % kStages;
-          const int sp = (kv + it - 1) % kStages;
           turn_wait();
-          mbar_wait(bar_k_full(s), (u32)((kv + it) / kStages) & 1u);
-          wgmma_fence();
-          gemm_qk(acc_s, sQw, sK + s * kKVBytes);
-          wgmma_commit();
-          mbar_wait(bar_v_full(sp), (u32)((kv + it - 1) / kStages) & 1u);
-          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-          wgmma_commit();
+          issue_qk(acc_s, kv + it);
+          issue_pv(p_frag, kv + it - 1, false);  // one fence covers both
           turn_pass();
           wgmma_wait<1>();
-          fence_regs(acc_s);
-          release(bar_k_empty(s));
+          s_landed(acc_s, kv + it);
           softmax(acc_s, n_blocks - 1 - it, correction);
           wgmma_wait<0>();
-          fence_regs(acc_o);
-          release(bar_v_empty(sp));
+          o_landed(kv + it - 1);
           rescale_o(correction);
           to_p(acc_s, p_frag);
         }
-        {
-          const int sp = (kv + n_blocks - 1) % kStages;
-          turn_wait();
-          mbar_wait(bar_v_full(sp), (u32)((kv + n_blocks - 1) / kStages) & 1u);
-          wgmma_fence();
-          gemm_pv(acc_o, p_frag, sV + sp * kKVBytes);
-          wgmma_commit();
-          turn_pass();
-          wgmma_wait<0>();
-          fence_regs(acc_o);
-          release(bar_v_empty(sp));
-        }
-        kv += n_blocks;
+        turn_wait();
+        issue_pv(p_frag, kv + n_blocks - 1, true);
+        turn_pass();
+        wgmma_wait<0>();
+        o_landed(kv + n_blocks - 1);
       }
+      kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
 
       // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
       // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.

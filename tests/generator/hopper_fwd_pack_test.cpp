@@ -30,8 +30,10 @@ ForwardArgs Args(const HopperConfig& c, int64_t b, int64_t nq, int64_t nk, int64
 }
 
 TEST(HopperPack, UriNamesEveryParameter) {
-  EXPECT_EQ(HopperUri(Default()), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_full");
-  EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3}), "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p0_causal");
+  EXPECT_EQ(HopperUri(Default()), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
+  EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3}), "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p0_pp1_ov1_causal");
+  EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3, true, false, false}),
+            "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p1_pp0_ov0_causal");
 }
 
 TEST(HopperPack, ConfigRules) {
@@ -51,6 +53,10 @@ TEST(HopperPack, ConfigRules) {
   c = {DType::kBF16, 256, false, 128, 96, 2, 3};  // 353 KB
   EXPECT_NE(CheckHopperConfig(c).message().find("shared memory"), std::string::npos);
   c = {DType::kBF16, 128, false, 192, 128, 3, 2};  // S + P + O exceed 160 registers
+  EXPECT_NE(CheckHopperConfig(c).message().find("registers"), std::string::npos);
+  c.overlap = false;  // without overlap P replaces S: S + O fit
+  EXPECT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+  c.block_n = 144;
   EXPECT_NE(CheckHopperConfig(c).message().find("registers"), std::string::npos);
   EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 10 * 8);
   EXPECT_EQ(HopperThreads(Default()), 384);
@@ -114,7 +120,7 @@ TEST(HopperPack, PacksGeometryMapsAndParameters) {
 TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   HopperConfig c = Default();
   c.persistent = true;
-  EXPECT_EQ(HopperUri(c), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p1_full");
+  EXPECT_EQ(HopperUri(c), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p1_pp1_ov1_full");
   ForwardArgs a = Args(c, 2, 1000, 300, 8, 2);  // 8 x 8 x 2 = 128 tiles
   LaunchPacket l;
   EXPECT_FALSE(PackHopper(c, a, 0, &l).ok());  // no SM count
@@ -124,8 +130,18 @@ TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   ASSERT_TRUE(PackHopper(c, Args(c, 4, 1000, 300, 8, 2), 132, &l).ok());
   EXPECT_EQ(l.grid[0], 132u);
   EXPECT_NE(HopperPrologue(c, "x").find("constexpr bool kPersistent = true;"), std::string::npos);
-  c.causal = true;
-  EXPECT_NE(CheckHopperConfig(c).message().find("persistent variants are non-causal only"), std::string::npos);
+  HopperConfig one = {DType::kBF16, 64, false, 64, 128, 1, 2, true};  // 74 KB: two blocks per SM
+  ASSERT_TRUE(PackHopper(one, Args(one, 4, 1000, 300, 8, 2), 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 264u);
+  one.head_dim = 128;
+  one.stages = 4;
+  one.block_n = 96;  // 209 KB: one block per SM
+  ASSERT_TRUE(PackHopper(one, Args(one, 4, 1000, 300, 8, 2), 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 132u);
+  c.causal = true;  // longest-first tile order
+  EXPECT_TRUE(CheckHopperConfig(c).ok());
+  ASSERT_TRUE(PackHopper(c, Args(c, 4, 1000, 1000, 8, 2), 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 132u);
 }
 
 TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
@@ -185,14 +201,35 @@ TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
   EXPECT_NE(r.status().log().find("hopper_fwd.cuh("), std::string::npos) << r.status().log();
 }
 
-TEST(HopperPack, TemplateRejectsPersistentCausal) {
+// The tuner's switches compile in every combination the family allows; here the one furthest
+// from the default: persistent causal (longest-first), no ping-pong, no overlap.
+TEST(HopperPack, TemplateCompilesTheSwitchesOff) {
   HopperConfig c = Default();
   c.causal = c.persistent = true;
+  c.pingpong = c.overlap = false;
+  const std::string prologue = HopperPrologue(c, HopperUri(c));
+  EXPECT_NE(prologue.find("constexpr bool kPingPong = false;"), std::string::npos);
+  EXPECT_NE(prologue.find("constexpr bool kOverlap = false;"), std::string::npos);
   Compiler compiler(Compiler::Options{"-", 1});
-  auto r = compiler.Compile(
-      {"bad", HopperPrologue(c, "bad") + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
+  auto cubin = compiler.Compile({HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
+  ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+  EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
+  EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
+}
+
+TEST(HopperPack, PingPongNeedsTwoConsumerWarpgroups) {
+  HopperConfig c = {DType::kBF16, 128, false, 64, 96, 1, 2};
+  // The prologue never asks a single consumer warpgroup to take turns ...
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr bool kPingPong = false;"), std::string::npos);
+  // ... and the template refuses it when asked.
+  std::string prologue = HopperPrologue(c, "bad");
+  const std::string off = "kPingPong = false";
+  prologue.replace(prologue.find(off), off.size(), "kPingPong = true");
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto r = compiler.Compile({"bad", prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().log().find("persistent variants are non-causal only"), std::string::npos) << r.status().log();
+  EXPECT_NE(r.status().log().find("ping-pong needs two or more consumer warpgroups"), std::string::npos)
+      << r.status().log();
 }
 
 }  // namespace

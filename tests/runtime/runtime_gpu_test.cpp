@@ -1,11 +1,15 @@
 // The runtime on a real GPU: tune a small set with the CLI, then launch it from a fresh process
-// with zero NVRTC calls; graph capture and replay; first-use compile for an untuned shape.
+// with zero NVRTC calls; graph capture and replay; first-use compile for an untuned shape; a
+// warm forward() allocates nothing (this binary counts operator new) and follows the call's
+// pointers through the cache of encoded tensor maps.
 #include "flashtune/runtime.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <new>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -15,6 +19,23 @@
 #include "flashtune/reference.h"
 #include "jit/cuda_api.h"
 #include "tests/support/replay_fixture.h"
+
+namespace {
+// Allocations made on threads that asked to be counted (ForwardHotPath below).
+thread_local bool t_counting = false;
+std::atomic<int64_t> g_counted_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (t_counting) g_counted_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace flashtune {
 namespace {
@@ -213,6 +234,46 @@ TEST(RuntimeGpu, StridesTmaCannotDescribeFallBackToFa2) {
   int fallbacks = 0;
   for (const std::string& w : warnings) fallbacks += w.find("falling back to fa2_fwd_bf16_d128_") != std::string::npos;
   EXPECT_EQ(fallbacks, 1);
+}
+
+// Warm: no allocation on the calling thread, and calls that alternate between two sets of
+// tensors (hopper_fwd on sm_90a: tensor maps from the cache, keyed by pointer) each write their
+// own output, bit for bit what the first call wrote. The outputs are zeroed before the warm
+// calls, so a map served for the wrong pointers would leave one of them zero.
+TEST(RuntimeGpu, WarmForwardAllocatesNothingAndFollowsThePointers) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  auto stream = Stream::Create(*ctx);
+  ASSERT_TRUE(stream.ok());
+  RuntimeOptions o;
+  o.db_path = TempDir("runtime_gpu_hot_path") + "/absent.db";  // the heuristic plan
+  o.log = [](LogLevel, const std::string&) {};
+  auto rt = Runtime::Open(o);
+  ASSERT_TRUE(rt.ok());
+  const Problem p{DType::kBF16, 128, true, 2, 300, 300, 4, 2};
+  auto a = Attention::Make(*ctx, p);
+  auto b = Attention::Make(*ctx, p);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<std::vector<uint16_t>> first;
+  for (Attention* t : {&*a, &*b}) {
+    ASSERT_TRUE((*rt)->forward(t->dev, stream->get()).ok());
+    ASSERT_TRUE(stream->Synchronize().ok());
+    first.push_back(t->ReadO());
+    EXPECT_LT(t->Error(first.back()), 1e-2);
+  }
+  ASSERT_TRUE(a->buffers[3].Memset(0).ok() && b->buffers[3].Memset(0).ok());
+  g_counted_allocations = 0;
+  t_counting = true;
+  Status status = Status::Ok();
+  for (int i = 0; i < 50 && status.ok(); ++i) status = (*rt)->forward((i % 2 ? *b : *a).dev, stream->get());
+  t_counting = false;
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(g_counted_allocations.load(), 0);
+  ASSERT_TRUE(stream->Synchronize().ok());
+  EXPECT_EQ(a->ReadO(), first[0]);
+  EXPECT_EQ(b->ReadO(), first[1]);
 }
 
 }  // namespace

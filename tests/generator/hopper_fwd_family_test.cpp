@@ -1,0 +1,66 @@
+// CPU tests of the hopper_fwd family's space (generator/families/hopper_fwd.cpp): which of its
+// switches the default space searches, and that the others stay allowed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "flashtune/space.h"
+#include "generator/family.h"
+
+namespace flashtune {
+namespace {
+
+std::vector<Variant> HopperSpace(int head_dim, bool causal, std::vector<std::pair<std::string, std::vector<int>>> values = {}) {
+  SpaceOptions o;
+  o.families = {"hopper_fwd"};
+  o.values = std::move(values);
+  auto space = EnumerateSpace(ProblemClass{DType::kBF16, head_dim, causal}, o);
+  EXPECT_TRUE(space.ok()) << space.status().ToString();
+  return space.ok() ? *space : std::vector<Variant>{};
+}
+
+int CountWith(const std::vector<Variant>& vs, const char* param, int value) {
+  return int(std::count_if(vs.begin(), vs.end(), [&](const Variant& v) { return v.Param(param) == value; }));
+}
+
+TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
+  for (bool causal : {false, true}) {
+    const std::vector<Variant> d64 = HopperSpace(64, causal);
+    ASSERT_FALSE(d64.empty());
+    // Persistent (longest-first when causal) and not, both searched, causal included.
+    EXPECT_EQ(CountWith(d64, "p", 1), CountWith(d64, "p", 0));
+    // No overlap lost 20-30% everywhere; no ping-pong lost at d64: neither is searched.
+    EXPECT_EQ(CountWith(d64, "ov", 0), 0);
+    EXPECT_EQ(CountWith(d64, "pp", 0), 0);
+    // One consumer warpgroup (two blocks per SM) won at d64 for short and causal sequences ...
+    EXPECT_GT(CountWith(d64, "wg", 1), 0);
+    // ... and was not measured at larger head dims.
+    EXPECT_EQ(CountWith(HopperSpace(128, causal), "wg", 1), 0);
+    EXPECT_EQ(CountWith(HopperSpace(256, causal), "wg", 1), 0);
+  }
+}
+
+TEST(HopperFwdFamily, SwitchesLeftOutOfTheSpaceStayAllowed) {
+  const Family* hopper = FindFamily("hopper_fwd");
+  ASSERT_NE(hopper, nullptr);
+  for (const char* uri : {"hopper_fwd_bf16_d128_bm64_bn128_wg1_s2_p1_pp0_ov1_causal",
+                          "hopper_fwd_bf16_d64_bm192_bn112_wg3_s2_p1_pp0_ov0_full",
+                          "hopper_fwd_bf16_d128_bm192_bn128_wg3_s2_p0_pp1_ov0_full"}) {
+    auto v = Variant::FromUri(uri);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    Status checked = hopper->Check(*v, 232448);
+    EXPECT_TRUE(checked.ok()) << uri << ": " << checked.ToString();
+  }
+  // Asked for by value, they are enumerated: no overlap unlocks 192-row d128 tiles (S and O fit
+  // 160 registers once P no longer lives beside the next block's S).
+  auto wide = [](const Variant& v) { return v.Param("wg") == 3 && v.Param("bn") == 128; };
+  const std::vector<Variant> no_overlap = HopperSpace(128, false, {{"ov", {0}}});
+  EXPECT_EQ(CountWith(no_overlap, "ov", 0), int(no_overlap.size()));
+  EXPECT_TRUE(std::any_of(no_overlap.begin(), no_overlap.end(), wide));
+  const std::vector<Variant> searched = HopperSpace(128, false);
+  EXPECT_TRUE(std::none_of(searched.begin(), searched.end(), wide));
+}
+
+}  // namespace
+}  // namespace flashtune
