@@ -55,6 +55,7 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceO
   for (const auto& [param, values] : opt.values) {
     bool known = false;
     for (const Family* f : Families()) {
+      if (f->operation() != pc.operation) continue;  // other passes' parameters do not apply
       for (const ParamAxis& axis : f->axes()) {
         if (axis.name != param) continue;
         known = true;
