@@ -2,8 +2,10 @@
 """Backward-pass timing: flashtune's ft_backward (default and deterministic) against PyTorch
 SDPA's flash and cuDNN backward, in the same run, on FA-2's grid (hidden 2048, B·N = 16k).
 
-usage: backward_bench.py LIBFLASHTUNE_SO [DB_PATH] [--head-dims 64,128] [--seqlens 1024,4096,16384]
+usage: backward_bench.py [--db PATH] [--head-dims 64,128] [--seqlens 1024,4096,16384]
                          [--dtypes bf16] [--reps 20]
+Needs torch with CUDA and the flashtune package (installed, or python/ on sys.path with
+FLASHTUNE_LIB set).
 
 Each timing is the median of --reps CUDA-event-timed calls after 3 warm-up calls. TFLOP/s use
 the backward convention: 2.5 x the forward's 4·B·H·N²·D, halved when causal. SDPA is timed as
@@ -11,21 +13,16 @@ torch.autograd.grad of its output (retain_graph), which launches its backward ke
 Prints one table row per shape; the last lines are the geomean ratios.
 """
 import argparse
+import ctypes
 import math
-import os
 import statistics
-import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # a GPU round carries the modules beside it
-from flashtune_autograd import problem_of, strides3  # noqa: E402
-from flashtune_ctypes import Runtime, backward_args, forward_args  # noqa: E402
-import ctypes  # noqa: E402
+import flashtune
+from flashtune import _capi, ops
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -49,24 +46,27 @@ def bench_shape(rt, dtype, d, n, causal, reps):
     batch = 16384 // n
     q = torch.randn(batch, n, heads, d, device="cuda", dtype=dtype)
     k, v, d_o = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
-    o = torch.empty_like(q)
-    lse = torch.empty(batch, heads, n, device="cuda", dtype=torch.float32)
-    problem = problem_of(q, k, causal)
+    o, lse = rt.attention(q, k, v, causal, return_lse=True)
+    problem = flashtune.Problem.from_tensors(q, k, v, causal)
     stream = torch.cuda.current_stream().cuda_stream
-    fa = forward_args(problem, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                      strides3(q), strides3(k), strides3(v), strides3(o))
-    rt.forward(fa, stream)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     ws_bytes = rt.backward_workspace_bytes(problem)
     ws = torch.empty(ws_bytes, device="cuda", dtype=torch.uint8)
     row = {}
+    # The arguments built once, ft_backward called directly: the kernels' time, not Python's.
+    ba = _capi.BackwardArgs()
+    ba.forward = _capi.ForwardArgs.from_buffer_copy(ops.pack_args(q, k, v, o, lse, causal))
+    ba.d_o, ba.dq, ba.dk, ba.dv = d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    for field, t in (("d_o_strides", d_o), ("dq_strides", dq), ("dk_strides", dk), ("dv_strides", dv)):
+        setattr(ba, field, _capi.Strides3(*t.stride()[:3]))
+    ba.workspace, ba.workspace_bytes = ws.data_ptr(), ws_bytes
+    raw = _capi.function("ft_backward")
     for det in (False, True):
-        ba = backward_args(fa, d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), strides3(d_o),
-                           strides3(dq), strides3(dk), strides3(dv), ws.data_ptr(), ws_bytes, det)
-        ref, sp = ctypes.byref(ba), ctypes.c_void_p(stream)
+        ba.deterministic = int(det)
         rt.backward(ba, stream)  # first call: plan, compile, load
-        row["det" if det else "ft"] = median_ms(lambda: rt.backward_raw(ref, sp), reps)
-    plan = rt.plan_backward(problem).variant_uri
+        ref, handle = ctypes.byref(ba), rt._live()
+        row["det" if det else "ft"] = median_ms(lambda: raw(handle, ref, stream), reps)
+    plan = rt.plan(problem, backward=True).variant_uri
     qt, kt, vt = (t.transpose(1, 2).detach().requires_grad_() for t in (q, k, v))
     dot = d_o.transpose(1, 2)
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -83,8 +83,7 @@ def bench_shape(rt, dtype, d, n, causal, reps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("lib")
-    ap.add_argument("db", nargs="?", default="")
+    ap.add_argument("--db", default="")
     ap.add_argument("--head-dims", default="64,128")
     ap.add_argument("--seqlens", default="1024,4096,16384")
     ap.add_argument("--dtypes", default="bf16")
@@ -94,7 +93,7 @@ def main():
     ratios_flash, ratios_cudnn, det_cost = [], [], []
     print(f"{'shape':34} {'ft ms':>8} {'det ms':>8} {'flash ms':>9} {'cudnn ms':>9} {'ft TF/s':>8} {'flash':>6} "
           f"{'cudnn':>6} {'ft/flash':>8} {'det/ft':>6}  plan")
-    with Runtime(a.lib, a.db) as rt:
+    with flashtune.Runtime(a.db) as rt:
         for dt in a.dtypes.split(","):
             for d in (int(x) for x in a.head_dims.split(",")):
                 for causal in (False, True):

@@ -173,7 +173,8 @@ class Remeasure(unittest.TestCase):
         try:
             for name, trials in (("first", first_trials), ("second", second_trials)):
                 db, csv_out = os.path.join(tmp, name + ".db"), os.path.join(tmp, name + ".csv")
-                subprocess.run([cli, "tune", "--replay", trials, "--db", db], check=True, capture_output=True)
+                subprocess.run([cli, "tune", "--strategy", "exhaustive", "--replay", trials, "--db", db], check=True,
+                               capture_output=True)
                 subprocess.run([cli, "db", "export", "--format", "csv", "--table", "winners", "--db", db,
                                 "--output", csv_out], check=True, capture_output=True)
                 exports.append(csv_out)

@@ -121,10 +121,10 @@ fi
 
 # 4. The runtime from Python (ctypes, torch tensors, torch's stream) and its host overhead.
 if want runtime && [ -e "$BIN/libflashtune.so" ]; then
-  for args in "" "--causal --heads-kv 2" "--dtype f16 --head-dim 64 --seqlen-q 1000 --seqlen-k 3000"; do
-    timeout 120 python3 "$ROOT/examples/python/flashtune_torch.py" "$BIN/libflashtune.so" "$DB" $args >> "$OUT/checks.log" 2>&1
-    summary+=("python example $args: exit $?")
-  done
+  # The package of python/ from this tree over $BIN's library: a small model with SDPA swapped out.
+  PYTHONPATH=$ROOT/python FLASHTUNE_LIB=$BIN/libflashtune.so FLASHTUNE_DB=$DB \
+    timeout 120 python3 "$ROOT/examples/python/sdpa_swap.py" >> "$OUT/checks.log" 2>&1
+  summary+=("python example sdpa_swap.py: exit $?")
 fi
 if want runtime && [ -x "$BIN/flashtune_runtime_bench" ]; then
   # The first-call benchmark needs its small problem tuned (seconds).

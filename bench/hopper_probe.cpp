@@ -259,14 +259,14 @@ std::string RunAndCompare(Gpu& gpu, const Probe& config, Case& c, bool with_lse)
   const std::vector<double> actual = GatherOutput(c.host, o.data());
   const double err = RelativeL2Error(actual, c.expected.o);
   const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
-  const double tol = c.host.dtype == DType::kBF16 ? 1e-2 : 2e-3;
+  const double tol = c.host.problem.dtype == DType::kBF16 ? 1e-2 : 2e-3;
   bool lse_ok = lse_cmp.Within(1e-3);
   if (!with_lse) {  // lse must be untouched (still NaN everywhere)
     lse_ok = std::all_of(lse.begin(), lse.end(), [](float x) { return std::isnan(x); });
   }
   if (err <= tol && lse_ok) return "";
   // Where it goes wrong: rows (b, i, h) whose own error exceeds the tolerance.
-  const int64_t d = c.host.head_dim, H = c.host.heads_q, N = c.host.seqlen_q;
+  const int64_t d = c.host.problem.head_dim, H = c.host.problem.heads_q, N = c.host.problem.seqlen_q;
   int64_t bad_rows = 0, first_bad = -1;
   for (int64_t row = 0; row < int64_t(actual.size()) / d; ++row) {
     double num = 0, den = 0;
@@ -482,7 +482,7 @@ int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
   for (auto& b : benches) {
     if (b.configs.empty()) continue;
     auto c = MakeCase(gpu, dt, b.d, b.causal, b.shape, seed += 10, false);
-    const Problem problem = c->device.problem();
+    const Problem problem = c->device.problem;
     const double flops = problem.Flops();
     char shape[160];
     std::snprintf(shape, sizeof shape, "d%d %s B%lld H%lld N%lld", b.d, b.causal ? "causal" : "full",
@@ -544,8 +544,8 @@ int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
     constexpr int kCalls = 2000;
     for (int i = 0; i < kCalls; ++i) {
       ForwardArgs a = c->device;
-      a.head_dim = config.head_dim;
-      a.causal = config.causal;
+      a.problem.head_dim = config.head_dim;
+      a.problem.causal = config.causal;
       LaunchPacket packet;
       if (detail::PackHopper(config, a, gpu.info.sm_count, &packet).ok()) CHECK_OK(EncodeTensorMaps(*gpu.driver, &packet));
     }

@@ -6,7 +6,7 @@ On the GPU machine (python3 with torch and matplotlib):
      tunes the default problem set plus d256 and B1 H32 N8192 d128 into OUT/flashtune.db;
   2. every shape of FA-2's benchmark grid (hidden 2048, B*N = 16k, N 512 ... 16k; d64, d128,
      d256; bf16 and fp16; causal and not) plus B1 H32 N8192 d128 is timed through
-     libflashtune.so's C ABI (ctypes, torch's current stream) and through SDPA's flash, cuDNN and
+     libflashtune.so's C ABI (the flashtune package of python/, torch's current stream) and through SDPA's flash, cuDNN and
      efficient backends: fresh random inputs per shape, warm-up, CUDA events, median of --reps;
   3. flashtune's output is checked against SDPA flash on every shape (relative L2 <= 2e-2;
      cuDNN, then efficient, when flash cannot run the shape);
@@ -300,12 +300,15 @@ def gpu_meta(torch):
 
 
 def measure(a, doc, json_path):
-    import ctypes
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "python"))
-    from flashtune_ctypes import FlashtuneError, Problem, Runtime, forward_args
+    # The Python package from this source tree, over the library named by --lib.
+    os.environ["FLASHTUNE_LIB"] = os.path.abspath(a.lib)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import flashtune
+    from flashtune import FlashtuneError, Problem, Runtime
+    from flashtune.ops import pack_args
 
     backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
                 "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -320,8 +323,8 @@ def measure(a, doc, json_path):
     torch.cuda.init()
     torch.zeros(1, device="cuda")  # torch's primary context is current on this thread: flashtune launches there
     doc["meta"].update(gpu_meta(torch))
-    rt = Runtime(a.lib, doc["meta"]["db"])
-    doc["meta"]["flashtune"] = rt.version()
+    rt = Runtime(doc["meta"]["db"])
+    doc["meta"]["flashtune"] = flashtune.version()
     shapes = grid_shapes(a.head_dims, a.dtypes, a.seqlens, extra=not a.no_extra)
     started = time.time()
     gen = torch.Generator(device="cuda")
@@ -366,13 +369,12 @@ def measure(a, doc, json_path):
             t_start = time.time()
 
             try:
-                problem = Problem.make(s["dtype"], D, s["causal"], B, N, N, H, H)
-                info = rt.plan(problem)
+                info = rt.plan(Problem(s["dtype"], D, B, N, H, causal=s["causal"]))
                 row["plan"], row["plan_source"] = info.variant_uri, info.source_name
-                st = lambda t: (t.stride(0), t.stride(1), t.stride(2))  # noqa: E731
-                args = forward_args(problem, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                                    st(q), st(k), st(v), st(o))
-                rt.forward(args, torch.cuda.current_stream().cuda_stream)  # checked call, also the first use
+                # Arguments packed once: the timed calls are bare C ABI launches.
+                args = pack_args(q, k, v, o, lse, s["causal"])
+                stream = torch.cuda.current_stream().cuda_stream
+                rt.forward_packed(args, stream)  # checked call, also the first use
                 torch.cuda.synchronize()
                 ref_name = next((n for n in ("flash", "cudnn", "efficient") if n in refs), None)
                 if ref_name is not None:
@@ -380,14 +382,7 @@ def measure(a, doc, json_path):
                     row["ref"] = ref_name
                     row["err"] = ((o.float() - ref).norm() / ref.norm()).item()
                     row["ok"] = bool(row["err"] <= TOLERANCE)
-                args_ref = ctypes.byref(args)
-                stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-
-                def launch():
-                    rc = rt.forward_raw(args_ref, stream)
-                    if rc != 0:
-                        rt.check(rc, "ft_forward")
-                ms = bench(launch)
+                ms = bench(lambda: rt.forward_packed(args, stream))
                 row["ms"]["flashtune"] = ms
                 row["tflops"]["flashtune"] = f / ms / 1e9
             except (FlashtuneError, RuntimeError) as e:
@@ -449,7 +444,7 @@ def main(argv=None):
         ap.error(f"--dtypes takes bf16 and f16, got {','.join(a.dtypes)}")
     doc = {"meta": {"command": shlex.join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
                     "timing": f"CUDA events on torch's current stream, warm-up {a.warmup_s} s, median of {a.reps}; "
-                              "flashtune through libflashtune.so's ft_forward (ctypes)",
+                              "flashtune through libflashtune.so's ft_forward (the python/ package)",
                     "flops": "4*B*H*N^2*D, halved for causal"},
            "systems": list(SYSTEMS), "rows": []}
     if a.db:

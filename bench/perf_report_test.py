@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""CPU tests of bench/perf_report.py's non-GPU parts and of examples/python/flashtune_ctypes.py.
+"""CPU tests of bench/perf_report.py's non-GPU parts.
 
-Needs matplotlib, not torch and not a GPU. With FLASHTUNE_LIB set to libflashtune.so the ctypes
-bindings are also checked against the real C ABI (no GPU needed: plan falls back to the heuristic).
+Needs matplotlib, not torch and not a GPU. With FLASHTUNE_LIB set to libflashtune.so, the
+flashtune package of python/ is also checked the way perf_report.py imports it (from the source
+tree, over that library; no GPU needed: plans fall back to the heuristic).
 Run by ctest (label cpu); by hand: python3 bench/perf_report_test.py
 """
 import csv
@@ -17,9 +18,9 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "perf_report.py")
-EXAMPLES = os.path.join(HERE, "..", "examples", "python")
+PACKAGE_DIR = os.path.join(HERE, "..", "python")
 sys.path.insert(0, HERE)
-sys.path.insert(0, EXAMPLES)
+sys.path.insert(0, PACKAGE_DIR)
 
 import perf_report  # noqa: E402
 
@@ -148,43 +149,18 @@ class PerfReportPlotOnly(unittest.TestCase):
 
 
 @unittest.skipUnless(os.environ.get("FLASHTUNE_LIB"), "FLASHTUNE_LIB (path of libflashtune.so) not set")
-class CtypesBindings(unittest.TestCase):
-    """flashtune_ctypes against the real C ABI; works without a GPU (the plan is the heuristic one)."""
+class SourceTreePackage(unittest.TestCase):
+    """The package as perf_report.py uses it: python/ on sys.path, the library from FLASHTUNE_LIB."""
 
-    def setUp(self):
-        import flashtune_ctypes
-        self.ft = flashtune_ctypes
-        self.tmp = tempfile.TemporaryDirectory()
-        self.rt = flashtune_ctypes.Runtime(os.environ["FLASHTUNE_LIB"], os.path.join(self.tmp.name, "none.db"))
-
-    def tearDown(self):
-        self.rt.close()
-        self.tmp.cleanup()
-
-    def test_plan_fills_every_field(self):
-        info = self.rt.plan(self.ft.Problem.make("bf16", 128, True, 2, 1024, 1024, 16, 16))
-        self.assertTrue(info.variant_uri.startswith(info.family + "_bf16_d128_"), info.variant_uri)
-        self.assertTrue(info.variant_uri.endswith("_causal"), info.variant_uri)
-        self.assertIn(f"_d128_{'br' if info.family == 'fa2_fwd' else 'bm'}{info.block_m}_", info.variant_uri)
-        self.assertGreater(info.warps, 0)
-        self.assertIn(info.source_name, ("exact", "nearest", "heuristic"))
-        self.assertTrue(info.why)
-        self.assertEqual(info.family, info.variant_uri.split("_bf16_")[0].split("_f16_")[0])
-
-    def test_bad_head_dim_is_named(self):
-        args = self.ft.forward_args(self.ft.Problem.make("f16", 100, False, 1, 64, 64, 2, 2), 16, 16, 16, 16, 0,
-                                    (1, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1))
-        with self.assertRaises(self.ft.FlashtuneError) as cm:
-            self.rt.forward(args)
-        self.assertEqual(cm.exception.status_name, "invalid_argument")
-        self.assertIn("head_dim (100)", str(cm.exception))
-
-    def test_null_q_is_named(self):
-        args = self.ft.forward_args(self.ft.Problem.make("f16", 64, False, 1, 64, 64, 2, 2), 0, 16, 16, 16, 0,
-                                    (1, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1))
-        with self.assertRaises(self.ft.FlashtuneError) as cm:
-            self.rt.forward(args)
-        self.assertIn("q must not be null", str(cm.exception))
+    def test_plans_through_the_named_library(self):
+        import flashtune
+        self.assertEqual(os.path.realpath(os.path.dirname(flashtune.__file__)),
+                         os.path.realpath(os.path.join(PACKAGE_DIR, "flashtune")))
+        self.assertEqual(flashtune.library_path(), os.environ["FLASHTUNE_LIB"])
+        with tempfile.TemporaryDirectory() as tmp, flashtune.Runtime(os.path.join(tmp, "none.db")) as rt:
+            plan = rt.plan(flashtune.Problem("bf16", 128, 2, 1024, 16, causal=True))
+        self.assertTrue(plan.variant_uri.endswith("_causal"), plan.variant_uri)
+        self.assertEqual(plan.source_name, "heuristic")
 
 
 if __name__ == "__main__":

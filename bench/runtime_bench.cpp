@@ -56,11 +56,11 @@ Gpu& TheGpu() {
 
 ForwardArgs SmallArgs(const Gpu& g) {
   ForwardArgs a;
-  a.dtype = DType::kBF16;
-  a.head_dim = 64;
-  a.batch = 2;
-  a.seqlen_q = a.seqlen_k = 256;
-  a.heads_q = a.heads_kv = 4;
+  a.problem.dtype = DType::kBF16;
+  a.problem.head_dim = 64;
+  a.problem.batch = 2;
+  a.problem.seqlen_q = a.problem.seqlen_k = 256;
+  a.problem.heads_q = a.problem.heads_kv = 4;
   void* p = reinterpret_cast<void*>(g.buffer->get());
   a.q = a.k = a.v = p;
   a.o = static_cast<char*>(p) + (4 << 20);
@@ -141,7 +141,7 @@ Result<PlannedCall> PlanSmallCall(Gpu& g) {
   if (!rt.ok()) return rt.status();
   PlannedCall c;
   c.args = SmallArgs(g);
-  auto plan = (*rt)->plan(c.args.problem());
+  auto plan = (*rt)->plan(c.args.problem);
   if (!plan.ok()) return plan.status();
   auto device = g.driver->Device(0);
   if (!device.ok()) return device.status();
@@ -209,7 +209,7 @@ void BM_FirstCallTunedFromDatabase(benchmark::State& state) {
     o.db_path = db;
     auto rt = Runtime::Open(o);
     if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
-    auto plan = (*rt)->plan(args.problem());
+    auto plan = (*rt)->plan(args.problem);
     if (!plan.ok() || plan->source != PlanSource::kExact) return state.SkipWithError("the problem is not tuned in the db");
     if (!(*rt)->forward(args, g.stream->get()).ok()) return state.SkipWithError("forward failed");
     (void)g.stream->Synchronize();

@@ -48,7 +48,7 @@ double Median(std::vector<double> v) {
 
 // The variants the --variant argument names: "all" (the class's space) or a comma list of URIs.
 Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem& problem) {
-  if (arg == "all") return EnumerateSpace(ClassOf(problem));
+  if (arg == "all") return EnumerateSpaceFor(problem);  // the families that serve this shape
   std::vector<Variant> out;
   std::stringstream list(arg);
   std::string uri;
@@ -102,7 +102,7 @@ Result<std::vector<Timed>> TimeInRounds(Measurer& measurer, const Problem& probl
 
 int RunBench(const std::vector<std::string>& args) {
   po::options_description desc("flashtune bench [options]");
-  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0";
+  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0", layout_text = "dense";
   int head_dim = 128, device = 0, reps = 20, rounds = 1;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   desc.add_options()
@@ -115,6 +115,8 @@ int RunBench(const std::vector<std::string>& args) {
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
       ("heads-q", po::value(&heads_q)->required(), "Hq")
       ("heads-kv", po::value(&heads_kv), "Hkv (default Hq)")
+      ("layout", po::value(&layout_text), "dense (default) or paged: `all` is then the families serving paged "
+                                          "K/V, timed on dense K/V of the same shape")
       ("variant", po::value(&variant_arg),
        "a variant URI, a comma list of URIs, or all (default): the whole space of the class")
       ("rounds", po::value(&rounds), "time every variant this many times, alternating the order (default 1); "
@@ -142,8 +144,19 @@ int RunBench(const std::vector<std::string>& args) {
                   seqlen_k > 0 ? seqlen_k : seqlen_q, heads_q, heads_kv > 0 ? heads_kv : heads_q};
   Status valid = ValidateProblem(problem);
   if (!valid.ok()) return Fail(Status(valid.code(), WithOptionNames(valid.message())));
+  auto layout = ParseLayout(layout_text, "--layout");
+  if (!layout.ok()) return Fail(layout.status());
+  if (*layout == Layout::kVarlen)
+    return Fail(Status(Code::kInvalidArgument, "--layout varlen: no family serves it yet; allowed: dense, paged"));
+  problem.layout = *layout;
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
+  if (problem.layout == Layout::kPaged) {
+    // The measurer's inputs are dense; decode_fwd reads pages with the same kernel and variant
+    // (bench/decode_bench.py times real page pools).
+    std::fprintf(stderr, "flashtune bench: timing the paged problem's variants on dense K/V of the same shape\n");
+    problem.layout = Layout::kDense;
+  }
 
   std::unique_ptr<Measurer> owned;
   if (!replay.empty()) {

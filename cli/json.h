@@ -47,7 +47,8 @@ inline std::string ProblemJson(const Problem& p) {
   return "{\"dtype\":" + JsonString(DTypeName(p.dtype)) + ",\"head_dim\":" + std::to_string(p.head_dim) +
          ",\"causal\":" + (p.causal ? "true" : "false") + ",\"batch\":" + std::to_string(p.batch) +
          ",\"seqlen_q\":" + std::to_string(p.seqlen_q) + ",\"seqlen_k\":" + std::to_string(p.seqlen_k) +
-         ",\"heads_q\":" + std::to_string(p.heads_q) + ",\"heads_kv\":" + std::to_string(p.heads_kv) + "}";
+         ",\"heads_q\":" + std::to_string(p.heads_q) + ",\"heads_kv\":" + std::to_string(p.heads_kv) +
+         ",\"layout\":" + JsonString(LayoutName(p.layout)) + "}";
 }
 
 }  // namespace flashtune::cli

@@ -59,12 +59,14 @@ std::optional<TrialRecord> WinnerMeasurement(const std::string& db_path, const P
 }
 
 int RunPlan(const std::vector<std::string>& args) {
-  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0", operation_text = "fwd";
+  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0", layout_text = "dense",
+              operation_text = "fwd";
   int head_dim = 0;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   po::options_description desc(
       "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal 0|1] [--operation fwd|bwd] --batch B --seqlen-q N\n"
-      "                      [--seqlen-k N] --heads-q H [--heads-kv H] [--db PATH] [--device-uuid U | --gpu-name NAME] [--json]\n\n"
+      "                      [--seqlen-k N] --heads-q H [--heads-kv H] [--layout dense|paged|varlen] [--db PATH]\n"
+      "                      [--device-uuid U | --gpu-name NAME] [--json]\n\n"
       "options");
   desc.add_options()("help,h", "show this help")
       ("dtype", po::value(&dtype_text), "bf16 | f16 (required)")
@@ -76,6 +78,8 @@ int RunPlan(const std::vector<std::string>& args) {
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
       ("heads-q", po::value(&heads_q), "Hq (required)")
       ("heads-kv", po::value(&heads_kv), "Hkv, a divisor of Hq (default Hq)")
+      ("layout", po::value(&layout_text), "dense (default), paged (K/V cache pages; Nk = the longest sequence) or "
+                                          "varlen (packed; Nq, Nk = the longest sequences)")
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
       ("device-uuid", po::value(&device_uuid), "plan for this GPU of the database (by uuid)")
       ("gpu-name", po::value(&gpu_name), "plan for the database's GPU of this name (e.g. \"NVIDIA H200\")")
@@ -87,7 +91,8 @@ int RunPlan(const std::vector<std::string>& args) {
   }
   if (vm.count("help")) {
     std::cout << "flashtune plan: show which kernel the runtime would launch for a shape, and why\n"
-                 "(exact tuned bucket, nearest tuned bucket, or the built-in heuristic).\n\n"
+                 "(exact tuned bucket, nearest tuned bucket, a neighbouring class's winner, or the built-in\n"
+                 "heuristic).\n\n"
                  "Device: --device-uuid/--gpu-name pick a GPU recorded in the database; otherwise this\n"
                  "machine's GPU 0; without a GPU, the database's only GPU model when there is exactly one;\n"
                  "otherwise the heuristic alone.\n\n"
@@ -104,7 +109,10 @@ int RunPlan(const std::vector<std::string>& args) {
   if (!vm.count("heads-kv")) heads_kv = heads_q;
   auto operation = ParseOperation(operation_text, "--operation");
   if (!operation.ok()) return Usage(operation.status().message());
-  const Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, *operation};
+  auto layout = ParseLayout(layout_text, "--layout");
+  if (!layout.ok()) return Usage(layout.status().message());
+  Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, *operation};
+  problem.layout = *layout;
   // The runtime's own rule (ValidateProblem), checked before anything is opened.
   if (Status valid = ValidateProblem(problem); !valid.ok()) return Usage(WithOptionNames(valid.message()));
   if (!device_uuid.empty() && !gpu_name.empty()) return Usage("--device-uuid and --gpu-name exclude each other");

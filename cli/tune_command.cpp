@@ -14,8 +14,10 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "flashtune/database.h"
+#include "flashtune/model_config.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/replay_measurer.h"
+#include "flashtune/shard.h"
 #include "flashtune/tuner.h"
 #include "flashtune/compiler.h"
 #include "flashtune/cubin_store.h"
@@ -38,7 +40,7 @@ EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_sme
     SpaceOptions space_options;
     space_options.arch = arch;
     space_options.max_smem_bytes = max_smem_bytes;
-    return EnumerateSpace(ClassOf(p), space_options);
+    return EnumerateSpaceFor(p, space_options);
   };
 }
 
@@ -129,22 +131,34 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch;
+      devices, replay, arch, model, shard, decode;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
       ("help,h", "show this help")
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
       ("dtypes", po::value(&dtypes), "comma list of bf16,f16 (default both)")
-      ("head-dims", po::value(&head_dims), "comma list (default 64,128)")
+      ("head-dims", po::value(&head_dims),
+       "comma list (default 64,96,128,192,256); without --hidden a head dim that does not divide 2048 gets the "
+       "nearest head count")
       ("causal", po::value(&causal)->implicit_value("1"), "comma list of 0, 1, true, false (default 0,1)")
       ("seqlens-q", po::value(&seqlens), "Nq values (default 512,1024,2048,4096,8192,16384)")
       ("seqlens-k", po::value(&seqlens_k), "Nk values crossed with every Nq (default Nk = Nq)")
       ("hidden", po::value(&hidden), "Hq * D (default 2048)")
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
+      ("decode", po::value(&decode)->default_value("auto"),
+       "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
+       "given), only, none")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
-      ("strategy", po::value(&strategy)->default_value("exhaustive"), "exhaustive | budgeted")
+      ("model", po::value(&model),
+       "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
+       "lengths that fit its context (its torch_dtype unless --dtypes)")
+      ("shard", po::value(&shard),
+       "K/N: tune only the K-th of N deterministic parts of the problem set (join the databases with "
+       "`flashtune db merge`)")
+      ("strategy", po::value(&strategy)->default_value("auto"),
+       "auto (exhaustive for head dim 128, budgeted for the others) | exhaustive | budgeted")
       ("budget-per-problem", po::value(&per_problem), "N measurements, P% of the space, or Ns/Nm")
       ("budget-total", po::value(&total), "N measurements or Ns/Nm over the whole run")
       ("devices", po::value(&devices)->default_value("all"), "all | comma list of device indices")
@@ -238,53 +252,91 @@ int RunTune(const std::vector<std::string>& args) {
     options.enumerate = DefaultEnumerate();
   }
 
-  // Problems: a file, else the options, else (replay without shape options) the recorded ones.
+  if (decode != "auto" && decode != "only" && decode != "none")
+    return Fail(Status(Code::kInvalidArgument, "--decode '" + decode + "' is not allowed; allowed: auto, only, none"));
+  // The shape options given on the command line, over the defaults.
+  auto ShapeOptions = [&]() -> Result<ProblemSetOptions> {
+    ProblemSetOptions pso;
+    if (vm.count("dtypes")) {
+      auto v = SplitList<DType>(dtypes, "--dtypes", ParseDTypeItem);
+      if (!v.ok()) return v.status();
+      pso.dtypes = *v;
+    }
+    if (vm.count("head-dims")) {
+      auto v = SplitList<int64_t>(head_dims, "--head-dims", ParsePositive);
+      if (!v.ok()) return v.status();
+      pso.head_dims.assign(v->begin(), v->end());
+    }
+    if (vm.count("causal")) {
+      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
+      if (!v.ok()) return v.status();
+      pso.causal = *v;
+    }
+    if (vm.count("seqlens-q")) {
+      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
+      if (!v.ok()) return v.status();
+      pso.seqlens = *v;
+    }
+    if (vm.count("seqlens-k")) {
+      auto v = SplitList<int64_t>(seqlens_k, "--seqlens-k", ParsePositive);
+      if (!v.ok()) return v.status();
+      pso.seqlens_k = *v;
+    }
+    pso.hidden = hidden;
+    pso.tokens = tokens;
+    pso.heads_kv = heads_kv;
+    pso.exact_hidden = vm.count("hidden") > 0;  // a hidden the user chose is kept, not fitted
+    return pso;
+  };
+  // Problems: a file, else a model, else the options, else (replay without shape options) the
+  // recorded ones.
   const bool shape_given = vm.count("dtypes") || vm.count("head-dims") || vm.count("causal") || vm.count("seqlens-q") ||
                            vm.count("seqlens-k") || vm.count("hidden") || vm.count("tokens") || vm.count("heads-kv");
-  if (!set_file.empty() && shape_given)
-    return Fail(Status(Code::kInvalidArgument, "--problem-set FILE lists the problems; drop --dtypes, --head-dims, "
-                                               "--causal, --seqlens-q, --seqlens-k, --hidden, --tokens, --heads-kv"));
+  if (!set_file.empty() && (shape_given || !model.empty()))
+    return Fail(Status(Code::kInvalidArgument, "--problem-set FILE lists the problems; drop --model, --dtypes, "
+                                               "--head-dims, --causal, --seqlens-q, --seqlens-k, --hidden, --tokens, "
+                                               "--heads-kv"));
+  if (!model.empty() && (vm.count("head-dims") || vm.count("hidden") || vm.count("heads-kv")))
+    return Fail(Status(Code::kInvalidArgument, "--model FILE gives the heads, K/V heads and head dim; drop --head-dims, "
+                                               "--hidden, --heads-kv (--dtypes, --causal, --seqlens-q, --seqlens-k and "
+                                               "--tokens still apply)"));
   if (!set_file.empty()) {
     std::vector<std::string> notices;
     auto ps = LoadProblemSetFile(set_file, &notices);
     if (!ps.ok()) return Fail(ps.status());
     for (const std::string& n : notices) std::fprintf(stderr, "flashtune tune: %s\n", n.c_str());
     options.problems = *ps;
+  } else if (!model.empty()) {
+    auto shape = LoadModelConfig(model);
+    if (!shape.ok()) return Fail(shape.status());
+    auto pso = ShapeOptions();
+    if (!pso.ok()) return Fail(pso.status());
+    auto ps = ModelProblemSet(*shape, *pso, /*use_model_dtype=*/!vm.count("dtypes"));
+    if (!ps.ok()) return Fail(Status(Code::kInvalidArgument, "--model " + model + ": " + ps.status().message()));
+    options.problems = *ps;
   } else if (replay_space && !shape_given) {
     options.problems = replay_space->Problems();
   } else {
-    ProblemSetOptions pso;
-    if (vm.count("dtypes")) {
-      auto v = SplitList<DType>(dtypes, "--dtypes", ParseDTypeItem);
-      if (!v.ok()) return Fail(v.status());
-      pso.dtypes = *v;
-    }
-    if (vm.count("head-dims")) {
-      auto v = SplitList<int64_t>(head_dims, "--head-dims", ParsePositive);
-      if (!v.ok()) return Fail(v.status());
-      pso.head_dims.assign(v->begin(), v->end());
-    }
-    if (vm.count("causal")) {
-      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
-      if (!v.ok()) return Fail(v.status());
-      pso.causal = *v;
-    }
-    if (vm.count("seqlens-q")) {
-      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
-      if (!v.ok()) return Fail(v.status());
-      pso.seqlens = *v;
-    }
-    if (vm.count("seqlens-k")) {
-      auto v = SplitList<int64_t>(seqlens_k, "--seqlens-k", ParsePositive);
-      if (!v.ok()) return Fail(v.status());
-      pso.seqlens_k = *v;
-    }
-    pso.hidden = hidden;
-    pso.tokens = tokens;
-    pso.heads_kv = heads_kv;
-    auto ps = MakeProblemSet(pso);
+    auto pso = ShapeOptions();
+    if (!pso.ok()) return Fail(pso.status());
+    auto ps = MakeProblemSet(*pso);
     if (!ps.ok()) return Fail(ps.status());
-    options.problems = *ps;
+    if (decode != "only") options.problems = *ps;
+    if (decode == "only" || (decode == "auto" && !shape_given)) {
+      const std::vector<Problem> d = DefaultDecodeProblems();
+      options.problems.insert(options.problems.end(), d.begin(), d.end());
+    }
+  }
+
+  if (!shard.empty()) {
+    auto part = ParseShard(shard);
+    if (!part.ok()) return Fail(part.status());
+    auto mine = SelectShard(options.problems, *part, options.strategy);
+    if (!mine.ok()) return Fail(mine.status());
+    std::fprintf(stderr, "flashtune tune: shard %d/%d: %zu of %zu problem(s)\n", part->index, part->count, mine->size(),
+                 options.problems.size());
+    options.problems = std::move(*mine);
+    if (options.problems.empty()) return kExitOk;  // more parts than units: this one has none
   }
 
   // --arch: the arch table's rule (arch.h), the one `generate` applies, before anything runs.

@@ -19,7 +19,9 @@ constexpr int64_t Align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 BackwardArgs BackwardArgs::Contiguous(const Problem& p) {
   BackwardArgs a;
-  a.forward = ForwardArgs::Contiguous(p);
+  Problem forward = p;
+  forward.operation = Operation::kForward;  // problem() says backward
+  a.forward = ForwardArgs::Contiguous(forward);
   a.d_o_strides = a.dq_strides = a.forward.q_strides;
   a.dk_strides = a.dv_strides = a.forward.k_strides;
   return a;
@@ -45,8 +47,17 @@ int64_t BackwardWorkspaceBytes(const Problem& problem) {
 }
 
 Status ValidateBackwardArgs(const BackwardArgs& a) {
-  FT_RETURN_IF_ERROR(ValidateForwardArgs(a.forward));
   const ForwardArgs& f = a.forward;
+  const Problem& p = f.problem;
+  // First: the other layouts' arguments would otherwise be asked for by the forward's checks.
+  if (p.layout != Layout::kDense) {
+    return Invalid("forward.problem.layout (" + std::string(LayoutName(p.layout)) +
+                   ") is not served by the backward pass; allowed: dense");
+  }
+  FT_RETURN_IF_ERROR(ValidateForwardArgs(f));
+  if (f.seqlens_k != nullptr) {
+    return Invalid("forward.seqlens_k must be null: the backward pass reads every key of the dense layout");
+  }
   if (f.lse == nullptr) {
     return Invalid("forward.lse must not be null: the backward pass recomputes P from the forward's log-sum-exp");
   }
@@ -54,14 +65,14 @@ Status ValidateBackwardArgs(const BackwardArgs& a) {
   FT_RETURN_IF_ERROR(detail::CheckPointer("dq", a.dq, 16));
   FT_RETURN_IF_ERROR(detail::CheckPointer("dk", a.dk, 16));
   FT_RETURN_IF_ERROR(detail::CheckPointer("dv", a.dv, 16));
-  FT_RETURN_IF_ERROR(detail::CheckStrides("d_o", a.d_o_strides, f.batch, f.seqlen_q, f.heads_q, f.head_dim));
-  FT_RETURN_IF_ERROR(detail::CheckStrides("dq", a.dq_strides, f.batch, f.seqlen_q, f.heads_q, f.head_dim));
-  FT_RETURN_IF_ERROR(detail::CheckStrides("dk", a.dk_strides, f.batch, f.seqlen_k, f.heads_kv, f.head_dim));
-  FT_RETURN_IF_ERROR(detail::CheckStrides("dv", a.dv_strides, f.batch, f.seqlen_k, f.heads_kv, f.head_dim));
-  FT_RETURN_IF_ERROR(detail::CheckPointer("workspace", a.workspace, 256));
+  FT_RETURN_IF_ERROR(detail::CheckStrides("d_o", a.d_o_strides, p.batch, p.seqlen_q, p.heads_q, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckStrides("dq", a.dq_strides, p.batch, p.seqlen_q, p.heads_q, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckStrides("dk", a.dk_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckStrides("dv", a.dv_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckPointer("forward.workspace", f.workspace, 16));
   const int64_t need = BackwardWorkspaceBytes(a.problem());
-  if (a.workspace_bytes < need) {
-    return Invalid("workspace_bytes (" + std::to_string(a.workspace_bytes) + ") must be at least " +
+  if (f.workspace_bytes < need) {
+    return Invalid("forward.workspace_bytes (" + std::to_string(f.workspace_bytes) + ") must be at least " +
                    std::to_string(need) + " (BackwardWorkspaceBytes of " + a.problem().ToString() + ")");
   }
   return Status::Ok();

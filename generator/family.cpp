@@ -187,15 +187,59 @@ int ThreadsPerBlock(const Variant& v) {
   return f ? f->Threads(v) : 0;
 }
 
-Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
-  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
+std::vector<const Family*> FamiliesFor(const Problem& problem) {
+  std::vector<const Family*> out;
+  for (const Family* f : Families())
+    if (f->PreferenceFor(problem) >= 0) out.push_back(f);
+  std::stable_sort(out.begin(), out.end(), [&](const Family* a, const Family* b) {
+    return a->PreferenceFor(problem) > b->PreferenceFor(problem);
+  });
+  return out;
+}
+
+int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
+  int64_t bytes = 0;
+  for (const Family* f : FamiliesFor(problem)) bytes = std::max(bytes, f->WorkspaceBytes(problem, sm_count));
+  return bytes;
+}
+
+namespace {
+
+// What both operations check before packing: `v`'s family exists, computes `problem`'s
+// operation and serves its layout, and the caller's workspace holds what the family needs.
+Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
   const Family* f = FindFamily(v.family);
   if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
-  if (f->operation() != Operation::kForward)
-    return Invalid("variant " + v.Uri() + " computes the backward pass; a forward call needs a forward family's variant");
-  Status can = f->CanRun(v, args);
+  if (!f->ServesOperation(problem)) {
+    auto pass = [](Operation op) { return std::string(op == Operation::kBackward ? "backward" : "forward"); };
+    return Invalid("variant " + v.Uri() + " computes the " + pass(f->operation()) + " pass; a " +
+                   pass(problem.operation) + " call needs a " + pass(problem.operation) + " family's variant");
+  }
+  if (f->PreferenceFor(problem) < 0)
+    return Status(Code::kUnsupported, std::string(f->name()) + " does not serve " + problem.ToString()).WithVariant(v.Uri());
+  const int64_t need = f->WorkspaceBytes(problem, sm_count);
+  if (workspace_bytes < need)
+    return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(workspace_bytes) + ") is less than the " +
+                                              std::to_string(need) + " bytes " + problem.ToString() +
+                                              " needs; size it with WorkspaceBytes / Runtime::workspace_size / "
+                                              "ft_workspace_size")
+        .WithVariant(v.Uri());
+  return f;
+}
+
+}  // namespace
+
+Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
+  auto f = FamilyForCall(v, args.problem, args.workspace_bytes, out->sm_count);
+  if (!f.ok()) return f.status();
+  if (args.seqlens_k != nullptr && !(*f)->reads_seqlens_k())
+    return Status(Code::kUnsupported, std::string((*f)->name()) + " does not read per-sequence key counts (seqlens_k)")
+        .WithVariant(v.Uri());
+  Status can = (*f)->CanRun(v, args);
   if (!can.ok()) return can.WithVariant(v.Uri());
-  f->Pack(v, args, out);
+  out->next_steps = 0;
+  (*f)->Pack(v, args, out);
   return Status::Ok();
 }
 
@@ -206,11 +250,10 @@ Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out)
 
 Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args.forward));
-  const Family* f = FindFamily(v.family);
-  if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
-  if (f->operation() != Operation::kBackward)
-    return Invalid("variant " + v.Uri() + " computes the forward pass; a backward call needs a backward family's variant");
-  f->PackBackward(v, args, out);
+  auto f = FamilyForCall(v, args.problem(), args.forward.workspace_bytes, out->sm_count);
+  if (!f.ok()) return f.status();
+  out->next_steps = 0;
+  (*f)->PackBackward(v, args, out);
   return Status::Ok();
 }
 

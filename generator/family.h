@@ -4,14 +4,18 @@
 //  - its parameter space: the parameters' URI names, allowed values and the values searched
 //    by default, pruned by the target's limits (Space, Check);
 //  - its source: a constexpr prologue prepended to its template (Prologue, template_name);
+//  - which problems it is for (PreferenceFor: layouts, e.g. decode's few query rows), so the
+//    tuner searches and the planner picks only families that fit the problem;
 //  - its launch: geometry, dynamic shared memory and argument packing for one call (Pack),
 //    and whether a given call is one its kernel can serve at all (CanRun: e.g. TMA needs
 //    16-byte-aligned strides), so the runtime can fall back to another family and say why;
 //    a family may launch more kernels of the same module after the first (extra_kernels,
-//    LaunchPacket::next: e.g. the backward pass's main and convert kernels);
+//    LaunchPacket::next: e.g. the backward pass's main and convert kernels, decode's combine
+//    step) and ask for a caller-owned workspace (WorkspaceBytes);
 //  - which operation it computes (operation(): a forward family packs ForwardArgs (Pack), a
-//    backward family BackwardArgs (PackBackward); the tuner and the planner only consider
-//    the families of a problem's operation);
+//    backward family BackwardArgs (PackBackward)); PreferenceFor refuses problems of another
+//    operation, so the tuner and the planner only consider the families of a problem's
+//    operation;
 //  - its output check: the tolerances its results are verified with (Tolerances);
 //  - a prior for the budgeted search (PriorScore) and a short human description (Describe).
 // The tuner searches the union of the spaces of the families that serve a (problem class,
@@ -72,11 +76,30 @@ class Family {
   // Which family's Default the runtime prefers when several serve a class and nothing is
   // tuned (higher wins): the family expected to be fastest untuned.
   virtual int preference() const { return 0; }
-  // The operation its kernels compute.
-  virtual Operation operation() const { return Operation::kForward; }
+  // How well the family fits `problem` (its operation, layout and sizes): < 0 when it cannot
+  // serve it at all (the tuner does not search it and the planner does not pick it), else
+  // higher is preferred. Default: preference() for a dense problem of operation(), -1
+  // otherwise. An override refuses other operations too (ServesOperation).
+  virtual int PreferenceFor(const Problem& problem) const {
+    return ServesOperation(problem) && problem.layout == Layout::kDense ? preference() : -1;
+  }
+  // Whether `problem` asks for the operation the family computes.
+  bool ServesOperation(const Problem& problem) const { return problem.operation == operation(); }
+  // Workspace bytes a call of `problem` needs on a device of `sm_count` SMs, for any variant
+  // of the family (an upper bound, so the caller can size it before the plan is known).
+  virtual int64_t WorkspaceBytes(const Problem& problem, int sm_count) const {
+    (void)problem;
+    (void)sm_count;
+    return 0;
+  }
+  // Whether its kernels honour ForwardArgs::seqlens_k on the dense layout (per-sequence key
+  // counts); a call with seqlens_k goes to another family otherwise.
+  virtual bool reads_seqlens_k() const { return false; }
   // Suffixes of the module's further kernels, launched after the first in the order the
   // packet's `next` steps name them: kernel i + 1 is "<uri>_<extra_kernels()[i]>".
   virtual std::vector<std::string_view> extra_kernels() const { return {}; }
+  // The operation its kernels compute.
+  virtual Operation operation() const { return Operation::kForward; }
   // Its parameters, in URI order. By convention the first is the query tile (rows per block:
   // the parallelism knob) and the second the key tile; the budgeted search relies on it.
   virtual const std::vector<ParamAxis>& axes() const = 0;
@@ -178,8 +201,11 @@ std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target&
 // is in flashtune/space.h.
 int ThreadsPerBlock(const Variant& v);
 
-// Validates args for `v` (ValidateForwardArgs, CheckArgsMatchVariant, the family's CanRun)
-// and packs them. On error nothing is written that a launch could use.
+// The families that can serve `problem` (PreferenceFor >= 0), most preferred first.
+std::vector<const Family*> FamiliesFor(const Problem& problem);
+
+// Validates args for `v` (ValidateForwardArgs, CheckArgsMatchVariant, the workspace the
+// family needs, the family's CanRun) and packs them. On error nothing is written that a launch could use.
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
 // PackForward for callers that have already run ValidateForwardArgs (the runtime's hot path).
 // kInvalidArgument when `v`'s family does not compute the forward pass.

@@ -4,6 +4,7 @@
 #include "flashtune/problem_set.h"
 #include "generator/arg_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,24 +12,28 @@
 
 namespace flashtune {
 
-ForwardArgs ForwardArgs::Contiguous(const Problem& p) {
+ForwardArgs ForwardArgs::Contiguous(const Problem& p, int block_size) {
   ForwardArgs a;
-  a.dtype = p.dtype;
-  a.head_dim = p.head_dim;
-  a.causal = p.causal;
-  a.batch = p.batch;
-  a.seqlen_q = p.seqlen_q;
-  a.seqlen_k = p.seqlen_k;
-  a.heads_q = p.heads_q;
-  a.heads_kv = p.heads_kv;
+  a.problem = p;
   a.q_strides = a.o_strides = Strides::Contiguous(p.seqlen_q, p.heads_q, p.head_dim);
   a.k_strides = a.v_strides = Strides::Contiguous(p.seqlen_k, p.heads_kv, p.head_dim);
+  if (p.layout == Layout::kPaged) {
+    a.paged.block_size = block_size;
+    a.paged.max_blocks_per_seq = block_size > 0 ? (p.seqlen_k + block_size - 1) / block_size : 0;
+    a.paged.block_table_stride = a.paged.max_blocks_per_seq;
+    a.paged.num_blocks = p.batch * a.paged.max_blocks_per_seq;
+    a.k_strides = a.v_strides = Strides::Contiguous(block_size, p.heads_kv, p.head_dim);
+  } else if (p.layout == Layout::kVarlen) {
+    a.varlen.total_q = p.batch * p.seqlen_q;
+    a.varlen.total_k = p.batch * p.seqlen_k;
+    a.q_strides.batch = a.o_strides.batch = a.k_strides.batch = a.v_strides.batch = 0;
+  }
   return a;
 }
 
 float ForwardArgs::EffectiveScale() const {
   if (softmax_scale != 0.0f) return softmax_scale;
-  return head_dim > 0 ? float(1.0 / std::sqrt(double(head_dim))) : 0.0f;
+  return problem.head_dim > 0 ? float(1.0 / std::sqrt(double(problem.head_dim))) : 0.0f;
 }
 
 namespace {
@@ -93,31 +98,114 @@ using detail::CheckPointer;
 using detail::CheckStrides;
 using detail::SupportedHeadDims;
 
+namespace {
+
+Status ValidatePaged(const ForwardArgs& a) {
+  const Problem& p = a.problem;
+  const PagedKv& g = a.paged;
+  if (g.block_table == nullptr) return Invalid("paged.block_table must not be null for the paged layout");
+  if (reinterpret_cast<uintptr_t>(g.block_table) % 4 != 0) return Invalid("paged.block_table must be 4-byte aligned (int32)");
+  if (a.seqlens_k == nullptr) return Invalid("seqlens_k must not be null for the paged layout (the keys of each sequence)");
+  if (g.block_size < 1 || g.block_size > 256 || (g.block_size & (g.block_size - 1)) != 0)
+    return Invalid("paged.block_size (" + std::to_string(g.block_size) +
+                   ") must be a power of two in [1, 256] (1, 2, 4, ..., 16, ..., 256)");
+  if (g.max_blocks_per_seq < 1 || g.max_blocks_per_seq > (int64_t{1} << 31) / g.block_size)
+    return Invalid("paged.max_blocks_per_seq (" + std::to_string(g.max_blocks_per_seq) + ") must be in [1, 2^31 / block_size]");
+  if (g.max_blocks_per_seq * g.block_size < p.seqlen_k)
+    return Invalid("seqlen_k (" + std::to_string(p.seqlen_k) + ") exceeds the cache a sequence can address: " +
+                   "paged.max_blocks_per_seq (" + std::to_string(g.max_blocks_per_seq) + ") * paged.block_size (" +
+                   std::to_string(g.block_size) + ") = " + std::to_string(g.max_blocks_per_seq * g.block_size));
+  if (g.block_table_stride < g.max_blocks_per_seq)
+    return Invalid("paged.block_table_stride (" + std::to_string(g.block_table_stride) +
+                   ") must be >= paged.max_blocks_per_seq (" + std::to_string(g.max_blocks_per_seq) + ")");
+  if (g.block_table_stride > std::numeric_limits<int64_t>::max() / p.batch)
+    return Invalid("paged.block_table_stride * batch overflows int64");
+  if (g.num_blocks < 1 || g.num_blocks > std::numeric_limits<int32_t>::max())
+    return Invalid("paged.num_blocks (" + std::to_string(g.num_blocks) + ") must be in [1, 2^31 - 1]");
+  return Status::Ok();
+}
+
+Status ValidateVarlen(const ForwardArgs& a) {
+  const Problem& p = a.problem;
+  const Varlen& v = a.varlen;
+  if (v.cu_seqlens_q == nullptr) return Invalid("varlen.cu_seqlens_q must not be null for the varlen layout");
+  if (v.cu_seqlens_k == nullptr) return Invalid("varlen.cu_seqlens_k must not be null for the varlen layout");
+  if (reinterpret_cast<uintptr_t>(v.cu_seqlens_q) % 4 != 0 || reinterpret_cast<uintptr_t>(v.cu_seqlens_k) % 4 != 0)
+    return Invalid("varlen.cu_seqlens_q and varlen.cu_seqlens_k must be 4-byte aligned (int32)");
+  const struct {
+    const char* name;
+    int64_t total, longest;
+  } totals[] = {{"varlen.total_q", v.total_q, p.seqlen_q}, {"varlen.total_k", v.total_k, p.seqlen_k}};
+  for (const auto& t : totals) {
+    if (t.total < 0 || t.total > std::numeric_limits<int32_t>::max())
+      return Invalid(std::string(t.name) + " (" + std::to_string(t.total) + ") must be in [0, 2^31 - 1]");
+    if (t.total > p.batch * t.longest)
+      return Invalid(std::string(t.name) + " (" + std::to_string(t.total) + ") exceeds batch * the longest sequence (" +
+                     std::to_string(p.batch * t.longest) + ")");
+  }
+  const struct {
+    const char* name;
+    const Strides& s;
+  } strides[] = {{"q", a.q_strides}, {"k", a.k_strides}, {"v", a.v_strides}, {"o", a.o_strides}};
+  for (const auto& t : strides)
+    if (t.s.batch != 0)
+      return Invalid(std::string(t.name) + "_strides.batch (" + std::to_string(t.s.batch) +
+                     ") must be 0 for the varlen layout (sequences are rows of one packed tensor)");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateForwardArgs(const ForwardArgs& a) {
-  if (a.dtype != DType::kF16 && a.dtype != DType::kBF16) {
-    return Invalid("dtype (" + std::to_string(int(a.dtype)) + ") must be f16 or bf16");
+  const Problem& p = a.problem;
+  if (p.dtype != DType::kF16 && p.dtype != DType::kBF16) {
+    return Invalid("dtype (" + std::to_string(int(p.dtype)) + ") must be f16 or bf16");
   }
   bool supported = false;
-  for (int d : kSupportedHeadDims) supported |= (d == a.head_dim);
+  for (int d : kSupportedHeadDims) supported |= (d == p.head_dim);
   if (!supported) {
-    return Invalid("head_dim (" + std::to_string(a.head_dim) + ") must be one of " +
+    return Invalid("head_dim (" + std::to_string(p.head_dim) + ") must be one of " +
                    SupportedHeadDims());
   }
   // The shape's limits (grid y/z 65535, 32-bit indexes) are the one rule every entry point uses.
-  FT_RETURN_IF_ERROR(ValidateProblem(a.problem()));
+  FT_RETURN_IF_ERROR(ValidateProblem(p));
   FT_RETURN_IF_ERROR(CheckPointer("q", a.q, 16));
   FT_RETURN_IF_ERROR(CheckPointer("k", a.k, 16));
   FT_RETURN_IF_ERROR(CheckPointer("v", a.v, 16));
   FT_RETURN_IF_ERROR(CheckPointer("o", a.o, 16));
   if (a.lse != nullptr) FT_RETURN_IF_ERROR(CheckPointer("lse", a.lse, 4));
-  FT_RETURN_IF_ERROR(CheckStrides("q", a.q_strides, a.batch, a.seqlen_q, a.heads_q, a.head_dim));
-  FT_RETURN_IF_ERROR(CheckStrides("k", a.k_strides, a.batch, a.seqlen_k, a.heads_kv, a.head_dim));
-  FT_RETURN_IF_ERROR(CheckStrides("v", a.v_strides, a.batch, a.seqlen_k, a.heads_kv, a.head_dim));
-  FT_RETURN_IF_ERROR(CheckStrides("o", a.o_strides, a.batch, a.seqlen_q, a.heads_q, a.head_dim));
-  // lse is [B, Hq, Nq] contiguous fp32: its element count must fit too.
-  if (a.lse != nullptr && a.batch * a.heads_q > std::numeric_limits<int64_t>::max() / a.seqlen_q) {
+  if (a.seqlens_k != nullptr && reinterpret_cast<uintptr_t>(a.seqlens_k) % 4 != 0)
+    return Invalid("seqlens_k must be 4-byte aligned (int32)");
+  // Extents of the tensors as the kernels index them: [batch-like, seq, heads, D].
+  int64_t q_outer = p.batch, q_rows = p.seqlen_q, kv_outer = p.batch, kv_rows = p.seqlen_k;
+  switch (p.layout) {
+    case Layout::kDense:
+      break;
+    case Layout::kPaged:
+      FT_RETURN_IF_ERROR(ValidatePaged(a));
+      kv_outer = a.paged.num_blocks;
+      kv_rows = a.paged.block_size;
+      break;
+    case Layout::kVarlen:
+      if (a.seqlens_k != nullptr) return Invalid("seqlens_k must be null for the varlen layout (cu_seqlens_k gives the keys)");
+      FT_RETURN_IF_ERROR(ValidateVarlen(a));
+      q_outer = kv_outer = 1;
+      q_rows = std::max<int64_t>(1, a.varlen.total_q);
+      kv_rows = std::max<int64_t>(1, a.varlen.total_k);
+      break;
+    default:
+      return Invalid("problem.layout (" + std::to_string(int(p.layout)) + ") must be dense, paged or varlen");
+  }
+  FT_RETURN_IF_ERROR(CheckStrides("q", a.q_strides, q_outer, q_rows, p.heads_q, p.head_dim));
+  FT_RETURN_IF_ERROR(CheckStrides("k", a.k_strides, kv_outer, kv_rows, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(CheckStrides("v", a.v_strides, kv_outer, kv_rows, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(CheckStrides("o", a.o_strides, q_outer, q_rows, p.heads_q, p.head_dim));
+  // lse is [B, Hq, Nq] (varlen: [Hq, total_q]) contiguous fp32: its element count must fit too.
+  if (a.lse != nullptr && q_outer * p.heads_q > std::numeric_limits<int64_t>::max() / q_rows) {
     return Invalid("lse: batch * heads_q * seqlen_q overflows int64");
   }
+  if (a.workspace_bytes < 0) return Invalid("workspace_bytes (" + std::to_string(a.workspace_bytes) + ") must be >= 0");
+  if (a.workspace_bytes > 0) FT_RETURN_IF_ERROR(CheckPointer("workspace", a.workspace, 16));
   if (!std::isfinite(a.softmax_scale) || a.softmax_scale < 0.0f) {
     return Invalid("softmax_scale (" + std::to_string(a.softmax_scale) +
                    ") must be finite and >= 0 (0 means 1/sqrt(head_dim))");
@@ -130,15 +218,62 @@ Status CheckArgsMatchVariant(const Variant& variant, const ForwardArgs& args) {
     return Invalid("args." + field + " (" + got + ") does not match the variant's " + field + " (" +
                    want + ") of " + variant.Uri());
   };
-  if (args.dtype != variant.dtype) {
-    return mismatch("dtype", std::string(DTypeName(args.dtype)), std::string(DTypeName(variant.dtype)));
+  const Problem& p = args.problem;
+  if (p.dtype != variant.dtype) {
+    return mismatch("dtype", std::string(DTypeName(p.dtype)), std::string(DTypeName(variant.dtype)));
   }
-  if (args.head_dim != variant.head_dim) {
-    return mismatch("head_dim", std::to_string(args.head_dim), std::to_string(variant.head_dim));
+  if (p.head_dim != variant.head_dim) {
+    return mismatch("head_dim", std::to_string(p.head_dim), std::to_string(variant.head_dim));
   }
-  if (args.causal != variant.causal) {
-    return mismatch("causal", args.causal ? "true" : "false", variant.causal ? "true" : "false");
+  if (p.causal != variant.causal) {
+    return mismatch("causal", p.causal ? "true" : "false", variant.causal ? "true" : "false");
   }
+  return Status::Ok();
+}
+
+Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_table,
+                        const std::vector<int32_t>& seqlens_k) {
+  const Problem& p = a.problem;
+  const PagedKv& g = a.paged;
+  if (int64_t(seqlens_k.size()) != p.batch)
+    return Invalid("seqlens_k has " + std::to_string(seqlens_k.size()) + " entries, batch is " + std::to_string(p.batch));
+  if (g.block_size < 1 || int64_t(block_table.size()) < p.batch * g.block_table_stride)
+    return Invalid("block_table has " + std::to_string(block_table.size()) + " entries, fewer than batch * " +
+                   "paged.block_table_stride (" + std::to_string(p.batch * g.block_table_stride) + ")");
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int32_t n = seqlens_k[size_t(b)];
+    if (n < 0 || n > p.seqlen_k)
+      return Invalid("seqlens_k[" + std::to_string(b) + "] (" + std::to_string(n) + ") must be in [0, seqlen_k = " +
+                     std::to_string(p.seqlen_k) + "]");
+    for (int64_t j = 0; j < (n + g.block_size - 1) / g.block_size; ++j) {
+      const int32_t page = block_table[size_t(b * g.block_table_stride + j)];
+      if (page < 0 || page >= g.num_blocks)
+        return Invalid("block_table[" + std::to_string(b) + "][" + std::to_string(j) + "] (" + std::to_string(page) +
+                       ") is not a page: must be in [0, paged.num_blocks = " + std::to_string(g.num_blocks) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu, int64_t batch, int64_t max_len,
+                          int64_t total) {
+  if (int64_t(cu.size()) != batch + 1)
+    return Invalid(std::string(name) + " has " + std::to_string(cu.size()) + " entries; batch + 1 = " +
+                   std::to_string(batch + 1) + " expected");
+  if (cu[0] != 0) return Invalid(std::string(name) + "[0] (" + std::to_string(cu[0]) + ") must be 0");
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = int64_t(cu[size_t(b + 1)]) - cu[size_t(b)];
+    if (len < 0)
+      return Invalid(std::string(name) + " must be non-decreasing: [" + std::to_string(b + 1) + "] (" +
+                     std::to_string(cu[size_t(b + 1)]) + ") < [" + std::to_string(b) + "] (" +
+                     std::to_string(cu[size_t(b)]) + ")");
+    if (len > max_len)
+      return Invalid(std::string(name) + ": sequence " + std::to_string(b) + " has " + std::to_string(len) +
+                     " rows, more than the longest declared (" + std::to_string(max_len) + ")");
+  }
+  if (cu[size_t(batch)] != total)
+    return Invalid(std::string(name) + "[batch] (" + std::to_string(cu[size_t(batch)]) + ") must equal the total (" +
+                   std::to_string(total) + ")");
   return Status::Ok();
 }
 

@@ -119,19 +119,19 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
 Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(a));
   // The URI only on failure: this runs on every launch and must not allocate when it passes.
-  if (a.dtype != c.dtype)
-    return Invalid(HopperUri(c) + " cannot serve dtype " + std::string(DTypeName(a.dtype)));
-  if (a.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.head_dim));
-  if (a.causal != c.causal)
-    return Invalid(HopperUri(c) + " cannot serve a " + (a.causal ? "causal" : "non-causal") + " call");
+  if (a.problem.dtype != c.dtype)
+    return Invalid(HopperUri(c) + " cannot serve dtype " + std::string(DTypeName(a.problem.dtype)));
+  if (a.problem.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.problem.head_dim));
+  if (a.problem.causal != c.causal)
+    return Invalid(HopperUri(c) + " cannot serve a " + (a.problem.causal ? "causal" : "non-causal") + " call");
   return CheckTmaDescribable(a);
 }
 
 Status CheckTmaDescribable(const ForwardArgs& a) {
-  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, a.batch, a.seqlen_q, a.heads_q));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, a.batch, a.seqlen_k, a.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, a.batch, a.seqlen_k, a.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, a.batch, a.seqlen_q, a.heads_q));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q));
   return Status::Ok();
 }
 
@@ -144,12 +144,12 @@ Status PackHopper(const HopperConfig& c, const ForwardArgs& a, int sm_count, Lau
 }
 
 void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count, LaunchPacket* out) {
-  const int64_t m_blocks = (a.seqlen_q + c.block_m - 1) / c.block_m;
+  const int64_t m_blocks = (a.problem.seqlen_q + c.block_m - 1) / c.block_m;
   if (c.persistent) {
     // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N. One block per resident slot: one
     // consumer warpgroup leaves room for two blocks per SM (the template's launch bounds) when
     // their shared memory fits the SM's 228 KB (1 KB of it reserved per block).
-    const int64_t tiles = m_blocks * a.heads_q * a.batch;
+    const int64_t tiles = m_blocks * a.problem.heads_q * a.problem.batch;
     const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
     const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(c.consumer_wgs == 1 ? 2 : 1, by_smem));
     out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1) * per_sm));
@@ -157,33 +157,33 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
     out->grid[2] = 1;
   } else {
     out->grid[0] = unsigned(m_blocks);
-    out->grid[1] = unsigned(a.heads_q);
-    out->grid[2] = unsigned(a.batch);
+    out->grid[1] = unsigned(a.problem.heads_q);
+    out->grid[2] = unsigned(a.problem.batch);
   }
   out->block[0] = unsigned(HopperThreads(c));
   out->block[1] = 1;
   out->block[2] = 1;
   out->smem_bytes = unsigned(HopperSmemBytes(c));
   out->tensor_maps = 4;
-  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.dtype, a.q, a.q_strides, a.batch, a.seqlen_q, a.heads_q,
-                        a.head_dim, c.block_m);
-  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.dtype, a.k, a.k_strides, a.batch, a.seqlen_k, a.heads_kv,
-                        a.head_dim, c.block_n);
-  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.dtype, a.v, a.v_strides, a.batch, a.seqlen_k, a.heads_kv,
-                        a.head_dim, c.block_n);
-  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.dtype, a.o, a.o_strides, a.batch, a.seqlen_q, a.heads_q,
-                        a.head_dim, kRowsPerWarpgroup);
+  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q,
+                        a.problem.head_dim, c.block_m);
+  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv,
+                        a.problem.head_dim, c.block_n);
+  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, a.problem.batch, a.problem.seqlen_k, a.problem.heads_kv,
+                        a.problem.head_dim, c.block_n);
+  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, a.problem.batch, a.problem.seqlen_q, a.problem.heads_q,
+                        a.problem.head_dim, kRowsPerWarpgroup);
   HopperParams p{};
   p.o = a.o;
   p.lse = a.lse;
   p.o_stride[0] = a.o_strides.batch;
   p.o_stride[1] = a.o_strides.seq;
   p.o_stride[2] = a.o_strides.head;
-  p.batch = int32_t(a.batch);
-  p.seqlen_q = int32_t(a.seqlen_q);
-  p.seqlen_k = int32_t(a.seqlen_k);
-  p.heads_q = int32_t(a.heads_q);
-  p.heads_kv = int32_t(a.heads_kv);
+  p.batch = int32_t(a.problem.batch);
+  p.seqlen_q = int32_t(a.problem.seqlen_q);
+  p.seqlen_k = int32_t(a.problem.seqlen_k);
+  p.heads_q = int32_t(a.problem.heads_q);
+  p.heads_kv = int32_t(a.problem.heads_kv);
   p.scale_log2 = float(double(a.EffectiveScale()) * 1.4426950408889634);
   out->SetArgs(p);
 }

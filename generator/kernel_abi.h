@@ -36,11 +36,11 @@ inline KernelParams MakeKernelParams(const ForwardArgs& a) {
     out[t][1] = in[t]->seq;
     out[t][2] = in[t]->head;
   }
-  p.batch = int32_t(a.batch);
-  p.seqlen_q = int32_t(a.seqlen_q);
-  p.seqlen_k = int32_t(a.seqlen_k);
-  p.heads_q = int32_t(a.heads_q);
-  p.heads_kv = int32_t(a.heads_kv);
+  p.batch = int32_t(a.problem.batch);
+  p.seqlen_q = int32_t(a.problem.seqlen_q);
+  p.seqlen_k = int32_t(a.problem.seqlen_k);
+  p.heads_q = int32_t(a.problem.heads_q);
+  p.heads_kv = int32_t(a.problem.heads_kv);
   p.scale_log2 = float(double(a.EffectiveScale()) * kLog2e);
   return p;
 }

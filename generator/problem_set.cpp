@@ -65,6 +65,24 @@ Status ValidateProblem(const Problem& p) {
   return Status::Ok();
 }
 
+Result<int64_t> HeadsFor(const ProblemSetOptions& o, int d) {
+  if (d < 1) return Invalid("head_dims: " + std::to_string(d) + " is not supported; allowed: " + HeadDimList());
+  const int64_t step = o.heads_kv > 0 ? o.heads_kv : 1;  // Hq must stay a multiple of Hkv
+  // Divisible: hidden / D, even when heads_kv does not divide it (ValidateProblem says so).
+  if (o.hidden % d == 0) return o.hidden / d;
+  // The multiples of `step` just below and above hidden / D.
+  const int64_t below = std::max<int64_t>(step, o.hidden / d / step * step), above = below + step;
+  if (o.exact_hidden) {
+    std::string fix = "hidden " + std::to_string(below * d) + " (" + std::to_string(below) + " heads) or " +
+                      std::to_string(above * d) + " (" + std::to_string(above) + " heads)";
+    return Invalid("hidden " + std::to_string(o.hidden) + " is not a multiple of head dim " + std::to_string(d) +
+                   (step > 1 ? " times heads_kv " + std::to_string(step) : std::string()) + "; give " + fix +
+                   ", or leave hidden unset to fit the head count");
+  }
+  // Nearest by hidden size; a tie takes the smaller count.
+  return (o.hidden - below * d) <= (above * d - o.hidden) ? below : above;
+}
+
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   if (o.dtypes.empty()) return Invalid("dtypes: empty; allowed: bf16, f16");
   if (o.head_dims.empty()) return Invalid("head_dims: empty; allowed: " + HeadDimList());
@@ -78,8 +96,8 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
     for (int d : o.head_dims) {
       if (!SupportedHeadDim(d))
         return Invalid("head_dims: " + std::to_string(d) + " is not supported; allowed: " + HeadDimList());
-      if (o.hidden % d != 0)
-        return Invalid("hidden " + std::to_string(o.hidden) + " is not a multiple of head dim " + std::to_string(d));
+      auto heads_q = HeadsFor(o, d);
+      if (!heads_q.ok()) return heads_q.status();
       for (bool c : o.causal)
         for (int64_t nq : o.seqlens) {
           std::vector<int64_t> nks = o.seqlens_k.empty() ? std::vector<int64_t>{nq} : o.seqlens_k;
@@ -90,7 +108,7 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
             p.causal = c;
             p.seqlen_q = nq;
             p.seqlen_k = nk;
-            p.heads_q = o.hidden / d;
+            p.heads_q = *heads_q;
             p.heads_kv = o.heads_kv == 0 ? p.heads_q : o.heads_kv;
             p.batch = nq >= 1 ? std::max<int64_t>(1, o.tokens / nq) : 0;
             Status s = ValidateProblem(p);
@@ -99,6 +117,14 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
           }
         }
     }
+  return out;
+}
+
+std::vector<Problem> DefaultDecodeProblems() {
+  std::vector<Problem> out;
+  for (int64_t batch : {1, 8, 64})
+    for (int64_t keys : {2048, 8192, 32768, 131072})
+      if (batch * keys <= 64 * 32768) out.push_back(Problem{DType::kBF16, 128, false, batch, 1, keys, 32, 8});
   return out;
 }
 
@@ -280,6 +306,8 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
 
 int BucketDistance(const BucketKey& a, const BucketKey& b) {
   if (a.operation != b.operation || a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  // Decode (Nq <= 16) and prefill are served by different kernels: never near each other.
+  if ((a.seqlen_q_bucket <= kDecodeQueryBucket) != (b.seqlen_q_bucket <= kDecodeQueryBucket)) return -1;
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +
          std::abs(a.batch_heads_bucket - b.batch_heads_bucket);
 }

@@ -86,6 +86,26 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceO
   return out;
 }
 
+Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const SpaceOptions& opt) {
+  auto all = EnumerateSpace(ClassOf(problem), opt);
+  if (!all.ok()) return all;
+  std::vector<Variant> out;
+  for (Variant& v : *all) {
+    const Family* f = FindFamily(v.family);
+    if (f != nullptr && f->PreferenceFor(problem) >= 0) out.push_back(std::move(v));
+  }
+  if (out.empty()) return Invalid("no kernel family serves " + problem.ToString() + " on " + opt.arch);
+  return out;
+}
+
+Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes, std::string_view arch) {
+  const Target target{std::string(arch), max_smem_bytes};
+  const ProblemClass cls = ClassOf(problem);
+  for (const Family* f : FamiliesFor(problem))
+    if (f->Serves(cls, target)) return f->Default(cls, target);
+  return Invalid("no kernel family serves " + problem.ToString() + " on " + std::string(arch));
+}
+
 Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes, std::string_view arch) {
   const Target target{std::string(arch), max_smem_bytes};
   const std::vector<const Family*> serving = FamiliesServing(pc, target);

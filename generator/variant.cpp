@@ -37,6 +37,22 @@ Result<Operation> ParseOperation(std::string_view text, std::string_view what) {
                 std::string(what) + " '" + std::string(text) + "' is not an operation; allowed: fwd, bwd");
 }
 
+std::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kDense: return "dense";
+    case Layout::kPaged: return "paged";
+    case Layout::kVarlen: return "varlen";
+  }
+  return "unknown";
+}
+
+Result<Layout> ParseLayout(std::string_view text, std::string_view what) {
+  for (Layout l : {Layout::kDense, Layout::kPaged, Layout::kVarlen})
+    if (text == LayoutName(l)) return l;
+  return Status(Code::kInvalidArgument, std::string(what) + ": '" + std::string(text) +
+                                            "' is not a layout; allowed: dense, paged, varlen");
+}
+
 double Problem::Flops() const {
   double flops = 4.0 * double(batch) * double(heads_q) * double(seqlen_q) * double(seqlen_k) *
                  double(head_dim);
@@ -57,6 +73,7 @@ std::string Problem::ToString() const {
   s += " Hq" + std::to_string(heads_q);
   s += " Hkv" + std::to_string(heads_kv);
   if (operation == Operation::kBackward) s += " bwd";
+  if (layout != Layout::kDense) s += " " + std::string(LayoutName(layout));
   return s;
 }
 

@@ -65,20 +65,15 @@ flashtune::Result<flashtune::Problem> ToProblem(const ft_problem& p, const char*
 
 flashtune::Strides ToStrides(const int64_t s[3]) { return flashtune::Strides{s[0], s[1], s[2]}; }
 
-// Converts C forward arguments; kInvalidArgument naming the field of `what`.
-flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const ft_forward_args& args, const std::string& what) {
+// The fields ft_forward_args and ft_attention_args share; kInvalidArgument naming the field of
+// `what`.
+template <typename CArgs>
+flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const CArgs& args, const std::string& what) {
   auto problem = ToProblem(args.problem, (what + ".problem").c_str());
   if (!problem.ok()) return problem.status();
   flashtune::ForwardArgs a;
-  a.dtype = problem->dtype;
-  a.head_dim = problem->head_dim;
-  a.causal = problem->causal;
+  a.problem = *problem;
   a.softmax_scale = args.softmax_scale;
-  a.batch = problem->batch;
-  a.seqlen_q = problem->seqlen_q;
-  a.seqlen_k = problem->seqlen_k;
-  a.heads_q = problem->heads_q;
-  a.heads_kv = problem->heads_kv;
   a.q = args.q;
   a.k = args.k;
   a.v = args.v;
@@ -91,13 +86,40 @@ flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const ft_forward_args& a
   return a;
 }
 
+// Version 1 is the only struct_size; later versions append fields and accept this size too.
+constexpr uint32_t kAttentionArgsV1Size = sizeof(ft_attention_args);
+
+flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_args& args) {
+  if (args.struct_size != kAttentionArgsV1Size)
+    return Status(Code::kInvalidArgument, "args.struct_size (" + std::to_string(args.struct_size) +
+                                              ") is not a known ft_attention_args size; allowed: " +
+                                              std::to_string(kAttentionArgsV1Size) + " (sizeof, version 1)");
+  auto a = ToForwardArgs(args, "args");
+  if (!a.ok()) return a.status();
+  switch (args.layout) {
+    case FT_LAYOUT_DENSE: a->problem.layout = flashtune::Layout::kDense; break;
+    case FT_LAYOUT_PAGED: a->problem.layout = flashtune::Layout::kPaged; break;
+    case FT_LAYOUT_VARLEN: a->problem.layout = flashtune::Layout::kVarlen; break;
+    default:
+      return Status(Code::kInvalidArgument, "args.layout (" + std::to_string(args.layout) +
+                                                "); allowed: FT_LAYOUT_DENSE (0), FT_LAYOUT_PAGED (1), FT_LAYOUT_VARLEN (2)");
+  }
+  a->seqlens_k = args.seqlens_k;
+  a->paged = {args.block_table, args.block_table_stride, args.max_blocks_per_seq, args.num_blocks, args.block_size};
+  a->varlen = {args.cu_seqlens_q, args.cu_seqlens_k, args.total_q, args.total_k};
+  a->workspace = args.workspace;
+  a->workspace_bytes = args.workspace_bytes;
+  return a;
+}
+
 // Fills *out from a plan.
 void FillPlanInfo(const flashtune::Plan& plan, ft_plan_info* out) {
   std::memset(out, 0, sizeof *out);
   Copy(out->variant_uri, sizeof out->variant_uri, plan.variant.Uri());
-  out->source = plan.source == flashtune::PlanSource::kExact     ? FT_PLAN_EXACT
-                : plan.source == flashtune::PlanSource::kNearest ? FT_PLAN_NEAREST
-                                                                 : FT_PLAN_HEURISTIC;
+  out->source = plan.source == flashtune::PlanSource::kExact       ? FT_PLAN_EXACT
+                : plan.source == flashtune::PlanSource::kNearest   ? FT_PLAN_NEAREST
+                : plan.source == flashtune::PlanSource::kNeighbour ? FT_PLAN_NEIGHBOUR
+                                                                   : FT_PLAN_HEURISTIC;
   Copy(out->source_name, sizeof out->source_name, std::string(flashtune::PlanSourceName(plan.source)));
   Copy(out->bucket, sizeof out->bucket, plan.bucket_name);
   Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan.tuned_bucket);
@@ -151,6 +173,28 @@ int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream) {
   return status.ok() ? Succeed() : Fail(status);
 }
 
+int ft_forward_ex(ft_runtime* runtime, const ft_attention_args* args, void* stream) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_forward_ex: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_forward_ex: args is NULL");
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  Status status = runtime->runtime->forward(*a, static_cast<CUstream>(stream));
+  return status.ok() ? Succeed() : Fail(status);
+}
+
+int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_t* bytes) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: args is NULL");
+  if (bytes == nullptr) return Fail(Code::kInvalidArgument, "ft_workspace_size: bytes is NULL");
+  *bytes = 0;
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  auto size = runtime->runtime->workspace_size(a->problem);
+  if (!size.ok()) return Fail(size.status());
+  *bytes = *size;
+  return Succeed();
+}
+
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   return PlanFor(runtime, problem, out, flashtune::Operation::kForward, "ft_plan");
 }
@@ -167,7 +211,7 @@ int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out) {
   p->operation = flashtune::Operation::kBackward;
   Status valid = flashtune::ValidateProblem(*p);
   if (!valid.ok()) return Fail(valid);
-  *out = flashtune::BackwardWorkspaceBytes(*p);
+  *out = flashtune::WorkspaceBytes(*p, 0);  // the backward workspace does not depend on the SM count
   return Succeed();
 }
 
@@ -189,8 +233,8 @@ int ft_backward(ft_runtime* runtime, const ft_backward_args* args, void* stream)
   b.dq_strides = ToStrides(args->dq_strides);
   b.dk_strides = ToStrides(args->dk_strides);
   b.dv_strides = ToStrides(args->dv_strides);
-  b.workspace = args->workspace;
-  b.workspace_bytes = args->workspace_bytes;
+  b.forward.workspace = args->workspace;
+  b.forward.workspace_bytes = args->workspace_bytes;
   b.deterministic = args->deterministic == 1;
   Status status = runtime->runtime->backward(b, static_cast<CUstream>(stream));
   return status.ok() ? Succeed() : Fail(status);

@@ -16,44 +16,33 @@ Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
   return std::make_pair(driver, *current);
 }
 
-Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
+Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, uint64_t code) {
   auto current = Current();
   if (!current.ok()) return current.status();
   auto [driver, context] = *current;
-  // The deterministic variant is another kernel: its own launch-cache entry.
-  const uint64_t code = BucketCode(BucketOf(args.problem())) ^ (uint64_t(args.deterministic) << 40);
-  const ForwardKernel* kernel = nullptr;
   if (context != nullptr) {
     std::shared_lock lock(launch_mutex_);
     auto it = launch_cache_.find({context, code});
-    if (it != launch_cache_.end()) kernel = it->second;
+    if (it != launch_cache_.end()) return Call{driver, context, it->second};
   }
-  if (kernel == nullptr) {
-    std::lock_guard lock(load_mutex_);
-    auto prepared = Prepare(*driver, context, args.problem(), args.deterministic, code);
-    if (!prepared.ok()) return prepared.status();
-    kernel = *prepared;
-  }
-  return kernel->LaunchBackwardValidated(args, stream);
+  std::lock_guard lock(load_mutex_);
+  auto prepared = Prepare(*driver, context, problem, deterministic, code);
+  if (!prepared.ok()) return prepared.status();
+  return Call{driver, context, *prepared};
+}
+
+Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
+  // The deterministic variant is another kernel: its own launch-cache entry.
+  const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
+  auto call = KernelForCall(args.problem(), args.deterministic, code);
+  if (!call.ok()) return call.status();
+  return call->kernel->LaunchBackwardValidated(args, stream);
 }
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
-  auto current = Current();
-  if (!current.ok()) return current.status();
-  auto [driver, context] = *current;
-  const uint64_t code = BucketCode(BucketOf(args.problem()));
-  const ForwardKernel* kernel = nullptr;
-  if (context != nullptr) {
-    std::shared_lock lock(launch_mutex_);
-    auto it = launch_cache_.find({context, code});
-    if (it != launch_cache_.end()) kernel = it->second;
-  }
-  if (kernel == nullptr) {
-    std::lock_guard lock(load_mutex_);
-    auto prepared = Prepare(*driver, context, args.problem(), false, code);
-    if (!prepared.ok()) return prepared.status();
-    kernel = *prepared;
-  }
+  auto call = KernelForCall(args.problem, false, BucketCode(BucketOf(args.problem), args.problem.layout));
+  if (!call.ok()) return call.status();
+  auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchValidated(args, stream);
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (its CanRun said why; nothing was launched).
@@ -151,7 +140,7 @@ Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const Forward
   if (!variant.ok()) return variant.status();
   if (!kernels_.count({context, variant->Uri()}))
     log_->Log(LogLevel::kWarning,
-              "falling back to " + variant->Uri() + " for " + args.problem().ToString() + ": " + why.message());
+              "falling back to " + variant->Uri() + " for " + args.problem.ToString() + ": " + why.message());
   return KernelFor(context, cs->second, *variant);
 }
 

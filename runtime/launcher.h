@@ -50,6 +50,13 @@ class Launcher {
 
   // The loaded driver (cached after the first success) and the calling thread's context.
   Result<std::pair<Driver*, CUcontext>> Current();
+  struct Call {
+    Driver* driver;
+    CUcontext context;  // the calling thread's (null when it had none: Prepare made one current)
+    const ForwardKernel* kernel;
+  };
+  // The kernel for a call of `problem` cached under `code`: the warm lookup, else Prepare.
+  Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code);
   // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
   // plan is a backward one), kernel; caches it under `code`. Caller holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,

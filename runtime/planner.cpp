@@ -1,4 +1,4 @@
-// The runtime's planner: exact → nearest → heuristic, cached per (device, bucket).
+// The runtime's planner: exact → nearest → neighbour → heuristic, cached per (device, bucket).
 #include "runtime/planner.h"
 
 #include <cstdio>
@@ -25,12 +25,12 @@ std::string FormatUs(double us) {
 
 }  // namespace
 
-uint64_t BucketCode(const BucketKey& b) {
+uint64_t BucketCode(const BucketKey& b, Layout layout) {
   return static_cast<uint64_t>(b.dtype == DType::kBF16) | (static_cast<uint64_t>(b.causal) << 1) |
          (static_cast<uint64_t>(b.head_dim & 0x3ff) << 2) | (static_cast<uint64_t>(b.seqlen_q_bucket & 0xff) << 12) |
          (static_cast<uint64_t>(b.seqlen_k_bucket & 0xff) << 20) |
-         (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) |
-         (static_cast<uint64_t>(b.operation == Operation::kBackward) << 36);
+         (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) | (static_cast<uint64_t>(layout) << 36) |
+         (static_cast<uint64_t>(b.operation == Operation::kBackward) << 38);
 }
 
 DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver) {
@@ -59,7 +59,7 @@ DeviceState DeviceState::Absent(std::string reason) {
 
 Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
   const BucketKey bucket = BucketOf(problem);
-  const uint64_t code = BucketCode(bucket);
+  const uint64_t code = BucketCode(bucket, problem.layout);
   {
     std::shared_lock lock(mutex_);
     auto it = device.plans.find(code);
@@ -91,7 +91,8 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     check_tuned = !device.untuned_checked;
     device.untuned_checked = true;
   }
-  auto found = db_->FindWinner(device.record, bucket, check_tuned, logs);
+  const Target target = device.target();
+  auto found = db_->FindWinner(device.record, bucket, target, check_tuned, logs);
   if (!found.ok()) return found.status();
   if (check_tuned) {
     std::string gap;
@@ -108,6 +109,15 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
       logs->push_back({LogLevel::kWarning, gap + "; using built-in default kernels (run `flashtune tune`)"});
   }
   const std::string who = have_device ? device.record.name : std::string("no GPU");
+  std::string unfit;  // why a tuned winner cannot serve this problem's layout
+  if (const std::optional<WinnerRow>& winner = found->winner) {
+    const Family* f = FindFamily(winner->variant.family);
+    if (f == nullptr || f->PreferenceFor(problem) < 0) {
+      unfit = "the tuned winner " + winner->variant.Uri() + " of bucket " + BucketString(winner->bucket) +
+              " cannot serve " + std::string(LayoutName(problem.layout)) + " calls; ";
+      found->winner.reset();
+    }
+  }
   if (const std::optional<WinnerRow>& winner = found->winner) {
     const bool exact = found->exact;
     plan.variant = winner->variant;
@@ -128,12 +138,25 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     return plan;
   }
   const ProblemClass cls = ClassOf(problem);
-  const Target target = device.target();
-  plan.variant = DefaultVariant(cls, target.max_smem_bytes, target.arch);
+  const std::optional<NeighbourGuess>& guess = found->guess;
+  const Family* guess_family = guess ? FindFamily(guess->variant.family) : nullptr;
+  if (guess && guess_family != nullptr && guess_family->PreferenceFor(problem) >= 0) {
+    plan.variant = guess->variant;
+    plan.source = PlanSource::kNeighbour;
+    plan.tuned_problem = guess->from.problem;
+    plan.tuned_bucket = BucketString(guess->from.bucket);
+    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + "; the neighbouring class's " +
+               guess->from.variant_uri + " (" + guess->reason + ", tuned on " + guess->from.problem.ToString() +
+               ": " + FormatUs(guess->from.median_us) + " us) as " + plan.variant.Uri();
+    return plan;
+  }
+  auto chosen = DefaultVariantFor(problem, target.max_smem_bytes, target.arch);
+  if (!chosen.ok()) return chosen.status();
+  plan.variant = *chosen;
   plan.source = PlanSource::kHeuristic;
   FT_RETURN_IF_ERROR(CheckVariant(plan.variant, target.max_smem_bytes));
   auto family = FamilyOf(plan.variant);
-  plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
+  plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
              (have_device ? "" : " (no device to match tuned rows)") + "; " + plan.variant.family +
              "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
@@ -142,9 +165,13 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
 
 Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
   const Target target = device.target();
-  for (const Family* family : FamiliesServing(ClassOf(args.problem()), target)) {
-    const Variant v = family->Default(ClassOf(args.problem()), target);
-    if (family->Check(v, target.max_smem_bytes).ok() && family->CanRun(v, args).ok()) return v;
+  const ProblemClass cls = ClassOf(args.problem);
+  for (const Family* family : FamiliesFor(args.problem)) {
+    if (!family->Serves(cls, target)) continue;
+    const Variant v = family->Default(cls, target);
+    LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
+    trial.sm_count = device.record.sm_count;
+    if (family->Check(v, target.max_smem_bytes).ok() && PackValidatedForward(v, args, &trial).ok()) return v;
   }
   return why;
 }

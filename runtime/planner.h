@@ -1,8 +1,10 @@
 // planner.h — the runtime's choice of kernel for a problem on a GPU, and its reason.
 //
 // The chain: the exact bucket's tuned winner for this GPU model + driver and this toolchain
-// (kExact), else the winner of the nearest tuned bucket of the same class (kNearest), else the
-// default variant of the most preferred family that serves the class on this GPU (kHeuristic).
+// (kExact), else the winner of the nearest tuned bucket of the same class (kNearest), else a
+// neighbouring class's winner that fits this class and GPU (kNeighbour; the policy is
+// GuessFromNeighbours, flashtune/neighbour_guess.h), else the default variant of the most
+// preferred family that serves the class on this GPU (kHeuristic).
 // Plans are cached per (device, bucket). A GPU with no tuned winner at all is reported once.
 // The planner knows families only through the generator's registry: adding a family does not
 // touch it.
@@ -51,8 +53,9 @@ struct DeviceState {
   std::unordered_map<uint64_t, Plan> plans;  // by BucketCode; guarded by Planner::mutex_
 };
 
-// A bucket packed into one integer: the plan and launch caches' hash key.
-uint64_t BucketCode(const BucketKey& bucket);
+// A bucket and a layout packed into one integer: the plan and launch caches' hash key (a paged
+// call of a dense bucket's shape may need another family).
+uint64_t BucketCode(const BucketKey& bucket, Layout layout);
 
 class Planner {
  public:
@@ -62,7 +65,8 @@ class Planner {
   Result<Plan> PlanOn(DeviceState& device, const Problem& problem);
 
   // The variant to launch when the planned family cannot run a call (its CanRun said `why`): the
-  // default of the most preferred family that serves the class on `device` and can run `args`.
+  // default of the family that fits the problem best (FamiliesFor), serves the class on
+  // `device` and can run `args` (layout, seqlens_k, workspace, CanRun).
   // The status `why` when none can.
   static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why);
 

@@ -30,6 +30,7 @@ std::string_view PlanSourceName(PlanSource source) {
     case PlanSource::kExact: return "exact";
     case PlanSource::kNearest: return "nearest";
     case PlanSource::kHeuristic: return "heuristic";
+    case PlanSource::kNeighbour: return "neighbour";
   }
   return "unknown";
 }
@@ -93,5 +94,10 @@ const std::string& Runtime::db_path() const { return impl_->db.path(); }
 bool Runtime::has_database() const { return impl_->db.is_open(); }
 
 const DeviceRecord& Runtime::device() const { return impl_->planning.record; }
+
+Result<int64_t> Runtime::workspace_size(const Problem& problem) const {
+  FT_RETURN_IF_ERROR(ValidateProblem(problem));
+  return WorkspaceBytes(problem, impl_->planning.record.sm_count);
+}
 
 }  // namespace flashtune

@@ -2,7 +2,6 @@
 #include "runtime/runtime_database.h"
 
 #include <filesystem>
-#include <map>
 #include <utility>
 
 #include "flashtune/cubin_store.h"
@@ -57,22 +56,13 @@ Database* RuntimeDatabase::ReadDb(LogBatch* logs) {
 }
 
 Result<bool> RuntimeDatabase::HasWinners(Database& db, const DeviceRecord& device) {
-  auto devices = db.ListDevices();
-  if (!devices.ok()) return devices.status();
-  auto toolchains = db.ListToolchains();
-  if (!toolchains.ok()) return toolchains.status();
-  auto winners = db.ListWinners();
+  auto winners = db.ListWinnersFor(device, toolchain_);
   if (!winners.ok()) return winners.status();
-  std::map<int64_t, bool> device_ok, toolchain_ok;
-  for (const DeviceRow& d : *devices) device_ok[d.id] = SameGpuModel(d.device, device);
-  for (const ToolchainRow& t : *toolchains) toolchain_ok[t.id] = t.toolchain == toolchain_;
-  for (const WinnerRow& w : *winners)
-    if (device_ok[w.device_id] && toolchain_ok[w.toolchain_id]) return true;
-  return false;
+  return !winners->empty();
 }
 
 Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& device, const BucketKey& bucket,
-                                                            bool check_tuned, LogBatch* logs) {
+                                                            const Target& target, bool check_tuned, LogBatch* logs) {
   std::lock_guard lock(mutex_);
   Lookup out;
   Database* db = ReadDb(logs);
@@ -87,6 +77,11 @@ Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& 
     auto nearest = db->FindNearestWinner(device, toolchain_, bucket);
     if (!nearest.ok()) return nearest.status();
     out.winner = std::move(*nearest);
+  }
+  if (!out.winner) {
+    auto guess = GuessFromNeighbours(*db, device, toolchain_, bucket, target.arch, target.max_smem_bytes);
+    if (!guess.ok()) return guess.status();
+    out.guess = std::move(*guess);
   }
   if (check_tuned) {
     auto has = HasWinners(*db, device);

@@ -14,7 +14,9 @@
 
 #include "flashtune/compiler.h"
 #include "flashtune/database.h"
+#include "flashtune/neighbour_guess.h"
 #include "flashtune/variant.h"
+#include "generator/family.h"  // Target
 #include "runtime/runtime_log.h"
 
 namespace flashtune {
@@ -36,10 +38,14 @@ class RuntimeDatabase {
   struct Lookup {
     std::optional<WinnerRow> winner;
     bool exact = false;
+    // When the class has no winner: a neighbouring class's, re-specialised (neighbour_guess.h).
+    std::optional<NeighbourGuess> guess;
     bool database_open = false;
     bool device_has_winners = true;  // only computed when asked (check_tuned)
   };
-  Result<Lookup> FindWinner(const DeviceRecord& device, const BucketKey& bucket, bool check_tuned, LogBatch* logs);
+  // `target` is what a neighbour's tile must fit (its family's rules, its shared memory).
+  Result<Lookup> FindWinner(const DeviceRecord& device, const BucketKey& bucket, const Target& target,
+                            bool check_tuned, LogBatch* logs);
 
   // The cubin of `variant` for `arch`: the database's stored one, else compiled (and stored when
   // the database file exists and is writable).

@@ -91,6 +91,35 @@ static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(H
               "HopperParams layout drifted");
 #endif
 
+// decode_fwd (templates/decode_fwd.cuh): both of its kernels (the split and the combine).
+struct DecodeParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;               // may be null
+  const int* seqlens_k;     // [B] or null (every sequence has seqlen_k keys)
+  const int* block_table;   // null: dense K/V
+  float* ws_o;              // [splits, B * Hq * Nq, D] partial outputs (splits > 1)
+  float* ws_lse;            // [splits, B * Hq * Nq]
+  i64 q_stride[3];          // batch, seq, head — elements
+  i64 k_stride[3];          // paged: block, row in block, head
+  i64 v_stride[3];
+  i64 o_stride[3];
+  i64 block_table_stride;
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  int num_blocks;
+  int block_shift;          // log2(block_size)
+  int splits;
+  float scale_log2;         // softmax_scale * log2(e)
+  int pad;
+};
+static_assert(sizeof(DecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
+
 }  // namespace ft_abi
 
 #endif  // FT_KERNEL_ABI_CUH_

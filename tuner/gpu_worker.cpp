@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "flashtune/kernel.h"
+#include "flashtune/problem_set.h"
 #include "flashtune/reference.h"
 #include "flashtune/space.h"
 #include "tuner/gpu_protocol.h"
@@ -225,19 +226,48 @@ class GpuWorker {
     ForwardArgs args = ArgsFor(p, inputs ? inputs : &t);
     args.o = reinterpret_cast<void*>(t.o->get());
     args.lse = reinterpret_cast<float*>(t.lse->get());
+    FT_RETURN_IF_ERROR(AttachWorkspace(&args));
     FT_RETURN_IF_ERROR(kernel.Launch(args, stream_->get()));
     return stream_->Synchronize();
   }
 
+  // Points `args` at a workspace of the size its problem needs (split-key decode kernels),
+  // grown when a problem needs more; allocated before any timing starts.
+  Status AttachWorkspace(ForwardArgs* args) {
+    const int64_t bytes = WorkspaceBytes(args->problem, info_.sm_count);
+    if (bytes > workspace_bytes_) {
+      workspace_.reset();
+      auto buffer = Alloc(*context_, size_t(bytes));
+      if (!buffer.ok()) return buffer.status();
+      workspace_.emplace(std::move(*buffer));
+      workspace_bytes_ = bytes;
+    }
+    if (bytes > 0) {
+      args->workspace = reinterpret_cast<void*>(workspace_->get());
+      args->workspace_bytes = workspace_bytes_;
+    }
+    return Status::Ok();
+  }
+
   // Two ragged shapes per class: GQA with Nq < Nk, and MQA with Nq > Nk (rows that see no key
-  // when causal). Sizes avoid multiples of every tile.
+  // when causal). Sizes avoid multiples of every tile. Decode problems (few query rows, which
+  // decode kernels alone may serve) get decode shapes: GQA 4:1 with one and with 13 query rows
+  // over keys that split, and MQA with more query rows than keys.
   Result<std::vector<VerifyCase>*> CasesFor(const Problem& timed) {
-    const std::string key = std::string(DTypeName(timed.dtype)) + std::to_string(timed.head_dim) + (timed.causal ? "c" : "f");
+    const bool decode = Log2Ceil(timed.seqlen_q) <= kDecodeQueryBucket;
+    const std::string key = std::string(DTypeName(timed.dtype)) + std::to_string(timed.head_dim) +
+                            (timed.causal ? "c" : "f") + (decode ? "d" : "p");
     auto it = cases_.find(key);
     if (it != cases_.end()) return &it->second;
-    std::vector<VerifyCase> cases(2);
-    cases[0].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 1, 257, 385, 4, 2};
-    cases[1].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 2, 385, 130, 2, 1};
+    std::vector<VerifyCase> cases(decode ? 3 : 2);
+    if (decode) {
+      cases[0].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 2, 1, 3001, 8, 2};
+      cases[1].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 3, 13, 1031, 8, 2};
+      cases[2].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 2, 5, 3, 4, 1};
+    } else {
+      cases[0].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 1, 257, 385, 4, 2};
+      cases[1].problem = Problem{timed.dtype, timed.head_dim, timed.causal, 2, 385, 130, 2, 1};
+    }
     uint64_t seed = 1234;
     for (VerifyCase& c : cases) {
       c.q.resize(QElems(c.problem));
@@ -353,6 +383,7 @@ class GpuWorker {
     auto launch = [&](size_t i) {
       DeviceTensors& t = inputs_[i % inputs_.size()];
       ForwardArgs args = ArgsFor(p, &t);
+      FT_RETURN_IF_ERROR(AttachWorkspace(&args));
       return kernel.Launch(args, stream_->get());
     };
     // Warm up by time: clocks ramp, caches and TLBs settle.
@@ -411,6 +442,8 @@ class GpuWorker {
   std::map<std::string, std::vector<VerifyCase>> cases_;
   std::string inputs_key_;  // the problem inputs_ and output_ are laid out for
   std::string data_key_;    // dtype and sizes of the random q, k, v in inputs_
+  std::optional<DeviceBuffer> workspace_;  // split-key partials (AttachWorkspace)
+  int64_t workspace_bytes_ = 0;
   std::vector<DeviceTensors> inputs_;
   DeviceTensors output_;
   std::string trusted_key_;

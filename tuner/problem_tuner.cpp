@@ -46,9 +46,9 @@ Measurement FromTrial(const TrialRecord& t) {
 
 }  // namespace
 
-Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Problem& p, const std::string& device_name,
-                              int64_t toolchain_id) {
-  if (o.strategy != "exhaustive") return false;
+Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Strategy& strategy, const Problem& p,
+                              const std::string& device_name, int64_t toolchain_id) {
+  if (!strategy.MeasuresEverything(p)) return false;
   auto pid = db.FindProblem(p);
   if (!pid.ok()) return pid.status().code() == Code::kNotFound ? Result<bool>(true) : Result<bool>(pid.status());
   auto rows = db.TrialsForProblem(*pid, 0, toolchain_id);
@@ -115,7 +115,7 @@ Result<bool> ProblemTuner::Admit(Work& w, ProblemSummary& s) {
   if (!existing.ok()) return existing.status();
   w.existing = std::move(*existing);
   if (!w.existing || o.retune) return true;
-  auto incomplete = SearchIncomplete(db_, o, w.problem, device.name, toolchain_id_);
+  auto incomplete = SearchIncomplete(db_, o, strategy_, w.problem, device.name, toolchain_id_);
   if (!incomplete.ok()) return incomplete.status();
   if (*incomplete) return true;
   s.outcome = ProblemOutcome::kSkipped;
@@ -208,7 +208,7 @@ Result<bool> ProblemTuner::Retime(const Work& w, ProblemSummary& s, std::vector<
   // is then the median of its rounds. Rounds stop once the leader is ahead by more than
   // kDecidedGap: only near-ties pay for more.
   std::mt19937_64 rng(o.seed ^ std::hash<std::string>()(w.problem.ToString()));
-  const int max_rounds = o.retime_rounds > 0 ? o.retime_rounds : strategy_.RetimeRounds();
+  const int max_rounds = o.retime_rounds > 0 ? o.retime_rounds : strategy_.RetimeRounds(w.problem);
   std::vector<std::vector<Measurement>> rounds(finalists->size());
   std::vector<bool> out(finalists->size(), false);  // failed a re-timing: out of contention
   for (int round = 0; round < max_rounds; ++round) {

@@ -24,10 +24,11 @@
 
 namespace flashtune {
 
-// Whether an exhaustive run still finds candidates of `p`'s space that no GPU of this model
-// measured with this toolchain (false for other strategies).
-Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Problem& p, const std::string& device_name,
-                              int64_t toolchain_id);
+// Whether a strategy that measures every candidate of `p` (Strategy::MeasuresEverything) still
+// finds candidates of its space that no GPU of this model measured with this toolchain (false
+// for other strategies).
+Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Strategy& strategy, const Problem& p,
+                              const std::string& device_name, int64_t toolchain_id);
 
 class ProblemTuner {
  public:

@@ -152,14 +152,14 @@ Status CheckReferenceArgs(const ForwardArgs& a) {
   const struct {
     const char* name;
     int64_t value;
-  } sizes[] = {{"head_dim", a.head_dim}, {"batch", a.batch},     {"seqlen_q", a.seqlen_q},
-               {"seqlen_k", a.seqlen_k}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}};
+  } sizes[] = {{"head_dim", a.problem.head_dim}, {"batch", a.problem.batch},     {"seqlen_q", a.problem.seqlen_q},
+               {"seqlen_k", a.problem.seqlen_k}, {"heads_q", a.problem.heads_q}, {"heads_kv", a.problem.heads_kv}};
   for (const auto& s : sizes) {
     if (s.value < 1) return Invalid(std::string(s.name) + " (" + std::to_string(s.value) + ") must be >= 1");
   }
-  if (a.heads_q % a.heads_kv != 0) {
-    return Invalid("heads_q (" + std::to_string(a.heads_q) + ") must be a multiple of heads_kv (" +
-                   std::to_string(a.heads_kv) + ")");
+  if (a.problem.heads_q % a.problem.heads_kv != 0) {
+    return Invalid("heads_q (" + std::to_string(a.problem.heads_q) + ") must be a multiple of heads_kv (" +
+                   std::to_string(a.problem.heads_kv) + ")");
   }
   const struct {
     const char* name;
@@ -183,15 +183,15 @@ Status CheckReferenceArgs(const ForwardArgs& a) {
 Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOptions& options) {
   FT_RETURN_IF_ERROR(CheckReferenceArgs(a));
   const HostElement element = options.element.value_or(
-      a.dtype == DType::kBF16 ? HostElement::kBF16 : HostElement::kF16);
+      a.problem.dtype == DType::kBF16 ? HostElement::kBF16 : HostElement::kF16);
   const HostView q{a.q, element, a.q_strides};
   const HostView k{a.k, element, a.k_strides};
   const HostView v{a.v, element, a.v_strides};
-  const int64_t B = a.batch, Nq = a.seqlen_q, Nk = a.seqlen_k, Hq = a.heads_q, D = a.head_dim;
-  const int64_t group = a.heads_q / a.heads_kv;
+  const int64_t B = a.problem.batch, Nq = a.problem.seqlen_q, Nk = a.problem.seqlen_k, Hq = a.problem.heads_q, D = a.problem.head_dim;
+  const int64_t group = a.problem.heads_q / a.problem.heads_kv;
   // The default scale in double: the reference should not inherit float's rounding of 1/sqrt(D).
   const double scale =
-      a.softmax_scale != 0.0f ? double(a.softmax_scale) : 1.0 / std::sqrt(double(a.head_dim));
+      a.softmax_scale != 0.0f ? double(a.softmax_scale) : 1.0 / std::sqrt(double(a.problem.head_dim));
 
   ReferenceOutput out;
   out.o.assign(size_t(B * Nq * Hq * D), 0.0);
@@ -215,7 +215,7 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
         }
       for (int64_t i = 0; i < Nq; ++i) {
         // Bottom-right aligned causal mask: keys 0 .. i + Nk - Nq are visible.
-        const int64_t visible = a.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
+        const int64_t visible = a.problem.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
         if (visible == 0) continue;  // o stays 0, lse stays -inf
         for (int64_t d = 0; d < D; ++d) q_row[size_t(d)] = q.At(b, i, h, d);
         double m = -std::numeric_limits<double>::infinity();
@@ -254,10 +254,11 @@ Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d
   FT_RETURN_IF_ERROR(CheckReferenceArgs(a));
   if (d_o == nullptr) return Invalid("d_o must not be null");
   if (d_o_strides.batch < 0 || d_o_strides.seq < 0 || d_o_strides.head < 0) return Invalid("d_o_strides must be >= 0");
-  const HostElement element = options.element.value_or(a.dtype == DType::kBF16 ? HostElement::kBF16 : HostElement::kF16);
+  const HostElement element = options.element.value_or(a.problem.dtype == DType::kBF16 ? HostElement::kBF16 : HostElement::kF16);
   const HostView q{a.q, element, a.q_strides}, k{a.k, element, a.k_strides}, v{a.v, element, a.v_strides};
   const HostView dov{d_o, element, d_o_strides};
-  const int64_t B = a.batch, Nq = a.seqlen_q, Nk = a.seqlen_k, Hq = a.heads_q, Hkv = a.heads_kv, D = a.head_dim;
+  const Problem& pr = a.problem;
+  const int64_t B = pr.batch, Nq = pr.seqlen_q, Nk = pr.seqlen_k, Hq = pr.heads_q, Hkv = pr.heads_kv, D = pr.head_dim;
   const int64_t group = Hq / Hkv;
   const double scale = a.softmax_scale != 0.0f ? double(a.softmax_scale) : 1.0 / std::sqrt(double(D));
 
@@ -293,7 +294,7 @@ Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d
       dv_item.assign(size_t(Nk * D), 0.0);
       {
         for (int64_t i = chunk * kChunk; i < std::min(Nq, (chunk + 1) * kChunk); ++i) {
-          const int64_t visible = a.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
+          const int64_t visible = a.problem.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
           if (visible == 0) continue;  // a row that sees no key has no gradient
           for (int64_t d = 0; d < D; ++d) {
             qr[size_t(d)] = q.At(b, i, h, d);
@@ -353,7 +354,7 @@ Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d
 }
 
 std::vector<double> GatherOutput(const ForwardArgs& a, const uint16_t* o_host) {
-  const int64_t B = a.batch, Nq = a.seqlen_q, Hq = a.heads_q, D = a.head_dim;
+  const int64_t B = a.problem.batch, Nq = a.problem.seqlen_q, Hq = a.problem.heads_q, D = a.problem.head_dim;
   std::vector<double> out(size_t(B * Nq * Hq * D));
   size_t idx = 0;
   for (int64_t b = 0; b < B; ++b)
@@ -361,7 +362,7 @@ std::vector<double> GatherOutput(const ForwardArgs& a, const uint16_t* o_host) {
       for (int64_t h = 0; h < Hq; ++h)
         for (int64_t d = 0; d < D; ++d) {
           const int64_t off = b * a.o_strides.batch + i * a.o_strides.seq + h * a.o_strides.head + d;
-          out[idx++] = BitsToFloat(o_host[off], a.dtype);
+          out[idx++] = BitsToFloat(o_host[off], a.problem.dtype);
         }
   return out;
 }

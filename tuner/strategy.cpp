@@ -30,7 +30,8 @@ class Exhaustive final : public Strategy {
   std::string name() const override { return "exhaustive"; }
   // With 1.5% noise, a second and third round for near-ties halve how often two runs pick
   // winners more than 2% apart (docs/perf-notes.md).
-  int RetimeRounds() const override { return 3; }
+  int RetimeRounds(const Problem& /*problem*/) const override { return 3; }
+  bool MeasuresEverything(const Problem& /*problem*/) const override { return true; }
   Status Search(SearchContext& ctx) override {
     for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured())) {
       if (ctx.budget_left() == 0) break;
@@ -75,7 +76,7 @@ class Budgeted final : public Strategy {
   explicit Budgeted(double fraction) : fraction_(fraction) {}
   std::string name() const override { return "budgeted"; }
   // Its time goes into the search; one round still checks the leader against its rival.
-  int RetimeRounds() const override { return 1; }
+  int RetimeRounds(const Problem& /*problem*/) const override { return 1; }
   Status Search(SearchContext& ctx) override {
     const std::vector<Variant> prior = ctx.PriorRanking();
     if (!prior.empty()) return FollowPrior(ctx, prior);
@@ -216,10 +217,37 @@ std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction) {
   return std::make_unique<Budgeted>(default_fraction);
 }
 
+namespace {
+
+// The head dim most models use (Llama, Mistral, Qwen), searched exhaustively under "auto". d64's
+// space (59 candidates a problem on sm_90a) would take the default set past ten minutes.
+bool AutoSearchesExhaustively(int head_dim) { return head_dim == 128; }
+
+// Exhaustive or budgeted, problem by problem, by head dim. Each keeps its own state.
+class Auto final : public Strategy {
+ public:
+  std::string name() const override { return "auto"; }
+  Status Search(SearchContext& ctx) override { return For(ctx.problem()).Search(ctx); }
+  int RetimeRounds(const Problem& problem) const override { return For(problem).RetimeRounds(problem); }
+  bool MeasuresEverything(const Problem& problem) const override { return For(problem).MeasuresEverything(problem); }
+
+ private:
+  Strategy& For(const Problem& problem) const {
+    return AutoSearchesExhaustively(problem.head_dim) ? *exhaustive_ : *budgeted_;
+  }
+  std::unique_ptr<Strategy> exhaustive_ = MakeExhaustiveStrategy();
+  std::unique_ptr<Strategy> budgeted_ = MakeBudgetedStrategy();
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> MakeAutoStrategy() { return std::make_unique<Auto>(); }
+
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name) {
   if (name == "exhaustive") return MakeExhaustiveStrategy();
   if (name == "budgeted") return MakeBudgetedStrategy();
-  return Status(Code::kInvalidArgument, "--strategy '" + std::string(name) + "': allowed exhaustive, budgeted");
+  if (name == "auto") return MakeAutoStrategy();
+  return Status(Code::kInvalidArgument, "--strategy '" + std::string(name) + "': allowed auto, exhaustive, budgeted");
 }
 
 Result<Budget> ParseBudget(std::string_view text, std::string_view what) {

@@ -171,6 +171,8 @@ Result<TuneSummary> Tune(const TuneOptions& options, std::vector<std::unique_ptr
 Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const DeviceRecord& device,
                                               const ToolchainInfo& toolchain) {
   if (!options.enumerate) return Status(Code::kInvalidArgument, "PlanTuning: options.enumerate is not set");
+  auto strategy = MakeStrategy(options.strategy);  // which searches a rerun would complete
+  if (!strategy.ok()) return strategy.status();
   std::unique_ptr<Database> db;
   std::error_code ec;
   if (!options.db_path.empty() && std::filesystem::exists(options.db_path, ec)) {
@@ -196,7 +198,7 @@ Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const 
       if (!w.ok()) return w.status();
       d.skipped = w->has_value();
       if (d.skipped && toolchain_id > 0) {
-        auto incomplete = SearchIncomplete(*db, options, p, device.name, toolchain_id);
+        auto incomplete = SearchIncomplete(*db, options, **strategy, p, device.name, toolchain_id);
         if (!incomplete.ok()) return incomplete.status();
         d.skipped = !*incomplete;
       }

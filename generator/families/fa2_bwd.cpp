@@ -54,6 +54,11 @@ class Fa2Bwd final : public Family {
   std::string_view template_name() const override { return "fa2_bwd.cuh"; }
   Operation operation() const override { return Operation::kBackward; }
   std::vector<std::string_view> extra_kernels() const override { return {"main", "convert"}; }
+  // The dq accumulator, rowsum(d_o ∘ o) and the ordering counters (flashtune/backward_args.h).
+  int64_t WorkspaceBytes(const Problem& problem, int sm_count) const override {
+    (void)sm_count;
+    return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
+  }
   const std::vector<ParamAxis>& axes() const override {
     static const std::vector<ParamAxis> kAxes = {
         {"bc", "block_n (bc)", {64, 128}, {64, 128}},
@@ -143,26 +148,27 @@ class Fa2Bwd final : public Family {
   void PackBackward(const Variant& v, const BackwardArgs& a, LaunchPacket* out) const override {
     constexpr double kLog2e = 1.4426950408889634074;
     const BwdParams vp(v);
-    const ForwardArgs& f = a.forward;
+    const ForwardArgs& fa = a.forward;
+    const Problem& f = fa.problem;
     const detail::BackwardWorkspaceLayout layout = detail::BackwardWorkspaceLayoutFor(a.problem());
     ft_abi::Fa2BwdParams p{};
-    p.q = f.q;
-    p.k = f.k;
-    p.v = f.v;
-    p.o = f.o;
+    p.q = fa.q;
+    p.k = fa.k;
+    p.v = fa.v;
+    p.o = fa.o;
     p.d_o = a.d_o;
-    p.lse = f.lse;
+    p.lse = fa.lse;
     p.dq = a.dq;
     p.dk = a.dk;
     p.dv = a.dv;
-    auto* ws = static_cast<unsigned char*>(a.workspace);
+    auto* ws = static_cast<unsigned char*>(fa.workspace);
     p.dq_accum = reinterpret_cast<float*>(ws);
     p.delta = reinterpret_cast<float*>(ws + layout.delta_offset);
     p.counters = reinterpret_cast<int*>(ws + layout.counters_offset);
-    Strides3(f.q_strides, p.q_stride);
-    Strides3(f.k_strides, p.k_stride);
-    Strides3(f.v_strides, p.v_stride);
-    Strides3(f.o_strides, p.o_stride);
+    Strides3(fa.q_strides, p.q_stride);
+    Strides3(fa.k_strides, p.k_stride);
+    Strides3(fa.v_strides, p.v_stride);
+    Strides3(fa.o_strides, p.o_stride);
     Strides3(a.d_o_strides, p.do_stride);
     Strides3(a.dq_strides, p.dq_stride);
     Strides3(a.dk_strides, p.dk_stride);
@@ -173,7 +179,7 @@ class Fa2Bwd final : public Family {
     p.heads_q = int(f.heads_q);
     p.heads_kv = int(f.heads_kv);
     p.counters_per_head = int(layout.counters_per_head);
-    p.scale = f.EffectiveScale();
+    p.scale = fa.EffectiveScale();
     p.scale_log2 = float(double(p.scale) * kLog2e);
     static_assert(kPreRows == detail::kMinBackwardQueryTile, "one counter per preprocess block's rows");
 

@@ -120,9 +120,9 @@ class Fa2Fwd final : public Family {
   void Pack(const Variant& v, const ForwardArgs& a, LaunchPacket* out) const override {
     const Fa2Params vp(v);
     // Grid: (ceil(Nq / block_m), Hq, B); the template's indexing agrees.
-    out->grid[0] = unsigned((a.seqlen_q + vp.block_m - 1) / vp.block_m);
-    out->grid[1] = unsigned(a.heads_q);
-    out->grid[2] = unsigned(a.batch);
+    out->grid[0] = unsigned((a.problem.seqlen_q + vp.block_m - 1) / vp.block_m);
+    out->grid[1] = unsigned(a.problem.heads_q);
+    out->grid[2] = unsigned(a.problem.batch);
     out->block[0] = unsigned(vp.warps * 32);
     out->block[1] = 1;
     out->block[2] = 1;

@@ -8,9 +8,12 @@
 // Rows that see no key (causal with Nq > Nk) contribute nothing and get dq = 0.
 //
 // Workspace: the kernels need fp32 scratch (the dq accumulator, rowsum(d_o ∘ o), ordering
-// counters) in device memory the caller owns: BackwardWorkspaceBytes(problem) says how much,
-// the call never allocates, so it may be captured into a CUDA graph. The workspace need not be
-// zeroed; it must not be shared by concurrent calls.
+// counters) in device memory the caller owns, passed as the call's workspace
+// (forward.workspace / forward.workspace_bytes, as a forward call passes its own):
+// BackwardWorkspaceBytes(problem) says how much (also WorkspaceBytes and
+// Runtime::workspace_size of the backward problem), the call never allocates, so it may be
+// captured into a CUDA graph. The workspace need not be zeroed; it must not be shared by
+// concurrent calls.
 //
 // Deterministic mode: dq is then accumulated in a fixed order (each key block adds after the
 // one before it), so dq, dk and dv are the same bits on every run; it costs some speed.
@@ -29,7 +32,8 @@ FLASHTUNE_API_BEGIN
 namespace flashtune {
 
 struct BackwardArgs {
-  // The forward call: shapes, scale, causal, q/k/v and o with their strides; lse is required.
+  // The forward call: shapes (dense layout), scale, q/k/v and o with their strides; lse is
+  // required; its workspace is the backward's (at least BackwardWorkspaceBytes(problem())).
   ForwardArgs forward;
   const void* d_o = nullptr;  // like o
   Strides d_o_strides;
@@ -37,15 +41,13 @@ struct BackwardArgs {
   void* dk = nullptr;  // like k
   void* dv = nullptr;  // like v
   Strides dq_strides, dk_strides, dv_strides;
-  void* workspace = nullptr;  // at least BackwardWorkspaceBytes(problem()), 256-byte aligned
-  int64_t workspace_bytes = 0;
   bool deterministic = false;
 
   // Arguments for `problem` with densely packed [B, N, H, D] tensors; every pointer null.
   static BackwardArgs Contiguous(const Problem& problem);
   // The shape, with operation = kBackward.
   Problem problem() const {
-    Problem p = forward.problem();
+    Problem p = forward.problem;
     p.operation = Operation::kBackward;
     return p;
   }
@@ -57,9 +59,9 @@ struct BackwardArgs {
 // [B, Hq, ceil(Nq / 16)], each 256-byte aligned.
 int64_t BackwardWorkspaceBytes(const Problem& problem);
 
-// Checks what can be checked without a GPU: the forward part as ValidateForwardArgs, lse
-// present, d_o/dq/dk/dv non-null, 16-byte aligned, strides as the forward's, the workspace
-// present, 256-byte aligned and at least BackwardWorkspaceBytes. OK, or kInvalidArgument naming
+// Checks what can be checked without a GPU: the forward part as ValidateForwardArgs, the dense
+// layout, lse present, d_o/dq/dk/dv non-null, 16-byte aligned, strides as the forward's, the
+// workspace present, 16-byte aligned and at least BackwardWorkspaceBytes. OK, or kInvalidArgument naming
 // the argument and what is allowed.
 Status ValidateBackwardArgs(const BackwardArgs& args);
 

@@ -269,6 +269,9 @@ class Database {
                                                      const ToolchainInfo& toolchain,
                                                      const BucketKey& bucket);
   Result<std::vector<WinnerRow>> ListWinners();
+  // The winners measured on a GPU of `device`'s model (SameGpuModel) with exactly `toolchain`:
+  // every winner the runtime may serve on that device.
+  Result<std::vector<WinnerRow>> ListWinnersFor(const DeviceRecord& device, const ToolchainInfo& toolchain);
 
   Result<std::vector<ProblemRow>> ListProblems();
 

@@ -2,8 +2,9 @@
  *
  * The same runtime as flashtune/runtime.h behind an opaque handle: open a runtime on a tuning
  * database, ask what it would launch (ft_plan), launch attention on the caller's stream
- * (ft_forward), and its backward pass (ft_backward: dq, dk, dv into caller-owned memory, with a
- * workspace sized by ft_backward_workspace_bytes). Every function returns an int status: 0 (FT_OK) on success, else one of the
+ * (ft_forward, or ft_forward_ex for decode, paged K/V caches and packed variable-length batches),
+ * and its backward pass (ft_backward: dq, dk, dv into caller-owned memory, with a workspace sized
+ * by ft_backward_workspace_bytes). Every function returns an int status: 0 (FT_OK) on success, else one of the
  * FT_* codes below, with a message for the calling thread in ft_last_error().
  *
  * Layout (FA-2's): q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq] fp32.
@@ -48,8 +49,11 @@ enum {
 /* Element types. Zero is deliberately not a dtype, so a zero-filled struct is rejected. */
 enum { FT_DTYPE_F16 = 1, FT_DTYPE_BF16 = 2 };
 
+/* How q/k/v are laid out (ft_attention_args.layout); flashtune/forward_args.h has the details. */
+enum { FT_LAYOUT_DENSE = 0, FT_LAYOUT_PAGED = 1, FT_LAYOUT_VARLEN = 2 };
+
 /* Where a plan came from. */
-enum { FT_PLAN_EXACT = 0, FT_PLAN_NEAREST = 1, FT_PLAN_HEURISTIC = 2 };
+enum { FT_PLAN_EXACT = 0, FT_PLAN_NEAREST = 1, FT_PLAN_HEURISTIC = 2, FT_PLAN_NEIGHBOUR = 3 };
 
 typedef struct ft_runtime ft_runtime;
 
@@ -78,6 +82,40 @@ typedef struct ft_forward_args {
   int64_t o_strides[3];
 } ft_forward_args;
 
+/* The arguments of ft_forward_ex: every layout, decode's workspace, versioned.
+ * struct_size first: set it to sizeof(ft_attention_args). Later versions only append fields,
+ * so a caller built against this header keeps working with a newer library (which treats the
+ * missing fields as zero); a struct_size the library does not know is FT_INVALID_ARGUMENT.
+ * Zero-fill the struct (memset) before setting fields. */
+typedef struct ft_attention_args {
+  uint32_t struct_size;  /* sizeof(ft_attention_args) */
+  int layout;            /* FT_LAYOUT_*; problem.seqlen_k (and seqlen_q for varlen) are maxima */
+  ft_problem problem;
+  float softmax_scale;   /* 0: 1/sqrt(head_dim) */
+  const void* q;         /* device pointers */
+  const void* k;         /* paged: the page pool [num_blocks, block_size, Hkv, D] */
+  const void* v;
+  void* o;
+  float* lse;            /* may be NULL; [B, Hq, Nq] (varlen: [Hq, total_q]) */
+  int64_t q_strides[3];  /* {batch, seq, head} in elements; paged k/v: {block, seq, head};
+                            varlen: batch must be 0 */
+  int64_t k_strides[3];
+  int64_t v_strides[3];
+  int64_t o_strides[3];
+  const int32_t* seqlens_k;     /* [B]: keys per sequence; paged: required; dense: optional */
+  const int32_t* block_table;   /* paged: [B, block_table_stride] page indexes */
+  int64_t block_table_stride;   /* paged: >= max_blocks_per_seq */
+  int64_t max_blocks_per_seq;   /* paged: table columns a sequence may use */
+  int64_t num_blocks;           /* paged: pages in the pools */
+  int32_t block_size;           /* paged: keys per page, a power of two in [1, 256] */
+  const int32_t* cu_seqlens_q;  /* varlen: [B + 1] row offsets into q/o */
+  const int32_t* cu_seqlens_k;  /* varlen: [B + 1] row offsets into k/v */
+  int64_t total_q;              /* varlen: rows of q/o */
+  int64_t total_k;              /* varlen: rows of k/v */
+  void* workspace;              /* device, 16-byte aligned, ft_workspace_size bytes (may be NULL when 0) */
+  int64_t workspace_bytes;
+} ft_attention_args;
+
 /* A backward call: the forward call's arguments (o and lse as the forward wrote them; lse is
  * required), the gradient of o, the gradients to write, and the workspace. */
 typedef struct ft_backward_args {
@@ -90,7 +128,7 @@ typedef struct ft_backward_args {
   int64_t dq_strides[3];
   int64_t dk_strides[3];
   int64_t dv_strides[3];
-  void* workspace;        /* device memory, 256-byte aligned, >= ft_backward_workspace_bytes */
+  void* workspace;        /* device memory, 16-byte aligned, >= ft_backward_workspace_bytes */
   int64_t workspace_bytes;
   int deterministic;      /* 1: bit-identical dq, dk, dv on every run (slower); 0 or 1 */
 } ft_backward_args;
@@ -98,7 +136,7 @@ typedef struct ft_backward_args {
 typedef struct ft_plan_info {
   char variant_uri[128]; /* "fa2_fwd_bf16_d128_br128_bc64_w4_s2_full" */
   int source;            /* FT_PLAN_* */
-  char source_name[16];  /* "exact" / "nearest" / "heuristic" */
+  char source_name[16];  /* "exact" / "nearest" / "heuristic" / "neighbour" */
   char bucket[64];       /* the problem's bucket */
   char tuned_bucket[64]; /* the winner's bucket, "" for heuristic */
   double tuned_median_us;/* the winner's measured median, 0 when unknown */
@@ -122,6 +160,16 @@ void ft_runtime_close(ft_runtime* runtime);
  * context, NULL = the legacy default stream). No allocation, no synchronisation: capturable
  * into a CUDA graph once warm. FT_INVALID_ARGUMENT naming the argument launches nothing. */
 int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream);
+
+/* ft_forward for every layout (dense, paged, varlen) and for decode (few query rows), whose
+ * split-key kernels write partials into args->workspace. Same contract as ft_forward: nothing
+ * is launched on bad input, no allocation, no synchronisation, capturable once warm. */
+int ft_forward_ex(ft_runtime* runtime, const ft_attention_args* args, void* stream);
+
+/* Workspace bytes ft_forward_ex needs for args' problem and layout (pointers are not read) on
+ * the runtime's planning device, into *bytes. Stable across calls of the same problem, so
+ * allocate once (e.g. before capturing a CUDA graph). 0 means none is needed. */
+int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_t* bytes);
 
 /* What ft_forward would launch for `problem`, and why, into *out. */
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);

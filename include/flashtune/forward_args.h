@@ -1,13 +1,43 @@
-// flashtune/forward_args.h — the arguments of one attention forward call.
+// flashtune/forward_args.h — the arguments of one attention forward call: prefill, decode,
+// paged K/V cache and variable-length batches share this one struct.
 //
-// Layout (FA-2's): q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq] fp32
-// contiguous. Strides are in elements; the last dim is contiguous. Hq must be a multiple of
-// Hkv (MQA/GQA). Causal masks align bottom-right: query i sees keys j <= i + Nk - Nq.
+// The shape is `problem` (flashtune/variant.h); its layout says which tensors mean what.
+// Strides are in elements; the last dim is contiguous; every row 16-byte aligned. Hq must be
+// a multiple of Hkv (MQA/GQA: query head h reads K/V head h / (Hq / Hkv)). Causal masks align
+// bottom-right per sequence: query i of a sequence with n_q queries and n_k keys sees keys
+// j <= i + n_k - n_q. A row that sees no key (a sequence with 0 keys included) gets o = 0 and
+// lse = -inf. The semantics follow flash_attn_with_kvcache / flash_attn_varlen_func.
+//
+//  kDense:  q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq] fp32 contiguous.
+//           `seqlens_k` (optional, device [B] int32) gives sequence b only its first
+//           seqlens_k[b] keys (flash_attn_with_kvcache's cache_seqlens); values above Nk are
+//           read as Nk.
+//  kPaged:  q, o and lse as dense; k/v are page pools [num_blocks, block_size, Hkv, D]
+//           (k_strides/v_strides: {block, seq-in-block, head}); sequence b's key j lives in
+//           page block_table[b * block_table_stride + j / block_size] at row j % block_size.
+//           `seqlens_k` is required; Nk (problem.seqlen_k) is the largest key count any
+//           sequence may have in this call and must fit max_blocks_per_seq * block_size.
+//           On the device, lengths above Nk are read as Nk and page indexes outside
+//           [0, num_blocks) are not read (their keys count as masked): a bad table can give a
+//           wrong answer but never a fault. CheckPagedKvHost checks host copies exactly.
+//  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
+//           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
+//           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.
+//
+// Appending the new tokens' K/V into the cache is not part of the call: engines write their
+// cache with their own kernel (vLLM's reshape_and_cache) before attention, so flashtune only
+// reads K/V.
+//
+// Workspace: a decode kernel that splits keys across thread blocks writes partial results to
+// `workspace`, which the caller owns (no allocation inside forward(), so a call can be
+// captured into a CUDA graph). Its size comes from WorkspaceBytes(problem, sm_count) or
+// Runtime::workspace_size; it may be null with size 0 when that says 0.
 //
 // Thread safety: a plain value type.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "flashtune/export.h"
 #include "flashtune/status.h"
@@ -16,7 +46,8 @@
 FLASHTUNE_API_BEGIN
 namespace flashtune {
 
-// Strides of a [B, N, H, D] tensor, in elements.
+// Strides of a [B, N, H, D] tensor, in elements. For a paged cache `batch` is the stride
+// between pages; for a varlen tensor it must be 0.
 struct Strides {
   int64_t batch = 0;
   int64_t seq = 0;
@@ -27,17 +58,26 @@ struct Strides {
   }
 };
 
-struct ForwardArgs {
-  DType dtype = DType::kBF16;
-  int head_dim = 128;
-  bool causal = false;
-  float softmax_scale = 0.0f;  // 0 means 1/sqrt(head_dim)
+// The paged K/V cache's table (problem.layout == kPaged), vLLM's layout.
+struct PagedKv {
+  const int32_t* block_table = nullptr;  // device [B, block_table_stride] int32 page indexes
+  int64_t block_table_stride = 0;        // elements between rows (>= max_blocks_per_seq)
+  int64_t max_blocks_per_seq = 0;        // table columns a sequence may use
+  int64_t num_blocks = 0;                // pages in the k and v pools
+  int block_size = 0;                    // keys per page: a power of two in [1, 256]
+};
 
-  int64_t batch = 1;
-  int64_t seqlen_q = 1;
-  int64_t seqlen_k = 1;
-  int64_t heads_q = 1;
-  int64_t heads_kv = 1;
+// The packed batch's offsets (problem.layout == kVarlen).
+struct Varlen {
+  const int32_t* cu_seqlens_q = nullptr;  // device [B + 1] int32, non-decreasing, [0] = 0
+  const int32_t* cu_seqlens_k = nullptr;  // device [B + 1] int32
+  int64_t total_q = 0;                    // rows of q and o (cu_seqlens_q[B])
+  int64_t total_k = 0;                    // rows of k and v (cu_seqlens_k[B])
+};
+
+struct ForwardArgs {
+  Problem problem;
+  float softmax_scale = 0.0f;  // 0 means 1/sqrt(head_dim)
 
   const void* q = nullptr;
   const void* k = nullptr;
@@ -47,24 +87,50 @@ struct ForwardArgs {
 
   Strides q_strides, k_strides, v_strides, o_strides;
 
-  // Arguments for `problem` with densely packed [B, N, H, D] tensors; every pointer null.
-  static ForwardArgs Contiguous(const Problem& problem);
-  // The shape as a Problem (for lookup and FLOP counts).
-  Problem problem() const {
-    return Problem{dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
-  }
+  const int32_t* seqlens_k = nullptr;  // device [B] int32: dense (optional) and paged (required)
+  PagedKv paged;                       // kPaged only
+  Varlen varlen;                       // kVarlen only
+
+  void* workspace = nullptr;  // device, 16-byte aligned; see WorkspaceBytes
+  int64_t workspace_bytes = 0;
+
+  // Arguments for `problem` with densely packed tensors of its layout (dense [B, N, H, D];
+  // paged: pools of `block_size`-key pages, max_blocks_per_seq = ceil(Nk / block_size),
+  // num_blocks = B * max_blocks_per_seq; varlen: every sequence full length, total = B * N);
+  // every pointer null.
+  static ForwardArgs Contiguous(const Problem& problem, int block_size = 16);
   float EffectiveScale() const;  // softmax_scale, or 1/sqrt(head_dim) when it is 0
 };
 
-// Checks everything that can be checked without a GPU: sizes >= 1 and within the kernel's
-// 32-bit limits, supported dtype/head dim, non-null q/k/v/o, 16-byte aligned pointers and
-// head/seq/batch strides (in bytes), Hq % Hkv == 0, finite positive scale.
+// Workspace bytes a call of `problem` needs on a device with `sm_count` multiprocessors (0:
+// an H100/H200's 132): the largest any family serving the problem may use, so the answer does
+// not depend on which variant is tuned. 0 when no kernel splits the problem's keys.
+int64_t WorkspaceBytes(const Problem& problem, int sm_count);
+
+// Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
+// q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), finite positive
+// scale; for paged: block_table and seqlens_k present and 4-byte aligned, block_size a power
+// of two in [1, 256], max_blocks_per_seq * block_size >= Nk, stride >= max_blocks_per_seq,
+// num_blocks >= 1; for varlen: cu_seqlens present, totals >= the longest sequence and
+// <= B * longest, batch strides 0; workspace aligned and non-null when its size is non-zero.
 // OK, or kInvalidArgument whose message names the argument and the allowed values.
 Status ValidateForwardArgs(const ForwardArgs& args);
 
 // Checks that `args` is a call `variant` was compiled for: same dtype, head dim and causal flag.
 // OK, or kInvalidArgument naming the field that differs, both values and the variant's URI.
 Status CheckArgsMatchVariant(const Variant& variant, const ForwardArgs& args);
+
+// Checks host copies of a paged call's device tables exactly (what the kernel cannot report):
+// every seqlens_k[b] in [0, Nk], and every page index sequence b uses
+// (block_table[b * stride + j] for j < ceil(seqlens_k[b] / block_size)) in [0, num_blocks).
+// `block_table` holds B * block_table_stride entries, `seqlens_k` B. kInvalidArgument naming
+// the sequence, column and value otherwise.
+Status CheckPagedKvHost(const ForwardArgs& args, const std::vector<int32_t>& block_table,
+                        const std::vector<int32_t>& seqlens_k);
+// Checks a host copy of cu_seqlens (B + 1 entries): starts at 0, non-decreasing, each
+// sequence at most `max_len` long, last entry == `total`. `name` is used in the message.
+Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu_seqlens, int64_t batch,
+                          int64_t max_len, int64_t total);
 
 }  // namespace flashtune
 FLASHTUNE_API_END

@@ -2,7 +2,8 @@
 // any problem to the tuned entry the runtime uses.
 //
 // A problem set is the cross product dtype × head dim × causal × sequence length, sized like
-// FA-2's benchmark (hidden = Hq·D fixed, B·N fixed), or a list read from a problem-set file.
+// FA-2's benchmark (hidden = Hq·D fixed, B·N fixed), or a list read from a problem-set file,
+// or a model's attention shape (flashtune/model_config.h).
 //
 // Bucketing rule (shared by the tuner when it stores winners and the runtime when it looks them
 // up): dtype, head dim and causal are exact; Nq, Nk and B·Hq are each bucketed to the next power
@@ -35,20 +36,37 @@ namespace flashtune {
 
 struct ProblemSetOptions {
   std::vector<DType> dtypes = {DType::kBF16, DType::kF16};
-  std::vector<int> head_dims = {64, 128};
+  // What models use: 64 (GPT-2, BERT), 96 (Phi), 128 (Llama, Mistral, Qwen), 192, 256 (Gemma).
+  std::vector<int> head_dims = {64, 96, 128, 192, 256};
   std::vector<bool> causal = {false, true};
   std::vector<int64_t> seqlens = {512, 1024, 2048, 4096, 8192, 16384};  // Nq
   // Empty: Nk = Nq. Otherwise every Nq is crossed with every Nk here.
   std::vector<int64_t> seqlens_k;
-  int64_t hidden = 2048;   // Hq = hidden / D
+  int64_t hidden = 2048;   // Hq = hidden / D (see exact_hidden)
+  // false: a head dim that does not divide `hidden` gets the head count nearest hidden / D
+  // (a multiple of heads_kv when that is set; a tie takes the smaller), e.g. d96 → 21 heads
+  // for hidden 2048, so any
+  // supported head dim can be named alone. true: `hidden` was chosen by the user and must be a
+  // multiple of every head dim; the error names the two nearest hiddens that are.
+  bool exact_hidden = false;
   int64_t tokens = 16384;  // B = tokens / Nq (at least 1)
   int64_t heads_kv = 0;    // 0: Hkv = Hq (MHA); otherwise GQA/MQA with this many K/V heads
 };
 
 // The cross product described by `options`, in the order dtype, D, causal, Nq, Nk.
 // OK with at least one problem, or kInvalidArgument naming the option and the allowed values
-// (e.g. a head dim the template does not support, hidden not divisible by D, Hq % Hkv != 0).
+// (e.g. a head dim the template does not support, hidden not divisible by D with exact_hidden,
+// Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
+
+// The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
+// one query token, bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention), batch 1, 8, 64 x keys
+// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold).
+std::vector<Problem> DefaultDecodeProblems();
+
+// Hq for head dim `head_dim` under options.hidden / heads_kv / exact_hidden (the rule above);
+// kInvalidArgument naming what to pass when there is none.
+Result<int64_t> HeadsFor(const ProblemSetOptions& options, int head_dim);
 
 // Checks one problem against what the kernel can launch (the same rule as
 // ValidateForwardArgs): supported D, batch, heads_q and heads_kv in [1, 65535] (grid limits),
@@ -87,8 +105,11 @@ BucketKey BucketOf(const Problem& problem);
 std::string BucketString(const BucketKey& key);
 // Inverse of BucketString; kInvalidArgument naming the bad part.
 Result<BucketKey> ParseBucketKey(std::string_view text);
-// Sum of |exponent differences| when operation, dtype, D and causal match; -1 when they differ
-// (such buckets are never "near": a kernel for another class cannot run the problem).
+// Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
+inline constexpr int kDecodeQueryBucket = 4;
+// Sum of |exponent differences| when operation, dtype, D and causal match and both or neither are decode
+// buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
+// the problem, and decode and prefill winners are different kernels).
 int BucketDistance(const BucketKey& a, const BucketKey& b);
 
 }  // namespace flashtune

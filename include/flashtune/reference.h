@@ -49,7 +49,7 @@ enum class HostElement {
 };
 
 struct ReferenceOptions {
-  // Element type of q/k/v; default: the 16-bit type named by args.dtype.
+  // Element type of q/k/v; default: the 16-bit type named by args.problem.dtype.
   std::optional<HostElement> element;
   // Worker threads; 0 = std::thread::hardware_concurrency().
   int threads = 0;
@@ -79,7 +79,7 @@ struct ReferenceGradients {
 Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& args, const void* d_o, const Strides& d_o_strides,
                                              const ReferenceOptions& options = {});
 
-// Reads a kernel's output from a host copy laid out like args.o (o_strides, args.dtype bits)
+// Reads a kernel's output from a host copy laid out like args.o (o_strides, args.problem.dtype bits)
 // into a densely packed [B, Nq, Hq, D] double vector, ready for RelativeL2Error.
 std::vector<double> GatherOutput(const ForwardArgs& args, const uint16_t* o_host);
 

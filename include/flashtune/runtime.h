@@ -3,9 +3,11 @@
 //
 // Choosing (plan): the exact bucket's tuned winner for this GPU model + driver and this
 // toolchain (kExact), else the winner of the nearest tuned bucket of the same dtype, head dim
-// and causal flag (kNearest), else FA-2's default tile for the class, fitted to the device's
-// shared memory (kHeuristic). A GPU with no tuned winners at all is reported once through the
-// log callback. Plans are cached per bucket.
+// and causal flag (kNearest), else a neighbouring class's winner re-specialised to this class
+// when its family serves it and it fits the device (kNeighbour: the other dtype, then the next
+// larger or smaller tuned head dim; flashtune/neighbour_guess.h), else the preferred family's
+// default tile for the class, fitted to the device's shared memory (kHeuristic). A GPU with no
+// tuned winners at all is reported once through the log callback. Plans are cached per bucket.
 //
 // Backward: backward() plans a problem with operation kBackward under its own buckets
 // ("bwd/...") and launches the backward family's kernels; see flashtune/backward_args.h.
@@ -53,8 +55,9 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 std::string_view LogLevelName(LogLevel level);
 
 // Where a plan's variant came from.
-enum class PlanSource { kExact, kNearest, kHeuristic };
-// "exact" / "nearest" / "heuristic".
+// (kNeighbour is last so that the C ABI's numbers of the others stay what they were.)
+enum class PlanSource { kExact, kNearest, kHeuristic, kNeighbour };
+// "exact" / "nearest" / "heuristic" / "neighbour".
 std::string_view PlanSourceName(PlanSource source);
 
 struct RuntimeOptions {
@@ -81,9 +84,10 @@ struct Plan {
   PlanSource source = PlanSource::kHeuristic;
   BucketKey bucket;                   // the problem's bucket
   std::string bucket_name;            // BucketString(bucket)
-  std::optional<Problem> tuned_problem;  // the problem the winner was tuned on (exact/nearest)
+  std::optional<Problem> tuned_problem;  // the problem the winner was tuned on (exact/nearest/neighbour)
   std::string tuned_bucket;           // its bucket ("" for heuristic)
-  double tuned_median_us = 0;         // the winner's measured median, 0 when unknown
+  double tuned_median_us = 0;         // the winner's measured median, 0 when unknown (and for neighbour:
+                                      // that time was of another class)
   double tuned_tflops = 0;            // 0 when unknown
   int distance = 0;                   // BucketDistance to the tuned bucket (0 for exact)
   std::string device_name;            // the GPU planned for ("" when none is known)
@@ -114,11 +118,15 @@ class Runtime {
 
   // The backward pass (flashtune/backward_args.h) on `stream`: dq, dk, dv. Planned like
   // forward() under the problem's backward bucket; args.deterministic picks the variant that
-  // accumulates dq in a fixed order. Allocates nothing (the caller's workspace, sized by
-  // BackwardWorkspaceBytes) and never synchronises, so it may be captured into a CUDA graph
+  // accumulates dq in a fixed order. Allocates nothing (the caller's workspace,
+  // args.forward.workspace, sized by workspace_size of args.problem()) and never synchronises, so it may be captured into a CUDA graph
   // once warmed up. Errors as forward(); kInvalidArgument also for a missing lse, d_o, dq, dk,
   // dv or a workspace that is too small.
   Status backward(const BackwardArgs& args, CUstream stream);
+  // Workspace bytes forward() (or backward(), for a problem of operation kBackward) needs for
+  // `problem` (its layout included) on the planning device: WorkspaceBytes(problem, its SM count). Stable per problem, so allocate once.
+  // kInvalidArgument naming the field for an invalid problem.
+  Result<int64_t> workspace_size(const Problem& problem) const;
 
   // The database path in use and whether a database file was opened.
   const std::string& db_path() const;

@@ -70,6 +70,15 @@ Status CheckVariant(const Variant& variant, int64_t max_smem_bytes = kDefaultMax
 Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
                                             const SpaceOptions& options = {});
 
+// EnumerateSpace restricted to the families that can serve `problem` (its layout and sizes:
+// Family::PreferenceFor), e.g. no decode variants for a long prefill.
+Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const SpaceOptions& options = {});
+
+// The untuned choice for `problem` on `arch`: the default of the family that fits the problem
+// best (Family::PreferenceFor) and serves its class there. kInvalidArgument when none does.
+Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes = kDefaultMaxSmemBytes,
+                                  std::string_view arch = "sm_90a");
+
 // The untuned choice for `problem_class` on `arch`: the default of the most preferred family
 // serving it there (see Family::preference). For an unsupported head dim the result fails
 // CheckVariant; callers check.

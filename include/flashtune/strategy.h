@@ -50,10 +50,13 @@ class Strategy {
   virtual std::string name() const = 0;
   // Measures the candidates it chooses; OK when the search ended (space or budget exhausted).
   virtual Status Search(SearchContext& context) = 0;
-  // How many rounds of re-timing its finalists deserve at most (TuneOptions::retime_rounds
-  // overrides it): a search that measured everything can afford to settle near-ties, a budgeted
-  // one spends its time on the search instead.
-  virtual int RetimeRounds() const = 0;
+  // How many rounds of re-timing the finalists of `problem` deserve at most
+  // (TuneOptions::retime_rounds overrides it): a search that measured everything can afford to
+  // settle near-ties, a budgeted one spends its time on the search instead.
+  virtual int RetimeRounds(const Problem& problem) const = 0;
+  // Whether it measures every candidate of `problem`: then a rerun completes a search that a
+  // budget cut short, rather than keeping that search's winner.
+  virtual bool MeasuresEverything(const Problem& /*problem*/) const { return false; }
 };
 
 // Measures every candidate, most promising first (so a budget cut keeps the likely best).
@@ -73,7 +76,12 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
 // than the true best (exhaustive: about 0.5%).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
-// "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
+// Exhaustive for head dim 128 (what most models run: every candidate measured), budgeted for
+// the others (64, 96, 192, 256, ...), problem by problem, so that the default problem set, all
+// five head dims, stays within ten minutes cold on one H200 (docs/performance.md: about 6
+// minutes; with d64 exhaustive too, about 10). The CLI's default strategy.
+std::unique_ptr<Strategy> MakeAutoStrategy();
+// "auto" | "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name);
 
 // The cost model's score for a variant on a problem: lower is more promising.

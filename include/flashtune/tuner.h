@@ -99,7 +99,7 @@ struct TuneOptions {
   std::string db_path;                 // one connection per device thread is opened on it
   std::vector<Problem> problems;
   EnumerateFn enumerate;               // required
-  std::string strategy = "exhaustive";
+  std::string strategy = "exhaustive";  // or "budgeted", "auto" (MakeStrategy, strategy.h)
   Budget per_problem;
   Budget total;                        // shared by all devices
   bool retune = false;

@@ -1,7 +1,8 @@
 // flashtune/variant.h — what a kernel variant is, and the problem it solves.
 //
 // A Problem is one attention call's shape: its operation (forward, or backward: dq, dk, dv),
-// its layout (dense today; varlen and paged to come), dtype, head dim, causal and sizes.
+// its layout (dense, paged K/V cache, or variable-length packed), dtype, head dim, causal and
+// sizes.
 // A Variant is one point of a kernel family's design space: the family's name, the problem
 // class it is specialised on (dtype, head dim, causal) and the family's compile-time
 // parameters, each a short name and an integer, in the family's order. Its URI
@@ -41,10 +42,23 @@ enum class Operation { kForward, kBackward };
 std::string_view OperationName(Operation operation);
 // Parses "fwd"/"forward" and "bwd"/"backward"; kInvalidArgument naming `what` otherwise.
 Result<Operation> ParseOperation(std::string_view text, std::string_view what = "operation");
-// How Q/K/V are laid out. Only kDense ([B, N, H, D] with strides) is served today.
-enum class Layout { kDense };
+// (Decode is a forward call with few query rows.) The backward pass is served on the dense
+// layout only.
+// How Q/K/V are laid out (flashtune/forward_args.h has the details):
+//  kDense:  q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D] with strides;
+//  kPaged:  q [B, Nq, Hq, D]; k/v a page pool [num_blocks, block_size, Hkv, D] read through a
+//           block table [B, max_blocks] with per-sequence key counts (vLLM's cache); Nk is the
+//           largest key count of the call;
+//  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D] packed, sequence b at cu_seqlens[b];
+//           Nq and Nk are the longest sequences.
+enum class Layout { kDense, kPaged, kVarlen };
+// "dense" / "paged" / "varlen".
+std::string_view LayoutName(Layout layout);
+// Parses LayoutName's values; kInvalidArgument naming `what` and the allowed values otherwise.
+Result<Layout> ParseLayout(std::string_view text, std::string_view what = "layout");
 
-// One call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq].
+// One call's shape. q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq]; for the
+// paged and varlen layouts Nk (and Nq for varlen) are the call's largest per-sequence counts.
 struct Problem {
   DType dtype = DType::kBF16;
   int head_dim = 128;
@@ -60,7 +74,8 @@ struct Problem {
   // FLOPs by FA-2's convention: forward 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk;
   // backward 2.5 times the forward.
   double Flops() const;
-  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" bwd" appended for the backward pass).
+  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" bwd" appended for the backward pass,
+  // " paged" / " varlen" when not dense).
   std::string ToString() const;
   bool operator==(const Problem&) const = default;
 };

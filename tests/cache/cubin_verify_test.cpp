@@ -24,7 +24,7 @@ std::string MakeDatabaseWithCubins(const std::string& dir, CubinRecord* genuine)
   auto db = Database::Open(path);
   EXPECT_TRUE(db.ok()) << db.status().ToString();
   Compiler compiler(Compiler::Options{dir + "/cache", 1});
-  auto space = EnumerateSpace(ProblemClass{DType::kBF16, 32, false});
+  auto space = EnumerateSpaceFor(Problem{DType::kBF16, 32, false, 1, 512, 512, 8, 8});  // prefill: fa2_fwd first
   EXPECT_TRUE(space.ok());
   auto record = LoadOrCompileCubin(**db, compiler, space->front(), "sm_80");
   EXPECT_TRUE(record.ok()) << record.status().ToString();

@@ -34,8 +34,8 @@ BackwardArgs Good() {
   a.dq = memory[6];
   a.dk = memory[7];
   a.dv = memory[8];
-  a.workspace = memory[9];
-  a.workspace_bytes = BackwardWorkspaceBytes(a.problem());
+  a.forward.workspace = memory[9];
+  a.forward.workspace_bytes = BackwardWorkspaceBytes(a.problem());
   return a;
 }
 
@@ -64,17 +64,21 @@ TEST(BackwardArgs, EachMissingOrBadArgumentIsNamed) {
   a.dv_strides.seq = 3;
   ExpectInvalid(a, "dv_strides.seq");
   a = Good();
-  a.workspace = nullptr;
-  ExpectInvalid(a, "workspace must not be null");
+  a.forward.workspace = nullptr;
+  a.forward.workspace_bytes = 0;
+  ExpectInvalid(a, "forward.workspace must not be null");
   a = Good();
-  a.workspace = memory[9] + 16;
-  ExpectInvalid(a, "workspace must be 256-byte aligned");
+  a.forward.workspace = memory[9] + 8;
+  ExpectInvalid(a, "workspace must be 16-byte aligned");
   a = Good();
-  a.workspace_bytes -= 1;
-  ExpectInvalid(a, "workspace_bytes");
+  a.forward.workspace_bytes -= 1;
+  ExpectInvalid(a, "forward.workspace_bytes");
   a = Good();
-  a.forward.heads_kv = 3;  // the forward part is checked like a forward call
+  a.forward.problem.heads_kv = 3;  // the forward part is checked like a forward call
   ExpectInvalid(a, "heads_kv");
+  a = Good();
+  a.forward.problem.layout = Layout::kVarlen;  // dense only
+  ExpectInvalid(a, "forward.problem.layout (varlen)");
 }
 
 TEST(BackwardArgs, WorkspaceHoldsAccumulatorDeltaAndCounters) {
@@ -170,8 +174,8 @@ TEST(Fa2BwdFamily, PacksThreeKernelsIntoOnePacket) {
   EXPECT_EQ(packet.next[1].kernel, 1);  // convert
   EXPECT_EQ(packet.next[1].grid[0], 7u);
   EXPECT_EQ(p->d_o, a.d_o);
-  EXPECT_EQ(p->dq_accum, reinterpret_cast<const float*>(a.workspace));
-  EXPECT_GT(reinterpret_cast<const char*>(p->delta), static_cast<const char*>(a.workspace));
+  EXPECT_EQ(p->dq_accum, reinterpret_cast<const float*>(a.forward.workspace));
+  EXPECT_GT(reinterpret_cast<const char*>(p->delta), static_cast<const char*>(a.forward.workspace));
   EXPECT_EQ(p->counters_per_head, 7);
   EXPECT_FLOAT_EQ(p->scale, 0.125f);
   EXPECT_EQ(p->dk_stride[1], 2 * 64);

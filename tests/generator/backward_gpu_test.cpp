@@ -23,14 +23,15 @@
 #include "flashtune/reference.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "tests/support/gpu_fixture.h"
 
 namespace flashtune {
 namespace {
 
-struct Shape {
-  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
-  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]
-};
+using testing::GetGpu;
+using testing::Gpu;
+using testing::Shape;
+using testing::StridesFor;
 
 const Shape kShapes[] = {
     {1, 1, 1, 1, 1, false},     {2, 17, 17, 2, 2, false},     {1, 127, 127, 8, 1, false},  // GQA 8:1
@@ -38,41 +39,6 @@ const Shape kShapes[] = {
     {1, 127, 1000, 2, 1, false}, {2, 1000, 127, 2, 2, false},  // Nq < Nk, Nq > Nk (masked rows)
 };
 const Shape kLong = {1, 4097, 4097, 1, 1, false};
-
-Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
-  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
-  return Strides{heads * seqlen * d, d, seqlen * d};
-}
-
-struct Gpu {
-  Driver* driver = nullptr;
-  std::optional<Context> context;
-  std::optional<Stream> stream;
-  DeviceInfo info;
-};
-
-Result<Gpu*> GetGpu() {
-  static Gpu gpu;
-  static Status status = [] {
-    auto driver = Driver::Load();
-    if (!driver.ok()) return driver.status();
-    gpu.driver = *driver;
-    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
-    auto info = gpu.driver->Device(0);
-    if (!info.ok()) return info.status();
-    gpu.info = *info;
-    auto context = Context::Primary(*gpu.driver, 0);
-    if (!context.ok()) return context.status();
-    gpu.context.emplace(std::move(*context));
-    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
-    auto stream = Stream::Create(*gpu.context);
-    if (!stream.ok()) return stream.status();
-    gpu.stream.emplace(std::move(*stream));
-    return Status::Ok();
-  }();
-  if (!status.ok()) return status;
-  return &gpu;
-}
 
 // One shape's inputs, device buffers and reference gradients for one class.
 struct Case {
@@ -138,8 +104,8 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
   c->device.dq = alloc(6, c->q.size() * 2, nullptr);
   c->device.dk = alloc(7, c->k.size() * 2, nullptr);
   c->device.dv = alloc(8, c->v.size() * 2, nullptr);
-  c->device.workspace_bytes = BackwardWorkspaceBytes(c->device.problem());
-  c->device.workspace = alloc(9, size_t(c->device.workspace_bytes), nullptr);
+  df.workspace_bytes = BackwardWorkspaceBytes(c->device.problem());
+  df.workspace = alloc(9, size_t(df.workspace_bytes), nullptr);
   return c;
 }
 
@@ -175,7 +141,7 @@ Status RunBackward(Gpu& gpu, const ForwardKernel& kernel, Case& c, Outputs* out)
 
 // "" when the outputs match the reference, else why not.
 std::string Compare(const Case& c, const Outputs& got) {
-  const ForwardArgs& f = c.host.forward;
+  const Problem& f = c.host.forward.problem;
   const DType dt = f.dtype;
   const int64_t D = f.head_dim;
   const double dq = RelativeL2Error(Gather(got.dq, dt, c.host.dq_strides, f.batch, f.seqlen_q, f.heads_q, D), c.expected.dq);

@@ -55,10 +55,10 @@ class ToyFamily final : public Family {
     return Status::Ok();
   }
   void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const override {
-    out->grid[0] = unsigned((args.seqlen_q + v.Param("bm") - 1) / v.Param("bm"));
+    out->grid[0] = unsigned((args.problem.seqlen_q + v.Param("bm") - 1) / v.Param("bm"));
     out->block[0] = unsigned(Threads(v));
     out->smem_bytes = uint32_t(SharedMemoryBytes(v));
-    out->SetArgs(args.seqlen_q);
+    out->SetArgs(args.problem.seqlen_q);
   }
 };
 
@@ -94,9 +94,9 @@ TEST(Family, SpaceIsTheUnionOfTheFamiliesThatServeTheTarget) {
   SpaceOptions ampere;
   ampere.arch = "sm_80";
   ampere.max_smem_bytes = MaxSharedMemoryForArch("sm_80");
-  auto fa2_only = EnumerateSpace(cls, ampere);
-  ASSERT_TRUE(fa2_only.ok());
-  EXPECT_TRUE(std::all_of(fa2_only->begin(), fa2_only->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  auto no_toy = EnumerateSpace(cls, ampere);
+  ASSERT_TRUE(no_toy.ok());
+  EXPECT_TRUE(std::none_of(no_toy->begin(), no_toy->end(), [](const Variant& v) { return v.family == "toy_fwd"; }));
   // A family filter.
   hopper.families = {"toy_fwd"};
   EXPECT_EQ(EnumerateSpace(cls, hopper)->size(), 4u);
@@ -116,15 +116,16 @@ TEST(Family, FamiliesServingAreMostPreferredFirst) {
     return out;
   };
   // toy (preference 1) ahead of fa2_fwd (0) where both serve; hopper_fwd (10) ahead of fa2_fwd
-  // on sm_90a; fa2_fwd alone on sm_80 and for a head dim hopper_fwd does not serve.
+  // on sm_90a; fa2_fwd alone among the prefill families on sm_80 and for a head dim hopper_fwd
+  // does not serve; decode_fwd (-10: never a class's default, picked per problem) last.
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90", kDefaultMaxSmemBytes})),
-            (std::vector<std::string>{"toy_fwd", "fa2_fwd"}));
+            (std::vector<std::string>{"toy_fwd", "fa2_fwd", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90a", kDefaultMaxSmemBytes})),
-            (std::vector<std::string>{"hopper_fwd", "fa2_fwd"}));
+            (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_80", MaxSharedMemoryForArch("sm_80")})),
-            (std::vector<std::string>{"fa2_fwd"}));
+            (std::vector<std::string>{"fa2_fwd", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
-            (std::vector<std::string>{"fa2_fwd"}));
+            (std::vector<std::string>{"fa2_fwd", "decode_fwd"}));
 }
 
 TEST(Family, UrisRoundTripAndAreValidatedByTheirFamily) {

@@ -16,13 +16,13 @@ alignas(16) char buffer[4][64];
 
 ForwardArgs Good() {
   ForwardArgs a;
-  a.dtype = DType::kF16;
-  a.head_dim = 64;
-  a.batch = 2;
-  a.seqlen_q = 100;
-  a.seqlen_k = 200;
-  a.heads_q = 12;
-  a.heads_kv = 4;
+  a.problem.dtype = DType::kF16;
+  a.problem.head_dim = 64;
+  a.problem.batch = 2;
+  a.problem.seqlen_q = 100;
+  a.problem.seqlen_k = 200;
+  a.problem.heads_q = 12;
+  a.problem.heads_kv = 4;
   a.q = buffer[0];
   a.k = buffer[1];
   a.v = buffer[2];
@@ -52,21 +52,21 @@ TEST(ForwardArgs, AcceptsAValidCall) {
 
 TEST(ForwardArgs, RejectsEachBadArgument) {
   ForwardArgs a = Good();
-  a.head_dim = 80;
+  a.problem.head_dim = 80;
   ExpectInvalid(a, "head_dim (80) must be one of 32, 64, 96, 128, 160, 192, 224, 256");
-  a = Good(); a.batch = 0;
+  a = Good(); a.problem.batch = 0;
   ExpectInvalid(a, "batch (0) must be in [1, 65535]");
-  a = Good(); a.batch = 65536;
+  a = Good(); a.problem.batch = 65536;
   ExpectInvalid(a, "batch (65536) must be in [1, 65535]");
-  a = Good(); a.seqlen_q = 0;
+  a = Good(); a.problem.seqlen_q = 0;
   ExpectInvalid(a, "seqlen_q (0) must be in [1, 2147483647]");
-  a = Good(); a.seqlen_k = int64_t(1) << 31;
+  a = Good(); a.problem.seqlen_k = int64_t(1) << 31;
   ExpectInvalid(a, "seqlen_k (2147483648) must be in [1, 2147483647]");
-  a = Good(); a.heads_q = 70000;
+  a = Good(); a.problem.heads_q = 70000;
   ExpectInvalid(a, "heads_q (70000) must be in [1, 65535]");
-  a = Good(); a.heads_kv = -1;
+  a = Good(); a.problem.heads_kv = -1;
   ExpectInvalid(a, "heads_kv (-1) must be in [1, 65535]");
-  a = Good(); a.heads_q = 12; a.heads_kv = 5;
+  a = Good(); a.problem.heads_q = 12; a.problem.heads_kv = 5;
   ExpectInvalid(a, "heads_q (12) must be a multiple of heads_kv (5)");
   a = Good(); a.q = nullptr;
   ExpectInvalid(a, "q must not be null");
@@ -84,7 +84,7 @@ TEST(ForwardArgs, RejectsEachBadArgument) {
   ExpectInvalid(a, "k_strides.seq (-64) must be >= 0");
   a = Good(); a.o_strides.head = 68;
   ExpectInvalid(a, "o_strides.head (68) must be a multiple of 8 elements (16 bytes)");
-  a = Good(); a.batch = 3; a.q_strides.batch = int64_t(1) << 62;
+  a = Good(); a.problem.batch = 3; a.q_strides.batch = int64_t(1) << 62;
   ExpectInvalid(a, "q_strides: the largest element offset overflows int64");
   a = Good(); a.softmax_scale = -1.0f;
   ExpectInvalid(a, "softmax_scale");
@@ -105,17 +105,17 @@ TEST(ForwardArgs, CheckArgsMatchVariantNamesTheField) {
   ForwardArgs a = Good();
   Variant v = Fa2Variant(DType::kF16, 64, false, 128, 64, 4, 2);
   EXPECT_TRUE(CheckArgsMatchVariant(v, a).ok());
-  a.head_dim = 128;
+  a.problem.head_dim = 128;
   Status s = CheckArgsMatchVariant(v, a);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("args.head_dim (128) does not match the variant's head_dim (64) of "
                              "fa2_fwd_f16_d64_br128_bc64_w4_s2_full"),
             std::string::npos) << s.message();
   a = Good();
-  a.dtype = DType::kBF16;
+  a.problem.dtype = DType::kBF16;
   EXPECT_NE(CheckArgsMatchVariant(v, a).message().find("args.dtype (bf16)"), std::string::npos);
   a = Good();
-  a.causal = true;
+  a.problem.causal = true;
   EXPECT_NE(CheckArgsMatchVariant(v, a).message().find("args.causal (true)"), std::string::npos);
 }
 
@@ -144,18 +144,18 @@ TEST(Fa2FwdPack, GridCoversQueriesHeadsBatch) {
   EXPECT_EQ(c.arg_bytes, sizeof(detail::KernelParams));
   v.SetParam("br", 128);
   v.SetParam("w", 8);
-  a.seqlen_q = 128;
+  a.problem.seqlen_q = 128;
   ASSERT_TRUE(PackForward(v, a, &c).ok());
   EXPECT_EQ(c.grid[0], 1u);
   EXPECT_EQ(c.block[0], 256u);
-  a.seqlen_q = 129;
+  a.problem.seqlen_q = 129;
   ASSERT_TRUE(PackForward(v, a, &c).ok());
   EXPECT_EQ(c.grid[0], 2u);
 }
 
 TEST(Fa2FwdPack, RefusesArgsOfAnotherClass) {
   ForwardArgs a = WithPointers(Good());
-  a.causal = true;
+  a.problem.causal = true;
   LaunchPacket c;
   Status s = PackForward(Fa2Variant(DType::kF16, 64, false, 64, 64, 4, 2), a, &c);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -196,7 +196,7 @@ namespace {
 TEST(ForwardArgs, ContiguousDescribesAPackedProblem) {
   const Problem p{DType::kF16, 64, true, 3, 100, 200, 8, 2};
   const ForwardArgs a = ForwardArgs::Contiguous(p);
-  EXPECT_EQ(a.problem(), p);
+  EXPECT_EQ(a.problem, p);
   EXPECT_EQ(a.q_strides.batch, 100 * 8 * 64);
   EXPECT_EQ(a.q_strides.seq, 8 * 64);
   EXPECT_EQ(a.q_strides.head, 64);

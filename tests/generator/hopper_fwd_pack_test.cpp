@@ -159,10 +159,10 @@ TEST(HopperPack, CanServeSaysWhyNot) {
   ForwardArgs a = Args(c, 2, 100, 100, 4, 4);
   EXPECT_TRUE(CanServe(c, a).ok());
   ForwardArgs b = a;
-  b.dtype = DType::kF16;
+  b.problem.dtype = DType::kF16;
   EXPECT_NE(CanServe(c, b).message().find("cannot serve dtype f16"), std::string::npos);
   b = a;
-  b.causal = true;
+  b.problem.causal = true;
   EXPECT_NE(CanServe(c, b).message().find("causal"), std::string::npos);
   b = a;
   b.k_strides.head = 0;  // broadcast heads: TMA needs a nonzero stride

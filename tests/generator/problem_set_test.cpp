@@ -8,9 +8,10 @@ namespace {
 TEST(ProblemSet, DefaultIsFa2BenchmarkSizing) {
   auto set = MakeProblemSet(ProblemSetOptions{});
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  ASSERT_EQ(set->size(), 2u * 2 * 2 * 6);
+  ASSERT_EQ(set->size(), 2u * 5 * 2 * 6);  // dtypes × head dims 64, 96, 128, 192, 256 × causal × N
   for (const Problem& p : *set) {
-    EXPECT_EQ(p.heads_q * p.head_dim, 2048);
+    // Hq · D = 2048, or as near as a whole head count gets: d96 21 heads, d192 11.
+    EXPECT_EQ(p.heads_q * p.head_dim, p.head_dim == 96 ? 2016 : p.head_dim == 192 ? 2112 : 2048);
     EXPECT_EQ(p.heads_kv, p.heads_q);
     EXPECT_EQ(p.batch * p.seqlen_q, 16384);
     EXPECT_EQ(p.seqlen_k, p.seqlen_q);
@@ -49,6 +50,33 @@ TEST(ProblemSet, RejectsBadOptionsNamingThem) {
   auto r2 = MakeProblemSet(g);
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.status().message().find("heads_kv"), std::string::npos);
+}
+
+// A head dim that does not divide the hidden size gets the nearest head count, unless the user
+// chose the hidden size: then the error names the two hiddens that work.
+TEST(ProblemSet, HeadDimThatDoesNotDivideHiddenGetsTheNearestHeadCount) {
+  ProblemSetOptions o;
+  o.head_dims = {96, 192, 256};
+  o.seqlens = {1024};
+  o.dtypes = {DType::kBF16};
+  o.causal = {false};
+  auto set = MakeProblemSet(o);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->size(), 3u);
+  EXPECT_EQ((*set)[0].heads_q, 21);  // 2048 / 96 = 21.3
+  EXPECT_EQ((*set)[1].heads_q, 11);  // 2048 / 192 = 10.7
+  EXPECT_EQ((*set)[2].heads_q, 8);
+  o.heads_kv = 4;  // GQA: a multiple of 4 heads, nearest 2048 / 96
+  EXPECT_EQ(*HeadsFor(o, 96), 20);
+  o.heads_kv = 0;
+  o.exact_hidden = true;
+  auto r = MakeProblemSet(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "hidden 2048 is not a multiple of head dim 96; give hidden 2016 (21 heads) or "
+                                  "2112 (22 heads), or leave hidden unset to fit the head count");
+  o.head_dims = {64};
+  EXPECT_TRUE(MakeProblemSet(o).ok());  // divisible: kept as given
 }
 
 // One rule for every entry point: the runtime's launch limits (ValidateForwardArgs).

@@ -45,7 +45,8 @@ TEST(Space, DefaultSpaceCountsMatchTheRules) {
 // On sm_90a the space is fa2_fwd's and hopper_fwd's; elsewhere, and for head dims that are not
 // whole 64-column swizzle atoms, hopper_fwd does not exist.
 TEST(Space, HopperFamilyJoinsOnSm90aOnly) {
-  auto both = EnumerateSpace(ProblemClass{DType::kBF16, 128, false});
+  const Problem prefill{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};  // decode_fwd does not serve it
+  auto both = EnumerateSpaceFor(prefill);
   ASSERT_TRUE(both.ok());
   const auto hopper = std::count_if(both->begin(), both->end(), [](const Variant& v) { return v.family == "hopper_fwd"; });
   EXPECT_GT(hopper, 4);
@@ -54,10 +55,12 @@ TEST(Space, HopperFamilyJoinsOnSm90aOnly) {
   SpaceOptions sm80;
   sm80.arch = "sm_80";
   sm80.max_smem_bytes = MaxSharedMemoryForArch("sm_80");
-  auto ampere = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, sm80);
+  auto ampere = EnumerateSpaceFor(prefill, sm80);
   ASSERT_TRUE(ampere.ok());
   EXPECT_TRUE(std::all_of(ampere->begin(), ampere->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
-  auto d96 = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
+  Problem prefill96 = prefill;
+  prefill96.head_dim = 96;
+  auto d96 = EnumerateSpaceFor(prefill96);
   ASSERT_TRUE(d96.ok());
   EXPECT_TRUE(std::all_of(d96->begin(), d96->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
   // Untuned, sm_90a prefers hopper_fwd; the d96 class and other archs keep fa2_fwd.
@@ -93,7 +96,7 @@ TEST(Space, IsDeterministicAndOrdered) {
   auto b = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
-  EXPECT_EQ(a->front().Uri(), "fa2_fwd_bf16_d96_br64_bc32_w4_s1_full");
+  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn64_rm1_w4_s2_cs1_full");  // families in name order
   for (const Variant& v : *a) {
     EXPECT_EQ(v.dtype, DType::kBF16);
     EXPECT_EQ(v.head_dim, 96);

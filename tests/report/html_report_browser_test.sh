@@ -86,7 +86,7 @@ awk 'BEGIN {
 function abs(x) { return x < 0 ? -x : x }
 function csv(x) { if (x !~ /[,"\n]/) return x; gsub(/"/, "\"\"", x); return "\"" x "\"" }' >replay.csv || fail "awk failed"
 
-"$CLI" tune --replay replay.csv --db report.db >tune.log 2>&1 || fail "flashtune tune --replay failed: $(tail -5 tune.log)"
+"$CLI" tune --strategy exhaustive --replay replay.csv --db report.db >tune.log 2>&1 || fail "flashtune tune --replay failed: $(tail -5 tune.log)"
 "$CLI" db report --db report.db --html report.html 2>report.log || fail "flashtune db report failed: $(cat report.log)"
 [ -s report.html ] || fail "report.html is empty"
 if grep -qiE 'https?://|<script' report.html; then fail "report.html references the network or holds a script"; fi

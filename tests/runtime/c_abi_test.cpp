@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -74,6 +75,82 @@ TEST(CAbi, BadDtypeAndArgumentsNameTheField) {
   args.problem.dtype = 0;
   EXPECT_EQ(ft_forward(h.rt, &args, nullptr), FT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ft_last_error()).find("args.problem.dtype"), std::string::npos) << ft_last_error();
+}
+
+// A paged decode call that passes every host check: 16-key pages, device pointers faked
+// (nothing is launched in these tests: each call fails before the launch, or only sizes).
+ft_attention_args PagedDecodeArgs() {
+  alignas(16) static char storage[8][64];
+  ft_attention_args a;
+  std::memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
+  a.layout = FT_LAYOUT_PAGED;
+  a.problem = ft_problem{FT_DTYPE_BF16, 128, 0, 4, 1, 8192, 32, 8};
+  a.q = storage[0];
+  a.k = storage[1];
+  a.v = storage[2];
+  a.o = storage[3];
+  const int64_t qs[3] = {32 * 128, 32 * 128, 128}, ks[3] = {16 * 8 * 128, 8 * 128, 128};
+  std::memcpy(a.q_strides, qs, sizeof qs);
+  std::memcpy(a.o_strides, qs, sizeof qs);
+  std::memcpy(a.k_strides, ks, sizeof ks);
+  std::memcpy(a.v_strides, ks, sizeof ks);
+  a.block_table = reinterpret_cast<const int32_t*>(storage[4]);
+  a.block_table_stride = a.max_blocks_per_seq = 512;
+  a.num_blocks = 4 * 512;
+  a.block_size = 16;
+  a.seqlens_k = reinterpret_cast<const int32_t*>(storage[5]);
+  return a;
+}
+
+TEST(CAbi, ForwardExRefusesBadArgumentsNamingThem) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_ex") + "/absent.db").c_str(), &h.rt), FT_OK);
+  EXPECT_EQ(ft_forward_ex(nullptr, nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("runtime is NULL"), std::string::npos) << ft_last_error();
+  EXPECT_EQ(ft_forward_ex(h.rt, nullptr, nullptr), FT_INVALID_ARGUMENT);
+  auto refused = [&](ft_attention_args a, const std::string& fragment) {
+    EXPECT_EQ(ft_forward_ex(h.rt, &a, nullptr), FT_INVALID_ARGUMENT) << fragment;
+    EXPECT_NE(std::string(ft_last_error()).find(fragment), std::string::npos) << ft_last_error();
+  };
+  ft_attention_args a = PagedDecodeArgs();
+  a.struct_size = 8;
+  refused(a, "args.struct_size (8) is not a known ft_attention_args size");
+  a = PagedDecodeArgs();
+  a.layout = 3;
+  refused(a, "args.layout (3); allowed: FT_LAYOUT_DENSE (0), FT_LAYOUT_PAGED (1), FT_LAYOUT_VARLEN (2)");
+  a = PagedDecodeArgs();
+  a.block_table = nullptr;
+  refused(a, "paged.block_table must not be null");
+  a = PagedDecodeArgs();
+  a.block_size = 48;
+  refused(a, "paged.block_size (48) must be a power of two in [1, 256]");
+  a = PagedDecodeArgs();
+  a.max_blocks_per_seq = a.block_table_stride = 100;
+  refused(a, "seqlen_k (8192) exceeds the cache a sequence can address");
+  a = PagedDecodeArgs();
+  a.seqlens_k = nullptr;
+  refused(a, "seqlens_k must not be null for the paged layout");
+  a = PagedDecodeArgs();
+  a.workspace_bytes = 64;  // and no workspace pointer
+  refused(a, "workspace must not be null");
+}
+
+TEST(CAbi, WorkspaceSizeFollowsTheProblem) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_ws") + "/absent.db").c_str(), &h.rt), FT_OK);
+  ft_attention_args a = PagedDecodeArgs();
+  int64_t bytes = -1;
+  ASSERT_EQ(ft_workspace_size(h.rt, &a, &bytes), FT_OK) << ft_last_error();
+  EXPECT_GT(bytes, 0);  // B4 x Hkv8: 32 blocks, the keys are split
+  a.problem.batch = 256;
+  ASSERT_EQ(ft_workspace_size(h.rt, &a, &bytes), FT_OK) << ft_last_error();
+  EXPECT_EQ(bytes, 0);  // 2048 blocks fill the GPU unsplit
+  EXPECT_EQ(ft_workspace_size(h.rt, &a, nullptr), FT_INVALID_ARGUMENT);
+  a.problem.heads_kv = 7;
+  EXPECT_EQ(ft_workspace_size(h.rt, &a, &bytes), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("heads_q (32) must be a multiple of heads_kv (7)"), std::string::npos)
+      << ft_last_error();
 }
 
 TEST(CAbi, PlanReportsTheChoice) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -88,17 +90,48 @@ TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
   EXPECT_EQ(logged.warnings(), 0);
 }
 
-TEST_F(RuntimeLookup, UntunedClassUsesTheHeuristic) {
+// The database holds bf16 d128 full only: f16 d128 takes its winner's tile (the other dtype),
+// d96 too (the next larger head dim), each said in why.
+TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
   Logged logged;
   auto rt = OpenOn(*db_, TunedDevice(), &logged);
-  Problem p{DType::kBF16, 64, true, 2, 1024, 1024, 8, 8};
+  auto db = Database::Open(*db_);
+  ASSERT_TRUE(db.ok());
+  const Problem tuned = TunedProblems()[1];
+  auto w = (*db)->FindWinner(TunedDevice(), CurrentToolchain(), BucketOf(tuned));
+  ASSERT_TRUE(w.ok() && w->has_value());
+  for (auto [dtype, head_dim, reason] : {std::tuple{DType::kF16, 128, "same head dim, other dtype"},
+                                         std::tuple{DType::kBF16, 96, "next larger tuned head dim"}}) {
+    Problem p = tuned;
+    p.dtype = dtype;
+    p.head_dim = head_dim;
+    auto plan = rt->plan(p);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->source, PlanSource::kNeighbour) << plan->why;
+    Variant expected = (*w)->variant;
+    expected.dtype = dtype;
+    expected.head_dim = head_dim;
+    EXPECT_EQ(plan->variant, expected) << plan->why;
+    ASSERT_TRUE(plan->tuned_problem.has_value());
+    EXPECT_EQ(*plan->tuned_problem, tuned);
+    EXPECT_EQ(plan->tuned_median_us, 0) << "the neighbour's time is of another class";
+    EXPECT_NE(plan->why.find(reason), std::string::npos) << plan->why;
+    EXPECT_EQ(PlanSourceName(plan->source), "neighbour");
+  }
+  EXPECT_EQ(logged.warnings(), 0);
+}
+
+TEST_F(RuntimeLookup, UntunedClassWithNoNeighbourUsesTheHeuristic) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  Problem p{DType::kBF16, 32, true, 2, 1024, 1024, 8, 8};  // d128 is more than 2x away
   auto plan = rt->plan(p);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->source, PlanSource::kHeuristic);
   EXPECT_EQ(plan->variant, DefaultVariant(ClassOf(p), MaxSharedMemoryForArch("sm_90a")));
   EXPECT_FALSE(plan->tuned_problem.has_value());
   EXPECT_NE(plan->why.find("default tile"), std::string::npos) << plan->why;
-  EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class";
+  EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class or one next to it";
 }
 
 TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
@@ -206,11 +239,11 @@ TEST(Runtime, PlanRejectsInvalidProblems) {
 ForwardArgs GoodArgs() {
   alignas(16) static char fake[64];
   ForwardArgs a;
-  a.dtype = DType::kBF16;
-  a.head_dim = 64;
-  a.batch = 1;
-  a.seqlen_q = a.seqlen_k = 128;
-  a.heads_q = a.heads_kv = 2;
+  a.problem.dtype = DType::kBF16;
+  a.problem.head_dim = 64;
+  a.problem.batch = 1;
+  a.problem.seqlen_q = a.problem.seqlen_k = 128;
+  a.problem.heads_q = a.problem.heads_kv = 2;
   a.q = a.k = a.v = fake;
   a.o = fake;
   a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides::Contiguous(128, 2, 64);
@@ -226,9 +259,9 @@ TEST(Runtime, ForwardValidatesBeforeLaunching) {
   } cases[] = {
       {"q", [](ForwardArgs& a) { a.q = nullptr; }},
       {"o", [](ForwardArgs& a) { a.o = nullptr; }},
-      {"head_dim", [](ForwardArgs& a) { a.head_dim = 48; }},
-      {"heads_kv", [](ForwardArgs& a) { a.heads_kv = 3; }},
-      {"seqlen_k", [](ForwardArgs& a) { a.seqlen_k = 0; }},
+      {"head_dim", [](ForwardArgs& a) { a.problem.head_dim = 48; }},
+      {"heads_kv", [](ForwardArgs& a) { a.problem.heads_kv = 3; }},
+      {"seqlen_k", [](ForwardArgs& a) { a.problem.seqlen_k = 0; }},
       {"softmax_scale", [](ForwardArgs& a) { a.softmax_scale = -1.0f; }},
       {"k", [](ForwardArgs& a) { a.k = static_cast<const char*>(a.k) + 2; }},
   };
@@ -245,7 +278,7 @@ TEST(Runtime, ForwardValidatesBeforeLaunching) {
 TEST(Runtime, BackwardPlansItsOwnBucketsAndValidatesBeforeLaunching) {
   Logged logged;
   auto rt = OpenOn(TempDir("runtime_backward") + "/x.db", TunedDevice(), &logged);
-  Problem p = GoodArgs().problem();
+  Problem p = GoodArgs().problem;
   p.operation = Operation::kBackward;
   auto plan = rt->plan(p);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -262,13 +295,13 @@ TEST(Runtime, BackwardPlansItsOwnBucketsAndValidatesBeforeLaunching) {
   b.forward.lse = reinterpret_cast<float*>(fake);
   b.d_o = b.dq = b.dk = b.dv = fake;
   b.d_o_strides = b.dq_strides = b.dk_strides = b.dv_strides = b.forward.q_strides;
-  b.workspace = fake;
-  b.workspace_bytes = BackwardWorkspaceBytes(b.problem()) - 1;
+  b.forward.workspace = fake;
+  b.forward.workspace_bytes = BackwardWorkspaceBytes(b.problem()) - 1;
   logged.lines.clear();
   Status s = rt->backward(b, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("workspace_bytes"), std::string::npos) << s.message();
-  b.workspace_bytes += 1;
+  b.forward.workspace_bytes += 1;
   b.dq = nullptr;
   s = rt->backward(b, nullptr);
   EXPECT_NE(s.message().find("dq must not be null"), std::string::npos) << s.message();

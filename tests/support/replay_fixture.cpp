@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 namespace flashtune::testing {
@@ -74,8 +75,15 @@ std::string WriteTempFile(const std::string& name, const std::string& text) {
 
 std::vector<Problem> SmallProblemSet() {
   ProblemSetOptions o;
+  o.head_dims = {64, 128};
   o.seqlens = {512, 2048};
   return *MakeProblemSet(o);
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text;
 }
 
 int RunShell(const std::string& command) {

@@ -35,6 +35,8 @@ std::vector<Problem> SmallProblemSet();
 // TuneOptions for `problems` into the database at `db`, their candidates the variants
 // `space` recorded.
 TuneOptions ReplayTuneOptions(const std::string& db, std::vector<Problem> problems, ReplayMeasurer* space);
+// The whole file at `path` ("" when it cannot be read).
+std::string ReadTextFile(const std::string& path);
 // Runs a shell command; returns its exit status (-1 if it did not exit normally).
 int RunShell(const std::string& command);
 

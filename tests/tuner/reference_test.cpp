@@ -148,14 +148,14 @@ void Naive(const Case& c, const std::vector<float>& q, const std::vector<float>&
 
 ForwardArgs ArgsFor(const Case& c, const void* q, const void* k, const void* v) {
   ForwardArgs a;
-  a.head_dim = int(c.D);
-  a.causal = c.causal;
+  a.problem.head_dim = int(c.D);
+  a.problem.causal = c.causal;
   a.softmax_scale = c.scale;
-  a.batch = c.B;
-  a.seqlen_q = c.Nq;
-  a.seqlen_k = c.Nk;
-  a.heads_q = c.Hq;
-  a.heads_kv = c.Hkv;
+  a.problem.batch = c.B;
+  a.problem.seqlen_q = c.Nq;
+  a.problem.seqlen_k = c.Nk;
+  a.problem.heads_q = c.Hq;
+  a.problem.heads_kv = c.Hkv;
   a.q = q;
   a.k = k;
   a.v = v;
@@ -204,7 +204,7 @@ TEST(Reference, FullyMaskedRowsGiveZeroAndMinusInfinity) {
   FillRandom(q, DType::kBF16, 5);
   FillRandom(k, DType::kBF16, 6);
   ForwardArgs a = ArgsFor(c, q.data(), k.data(), k.data());
-  a.dtype = DType::kBF16;
+  a.problem.dtype = DType::kBF16;
   auto r = ReferenceForward(a);
   ASSERT_TRUE(r.ok());
   for (int64_t b = 0; b < c.B; ++b)
@@ -247,11 +247,11 @@ TEST(Reference, GqaMatchesExplicitlyReplicatedHeads) {
           v_rep[dst] = v[src];
         }
   ForwardArgs a = ArgsFor(gqa, q.data(), k.data(), v.data());
-  a.dtype = DType::kF16;
+  a.problem.dtype = DType::kF16;
   Case mha = gqa;
   mha.Hkv = gqa.Hq;
   ForwardArgs m = ArgsFor(mha, q.data(), k_rep.data(), v_rep.data());
-  m.dtype = DType::kF16;
+  m.problem.dtype = DType::kF16;
   auto ra = ReferenceForward(a), rm = ReferenceForward(m);
   ASSERT_TRUE(ra.ok() && rm.ok());
   EXPECT_EQ(ra->o, rm->o);
@@ -267,7 +267,7 @@ TEST(Reference, StridedLayoutGivesTheSameResult) {
   FillRandom(k, DType::kBF16, 22);
   FillRandom(v, DType::kBF16, 23);
   ForwardArgs dense = ArgsFor(c, q.data(), k.data(), v.data());
-  dense.dtype = DType::kBF16;
+  dense.problem.dtype = DType::kBF16;
   const int64_t row = c.D + 8;  // padded row
   auto relayout = [&](const std::vector<uint16_t>& src, int64_t N, int64_t H, Strides* s) {
     *s = {H * N * row, row, N * row};
@@ -299,7 +299,7 @@ TEST(Reference, ResultDoesNotDependOnThreadCount) {
   FillRandom(q, DType::kF16, 31);
   FillRandom(k, DType::kF16, 32);
   ForwardArgs a = ArgsFor(c, q.data(), k.data(), k.data());
-  a.dtype = DType::kF16;
+  a.problem.dtype = DType::kF16;
   ReferenceOptions one, many;
   one.threads = 1;
   many.threads = 7;
@@ -316,15 +316,15 @@ TEST(Reference, RejectsBadArguments) {
   opt.element = HostElement::kF32;
   ASSERT_TRUE(ReferenceForward(a, opt).ok());
   ForwardArgs b = a;
-  b.heads_q = 3;
-  b.heads_kv = 2;
+  b.problem.heads_q = 3;
+  b.problem.heads_kv = 2;
   EXPECT_NE(ReferenceForward(b, opt).status().message().find("heads_q (3) must be a multiple of heads_kv (2)"),
             std::string::npos);
   b = a;
   b.k = nullptr;
   EXPECT_NE(ReferenceForward(b, opt).status().message().find("k must not be null"), std::string::npos);
   b = a;
-  b.seqlen_k = 0;
+  b.problem.seqlen_k = 0;
   EXPECT_NE(ReferenceForward(b, opt).status().message().find("seqlen_k (0) must be >= 1"), std::string::npos);
   b = a;
   b.v_strides.head = -8;
@@ -333,7 +333,7 @@ TEST(Reference, RejectsBadArguments) {
 
 TEST(GatherOutput, ReadsStridedKernelOutput) {
   ForwardArgs a = ArgsFor({1, 2, 2, 2, 2, 8, false}, nullptr, nullptr, nullptr);
-  a.dtype = DType::kF16;
+  a.problem.dtype = DType::kF16;
   a.o_strides = {0, 8, 16};  // head-major: o[n, h] at h*16 + n*8
   std::vector<uint16_t> o(32);
   for (size_t i = 0; i < o.size(); ++i) o[i] = FloatToHalfBits(float(i));

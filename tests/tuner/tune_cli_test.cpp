@@ -1,5 +1,6 @@
 // `flashtune tune` and `flashtune db` as processes: kill -9 and resume, concurrent writers,
-// exit codes.
+// exit codes. Tunes name the exhaustive strategy: these tests count every recorded trial, and the
+// default, auto, searches d64 budgeted.
 #include <gtest/gtest.h>
 #include "flashtune/compiler.h"
 #include "flashtune/source.h"
@@ -90,7 +91,7 @@ TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
   const std::string cli = FLASHTUNE_CLI_PATH;
-  pid_t pid = Spawn({cli, "tune", "--replay", replay, "--db", db, "--replay-delay-ms", "3"});
+  pid_t pid = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--replay-delay-ms", "3"});
   // Wait until it has recorded some trials, then kill it hard mid-run.
   for (int i = 0; i < 400 && Query(db, "SELECT count(*) FROM trials") < 40; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -100,14 +101,14 @@ TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
   ASSERT_GT(before, 0);
   ASSERT_LT(before, int64_t(n_rows)) << "the run finished before it was killed; nothing tested";
 
-  EXPECT_EQ(Wait(Spawn({cli, "tune", "--replay", replay, "--db", db})), 0);
+  EXPECT_EQ(Wait(Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db})), 0);
   EXPECT_EQ(Query(db, "SELECT count(*) FROM trials WHERE phase = 'search'"), int64_t(n_rows));
   EXPECT_EQ(Query(db, "SELECT count(*) FROM (SELECT problem_id, variant_id FROM trials WHERE phase = 'search'"
                       " GROUP BY 1, 2 HAVING count(*) > 1)"), 0);
   EXPECT_EQ(Query(db, "SELECT count(*) FROM winners"), int64_t(SmallProblemSet().size()));
   EXPECT_EQ(Query(db, "SELECT count(*) FROM tuning_runs WHERE ended_at IS NOT NULL"), 1);  // the killed one never ended
   // --retune measures everything again.
-  EXPECT_EQ(Wait(Spawn({cli, "tune", "--replay", replay, "--db", db, "--retune", "--dtypes", "bf16", "--head-dims",
+  EXPECT_EQ(Wait(Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--retune", "--dtypes", "bf16", "--head-dims",
                         "64", "--causal", "0", "--seqlens-q", "512"})), 0);
   EXPECT_GT(Query(db, "SELECT count(*) FROM trials WHERE phase = 'search'"), int64_t(n_rows));
 }
@@ -119,9 +120,9 @@ TEST(TuneCli, TwoProcessesOnOneDatabaseLoseNothing) {
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
   const std::string cli = FLASHTUNE_CLI_PATH;
-  pid_t a = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens-q", "512,2048",
+  pid_t a = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens-q", "512,2048",
                    "--devices", "0"});
-  pid_t b = Spawn({cli, "tune", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens-q", "512,2048",
+  pid_t b = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens-q", "512,2048",
                    "--devices", "1"});
   EXPECT_EQ(Wait(a), 0);
   EXPECT_EQ(Wait(b), 0);
@@ -173,7 +174,7 @@ TEST(TuneCli, ArchFollowsTheArchTable) {
     ss << f.rdbuf();
     SpaceOptions space;
     space.max_smem_bytes = MaxSharedMemoryForArch(arch);
-    auto expected = EnumerateSpace({DType::kF16, 256, false}, space);
+    auto expected = EnumerateSpaceFor(Problem{DType::kF16, 256, false, 32, 512, 512, 8, 8}, space);
     ASSERT_TRUE(expected.ok());
     EXPECT_NE(ss.str().find(", " + std::to_string(expected->size()) + " candidate(s) to compile"), std::string::npos)
         << arch << ": " << ss.str();
@@ -196,7 +197,7 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   // The cubins are in the database: the runtime of a later GPU run starts warm.
   auto db = flashtune::Database::Open(dir + "/t.db");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  auto space = flashtune::EnumerateSpace({flashtune::DType::kBF16, 64, false});
+  auto space = flashtune::EnumerateSpaceFor(flashtune::Problem{flashtune::DType::kBF16, 64, false, 32, 512, 512, 32, 32});
   ASSERT_TRUE(space.ok());
   auto source = flashtune::GenerateSource(space->front());
   ASSERT_TRUE(source.ok());
@@ -212,7 +213,7 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   std::string replay = dir + "/rec.csv";
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " 2>/dev/null"), 0);
+  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " 2>/dev/null"), 0);
   auto sh = [&](const std::string& args) { return RunShell(cli + " db " + args + " >/dev/null 2>&1"); };
   EXPECT_EQ(sh("list --db " + db), 0);
   EXPECT_EQ(sh("show 1 --db " + db), 0);
@@ -240,7 +241,7 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
     std::string exported = dir + "/export." + fmt;
     ASSERT_EQ(sh(std::string("export --format ") + fmt + " --db " + db + " -o " + exported), 0);
     std::string db2 = dir + "/t2_" + fmt + ".db";
-    ASSERT_EQ(RunShell(cli + " tune --replay " + exported + " --db " + db2 + " >/dev/null 2>&1"), 0);
+    ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + exported + " --db " + db2 + " >/dev/null 2>&1"), 0);
     EXPECT_EQ(Query(db2, "SELECT count(*) FROM winners"), Query(db, "SELECT count(*) FROM winners"));
     const char* kWinners = "SELECT group_concat(uri) FROM (SELECT v.uri AS uri FROM winners w JOIN variants v"
                            " ON v.id = w.variant_id ORDER BY w.bucket)";
@@ -262,7 +263,7 @@ TEST(DbCli, ListAndShowPrintJson) {
   std::string replay = dir + "/rec.csv";
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
   auto json = [&](const std::string& args, std::string* text) {
     const std::string out = dir + "/out.json";
     const int rc = RunShell(cli + " db " + args + " --db " + db + " --json > " + out);
@@ -301,7 +302,7 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
   ASSERT_EQ(RunShell("mkdir '" + file_ro + "' '" + dir_ro + "'"), 0);
   const std::string cli = FLASHTUNE_CLI_PATH;
   for (const std::string& d : {file_ro, dir_ro})
-    ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
+    ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
                        "--seqlens-q 512 >/dev/null 2>&1"),
               0);
   ASSERT_EQ(RunShell("chmod 777 '" + file_ro + "' && chmod 444 '" + file_ro + "/t.db' && chmod 666 '" + dir_ro +
@@ -321,7 +322,7 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
   for (const Case& c : cases) {
     const int64_t trials = Query(c.db, "SELECT count(*) FROM trials");
     for (const std::string& command :
-         {"tune --replay " + replay + " --db " + c.db + " --retune", "tune --compile-only --db " + c.db,
+         {"tune --strategy exhaustive --replay " + replay + " --db " + c.db + " --retune", "tune --compile-only --db " + c.db,
           "db prune --db " + c.db, "db merge " + c.other + " --db " + c.db}) {
       EXPECT_EQ(RunShell(as_user + cli + " " + command + " > " + out + " 2>&1"), 1) << command << "\n" << read();
       EXPECT_NE(read().find(c.says), std::string::npos) << command << "\n" << read();
@@ -343,7 +344,7 @@ TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
   std::string replay = dir + "/rec.csv";
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
   const std::string out = dir + "/out.txt", err = dir + "/err.txt";
   auto read = [](const std::string& path) {
     std::ifstream f(path);
@@ -440,7 +441,7 @@ TEST(DbCli, ReadersLeaveNoWalOrShmBehind) {
   const std::string replay = dir + "/rec.csv";
   std::ofstream(replay) << AllRowsCsv(&n_rows);
   const std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
   for (const std::string& reader : {std::string("db list"), std::string("db check"), std::string("db show 1"),
                                     std::string("db export --format csv"),
                                     std::string("plan --dtype bf16 --head-dim 64 --seqlen-q 512 --heads-q 32")}) {
@@ -467,12 +468,12 @@ TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
   const std::string starved = QueryText(db, kWinner);
   ASSERT_GE(budgeted, 1);
   const std::string out = dir + "/out.txt";
-  ASSERT_EQ(RunShell(cli + " tune" + one + " --dry-run > " + out), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive --dry-run > " + out), 0);
   std::ifstream f(out);
   std::stringstream dry;
   dry << f.rdbuf();
   EXPECT_EQ(dry.str().find("skip (winner present)"), std::string::npos) << dry.str();
-  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive >/dev/null 2>&1"), 0);
   const int64_t exhaustive = Query(db, kSearch);
   EXPECT_GT(exhaustive, budgeted);
   // The winner is now the fastest of the whole space.
@@ -481,7 +482,7 @@ TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
                           " AND t.phase = 'search' ORDER BY t.median_us LIMIT 1"))
       << "budget winner was " << starved;
   // A second exhaustive run has nothing left to measure: skipped.
-  ASSERT_EQ(RunShell(cli + " tune" + one + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive >/dev/null 2>&1"), 0);
   EXPECT_EQ(Query(db, kSearch), exhaustive);
 }
 

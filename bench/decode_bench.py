@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Decode bandwidth on the GPU: flashtune (ft_forward_ex, dense and paged K/V) against PyTorch
+SDPA (flash and cuDNN backends) and a streaming read, all in the same run.
+
+One query token per sequence, bf16, d128, Hq 32, Hkv 8 (by default), batch x keys over the
+given grid. Reported: microseconds (CUDA events, median of 30 after a warm-up), K+V bytes read
+per second (B * Nk * Hkv * D * 2 bytes * 2 tensors / time; times are per call replayed from a
+CUDA graph, so the host's launch overhead is out, as in engines that run graphs; eager times
+are in the JSON) and its fraction of the streaming
+read bandwidth measured here (torch.sum over a 4 GiB fp32 tensor: reads only). K/V copies are
+rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
+flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
+
+usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
+(the C ABI through the Python package's ctypes layer, python/flashtune/_capi.py)
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import random
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+
+class Runtime:
+    """One ft_runtime for ft_forward_ex / ft_workspace_size (the package's Runtime serves the
+    dense ft_forward path)."""
+
+    def __init__(self, lib_path, db):
+        os.environ["FLASHTUNE_LIB"] = lib_path
+        from flashtune import _capi
+        self.capi = _capi
+        self.lib = _capi.library()
+        self.handle = ctypes.c_void_p()
+        self.check(_capi.function("ft_runtime_open")(db.encode() if db else None, ctypes.byref(self.handle)),
+                   "ft_runtime_open")
+        self.forward_ex_fn = _capi.function("ft_forward_ex")
+
+    def check(self, status, what):
+        self.capi.check(status, what)
+
+    def workspace_size(self, args):
+        size = ctypes.c_int64()
+        self.check(self.capi.function("ft_workspace_size")(self.handle, ctypes.byref(args), ctypes.byref(size)),
+                   "ft_workspace_size")
+        return size.value
+
+    def forward_ex(self, args, stream):
+        self.check(self.forward_ex_fn(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
+                   "ft_forward_ex")
+
+BACKENDS = (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
+            ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION))
+L2_BYTES = 50 << 20
+
+
+def bench(fn, n_inputs, reps=30, warmup=10):
+    """Median ms of fn(i) over reps calls, inputs rotated, after warm-up calls."""
+    for i in range(warmup):
+        fn(i % n_inputs)
+    torch.cuda.synchronize()
+    times = []
+    for r in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(r % n_inputs)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def bench_graph(fn, n_inputs, reps=20):
+    """Median ms per call of fn(i) replayed from a CUDA graph of >= 20 calls (inputs rotated):
+    the GPU's time without the host's launch overhead, as an engine running graphs sees it."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(n_inputs):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    calls = n_inputs * max(1, math.ceil(20 / n_inputs))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(i % n_inputs)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / calls)
+    times.sort()
+    del graph
+    return times[len(times) // 2]
+
+
+def timed(fn, n_inputs, row, key):
+    """Eager and graph medians into row[key + '_eager_us'] and row[key + '_us'] (graph; eager
+    when capture fails)."""
+    row[key + "_eager_us"] = bench(fn, n_inputs) * 1e3
+    try:
+        row[key + "_us"] = bench_graph(fn, n_inputs) * 1e3
+    except RuntimeError as e:
+        print(f"  {key}: graph capture failed ({str(e).splitlines()[0]}); eager time used", flush=True)
+        row[key + "_us"] = row[key + "_eager_us"]
+
+
+def stream_read_tbps():
+    x = torch.ones(1 << 30, device="cuda", dtype=torch.float32)  # 4 GiB
+    ms = bench(lambda i: x.sum(), 1, reps=20, warmup=3)
+    del x
+    return (4 << 30) / ms / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib")
+    ap.add_argument("--db", default="")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--batches", default="1,8,64")
+    ap.add_argument("--keys", default="2048,8192,32768,131072")
+    ap.add_argument("--heads-q", type=int, default=32)
+    ap.add_argument("--heads-kv", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--seqlen-q", type=int, default=1)
+    ap.add_argument("--layouts", default="dense,paged16,paged256")
+    ap.add_argument("--max-kv-gib", type=float, default=20.0, help="skip shapes whose K+V exceed this")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    random.seed(0)
+    dev = torch.device("cuda")
+    rt = Runtime(os.path.abspath(a.lib), a.db or None)
+    AttentionArgs, Problem = rt.capi.AttentionArgs, rt.capi.Problem
+    stream = torch.cuda.current_stream().cuda_stream
+    read_tbps = stream_read_tbps()
+    print(f"streaming read (torch.sum, 4 GiB fp32): {read_tbps:.2f} TB/s", flush=True)
+    hq, hkv, d, nq = a.heads_q, a.heads_kv, a.head_dim, a.seqlen_q
+    rows, results = [], []
+    for B in (int(x) for x in a.batches.split(",")):
+        for nk in (int(x) for x in a.keys.split(",")):
+            kv_bytes = 2 * B * nk * hkv * d * 2
+            if kv_bytes > a.max_kv_gib * (1 << 30):
+                print(f"B{B} x {nk}: K+V {kv_bytes / 2**30:.1f} GiB > --max-kv-gib; skipped", flush=True)
+                continue
+            copies = max(1, min(4, math.ceil(3 * L2_BYTES / kv_bytes)))
+            q = torch.randn(B, nq, hq, d, device=dev, dtype=torch.bfloat16)
+            o = torch.empty_like(q)
+            lse = torch.empty(B, hq, nq, device=dev, dtype=torch.float32)
+            dense = [(torch.randn(B, nk, hkv, d, device=dev, dtype=torch.bfloat16),
+                      torch.randn(B, nk, hkv, d, device=dev, dtype=torch.bfloat16)) for _ in range(copies)]
+            # SDPA wants [B, H, N, D]; transposed views read the same bytes.
+            qt = q.transpose(1, 2)
+            ref = None
+            row = {"batch": B, "keys": nk, "kv_bytes": kv_bytes, "copies": copies}
+            for name, backend in BACKENDS:
+                try:
+                    with torch.nn.attention.sdpa_kernel(backend):
+                        def call(i, backend=backend):
+                            k, v = dense[i]
+                            return F.scaled_dot_product_attention(qt, k.transpose(1, 2), v.transpose(1, 2),
+                                                                  enable_gqa=hq != hkv)
+                        if name == "flash":
+                            ref = call(0).transpose(1, 2).float()
+                        timed(call, copies, row, name)
+                except RuntimeError as e:
+                    row[name + "_us"] = float("nan")
+                    print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
+            problem = Problem(rt.capi.DTYPES["bf16"], d, 0, B, nq, nk, hq, hkv)
+            for layout in a.layouts.split(","):
+                if layout == "dense":
+                    kv = dense
+                    extra = {}
+                    bs = 0
+                else:
+                    bs = int(layout[len("paged"):])
+                    blocks_per_seq = (nk + bs - 1) // bs
+                    num_blocks = B * blocks_per_seq
+                    kv, tables = [], []
+                    for c in range(copies):
+                        perm = torch.randperm(num_blocks, device=dev, dtype=torch.int32)
+                        table = perm.view(B, blocks_per_seq)
+                        kp = torch.empty(num_blocks, bs, hkv, d, device=dev, dtype=torch.bfloat16)
+                        vp = torch.empty_like(kp)
+                        # Page p of sequence b holds keys [p*bs, (p+1)*bs) of the dense copy.
+                        src_k = dense[c][0].view(B, blocks_per_seq, bs, hkv, d) if nk % bs == 0 else None
+                        if src_k is None:
+                            raise SystemExit("keys must be a multiple of the block size")
+                        kp[table.view(-1).long()] = src_k.reshape(-1, bs, hkv, d)
+                        vp[table.view(-1).long()] = dense[c][1].view(B, blocks_per_seq, bs, hkv, d).reshape(-1, bs, hkv, d)
+                        kv.append((kp, vp))
+                        tables.append(table.contiguous())
+                    seqlens = torch.full((B,), nk, device=dev, dtype=torch.int32)
+                    extra = {"block_size": bs, "max_blocks_per_seq": blocks_per_seq,
+                             "block_table_stride": blocks_per_seq, "num_blocks": num_blocks,
+                             "seqlens_k": seqlens.data_ptr()}
+                args_list = []
+                for c in range(copies):
+                    k, v = kv[c]
+                    fields = dict(extra)
+                    if bs:
+                        fields["block_table"] = tables[c].data_ptr()
+                    args_list.append(AttentionArgs.make(
+                        "paged" if bs else "dense", problem, q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
+                        o=o.data_ptr(), lse=lse.data_ptr(), q_strides=q.stride()[:3], k_strides=k.stride()[:3],
+                        v_strides=v.stride()[:3], o_strides=o.stride()[:3], **fields))
+                ws_bytes = rt.workspace_size(args_list[0])
+                ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
+                for args in args_list:
+                    args.workspace = ws.data_ptr()
+                    args.workspace_bytes = ws_bytes
+                refs = [ctypes.byref(x) for x in args_list]
+                o.fill_(float("nan"))
+                rt.forward_ex(args_list[0], stream)
+                torch.cuda.synchronize()
+                err = ((o.float() - ref).norm() / ref.norm()).item()
+
+                def call(i):  # on the current stream: the graph's capture stream while capturing
+                    rc = rt.forward_ex_fn(rt.handle, refs[i], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+                    if rc != 0:
+                        rt.check(rc, "ft_forward_ex")
+                timed(call, copies, row, layout)
+                row[layout + "_err"] = err
+                row[layout + "_ws"] = ws_bytes
+                del kv, args_list
+            results.append(row)
+            tb = lambda us: kv_bytes / (us * 1e-6) / 1e12  # noqa: E731
+            line = f"B{B:<3d} {nk:>6d}"
+            for layout in a.layouts.split(","):
+                us = row[layout + "_us"]
+                line += f" | {layout:8s} {us:8.1f} us {tb(us):5.2f} TB/s {tb(us) / read_tbps * 100:5.1f}% err {row[layout + '_err']:.1e}"
+            for name, _ in BACKENDS:
+                us = row[name + "_us"]
+                line += f" | {name} {tb(us):5.2f}"
+            cudnn = tb(row["cudnn_us"])
+            line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}" if cudnn == cudnn else ""
+            rows.append(line)
+            print(line, flush=True)
+            del q, o, lse, dense, ref
+            torch.cuda.empty_cache()
+    json.dump({"read_tbps": read_tbps, "rows": results}, open(os.path.join(a.out, "decode_bench.json"), "w"), indent=1)
+    print(f"\nstreaming read {read_tbps:.2f} TB/s; K+V TB/s and % of it; torch SDPA in TB/s of the same bytes")
+    for line in rows:
+        print(line)
+    bad = [r for r in results for layout in a.layouts.split(",") if not (r[layout + "_err"] < 2e-2)]
+    print(f"output check vs SDPA flash: {'all within 2e-2' if not bad else f'{len(bad)} outside 2e-2'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+// The decode_fwd family: space, prologue, split rule, workspace and launch packing of
+// templates/decode_fwd.cuh (see decode_fwd.h for the kernel's shape).
+#include "generator/families/decode_fwd.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "flashtune/arch.h"
+#include "flashtune/problem_set.h"
+#include "flashtune/space.h"
+#include "generator/family.h"
+#include "generator/prologue.h"
+
+namespace flashtune {
+
+Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step, int row_tiles, int warps, int stages,
+                      int blocks_per_sm) {
+  Variant v;
+  v.family = "decode_fwd";
+  v.dtype = dtype;
+  v.head_dim = head_dim;
+  v.causal = causal;
+  v.params = {{"bn", keys_per_step}, {"rm", row_tiles}, {"w", warps}, {"s", stages}, {"cs", blocks_per_sm}};
+  return v;
+}
+
+namespace detail {
+
+namespace {
+constexpr int kDefaultSmCount = 132;  // H100/H200: the planning default when the device is unknown
+
+int64_t RowTileCount(const Problem& p, int row_tiles) {
+  const int64_t rows = (p.heads_q / p.heads_kv) * p.seqlen_q;
+  return (rows + 16 * row_tiles - 1) / (16 * row_tiles);
+}
+}  // namespace
+
+int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm) {
+  const int64_t sms = sm_count > 0 ? sm_count : kDefaultSmCount;
+  const int64_t base = p.batch * p.heads_kv * RowTileCount(p, row_tiles);
+  // As many splits as fit in one wave of `blocks_per_sm` blocks per SM: one block more than a
+  // wave holds would run alone in a second wave (measured: B8 x 32k at 63% of the read
+  // bandwidth with 5 splits over 264 slots, where 4 fill one wave).
+  const int64_t want = blocks_per_sm * sms / base;
+  const int64_t steps = (p.seqlen_k + keys_per_step - 1) / keys_per_step;
+  return int(std::clamp<int64_t>(std::min<int64_t>(want, steps), 1, kMaxDecodeSplits));
+}
+
+}  // namespace detail
+
+namespace {
+
+struct DecodeConfig {
+  int bn, rm, warps, stages, cs;
+  explicit DecodeConfig(const Variant& v)
+      : bn(v.Param("bn")), rm(v.Param("rm")), warps(v.Param("w")), stages(v.Param("s")), cs(v.Param("cs")) {}
+};
+
+// Shared memory: the Q tile and `stages` K and V tiles (rows padded by 16 bytes for ldmatrix),
+// or, after the key loop, the cross-warp merge (fp32 O rows plus each warp's max and sum),
+// whichever is larger. The template asserts the same formula.
+int64_t DecodeSmemBytes(int bn, int rm, int stages, int head_dim, int warps) {
+  const int64_t rows = 16 * rm;
+  const int64_t q = rows * (head_dim + 8) * 2;
+  const int64_t pipeline = q + int64_t(2) * stages * bn * (head_dim + 8) * 2;
+  const int64_t merge = q + rows * (head_dim + 4) * 4 + int64_t(2) * warps * rows * 4;
+  return std::max(pipeline, merge);
+}
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+class DecodeFwd final : public Family {
+ public:
+  std::string_view name() const override { return "decode_fwd"; }
+  std::string_view template_name() const override { return "decode_fwd.cuh"; }
+  // Never the class default: prefill kernels are; decode shapes pick it through PreferenceFor.
+  int preference() const override { return -10; }
+  const std::vector<ParamAxis>& axes() const override {
+    static const std::vector<ParamAxis> kAxes = {
+        {"bn", "keys_per_step (bn)", {32, 64, 128}, {64, 128}},
+        {"rm", "row_tiles (rm)", {1, 2, 4}, {1, 2}},
+        {"w", "warps (w)", {2, 4, 8}, {4, 8}},
+        {"s", "stages (s)", {2, 3, 4}, {2, 4}},
+        {"cs", "blocks_per_sm (cs)", {1, 2, 4}, {1, 2, 4}},
+    };
+    return kAxes;
+  }
+
+  // Decode (at most 16 query rows) on dense or paged K/V; paged prefill too, which no other
+  // family serves. Varlen is not served.
+  int PreferenceFor(const Problem& p) const override {
+    if (!ServesOperation(p) || p.layout == Layout::kVarlen) return -1;
+    if (Log2Ceil(p.seqlen_q) <= kDecodeQueryBucket) return 20;  // the decode buckets
+    return p.layout == Layout::kPaged ? 0 : -1;
+  }
+  bool reads_seqlens_k() const override { return true; }
+  std::vector<std::string_view> extra_kernels() const override { return {"combine"}; }
+
+  // The most any variant splits: the smallest key step, the most row rows per tile and blocks
+  // per SM of the allowed values.
+  int64_t WorkspaceBytes(const Problem& p, int sm_count) const override {
+    const int splits = detail::DecodeSplits(p, sm_count, 32, 4, 4);
+    if (splits <= 1) return 0;
+    return int64_t(splits) * p.batch * p.heads_q * p.seqlen_q * (p.head_dim + 1) * 4;
+  }
+
+  // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
+  bool Serves(const ProblemClass& cls, const Target& target) const override {
+    (void)cls;
+    auto arch = ParseGpuArch(target.arch);
+    return arch.ok() && arch->cp_async;
+  }
+
+  int64_t SharedMemoryBytes(const Variant& v) const override {
+    const DecodeConfig c(v);
+    return DecodeSmemBytes(c.bn, c.rm, c.stages, v.head_dim, c.warps);
+  }
+  int Threads(const Variant& v) const override { return v.Param("w") * 32; }
+
+  Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
+    const DecodeConfig c(v);
+    if (c.bn % (c.warps * 16) != 0)
+      return Invalid("keys_per_step (" + std::to_string(c.bn) + ") must be a multiple of warps * 16 (" +
+                     std::to_string(c.warps * 16) + "): each warp takes whole 16-key MMA steps");
+    if (c.rm * v.head_dim > 256)
+      return Invalid("row_tiles (" + std::to_string(c.rm) + ") * head_dim (" + std::to_string(v.head_dim) +
+                     ") must be <= 256: every warp keeps all rows' fp32 output in registers");
+    const int64_t smem = SharedMemoryBytes(v);
+    if (smem > max_smem_bytes)
+      return Invalid("shared memory (" + std::to_string(smem) + " bytes for keys_per_step " + std::to_string(c.bn) +
+                     ", row_tiles " + std::to_string(c.rm) + ", stages " + std::to_string(c.stages) + ", head_dim " +
+                     std::to_string(v.head_dim) + ") exceeds max_smem_bytes (" + std::to_string(max_smem_bytes) + ")");
+    return Status::Ok();
+  }
+
+  // 64 keys per step over 4 warps, one 16-row tile, 3 stages, 2 blocks per SM; fewer stages
+  // and shorter steps until the shared memory fits.
+  Variant Default(const ProblemClass& cls, const Target& target) const override {
+    int s = 3;
+    Variant v = DecodeVariant(cls.dtype, cls.head_dim, cls.causal, 64, 1, 4, s, 2);
+    while (SharedMemoryBytes(v) > target.max_smem_bytes && s > 2) v.SetParam("s", --s);
+    return v;
+  }
+
+  std::string Prologue(const Variant& v) const override {
+    const DecodeConfig c(v);
+    return detail::PrologueBuilder(v.Uri())
+        .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
+        .Int("kHeadDim", v.head_dim)
+        .Int("kBlockN", c.bn)
+        .Int("kRowTiles", c.rm)
+        .Int("kWarps", c.warps)
+        .Int("kStages", c.stages)
+        .Bool("kCausal", v.causal)
+        .Int("kSmemBytes", SharedMemoryBytes(v))
+        .Finish(template_name());
+  }
+
+  Status CanRun(const Variant& v, const ForwardArgs& a) const override {
+    const int64_t tiles = detail::RowTileCount(a.problem, DecodeConfig(v).rm);
+    if (tiles > 65535)
+      return Status(Code::kUnsupported, "decode_fwd: " + std::to_string(tiles) +
+                                            " row tiles (Hq/Hkv * Nq rows) exceed the grid's z limit (65535)");
+    if (a.problem.batch * a.problem.heads_kv > 2147483647LL)
+      return Status(Code::kUnsupported, "decode_fwd: batch * heads_kv exceeds the grid's x limit");
+    return Status::Ok();
+  }
+
+  void Pack(const Variant& v, const ForwardArgs& a, LaunchPacket* out) const override {
+    const DecodeConfig c(v);
+    const Problem& p = a.problem;
+    constexpr double kLog2e = 1.4426950408889634074;
+    const int splits = detail::DecodeSplits(p, out->sm_count, c.bn, c.rm, c.cs);
+    detail::DecodeParams k{};
+    k.q = a.q;
+    k.k = a.k;
+    k.v = a.v;
+    k.o = a.o;
+    k.lse = a.lse;
+    k.seqlens_k = a.seqlens_k;
+    k.block_table = p.layout == Layout::kPaged ? a.paged.block_table : nullptr;
+    const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
+    k.ws_o = splits > 1 ? static_cast<float*>(a.workspace) : nullptr;
+    k.ws_lse = splits > 1 ? static_cast<float*>(a.workspace) + int64_t(splits) * rows * p.head_dim : nullptr;
+    const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
+    ft_abi::i64* dst[4] = {k.q_stride, k.k_stride, k.v_stride, k.o_stride};
+    for (int t = 0; t < 4; ++t) {
+      dst[t][0] = in[t]->batch;
+      dst[t][1] = in[t]->seq;
+      dst[t][2] = in[t]->head;
+    }
+    k.block_table_stride = a.paged.block_table_stride;
+    k.batch = int32_t(p.batch);
+    k.seqlen_q = int32_t(p.seqlen_q);
+    k.seqlen_k = int32_t(p.seqlen_k);
+    k.heads_q = int32_t(p.heads_q);
+    k.heads_kv = int32_t(p.heads_kv);
+    k.num_blocks = int32_t(p.layout == Layout::kPaged ? a.paged.num_blocks : 0);
+    int shift = 0;
+    while (p.layout == Layout::kPaged && (1 << shift) < a.paged.block_size) ++shift;
+    k.block_shift = shift;
+    k.splits = splits;
+    k.scale_log2 = float(double(a.EffectiveScale()) * kLog2e);
+
+    out->grid[0] = unsigned(p.batch * p.heads_kv);
+    out->grid[1] = unsigned(splits);
+    out->grid[2] = unsigned(detail::RowTileCount(p, c.rm));
+    out->block[0] = unsigned(c.warps * 32);
+    out->block[1] = out->block[2] = 1;
+    out->smem_bytes = uint32_t(SharedMemoryBytes(v));
+    out->tensor_maps = 0;
+    out->SetArgs(k);
+    out->next_steps = 0;
+    if (splits > 1) {
+      // The combine: one warp per output row, four rows per block.
+      LaunchStep& combine = out->next[0];
+      combine.kernel = 0;
+      combine.grid[0] = unsigned((rows + 3) / 4);
+      combine.grid[1] = combine.grid[2] = 1;
+      combine.block[0] = 128;
+      combine.block[1] = combine.block[2] = 1;
+      combine.smem_bytes = 0;
+      out->next_steps = 1;
+    }
+  }
+
+  std::string Describe(const Variant& v) const override {
+    const DecodeConfig c(v);
+    return std::to_string(16 * c.rm) + "x" + std::to_string(c.bn) + " w" + std::to_string(c.warps) + " s" +
+           std::to_string(c.stages) + " cs" + std::to_string(c.cs);
+  }
+
+  // Decode is bandwidth-bound: the prior prefers the most K/V bytes in flight per SM (resident
+  // blocks x prefetched steps, up to ~96 KB), then more resident blocks, then no row tiles
+  // beyond what the packed rows need.
+  double PriorScore(const Problem& problem, const Variant& v) const override {
+    const DecodeConfig c(v);
+    const int64_t rows = (problem.heads_q / problem.heads_kv) * problem.seqlen_q;
+    const int64_t smem = SharedMemoryBytes(v) + 1024;  // + the per-block reservation
+    const int regs = c.rm * v.head_dim / 2 + c.rm * (c.bn / c.warps) / 2 + 96;  // estimated, per thread
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(kLargestMaxSmemBytes / smem,
+                                                                  65536 / (int64_t(c.warps) * 32 * std::min(regs, 255))));
+    const double in_flight = double(blocks) * (c.stages - 1) * c.bn * v.head_dim * 2 * 2;
+    double score = -std::log2(std::min(in_flight, 96.0 * 1024) / (32.0 * 1024));
+    // At equal bytes in flight, more resident blocks hide each block's serial steps (merge,
+    // epilogue): round 3's budgeted tune picked 4 stages x 1 block (76% of the read bandwidth
+    // at B64 x 8k) over the untried 3 stages x 2 blocks (93%).
+    score -= 0.3 * std::log2(double(blocks));
+    if (16 * c.rm > 2 * rows) score += 0.5;  // mostly empty rows
+    if (c.cs != 2) score += 0.1;              // one wave of two blocks per SM: the default
+    return score;
+  }
+};
+
+}  // namespace
+
+const Family& FamilyEntry_decode_fwd() {
+  static const DecodeFwd family;
+  return family;
+}
+
+}  // namespace flashtune

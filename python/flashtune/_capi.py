@@ -1,0 +1,248 @@
+"""The C ABI (include/flashtune/flashtune.h) through ctypes: the package's only binding.
+
+Contract: the structs below mirror the C header field for field (tests/python check sizes and
+offsets against it); `library()` loads libflashtune once per process and declares every entry
+point's signature from `_SIGNATURES`; `check()` turns a status other than FT_OK into a
+FlashtuneError carrying ft_last_error(), which names the bad argument. Nothing here imports torch.
+
+Where the library comes from: $FLASHTUNE_LIB (a path to libflashtune.so, e.g. a build tree's),
+else the copy the wheel installs next to this file (lib/libflashtune.so). Its one dependency
+outside the C library, libnvrtc.so.13, comes from the library path (the CUDA toolkit), else from
+the pip package PyTorch's CUDA 13 builds install (nvidia/cu13/lib, see nvrtc_dir()).
+
+Adding an entry point (decode, varlen, paged, backward ...): mirror its structs here, add one row to
+`_SIGNATURES`, and call it through `library()` + `check()`; a library that lacks the function
+raises FlashtuneError naming it when it is first called (see `function()`), not at import.
+
+Thread safety: loading is guarded by a lock; ft_last_error() is per thread and ctypes calls run
+on the calling thread, so check() reads the message of the call it follows.
+"""
+import ctypes
+import os
+import struct
+import sys
+import threading
+
+# Status codes, as flashtune.h numbers them.
+FT_OK = 0
+FT_INVALID_ARGUMENT = 1
+FT_NO_DRIVER = 4
+FT_NO_DEVICE = 5
+
+# Element types (zero is deliberately not a dtype in the C ABI).
+DTYPES = {"f16": 1, "bf16": 2}
+DTYPE_NAMES = {code: name for name, code in DTYPES.items()}
+
+
+class FlashtuneError(RuntimeError):
+    """A flashtune call failed. `status` is the FT_* code (None for errors found in Python),
+    `status_name` its name ("invalid_argument", "no_driver", ...); the message is the library's."""
+
+    def __init__(self, message, status=None, status_name=None):
+        super().__init__(message)
+        self.status = status
+        self.status_name = status_name
+
+
+class InvalidArgument(FlashtuneError, ValueError):
+    """Bad input (FT_INVALID_ARGUMENT, or found in Python): the message names the argument and
+    the allowed values; nothing was launched."""
+
+    def __init__(self, message, status=FT_INVALID_ARGUMENT, status_name="invalid_argument"):
+        super().__init__(message, status, status_name)
+
+
+# Tracebacks name them as users import them.
+FlashtuneError.__module__ = InvalidArgument.__module__ = "flashtune"
+
+
+class Problem(ctypes.Structure):
+    """ft_problem: one attention shape."""
+    _fields_ = [("dtype", ctypes.c_int), ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
+                ("batch", ctypes.c_int64), ("seqlen_q", ctypes.c_int64), ("seqlen_k", ctypes.c_int64),
+                ("heads_q", ctypes.c_int64), ("heads_kv", ctypes.c_int64)]
+
+
+Strides3 = ctypes.c_int64 * 3
+
+
+class ForwardArgs(ctypes.Structure):
+    """ft_forward_args; the hot path packs the same bytes with FORWARD_ARGS (below)."""
+    _fields_ = [("problem", Problem), ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                ("q_strides", Strides3), ("k_strides", Strides3),
+                ("v_strides", Strides3), ("o_strides", Strides3)]
+
+
+# ft_forward_args as one struct.pack format, native alignment: building a ctypes.Structure per
+# call costs several microseconds, packing these bytes well under one. Field order and padding
+# are ForwardArgs' (checked below at import and by the tests).
+FORWARD_ARGS = struct.Struct("@iiiqqqqqfPPPPP12q")
+
+
+# Layouts of ft_attention_args (FT_LAYOUT_*).
+LAYOUTS = {"dense": 0, "paged": 1, "varlen": 2}
+
+
+class AttentionArgs(ctypes.Structure):
+    """ft_attention_args (ft_forward_ex, ft_workspace_size): every layout and decode's workspace."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("layout", ctypes.c_int), ("problem", Problem),
+                ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                ("q_strides", Strides3), ("k_strides", Strides3),
+                ("v_strides", Strides3), ("o_strides", Strides3),
+                ("seqlens_k", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+                ("block_table_stride", ctypes.c_int64), ("max_blocks_per_seq", ctypes.c_int64),
+                ("num_blocks", ctypes.c_int64), ("block_size", ctypes.c_int32),
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+                ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)]
+
+    @classmethod
+    def make(cls, layout, problem, **fields):
+        """Zero-filled args of `layout` ("dense", "paged", "varlen"), struct_size set; `fields`
+        by name (strides as 3-tuples, pointers as ints)."""
+        args = cls()
+        args.struct_size = ctypes.sizeof(cls)
+        args.layout = LAYOUTS[layout]
+        args.problem = problem
+        for name, value in fields.items():
+            setattr(args, name, Strides3(*value) if name.endswith("_strides") else value)
+        return args
+
+
+class BackwardArgs(ctypes.Structure):
+    """ft_backward_args: the forward call's arguments (o and lse as it wrote them), the gradient
+    of o, the gradients to write, the workspace (ft_backward_workspace_bytes) and the mode."""
+    _fields_ = [("forward", ForwardArgs), ("d_o", ctypes.c_void_p), ("dq", ctypes.c_void_p),
+                ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p),
+                ("d_o_strides", Strides3), ("dq_strides", Strides3), ("dk_strides", Strides3),
+                ("dv_strides", Strides3), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+                ("deterministic", ctypes.c_int)]
+
+
+class PlanInfo(ctypes.Structure):
+    """ft_plan_info: what ft_forward would launch for a problem, and why."""
+    _fields_ = [("variant_uri", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name", ctypes.c_char * 16),
+                ("bucket", ctypes.c_char * 64), ("tuned_bucket", ctypes.c_char * 64),
+                ("tuned_median_us", ctypes.c_double), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int),
+                ("warps", ctypes.c_int), ("stages", ctypes.c_int), ("why", ctypes.c_char * 1024),
+                ("family", ctypes.c_char * 32)]
+
+
+if FORWARD_ARGS.size != ctypes.sizeof(ForwardArgs):  # a platform where the two layouts differ
+    raise ImportError(f"flashtune: ft_forward_args packs to {FORWARD_ARGS.size} bytes but is "
+                      f"{ctypes.sizeof(ForwardArgs)} bytes in C; this platform is not supported")
+
+_P = ctypes.c_void_p
+# Every entry point: name -> (return type, argument types). One row per C function.
+_SIGNATURES = {
+    "ft_runtime_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "ft_runtime_close": (None, [_P]),
+    # args as a pointer to FORWARD_ARGS bytes (ctypes passes bytes without a copy).
+    "ft_forward": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
+    "ft_plan": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
+    "ft_forward_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), _P]),
+    "ft_workspace_size": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]),
+    "ft_backward": (ctypes.c_int, [_P, ctypes.POINTER(BackwardArgs), _P]),
+    "ft_backward_workspace_bytes": (ctypes.c_int, [ctypes.POINTER(Problem), ctypes.POINTER(ctypes.c_int64)]),
+    "ft_plan_backward": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
+    "ft_last_error": (ctypes.c_char_p, []),
+    "ft_status_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "ft_version": (ctypes.c_char_p, []),
+}
+
+_lock = threading.Lock()
+_lib = None
+nvrtc_fallback = None  # the folder of the pip package's NVRTC when library() had to load it
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def library_path():
+    """The libflashtune.so this process uses: $FLASHTUNE_LIB, else the package's own copy."""
+    env = os.environ.get("FLASHTUNE_LIB")
+    if env:
+        return env
+    return os.path.join(_HERE, "lib", "libflashtune.so")
+
+
+def nvrtc_dir():
+    """A folder holding the pip package's libnvrtc.so.13 (what torch's CUDA 13 wheels depend on),
+    or None."""
+    for root in sys.path:
+        for sub in (("nvidia", "cu13", "lib"), ("nvidia", "cuda_nvrtc", "lib")):
+            folder = os.path.join(root or ".", *sub)
+            if os.path.exists(os.path.join(folder, "libnvrtc.so.13")):
+                return folder
+    return None
+
+
+def _load(path):
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        folder = nvrtc_dir() if "libnvrtc" in str(e) else None
+        if folder is None:
+            raise
+    # Loaded globally first, libnvrtc.so.13 satisfies libflashtune's dependency by its soname.
+    ctypes.CDLL(os.path.join(folder, "libnvrtc.so.13"), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(path)
+    global nvrtc_fallback
+    nvrtc_fallback = folder
+    return lib
+
+
+def library():
+    """The loaded library, every declared signature set. Raises FlashtuneError when it cannot load."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            if not os.path.exists(path):
+                raise FlashtuneError(f"libflashtune.so not found at {path}: install the package (pip install .) "
+                                     "or set FLASHTUNE_LIB to a libflashtune.so")
+            try:
+                lib = _load(path)
+            except OSError as e:  # usually a missing dependency, e.g. the CUDA toolkit's libnvrtc
+                raise FlashtuneError(f"cannot load {path}: {e} (flashtune needs the CUDA 13 toolkit's "
+                                     "NVRTC, libsqlite3 and libcrypto on the library path)") from None
+            for name, (restype, argtypes) in _SIGNATURES.items():
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.restype, fn.argtypes = restype, argtypes
+            _lib = lib
+    return _lib
+
+
+def function(name):
+    """The entry point `name` of the loaded library; FlashtuneError when this library lacks it."""
+    fn = getattr(library(), name, None)
+    if fn is None:
+        raise FlashtuneError(f"{library_path()} has no {name}: the library is older than this package")
+    return fn
+
+
+def error(status, what):
+    """The FlashtuneError for a failed call `what` that returned `status`."""
+    lib = library()
+    name = lib.ft_status_name(status).decode()
+    message = lib.ft_last_error().decode()
+    # The library's messages usually start with the status name already.
+    detail = message if message.startswith(name) else f"{name}: {message}"
+    cls = InvalidArgument if status == FT_INVALID_ARGUMENT else FlashtuneError
+    return cls(f"{what}: {detail}", status, name)
+
+
+def check(status, what):
+    """Raises error(status, what) unless status is FT_OK."""
+    if status != FT_OK:
+        raise error(status, what)
+
+
+def text(field):
+    """A char[] field of a ctypes struct as str."""
+    return field.decode(errors="replace")

@@ -1,0 +1,250 @@
+// decode_fwd against the float64 CPU reference: ragged batches (0, 1, 17, 1000 and 4097 keys
+// in one batch), paged K/V with shuffled pages of 16 and 256 keys, dense K/V with and without
+// per-sequence lengths, GQA 8:1 and MQA, 1 to 16 query rows with and without causal, both
+// dtypes, head dims 64/128/256, variants that split the keys (combine kernel) and that do not.
+// Outputs are poisoned (NaN) before each run, so an unwritten element fails; lse must match
+// within 1e-3 after the merge.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashtune/compiler.h"
+#include "flashtune/driver.h"
+#include "flashtune/kernel.h"
+#include "flashtune/reference.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "generator/families/decode_fwd.h"
+#include "generator/family.h"
+
+namespace flashtune {
+namespace {
+
+struct Gpu {
+  Driver* driver = nullptr;
+  std::optional<Context> context;
+  std::optional<Stream> stream;
+  DeviceInfo info;
+};
+
+Result<Gpu*> DecodeGpu() {
+  static Gpu gpu;
+  static Status status = [] {
+    auto driver = Driver::Load();
+    if (!driver.ok()) return driver.status();
+    gpu.driver = *driver;
+    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
+    auto info = gpu.driver->Device(0);
+    if (!info.ok()) return info.status();
+    gpu.info = *info;
+    auto context = Context::Primary(*gpu.driver, 0);
+    if (!context.ok()) return context.status();
+    gpu.context.emplace(std::move(*context));
+    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
+    auto stream = Stream::Create(*gpu.context);
+    if (!stream.ok()) return stream.status();
+    gpu.stream.emplace(std::move(*stream));
+    return Status::Ok();
+  }();
+  if (!status.ok()) return status;
+  return &gpu;
+}
+
+// One call: host tensors, their device copies and the expected answer.
+struct DecodeCase {
+  std::string name;
+  ForwardArgs device;
+  std::vector<uint16_t> q, k, v;
+  std::vector<int32_t> table, lengths;
+  std::vector<double> expected_o, expected_lse;
+  std::vector<DeviceBuffer> buffers;  // q, k, v, o, lse, table, lengths, workspace
+};
+
+DeviceBuffer Upload(Gpu& gpu, const void* host, size_t bytes) {
+  auto b = DeviceBuffer::Allocate(*gpu.context, std::max<size_t>(bytes, 16));
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  if (host != nullptr) {
+    EXPECT_TRUE(b->CopyFromHost(host, bytes).ok());
+  }
+  return std::move(*b);
+}
+
+// Builds a case: `lengths` keys per sequence; block_size 0 means dense K/V ([B, Nk, Hkv, D],
+// with seqlens_k unless every sequence is full), else a paged pool with shuffled pages.
+DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq, int64_t hq, int64_t hkv,
+                          const std::vector<int32_t>& lengths, int block_size, uint64_t seed) {
+  DecodeCase c;
+  const int64_t B = int64_t(lengths.size());
+  const int64_t nk = std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end()));
+  Problem p{dtype, d, causal, B, nq, nk, hq, hkv};
+  p.layout = block_size > 0 ? Layout::kPaged : Layout::kDense;
+  ForwardArgs a = ForwardArgs::Contiguous(p, std::max(block_size, 1));
+  char name[160];
+  std::snprintf(name, sizeof name, "%s d%d %s Nq%lld Hq%lld Hkv%lld B%lld %s%d", std::string(DTypeName(dtype)).c_str(), d,
+                causal ? "causal" : "full", (long long)nq, (long long)hq, (long long)hkv, (long long)B,
+                block_size > 0 ? "paged" : "dense", block_size);
+  c.name = name;
+  c.lengths = lengths;
+  c.q.resize(size_t(B * nq * hq * d));
+  FillRandom(c.q, dtype, seed);
+  const int64_t row = hkv * d;  // elements per key
+  // Logical K/V per sequence, [B][nk][hkv][d], random; the device layout is built from it.
+  std::vector<uint16_t> k_logical(size_t(B * nk * row)), v_logical(k_logical.size());
+  FillRandom(k_logical, dtype, seed + 1);
+  FillRandom(v_logical, dtype, seed + 2);
+  std::mt19937 rng{uint32_t(seed)};
+  if (block_size > 0) {
+    int64_t pages = 0;
+    for (int32_t n : lengths) pages += (n + block_size - 1) / block_size;
+    a.paged.num_blocks = pages + 3;  // spare pages nobody uses
+    std::vector<int32_t> order(size_t(a.paged.num_blocks));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    a.paged.block_table_stride = a.paged.max_blocks_per_seq + 1;  // a padded table
+    c.table.assign(size_t(B * a.paged.block_table_stride), -7);   // unused entries must never be read
+    c.k.assign(size_t(a.paged.num_blocks * block_size * row), 0);
+    c.v.assign(c.k.size(), 0);
+    size_t next = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < (lengths[size_t(b)] + block_size - 1) / block_size; ++j) {
+        const int32_t page = order[next++];
+        c.table[size_t(b * a.paged.block_table_stride + j)] = page;
+        for (int64_t t = 0; t < block_size && j * block_size + t < lengths[size_t(b)]; ++t) {
+          const size_t src = size_t((b * nk + j * block_size + t) * row), dst = size_t((page * block_size + t) * row);
+          std::copy_n(k_logical.begin() + src, row, c.k.begin() + dst);
+          std::copy_n(v_logical.begin() + src, row, c.v.begin() + dst);
+        }
+      }
+    EXPECT_TRUE(CheckPagedKvHost(a, c.table, c.lengths).ok());
+  } else {
+    c.k = k_logical;
+    c.v = v_logical;
+  }
+  // The reference, sequence by sequence over its own keys.
+  c.expected_o.assign(c.q.size(), 0.0);
+  c.expected_lse.assign(size_t(B * hq * nq), -INFINITY);
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t n = lengths[size_t(b)];
+    if (n == 0) continue;  // no key: o = 0, lse = -inf
+    ForwardArgs one = ForwardArgs::Contiguous(Problem{dtype, d, causal, 1, nq, n, hq, hkv});
+    one.q = c.q.data() + b * nq * hq * d;
+    one.k = k_logical.data() + b * nk * row;
+    one.v = v_logical.data() + b * nk * row;
+    auto ref = ReferenceForward(one);
+    EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+    if (!ref.ok()) continue;
+    std::copy(ref->o.begin(), ref->o.end(), c.expected_o.begin() + b * nq * hq * d);
+    std::copy(ref->lse.begin(), ref->lse.end(), c.expected_lse.begin() + b * hq * nq);
+  }
+  // Device copies.
+  c.buffers.push_back(Upload(gpu, c.q.data(), c.q.size() * 2));
+  c.buffers.push_back(Upload(gpu, c.k.data(), c.k.size() * 2));
+  c.buffers.push_back(Upload(gpu, c.v.data(), c.v.size() * 2));
+  c.buffers.push_back(Upload(gpu, nullptr, c.q.size() * 2));
+  c.buffers.push_back(Upload(gpu, nullptr, c.expected_lse.size() * 4));
+  c.buffers.push_back(Upload(gpu, c.table.data(), c.table.size() * 4));
+  c.buffers.push_back(Upload(gpu, c.lengths.data(), c.lengths.size() * 4));
+  const int64_t ws = WorkspaceBytes(p, gpu.info.sm_count);
+  c.buffers.push_back(Upload(gpu, nullptr, size_t(ws)));
+  a.q = reinterpret_cast<const void*>(c.buffers[0].get());
+  a.k = reinterpret_cast<const void*>(c.buffers[1].get());
+  a.v = reinterpret_cast<const void*>(c.buffers[2].get());
+  a.o = reinterpret_cast<void*>(c.buffers[3].get());
+  a.lse = reinterpret_cast<float*>(c.buffers[4].get());
+  if (block_size > 0) a.paged.block_table = reinterpret_cast<const int32_t*>(c.buffers[5].get());
+  const bool full = std::all_of(lengths.begin(), lengths.end(), [&](int32_t n) { return n == nk; });
+  if (block_size > 0 || !full) a.seqlens_k = reinterpret_cast<const int32_t*>(c.buffers[6].get());
+  a.workspace = reinterpret_cast<void*>(c.buffers[7].get());
+  a.workspace_bytes = ws;
+  c.device = a;
+  return c;
+}
+
+// "" when `kernel` reproduces the reference on `c`, else why not.
+std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
+  if (!c.buffers[3].Memset(0xFF).ok() || !c.buffers[4].Memset(0xFF).ok()) return "memset failed";
+  Status launched = kernel.Launch(c.device, gpu.stream->get());
+  if (!launched.ok()) return launched.ToString();
+  Status done = gpu.stream->Synchronize();
+  if (!done.ok()) return done.ToString();
+  std::vector<uint16_t> o(c.q.size());
+  std::vector<float> lse(c.expected_lse.size());
+  if (!c.buffers[3].CopyToHost(o.data(), o.size() * 2).ok() || !c.buffers[4].CopyToHost(lse.data(), lse.size() * 4).ok())
+    return "copy back failed";
+  std::vector<double> got(o.size());
+  for (size_t i = 0; i < o.size(); ++i) got[i] = BitsToFloat(o[i], c.device.problem.dtype);
+  const double err = RelativeL2Error(got, c.expected_o);
+  const LseComparison cmp = CompareLse(lse, c.expected_lse);
+  const double tol = c.device.problem.dtype == DType::kBF16 ? 1e-2 : 2e-3;
+  if (err <= tol && cmp.Within(1e-3)) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "o error %.3g (tol %.0e), lse error %.3g at %lld, -inf mismatches %lld", err, tol,
+                cmp.max_error, (long long)cmp.worst_index, (long long)cmp.infinity_mismatches);
+  return c.name + ": " + buf;
+}
+
+// Compiles `variants` and runs each on every case of the class.
+void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
+  auto gpu = DecodeGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  Compiler compiler(Compiler::Options{});
+  std::vector<CompileRequest> requests;
+  for (const Variant& v : variants) {
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+  }
+  auto cubins = compiler.CompileMany(requests);
+  const std::vector<int32_t> ragged = {0, 1, 17, 1000, 4097};
+  std::vector<DecodeCase> cases;
+  uint64_t seed = 500 + uint64_t(cls.head_dim) + (cls.causal ? 7 : 0);
+  for (int64_t nq : {1, 4, 16}) {
+    // MQA (8 query heads on one K/V head) in 16-key pages, GQA 8:1 in 256-key pages.
+    cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, nq, 8, 1, ragged, 16, seed += 10));
+    cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, nq, 16, 2, ragged, 256, seed += 10));
+  }
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 3, 8, 1, ragged, 0, seed += 10));
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {300, 300}, 0, seed += 10));
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 2, 32, 8, {2048}, 1, seed += 10));
+  int runs = 0;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
+    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (DecodeCase& c : cases) {
+      EXPECT_EQ(RunDecode(**gpu, *kernel, c), "") << variants[i].Uri();
+      ++runs;
+    }
+  }
+  std::printf("[ checked  ] %s: %zu decode variants x %zu cases (%d runs)\n", cls.ToString().c_str(), variants.size(),
+              cases.size(), runs);
+}
+
+class DecodeClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};
+
+// The default, and variants that split into many (cs4, short steps) or few blocks, with
+// the extremes of warps, stages and row tiles the head dim allows.
+TEST_P(DecodeClasses, VariantsMatchTheReference) {
+  const auto [dtype, head_dim, causal] = GetParam();
+  const ProblemClass cls{dtype, head_dim, causal};
+  std::vector<Variant> variants = {FindFamily("decode_fwd")->Default(cls, Target{}),
+                                   DecodeVariant(dtype, head_dim, causal, 32, 1, 2, 2, 4),
+                                   head_dim <= 128 ? DecodeVariant(dtype, head_dim, causal, 128, 2, 8, 2, 1)
+                                                   : DecodeVariant(dtype, head_dim, causal, 64, 1, 4, 2, 1)};
+  if (head_dim == 64) variants.push_back(DecodeVariant(dtype, head_dim, causal, 64, 4, 4, 4, 2));
+  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  CheckDecode(cls, variants);
+}
+
+INSTANTIATE_TEST_SUITE_P(DecodeGpu, DecodeClasses,
+                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128, 256),
+                                            ::testing::Bool()));
+
+}  // namespace
+}  // namespace flashtune

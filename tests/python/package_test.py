@@ -1,0 +1,204 @@
+"""The installed Python package without torch and without a GPU (tests/python/install_test.sh runs
+it in a fresh virtual environment that holds the wheel and nothing else).
+
+FLASHTUNE_TEST_SITE, when set, is the site-packages folder the package must be imported from
+(so a source checkout on sys.path cannot stand in for the wheel); FLASHTUNE_TEST_VERSION the
+version CMakeLists.txt declares.
+"""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import flashtune
+from flashtune import _capi, _cli
+
+
+def run_python(*code_and_args, **kwargs):
+    return subprocess.run([sys.executable, *code_and_args], capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def has_cuda_driver():
+    try:
+        ctypes.CDLL(os.environ.get("FLASHTUNE_LIBCUDA") or "libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+class Installed(unittest.TestCase):
+    def test_imports_from_the_wheel_without_torch(self):
+        site = os.environ.get("FLASHTUNE_TEST_SITE")
+        if site:
+            self.assertTrue(os.path.realpath(flashtune.__file__).startswith(os.path.realpath(site)), flashtune.__file__)
+        # The library and CLI are the wheel's own, found next to the package.
+        self.assertNotIn("FLASHTUNE_LIB", os.environ)
+        pkg = os.path.dirname(os.path.abspath(flashtune.__file__))
+        self.assertEqual(flashtune.library_path(), os.path.join(pkg, "lib", "libflashtune.so"))
+        self.assertEqual(flashtune.cli_path(), os.path.join(pkg, "bin", "flashtune"))
+        self.assertNotIn("torch", sys.modules)  # neither import flashtune nor the C ABI calls need it
+        proc = run_python("-c", "import sys, flashtune; flashtune.plan(flashtune.Problem('bf16', 64, 1, 128, 2)); "
+                                "print('torch' in sys.modules)")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.strip(), "False")
+
+    def test_version_is_the_librarys_and_the_metadata(self):
+        from importlib import metadata
+        version = flashtune.version()
+        self.assertRegex(version, r"^\d+\.\d+\.\d+$")
+        self.assertEqual(flashtune.__version__, version)
+        self.assertEqual(metadata.version("flashtune"), version)
+        if os.environ.get("FLASHTUNE_TEST_VERSION"):
+            self.assertEqual(version, os.environ["FLASHTUNE_TEST_VERSION"])
+
+    def test_attention_without_torch_says_what_it_needs(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is installed here")
+        except ImportError:
+            pass
+        with self.assertRaisesRegex(ImportError, "flashtune.attention needs PyTorch"):
+            flashtune.attention  # noqa: B018
+
+
+class CAbi(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.rt = flashtune.Runtime(os.path.join(self.tmp.name, "absent.db"))
+
+    def tearDown(self):
+        self.rt.close()
+        self.tmp.cleanup()
+
+    def test_forward_args_pack_like_the_c_struct(self):
+        # The hot path packs ft_forward_args with struct; it must be byte for byte the ctypes mirror.
+        values = dict(dtype=2, head_dim=128, causal=1, batch=3, seqlen_q=1000, seqlen_k=3000, heads_q=16, heads_kv=4)
+        c = _capi.ForwardArgs()
+        for name, value in values.items():
+            setattr(c.problem, name, value)
+        c.softmax_scale = 0.125
+        c.q, c.k, c.v, c.o, c.lse = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000
+        strides = [(11, 12, 13), (21, 22, 23), (31, 32, 33), (41, 42, 43)]
+        for field, s in zip(("q_strides", "k_strides", "v_strides", "o_strides"), strides):
+            setattr(c, field, _capi.Strides3(*s))
+        packed = _capi.FORWARD_ARGS.pack(*values.values(), 0.125, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000,
+                                         *[x for s in strides for x in s])
+        self.assertEqual(packed, ctypes.string_at(ctypes.addressof(c), ctypes.sizeof(c)))
+
+    def test_plan_without_a_gpu_is_the_default_tile(self):
+        plan = self.rt.plan(flashtune.Problem("bf16", 128, batch=2, seqlen_q=1024, heads_q=16, causal=True))
+        self.assertEqual(plan.source_name, "heuristic")
+        self.assertEqual(plan.source, 2)
+        self.assertTrue(plan.variant_uri.startswith(plan.family + "_bf16_d128_"), plan.variant_uri)
+        self.assertTrue(plan.variant_uri.endswith("_causal"), plan.variant_uri)
+        self.assertEqual(plan.bucket, "bf16/d128/causal/q10/k10/bh5")
+        self.assertEqual(plan.tuned_bucket, "")
+        self.assertEqual(plan.tuned_median_us, 0)
+        self.assertGreater(plan.block_m, 0)
+        self.assertGreater(plan.block_n, 0)
+        self.assertGreater(plan.warps, 0)
+        self.assertIn("default", plan.why)
+        self.assertIn(plan.variant_uri, str(plan))
+        self.assertEqual(plan.problem.seqlen_k, 1024)  # defaults to seqlen_q
+        self.assertEqual(plan.problem.heads_kv, 16)
+
+    def test_module_plan_uses_the_default_runtime(self):
+        proc = run_python("-c", "import flashtune; p = flashtune.plan(flashtune.Problem('f16', 64, 4, 512, 8, "
+                                "heads_kv=2)); print(p.source_name, p.bucket)",
+                          cwd=self.tmp.name, env={**os.environ, "FLASHTUNE_DB": ""})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.split(), ["heuristic", "f16/d64/full/q9/k9/bh5"])
+
+    def test_bad_problem_names_the_field(self):
+        with self.assertRaises(flashtune.InvalidArgument) as cm:
+            self.rt.plan(flashtune.Problem("bf16", 100, batch=1, seqlen_q=64, heads_q=2))
+        self.assertIsInstance(cm.exception, ValueError)
+        self.assertEqual(cm.exception.status_name, "invalid_argument")
+        self.assertIn("head_dim", str(cm.exception))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"problem.dtype: 'fp32' is not a dtype; allowed: f16, bf16"):
+            self.rt.plan(flashtune.Problem("fp32", 64, batch=1, seqlen_q=64, heads_q=2))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "heads"):
+            self.rt.plan(flashtune.Problem("bf16", 64, batch=1, seqlen_q=64, heads_q=6, heads_kv=4))
+
+    def test_bad_forward_arguments_launch_nothing(self):
+        args = _capi.FORWARD_ARGS.pack(2, 64, 0, 1, 64, 64, 2, 2, 0.0, 0, 256, 256, 256, 0,
+                                       *(64 * 2 * 64, 2 * 64, 64) * 4)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "q must not be null"):
+            self.rt.forward_packed(args, 0)
+
+    @unittest.skipIf(has_cuda_driver(), "a CUDA driver is present: this test is for machines without one")
+    def test_launch_without_a_gpu_is_a_clear_error(self):
+        args = _capi.FORWARD_ARGS.pack(2, 64, 0, 1, 64, 64, 2, 2, 0.0, 256, 512, 768, 1024, 0,
+                                       *(64 * 2 * 64, 2 * 64, 64) * 4)
+        with self.assertRaises(flashtune.FlashtuneError) as cm:
+            self.rt.forward_packed(args, 0)
+        self.assertNotIsInstance(cm.exception, flashtune.InvalidArgument)
+        self.assertIn(cm.exception.status_name, ("no_driver", "no_device"))
+        self.assertIn(cm.exception.status_name, str(cm.exception))
+
+    def test_closed_runtime_is_refused(self):
+        rt = flashtune.Runtime(os.path.join(self.tmp.name, "absent.db"))
+        rt.close()
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "after close"):
+            rt.plan(flashtune.Problem("bf16", 64, batch=1, seqlen_q=64, heads_q=2))
+        rt.close()  # twice is fine
+
+    def test_a_bad_database_is_the_librarys_error(self):
+        bad = os.path.join(self.tmp.name, "bad.db")
+        with open(bad, "wb") as f:
+            f.write(b"this is not a database, " * 100)
+        with self.assertRaises(flashtune.FlashtuneError) as cm:
+            flashtune.Runtime(bad)
+        self.assertIn("bad.db", str(cm.exception))
+        self.assertIn(cm.exception.status_name, str(cm.exception))
+        self.assertNotEqual(cm.exception.status, 0)
+
+
+class Cli(unittest.TestCase):
+    def test_python_m_flashtune_is_the_cli(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = run_python("-m", "flashtune", "plan", "--dtype", "bf16", "--head-dim", "64", "--seqlen-q", "256",
+                              "--heads-q", "4", "--json", cwd=tmp, env={**os.environ, "FLASHTUNE_DB": ""})
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn('"source":"heuristic"', proc.stdout)
+            proc = run_python("-m", "flashtune", "plan", "--dtype", "fp32", "--head-dim", "64", "--seqlen-q", "256",
+                              "--heads-q", "4", cwd=tmp)
+            self.assertEqual(proc.returncode, 2)
+            self.assertIn("--dtype", proc.stderr)
+
+    def test_console_script_is_installed(self):
+        script = os.path.join(os.path.dirname(sys.executable), "flashtune")
+        if not os.path.exists(script):
+            self.skipTest(f"no console script at {script} (not a virtual environment install)")
+        proc = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("tune", proc.stdout)
+
+    def test_tune_options_become_the_clis(self):
+        argv = _cli.command_line("tune", dict(dtypes=["bf16"], head_dims=(64, 128), causal=True, seqlens_q=[512],
+                                              db="x.db", strategy="budgeted", retune=False, dry_run=True,
+                                              heads_kv=None))
+        self.assertEqual(argv[1:], ["tune", "--dtypes", "bf16", "--head-dims", "64,128", "--causal", "1",
+                                    "--seqlens-q", "512", "--db", "x.db", "--strategy", "budgeted", "--dry-run"])
+        self.assertEqual(_cli.command_line("tune", dict(causal=[False, True]))[2:], ["--causal", "0,1"])
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "dry_run=1; allowed: True, False"):
+            _cli.command_line("tune", dict(dry_run=1))
+
+    def test_tune_runs_the_clis_tuner(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code = ("import flashtune; flashtune.tune(dtypes=['bf16'], head_dims=[64], causal=False, seqlens_q=[256], "
+                    "hidden=256, tokens=512, db='t.db', dry_run=True)")
+            proc = run_python("-c", code, cwd=tmp)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("bf16 d64 full B2 Nq256 Nk256 Hq4 Hkv4", proc.stdout)
+            self.assertIn("candidate(s) to compile and measure", proc.stdout)
+            proc = run_python("-c", "import flashtune; flashtune.tune(dtypes=['fp8'], dry_run=True)", cwd=tmp)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("--dtypes", proc.stderr)  # the CLI's own message, passed through
+            self.assertIn("flashtune.InvalidArgument: flashtune tune bad usage (exit 2)", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

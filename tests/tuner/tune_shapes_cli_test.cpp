@@ -1,0 +1,94 @@
+// `flashtune tune` with the shapes users name (--head-dims alone, --model config.json) and
+// spread over machines (--shard K/N, joined by `flashtune db merge`).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "flashtune/database.h"
+#include "tests/support/replay_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using namespace flashtune::testing;
+
+const std::string kCli = FLASHTUNE_CLI_PATH;
+
+std::string Read(const std::string& path) { return ReadTextFile(path); }
+
+TEST(TuneShapesCli, HeadDimsAloneFitTheHeadCountAndAChosenHiddenSaysWhatToPass) {
+  const std::string dir = TempDir("cli_head_dims");
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --dtypes bf16 --head-dims 96 --causal 0 "
+                     "--seqlens-q 2048 > " + out + " 2>&1"), 0) << Read(out);
+  EXPECT_NE(Read(out).find("bf16 d96 full B8 Nq2048 Nk2048 Hq21 Hkv21"), std::string::npos) << Read(out);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --head-dims 96 --hidden 2048 > " + out + " 2>&1"), 2);
+  EXPECT_NE(Read(out).find("hidden 2048 is not a multiple of head dim 96; give hidden 2016 (21 heads) or 2112 "
+                           "(22 heads)"), std::string::npos) << Read(out);
+}
+
+TEST(TuneShapesCli, ModelConfigGivesTheProblemSet) {
+  const std::string dir = TempDir("cli_model");
+  const std::string out = dir + "/out.txt";
+  const std::string phi = std::string(FLASHTUNE_SOURCE_DIR) + "/examples/models/phi-3-mini-4k.config.json";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --model " + phi + " > " + out + " 2>&1"), 0)
+      << Read(out);
+  const std::string text = Read(out);
+  EXPECT_NE(text.find("bf16 d96 causal B4 Nq4096 Nk4096 Hq32 Hkv32"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Nq8192"), std::string::npos) << "past the model's 4k context";
+  EXPECT_EQ(text.find("\nf16 d96"), std::string::npos) << "its torch_dtype only";
+  EXPECT_EQ(text.rfind("f16 d96", 0), std::string::npos) << "its torch_dtype only";
+  EXPECT_NE(text.find("8 problem(s)"), std::string::npos) << text;
+  // --dtypes overrides the config's dtype; shape options the model gives are refused.
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --model " + phi + " --dtypes f16 --causal 1 > " +
+                     out + " 2>&1"), 0);
+  EXPECT_NE(Read(out).find("4 problem(s)"), std::string::npos) << Read(out);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --model " + phi + " --head-dims 128 > " + out + " 2>&1"), 2);
+  EXPECT_NE(Read(out).find("--model FILE gives the heads, K/V heads and head dim; drop --head-dims"), std::string::npos);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --model " + dir + "/none.json > " + out + " 2>&1"), 1);
+  EXPECT_NE(Read(out).find("none.json' cannot be read"), std::string::npos) << Read(out);
+}
+
+// Three machines each tune a shard (replayed timings), `db merge` joins them: the winners of one
+// run over the whole set.
+TEST(TuneShapesCli, ShardsMergedGiveTheWinnersOfOneRun) {
+  const std::string dir = TempDir("cli_shard");
+  const std::string out = dir + "/out.txt";
+  std::vector<RecordedRow> rows;
+  const auto problems = SmallProblemSet();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto r = SyntheticRows(problems[i], uint32_t(i + 1));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  const std::string replay = dir + "/rec.csv";
+  std::ofstream(replay) << ReplayCsv(rows);
+  ASSERT_EQ(RunShell(kCli + " tune --replay " + replay + " --db " + dir + "/one.db > " + out + " 2>&1"), 0) << Read(out);
+  for (int k = 1; k <= 3; ++k) {
+    const std::string shard = std::to_string(k) + "/3";
+    ASSERT_EQ(RunShell(kCli + " tune --replay " + replay + " --shard " + shard + " --db " + dir + "/s" +
+                       std::to_string(k) + ".db > " + out + " 2>&1"), 0) << Read(out);
+    EXPECT_NE(Read(out).find("shard " + shard + ": "), std::string::npos) << Read(out);
+  }
+  for (int k : {2, 3, 1, 3})
+    ASSERT_EQ(RunShell(kCli + " db merge " + dir + "/s" + std::to_string(k) + ".db --db " + dir + "/all.db > " + out +
+                       " 2>&1"), 0) << Read(out);
+  auto winners = [&](const std::string& db) {
+    auto d = Database::Open(db);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    auto rows = (*d)->ListWinners();
+    EXPECT_TRUE(rows.ok());
+    std::map<std::string, std::string> m;
+    for (const WinnerRow& w : *rows) m[BucketString(w.bucket)] = w.variant_uri;
+    return m;
+  };
+  EXPECT_EQ(winners(dir + "/all.db"), winners(dir + "/one.db"));
+  EXPECT_EQ(winners(dir + "/all.db").size(), problems.size());
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --shard 4/3 > " + out + " 2>&1"), 2);
+  EXPECT_NE(Read(out).find("--shard '4/3': allowed K/N"), std::string::npos) << Read(out);
+}
+
+}  // namespace
+}  // namespace flashtune
