@@ -69,7 +69,7 @@ T Must(Result<T> r, const char* what) {
 
 // The GPU fixture the GPU tests use (tests/support/gpu_fixture.h); --compile-only keeps an
 // unopened one (no driver).
-using Gpu = flashtune::testing::TestGpu;
+using Gpu = flashtune::testing::Gpu;
 
 std::string g_template;  // the template text
 std::string g_dump_dir;  // --dump DIR: write each compiled cubin there
@@ -613,7 +613,7 @@ int main(int argc, char** argv) {
     LoadAll(gpu, all);
     return 0;
   }
-  Gpu& gpu = *Must(flashtune::testing::SharedGpu(), "gpu");
+  Gpu& gpu = *Must(flashtune::testing::GetGpu(), "gpu");
   std::printf("device: %s (%s), driver %s, NVRTC %s\n", gpu.info.name.c_str(), gpu.info.Arch().c_str(),
               gpu.driver->VersionString().c_str(), Compiler::NvrtcVersion().c_str());
   if (gpu.info.cc_major != 9) {

@@ -43,10 +43,8 @@ class Fa2Fwd final : public Family {
     return kAxes;
   }
 
-  // Dense and varlen (packed sequences: the kernel reads cu_seqlens); paged K/V is decode_fwd's.
-  int PreferenceFor(const Problem& problem) const override {
-    return problem.layout == Layout::kDense || problem.layout == Layout::kVarlen ? preference() : -1;
-  }
+  // Packed sequences: the kernel reads cu_seqlens (paged K/V is decode_fwd's).
+  bool reads_varlen() const override { return true; }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
   bool Serves(const ProblemClass& cls, const Target& target) const override {

@@ -54,10 +54,8 @@ class HopperFwd final : public Family {
     return kAxes;
   }
 
-  // Dense and varlen (the kernel reads cu_seqlens and bounds its O stores per sequence).
-  int PreferenceFor(const Problem& problem) const override {
-    return problem.layout == Layout::kDense || problem.layout == Layout::kVarlen ? preference() : -1;
-  }
+  // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
+  bool reads_varlen() const override { return true; }
 
   bool Serves(const ProblemClass& cls, const Target& target) const override {
     // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs; head dims

@@ -25,7 +25,7 @@
 namespace flashtune {
 namespace {
 
-using Gpu = testing::TestGpu;
+using testing::Gpu;
 
 // One call: host tensors, their device copies and the expected answer.
 struct DecodeCase {
@@ -150,7 +150,7 @@ std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
 
 // Compiles `variants` and runs each on every case of the class.
 void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
-  auto gpu = testing::SharedGpu();
+  auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
   const std::vector<int32_t> ragged = {0, 1, 17, 1000, 4097};

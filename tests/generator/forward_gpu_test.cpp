@@ -21,10 +21,10 @@
 namespace flashtune {
 namespace {
 
-struct Shape {
-  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
-  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]: non-contiguous strides
-};
+using testing::GetGpu;
+using testing::Gpu;
+using testing::Shape;
+using testing::StridesFor;
 
 const Shape kShapes[] = {
     {1, 1, 1, 1, 1, false},       {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},  // GQA 8:1
@@ -34,13 +34,6 @@ const Shape kShapes[] = {
     // an odd number of K/V blocks per tile and, when causal, tiles that see no key.
     {4, 700, 300, 16, 4, false},
 };
-
-Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
-  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
-  return Strides{heads * seqlen * d, d, seqlen * d};
-}
-
-using Gpu = testing::TestGpu;
 
 // One shape's host inputs, device copies and reference answer for one class.
 struct Case {
@@ -111,7 +104,7 @@ std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
 }
 
 void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
-  auto gpu = testing::SharedGpu();
+  auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
   std::vector<std::unique_ptr<Case>> cases;
@@ -138,7 +131,7 @@ TEST_P(FullSpace, EveryVariantMatchesTheReference) {
 // ping-pong) stay allowed, so a hand-picked or overridden variant must be right too: both off,
 // with the persistent scheduler, for each head dim the space serves.
 TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
-  auto gpu = testing::SharedGpu();
+  auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
   for (bool causal : {false, true}) {

@@ -23,7 +23,7 @@
 namespace flashtune {
 namespace {
 
-using Gpu = testing::TestGpu;
+using testing::Gpu;
 
 constexpr int64_t kCanaryRows = 64;  // poisoned rows of o after total_q
 
@@ -140,7 +140,7 @@ std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
 
 // Compiles `variants` and runs each on every case of the class.
 void CheckVarlen(const ProblemClass& cls, const std::vector<Variant>& variants) {
-  auto gpu = testing::SharedGpu();
+  auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   std::vector<Variant> runnable;
   for (const Variant& v : variants)

@@ -203,7 +203,7 @@ TEST(RuntimeGpu, UntunedShapeCompilesOnFirstUseAndMatches) {
 // sequences of 200 queries and 300 keys packed back to back are the dense [2, N, H, D] tensors
 // with batch strides 0, so the dense reference answers; lse is skipped ([Hq, total_q] there).
 TEST(RuntimeGpu, VarlenCallRunsThroughThePlanner) {
-  auto gpu = SharedGpu();
+  auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
   const Context* ctx = &*(*gpu)->context;
   RuntimeOptions options;

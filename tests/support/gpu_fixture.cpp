@@ -10,37 +10,37 @@
 
 namespace flashtune::testing {
 
-Result<TestGpu*> SharedGpu() {
-  static TestGpu* gpu = new TestGpu;  // never destroyed: the driver may be gone at exit
+Result<Gpu*> GetGpu() {
+  static Gpu gpu;
   static Status status = [] {
     auto driver = Driver::Load();
     if (!driver.ok()) return driver.status();
-    gpu->driver = *driver;
-    if (gpu->driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
-    auto info = gpu->driver->Device(0);
+    gpu.driver = *driver;
+    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
+    auto info = gpu.driver->Device(0);
     if (!info.ok()) return info.status();
-    gpu->info = *info;
-    auto context = Context::Primary(*gpu->driver, 0);
+    gpu.info = *info;
+    auto context = Context::Primary(*gpu.driver, 0);
     if (!context.ok()) return context.status();
-    gpu->context.emplace(std::move(*context));
-    FT_RETURN_IF_ERROR(gpu->context->MakeCurrent());
-    auto stream = Stream::Create(*gpu->context);
+    gpu.context.emplace(std::move(*context));
+    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
+    auto stream = Stream::Create(*gpu.context);
     if (!stream.ok()) return stream.status();
-    gpu->stream.emplace(std::move(*stream));
+    gpu.stream.emplace(std::move(*stream));
     return Status::Ok();
   }();
   if (!status.ok()) return status;
-  return gpu;
+  return &gpu;
 }
 
-Result<DeviceBuffer> Upload(const TestGpu& gpu, const void* host, size_t bytes) {
+Result<DeviceBuffer> Upload(const Gpu& gpu, const void* host, size_t bytes) {
   auto b = DeviceBuffer::Allocate(*gpu.context, std::max<size_t>(bytes, 16));
   if (!b.ok()) return b.status();
   if (host != nullptr) FT_RETURN_IF_ERROR(b->CopyFromHost(host, bytes));
   return b;
 }
 
-std::vector<Result<ForwardKernel>> CompileAndLoad(const TestGpu& gpu, const std::vector<Variant>& variants) {
+std::vector<Result<ForwardKernel>> CompileAndLoad(const Gpu& gpu, const std::vector<Variant>& variants) {
   std::vector<Status> generated;  // per variant
   std::vector<CompileRequest> requests;
   for (const Variant& v : variants) {
@@ -64,7 +64,7 @@ std::vector<Result<ForwardKernel>> CompileAndLoad(const TestGpu& gpu, const std:
   return out;
 }
 
-std::string LaunchPoisoned(const TestGpu& gpu, const ForwardKernel& kernel, const ForwardArgs& args, DeviceBuffer& o,
+std::string LaunchPoisoned(const Gpu& gpu, const ForwardKernel& kernel, const ForwardArgs& args, DeviceBuffer& o,
                            DeviceBuffer& lse) {
   if (!o.Memset(0xFF).ok() || !lse.Memset(0xFF).ok()) return "memset failed";
   Status launched = kernel.Launch(args, gpu.stream->get());

@@ -1,47 +1,63 @@
 // tests/support/gpu_fixture.h — what the kernel tests against the float64 reference share: the
 // GPU (the driver, device 0 with its primary context made current, and one stream, opened once
-// per process), compiling and loading variants for it, a poisoned launch and the verdict.
+// per process), the test shapes' head-major strides, compiling and loading variants for the
+// GPU, a poisoned launch and the verdict.
 //
-// Contract: SharedGpu() opens the GPU on the first call and returns the same object (or the
-// same error: no driver, kNoDevice, ...) on every later one, so a test without a GPU can
-// GTEST_SKIP with the reason. Upload copies host bytes into a fresh device buffer.
-// Thread safety: the first call may race with no other; afterwards the object is shared
-// read-only (the stream is the caller's to serialise).
+// Contract: GetGpu() opens the GPU on the first call and returns the same object (or the same
+// error: no driver, kNoDevice, ...) on every later one, so a test without a GPU can GTEST_SKIP
+// with the reason. Upload copies host bytes into a fresh device buffer.
+// Thread safety: GetGpu() initialises once (a function-local static); tests use it from the
+// gtest thread (the stream is theirs to serialise).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "flashtune/driver.h"
+#include "flashtune/forward_args.h"
 #include "flashtune/kernel.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
 namespace flashtune::testing {
 
-struct TestGpu {
+struct Gpu {
   Driver* driver = nullptr;
-  std::optional<Context> context;
+  std::optional<Context> context;  // device 0's primary context, current
   std::optional<Stream> stream;
   DeviceInfo info;
 };
 
-// The process's GPU, or why there is none.
-Result<TestGpu*> SharedGpu();
+// Device 0, set up once; the reason (kNoDriver, kNoDevice, ...) when there is none, for the
+// test to skip with.
+Result<Gpu*> GetGpu();
+
+// One test shape: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D].
+struct Shape {
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]: non-contiguous strides
+};
+
+// Strides of a [B, seqlen, heads, d] view of `s`'s layout.
+inline Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
+  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
+  return Strides{heads * seqlen * d, d, seqlen * d};
+}
 
 // A device buffer of max(bytes, 16) bytes holding `host` (uninitialised when `host` is null).
-Result<DeviceBuffer> Upload(const TestGpu& gpu, const void* host, size_t bytes);
+Result<DeviceBuffer> Upload(const Gpu& gpu, const void* host, size_t bytes);
 
 // Compiles every variant for the GPU's arch (NVRTC, all at once) and loads it: one result per
 // variant, in order; a generation, compile or load error is that variant's status.
-std::vector<Result<ForwardKernel>> CompileAndLoad(const TestGpu& gpu, const std::vector<Variant>& variants);
+std::vector<Result<ForwardKernel>> CompileAndLoad(const Gpu& gpu, const std::vector<Variant>& variants);
 
 // Fills `o` and `lse` with 0xFF bytes (NaN: an element the kernel does not write fails the
 // comparison), launches `kernel` on `args` and waits. "" when it ran, else the error.
-std::string LaunchPoisoned(const TestGpu& gpu, const ForwardKernel& kernel, const ForwardArgs& args, DeviceBuffer& o,
+std::string LaunchPoisoned(const Gpu& gpu, const ForwardKernel& kernel, const ForwardArgs& args, DeviceBuffer& o,
                            DeviceBuffer& lse);
 
 // The verdict on one output: "" when o is within the dtype's relative L2 tolerance of the
