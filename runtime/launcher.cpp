@@ -1,6 +1,8 @@
 // forward()'s contexts, loaded kernels and launch cache.
 #include "runtime/launcher.h"
 
+#include <vector>
+
 namespace flashtune {
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
@@ -14,12 +16,8 @@ Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
   auto current = driver->CurrentContext();
   if (!current.ok()) return current.status();
   CUcontext context = *current;
-  const ForwardKernel* kernel = nullptr;
-  if (context != nullptr) {
-    std::shared_lock lock(launch_mutex_);
-    auto it = launch_cache_.find({context, BucketCode(BucketOf(args.problem), args.problem.layout)});
-    if (it != launch_cache_.end()) kernel = it->second;
-  }
+  const ForwardKernel* kernel =
+      context != nullptr ? launch_table_.Find(context, BucketCode(BucketOf(args.problem), args.problem.layout)) : nullptr;
   if (kernel == nullptr) {
     std::lock_guard lock(load_mutex_);
     auto prepared = Prepare(*driver, context, args);
@@ -108,9 +106,31 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   if (!plan.ok()) return plan.status();
   auto kernel = KernelFor(context, **state, plan->variant);
   if (!kernel.ok()) return kernel.status();
-  std::unique_lock lock(launch_mutex_);
-  launch_cache_[{context, BucketCode(plan->bucket, args.problem.layout)}] = *kernel;
+  launch_table_.Publish(context, BucketCode(plan->bucket, args.problem.layout), *kernel);
   return *kernel;
+}
+
+void Launcher::Refresh(const Problem& problem) {
+  const uint64_t code = BucketCode(BucketOf(problem), problem.layout);
+  std::lock_guard lock(load_mutex_);
+  for (auto& [ordinal, device] : by_ordinal_) planner_->Forget(*device, problem);
+  std::vector<CUcontext> launching;
+  launch_table_.ForEach([&](const void* context, uint64_t c, const ForwardKernel*) {
+    if (c == code) launching.push_back(static_cast<CUcontext>(const_cast<void*>(context)));
+  });
+  for (CUcontext context : launching) {
+    auto cs = contexts_.find(context);
+    if (cs == contexts_.end() || cs->second.device == nullptr) continue;
+    auto plan = planner_->PlanOn(*cs->second.device, problem);
+    Result<const ForwardKernel*> kernel = plan.ok() ? KernelFor(context, cs->second, plan->variant)
+                                                    : Result<const ForwardKernel*>(plan.status());
+    if (!kernel.ok()) {
+      log_->Log(LogLevel::kWarning, "online tuning: cannot load the new plan of " + problem.ToString() + ": " +
+                                        kernel.status().ToString() + "; the old kernel stays");
+      continue;
+    }
+    launch_table_.Publish(context, code, *kernel);  // the swap: callers see the old or the new kernel
+  }
 }
 
 Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const ForwardArgs& args, const Status& why) {

@@ -8,6 +8,7 @@
 #include "flashtune/arch.h"
 #include "flashtune/driver.h"
 #include "flashtune/space.h"
+#include "runtime/online_tuner.h"
 
 namespace flashtune {
 namespace {
@@ -37,6 +38,7 @@ DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver
   s.record = DeviceRecord{info.name, info.uuid, info.cc_major, info.cc_minor, info.sm_count, driver.VersionString()};
   s.arch = info.Arch();
   s.max_smem_bytes = info.max_smem_per_block_optin > 0 ? info.max_smem_per_block_optin : kDefaultMaxSmemBytes;
+  s.ordinal = info.ordinal;
   return s;
 }
 
@@ -59,6 +61,7 @@ DeviceState DeviceState::Absent(std::string reason) {
 Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
   const BucketKey bucket = BucketOf(problem);
   const uint64_t code = BucketCode(bucket, problem.layout);
+  uint64_t generation = 0;
   {
     std::shared_lock lock(mutex_);
     auto it = device.plans.find(code);
@@ -67,14 +70,24 @@ Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
       plan.problem = problem;
       return plan;
     }
+    generation = generation_;
   }
   LogBatch logs;
   Result<Plan> computed = Compute(device, problem, bucket, &logs);
   log_->Emit(logs);
   if (!computed.ok()) return computed;
+  if (online_ != nullptr && computed->source != PlanSource::kExact)
+    online_->Request(device.record, device.ordinal, problem);
   std::unique_lock lock(mutex_);
-  device.plans.emplace(code, *computed);
+  // Not cached when a Forget() came in meanwhile: this plan may predate the winner it announced.
+  if (generation_ == generation) device.plans.emplace(code, *computed);
   return computed;
+}
+
+void Planner::Forget(DeviceState& device, const Problem& problem) {
+  std::unique_lock lock(mutex_);
+  device.plans.erase(BucketCode(BucketOf(problem), problem.layout));
+  ++generation_;
 }
 
 Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const BucketKey& bucket, LogBatch* logs) {
