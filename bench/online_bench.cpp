@@ -35,21 +35,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-#define CHECK_OK(expr)                                                                  \
-  do {                                                                                  \
-    Status s_ = (expr);                                                                 \
-    if (!s_.ok()) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, s_.ToString().c_str());   \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
-
+[[noreturn]] void Die(const char* what, const Status& status) {
+  std::fprintf(stderr, "online_bench: %s: %s\n", what, status.ToString().c_str());
+  std::exit(2);
+}
+void Check(const Status& status, const char* what) {
+  if (!status.ok()) Die(what, status);
+}
 template <typename T>
 T Take(Result<T> r, const char* what) {
-  if (!r.ok()) {
-    std::fprintf(stderr, "online_bench: %s: %s\n", what, r.status().ToString().c_str());
-    std::exit(2);
-  }
+  if (!r.ok()) Die(what, r.status());
   return std::move(*r);
 }
 
@@ -160,7 +155,7 @@ int main(int argc, char** argv) {
     for (DeviceBuffer* b : {&q, &k, &v}) {
       const size_t n = b->size() / elem;
       for (size_t i = 0; i < n; ++i) host[i] = ToHalfBits(dist(rng), p.dtype);
-      CHECK_OK(b->CopyFromHost(host.data(), b->size()));
+      Check(b->CopyFromHost(host.data(), b->size()), "copying the inputs");
     }
   }
   ForwardArgs args = ForwardArgs::Contiguous(p);
@@ -203,23 +198,23 @@ int main(int argc, char** argv) {
   // One timed call: host time of forward(), then its GPU time (events around it, synchronised:
   // the bench's own choice, so that every call's kernel time is known).
   auto call = [&](Runtime& rt, Phase& phase) {
-    CHECK_OK(start.Record(stream));
+    Check(start.Record(stream), "recording an event");
     const Clock::time_point h0 = Clock::now();
     Status s = rt.forward(args, stream.get());
     const Clock::time_point h1 = Clock::now();
-    CHECK_OK(end.Record(stream));
+    Check(end.Record(stream), "recording an event");
     if (!s.ok()) {
       if (++failures < 5) std::fprintf(stderr, "forward: %s\n", s.ToString().c_str());
       return;
     }
-    CHECK_OK(end.Synchronize());
+    Check(end.Synchronize(), "waiting for a call");
     phase.host_us.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
     phase.gpu_us.push_back(1000.0 * Take(Event::ElapsedMs(start, end), "elapsed"));
   };
   auto output = [&] {
-    CHECK_OK(stream.Synchronize());
+    Check(stream.Synchronize(), "waiting for the stream");
     std::vector<uint16_t> host(q_bytes / elem);
-    CHECK_OK(o.CopyToHost(host.data(), q_bytes));
+    Check(o.CopyToHost(host.data(), q_bytes), "copying the output");
     return host;
   };
 

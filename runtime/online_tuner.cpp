@@ -239,14 +239,14 @@ bool OnlineTuner::Step(Job& job) {
   }
   job.pid = -1;
   const std::string output = claim_dir_ + "/" + job.name + ".log";
-  if (r < 0) {
+  if (r < 0 && errno != ECHILD) {
     Finish(job, true, Errno("waitpid"));
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  } else if (r > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     Finish(job, true, "the worker (" + settings_.cli + " tune) ended with " + HowEnded(status) + "; its output is in " + output);
-  } else if (auto has = HasWinner(job); !has.ok()) {
+  } else if (auto has = HasWinner(job); !has.ok()) {  // exit 0, or reaped by the application (SIGCHLD ignored)
     Finish(job, true, "reading the database after the worker: " + has.status().ToString());
   } else {
-    Finish(job, !*has, *has ? "" : "the worker exited 0 but recorded no winner for the bucket; its output is in " + output);
+    Finish(job, !*has, *has ? "" : "the worker exited but recorded no winner for the bucket; its output is in " + output);
   }
   return true;
 }
