@@ -84,13 +84,26 @@ std::string AllRowsCsv(size_t* rows_out) {
   return ReplayCsv(rows);
 }
 
-TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
-  std::string dir = TempDir("cli_kill");
-  size_t n_rows = 0;
-  std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  std::string db = dir + "/t.db";
+// A scratch directory holding a replay file of every SmallProblemSet() measurement, with the
+// paths the tests pass to the CLI.
+struct Scratch {
+  explicit Scratch(const std::string& name) : dir(TempDir(name)), replay(dir + "/rec.csv"), db(dir + "/t.db") {
+    std::ofstream(replay) << AllRowsCsv(&n_rows);
+  }
+  // `flashtune tune` over the whole replay file into db, exhaustive; its exit code.
+  int TuneAll() const {
+    return RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1");
+  }
+  std::string dir;
   const std::string cli = FLASHTUNE_CLI_PATH;
+  std::string replay, db;
+  size_t n_rows = 0;
+};
+
+TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
+  const Scratch s("cli_kill");
+  const std::string &cli = s.cli, &replay = s.replay, &db = s.db;
+  const size_t n_rows = s.n_rows;
   pid_t pid = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--replay-delay-ms", "3"});
   // Wait until it has recorded some trials, then kill it hard mid-run.
   for (int i = 0; i < 400 && Query(db, "SELECT count(*) FROM trials") < 40; ++i)
@@ -114,12 +127,9 @@ TEST(TuneCli, KillNineThenResumeCompletesWithoutDuplicates) {
 }
 
 TEST(TuneCli, TwoProcessesOnOneDatabaseLoseNothing) {
-  std::string dir = TempDir("cli_concurrent");
-  size_t n_rows = 0;
-  std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  std::string db = dir + "/t.db";
-  const std::string cli = FLASHTUNE_CLI_PATH;
+  const Scratch s("cli_concurrent");
+  const std::string &cli = s.cli, &replay = s.replay, &db = s.db;
+  const size_t n_rows = s.n_rows;
   pid_t a = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--dtypes", "bf16", "--seqlens-q", "512,2048",
                    "--devices", "0"});
   pid_t b = Spawn({cli, "tune", "--strategy", "exhaustive", "--replay", replay, "--db", db, "--dtypes", "f16", "--seqlens-q", "512,2048",
@@ -137,11 +147,9 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   int rc = RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
                     "/t.db --dtypes bf16 --head-dims 128 --causal 1 --seqlens-q 4096 > " + out);
   EXPECT_EQ(rc, 0);
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_NE(ss.str().find("fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal"), std::string::npos) << ss.str();
-  EXPECT_NE(ss.str().find("1 problem(s)"), std::string::npos);
+  const std::string listed = ReadTextFile(out);
+  EXPECT_NE(listed.find("fa2_fwd_bf16_d128_br128_bc64_w4_s2_causal"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("1 problem(s)"), std::string::npos);
   EXPECT_FALSE(std::ifstream(dir + "/t.db").good());  // dry run creates no database
   // Bad options are usage errors.
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --head-dims 100 2>/dev/null"), 2);
@@ -154,10 +162,7 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
                      "/t.db --seqlens-q 512 --tokens 2147483648 2> " + err),
             2);
-  std::ifstream e(err);
-  std::stringstream es;
-  es << e.rdbuf();
-  EXPECT_NE(es.str().find("batch (4194304) must be in [1, 65535]"), std::string::npos) << es.str();
+  EXPECT_NE(ReadTextFile(err).find("batch (4194304) must be in [1, 65535]"), std::string::npos) << ReadTextFile(err);
 }
 
 // --arch takes what the arch table knows, the rule `generate` applies, and prunes a run without a
@@ -169,15 +174,13 @@ TEST(TuneCli, ArchFollowsTheArchTable) {
                           "/t.db --dtypes f16 --head-dims 256 --causal 0 --seqlens 512";
   for (const char* arch : {"sm_86", "sm_90a"}) {
     ASSERT_EQ(RunShell(cli + " --arch " + arch + " > " + out), 0) << arch;
-    std::ifstream f(out);
-    std::stringstream ss;
-    ss << f.rdbuf();
+    const std::string listed = ReadTextFile(out);
     SpaceOptions space;
     space.max_smem_bytes = MaxSharedMemoryForArch(arch);
     auto expected = EnumerateSpaceFor(Problem{DType::kF16, 256, false, 32, 512, 512, 8, 8}, space);
     ASSERT_TRUE(expected.ok());
-    EXPECT_NE(ss.str().find(", " + std::to_string(expected->size()) + " candidate(s) to compile"), std::string::npos)
-        << arch << ": " << ss.str();
+    EXPECT_NE(listed.find(", " + std::to_string(expected->size()) + " candidate(s) to compile"), std::string::npos)
+        << arch << ": " << listed;
   }
   EXPECT_EQ(RunShell(cli + " --arch sm_121a > /dev/null 2>&1"), 0);
   for (const char* bad : {"sm_99", "sm_75", "sm_80a"})
@@ -190,10 +193,7 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   const std::string out = dir + "/out.txt";
   EXPECT_EQ(RunShell(std::string(FLASHTUNE_CLI_PATH) + " tune --db " + dir + "/t.db --dtypes bf16 --head-dims 64 "
                      "--causal 0 --seqlens-q 512 > " + out + " 2>&1"), 0);
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_NE(ss.str().find("timing needs a CUDA GPU"), std::string::npos) << ss.str();
+  EXPECT_NE(ReadTextFile(out).find("timing needs a CUDA GPU"), std::string::npos) << ReadTextFile(out);
   // The cubins are in the database: the runtime of a later GPU run starts warm.
   auto db = flashtune::Database::Open(dir + "/t.db");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
@@ -207,13 +207,9 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
 }
 
 TEST(DbCli, ExitCodesAndRoundTrip) {
-  std::string dir = TempDir("cli_db");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " 2>/dev/null"), 0);
+  const Scratch s("cli_db");
+  const std::string &dir = s.dir, &cli = s.cli, &db = s.db;
+  ASSERT_EQ(s.TuneAll(), 0);
   auto sh = [&](const std::string& args) { return RunShell(cli + " db " + args + " >/dev/null 2>&1"); };
   EXPECT_EQ(sh("list --db " + db), 0);
   EXPECT_EQ(sh("show 1 --db " + db), 0);
@@ -232,9 +228,7 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
   std::ofstream(bad) << "not sqlite";
   EXPECT_EQ(sh("list --db " + bad), 1);
   EXPECT_EQ(sh("merge " + bad + " --db " + db), 1);
-  std::ifstream f(bad);
-  std::string content((std::istreambuf_iterator<char>(f)), {});
-  EXPECT_EQ(content, "not sqlite");
+  EXPECT_EQ(ReadTextFile(bad), "not sqlite");
 
   // export → replay → a fresh database gets the same winners; merge is idempotent.
   for (const char* fmt : {"csv", "json"}) {
@@ -257,20 +251,13 @@ TEST(DbCli, ExitCodesAndRoundTrip) {
 
 // db list and db show print one JSON object with --json (checked by Python's json module).
 TEST(DbCli, ListAndShowPrintJson) {
-  std::string dir = TempDir("cli_db_json");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  const Scratch s("cli_db_json");
+  const std::string &dir = s.dir, &cli = s.cli, &db = s.db;
+  ASSERT_EQ(s.TuneAll(), 0);
   auto json = [&](const std::string& args, std::string* text) {
     const std::string out = dir + "/out.json";
     const int rc = RunShell(cli + " db " + args + " --db " + db + " --json > " + out);
-    std::ifstream f(out);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    *text = ss.str();
+    *text = ReadTextFile(out);
     if (rc != 0) return rc;
     if (RunShell("command -v python3 >/dev/null") != 0) return 0;
     return RunShell("python3 -c 'import json, sys; json.load(sys.stdin)' < " + out) == 0 ? 0 : 100;
@@ -294,13 +281,11 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
     if (RunShell("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "running as root without setpriv";
     as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups -- ";
   }
-  const std::string dir = TempDir("cli_read_only");
-  size_t n_rows = 0;
-  const std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const Scratch s("cli_read_only");
+  const std::string &dir = s.dir, &replay = s.replay;
   const std::string file_ro = dir + "/file_ro", dir_ro = dir + "/dir_ro";
   ASSERT_EQ(RunShell("mkdir '" + file_ro + "' '" + dir_ro + "'"), 0);
-  const std::string cli = FLASHTUNE_CLI_PATH;
+  const std::string& cli = s.cli;
   for (const std::string& d : {file_ro, dir_ro})
     ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + d + "/t.db --dtypes bf16 --head-dims 64 "
                        "--seqlens-q 512 >/dev/null 2>&1"),
@@ -309,12 +294,7 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
                      "/t.db' && chmod 555 '" + dir_ro + "'"),
             0);
   const std::string out = dir + "/out.txt";
-  auto read = [&] {
-    std::ifstream f(out);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
+  auto read = [&] { return ReadTextFile(out); };
   struct Case {
     std::string db, says, other;  // other: a readable database to merge in
   } cases[] = {{file_ro + "/t.db", "database '" + file_ro + "/t.db' is read-only", dir_ro + "/t.db"},
@@ -338,20 +318,11 @@ TEST(TuneCli, ReadOnlyDatabaseIsRefusedUpFront) {
 // One vocabulary: db show, tune and problem-set files use plan's names (plural for tune's
 // lists); the old spellings still work, each with one deprecation line on stderr.
 TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
-  std::string dir = TempDir("cli_vocabulary");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  const Scratch s("cli_vocabulary");
+  const std::string &dir = s.dir, &cli = s.cli, &db = s.db;
+  ASSERT_EQ(s.TuneAll(), 0);
   const std::string out = dir + "/out.txt", err = dir + "/err.txt";
-  auto read = [](const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
+  auto read = ReadTextFile;
   auto run = [&](const std::string& args) { return RunShell(cli + " " + args + " > " + out + " 2> " + err); };
 
   ASSERT_EQ(run("db show --db " + db + " --head-dim 64 --seqlen-q 512 --batch 32 --heads-q 32 --heads-kv 32 --seqlen-k 512"), 0)
@@ -389,23 +360,15 @@ TEST(DbCli, OldShapeSpellingsWorkWithADeprecationNotice) {
 
 // Numbers, lists and files that once were accepted and meant something else (or nothing).
 TEST(TuneCli, RefusesValuesThatWouldBeSilentlyReinterpreted) {
-  const std::string dir = TempDir("cli_refuses");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  const std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
+  const Scratch s("cli_refuses");
+  const std::string &dir = s.dir, &cli = s.cli, &replay = s.replay;
   const std::string header_only = dir + "/header.csv";
   std::ofstream(header_only) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,"
                                 "iqr_us\n";
   const std::string set = dir + "/set.txt";
   std::ofstream(set) << "dtype=bf16 head_dim=64 seqlen_q=512 batch=32 heads_q=32\n";
   const std::string db = " --db " + dir + "/t.db", out = dir + "/out.txt";
-  auto read = [&] {
-    std::ifstream f(out);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
+  auto read = [&] { return ReadTextFile(out); };
   struct Case {
     std::string args, says;
   } cases[] = {
@@ -435,13 +398,9 @@ TEST(TuneCli, RefusesValuesThatWouldBeSilentlyReinterpreted) {
 
 // Readers remove the -wal and -shm files they open beside a database they may write.
 TEST(DbCli, ReadersLeaveNoWalOrShmBehind) {
-  const std::string dir = TempDir("cli_no_wal");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  const std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  const std::string db = dir + "/t.db";
-  ASSERT_EQ(RunShell(cli + " tune --strategy exhaustive --replay " + replay + " --db " + db + " >/dev/null 2>&1"), 0);
+  const Scratch s("cli_no_wal");
+  const std::string &cli = s.cli, &db = s.db;
+  ASSERT_EQ(s.TuneAll(), 0);
   for (const std::string& reader : {std::string("db list"), std::string("db check"), std::string("db show 1"),
                                     std::string("db export --format csv"),
                                     std::string("plan --dtype bf16 --head-dim 64 --seqlen-q 512 --heads-q 32")}) {
@@ -454,12 +413,8 @@ TEST(DbCli, ReadersLeaveNoWalOrShmBehind) {
 // A winner found by a budget-starved search does not block a later exhaustive run: the
 // exhaustive run measures what the budget left out and may replace the winner (no --retune).
 TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
-  const std::string dir = TempDir("cli_budget_then_exhaustive");
-  const std::string cli = FLASHTUNE_CLI_PATH;
-  size_t n_rows = 0;
-  const std::string replay = dir + "/rec.csv";
-  std::ofstream(replay) << AllRowsCsv(&n_rows);
-  const std::string db = dir + "/t.db";
+  const Scratch s("cli_budget_then_exhaustive");
+  const std::string &dir = s.dir, &cli = s.cli, &replay = s.replay, &db = s.db;
   const std::string one = " --replay " + replay + " --db " + db + " --dtypes bf16 --head-dims 64 --causal 0 --seqlens-q 512";
   ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy budgeted --budget-per-problem 1 >/dev/null 2>&1"), 0);
   const char* kSearch = "SELECT count(*) FROM trials WHERE phase = 'search'";
@@ -469,10 +424,7 @@ TEST(TuneCli, ExhaustiveRunCompletesABudgetStarvedSearch) {
   ASSERT_GE(budgeted, 1);
   const std::string out = dir + "/out.txt";
   ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive --dry-run > " + out), 0);
-  std::ifstream f(out);
-  std::stringstream dry;
-  dry << f.rdbuf();
-  EXPECT_EQ(dry.str().find("skip (winner present)"), std::string::npos) << dry.str();
+  EXPECT_EQ(ReadTextFile(out).find("skip (winner present)"), std::string::npos) << ReadTextFile(out);
   ASSERT_EQ(RunShell(cli + " tune" + one + " --strategy exhaustive >/dev/null 2>&1"), 0);
   const int64_t exhaustive = Query(db, kSearch);
   EXPECT_GT(exhaustive, budgeted);

@@ -42,6 +42,27 @@ std::map<std::string, std::string> SearchStatuses(const std::string& db_path, co
   return status_of;
 }
 
+// Tunes `problem` over exactly `candidates` with `measurers` into a fresh database, expecting it
+// tuned; *winner_uri gets the winner. Returns each candidate's search-trial status by URI.
+std::map<std::string, std::string> TuneAndReadStatuses(const Problem& problem, const std::vector<Variant>& candidates,
+                                                       std::vector<std::unique_ptr<Measurer>> measurers,
+                                                       std::string* winner_uri) {
+  flashtune::testing::TempDir dir;
+  const std::string db_path = dir.path() + "/t.db";
+  TuneOptions options;
+  options.db_path = db_path;
+  options.problems = {problem};
+  options.enumerate = [&](const Problem&) -> Result<std::vector<Variant>> { return candidates; };
+  auto summary = Tune(options, std::move(measurers));
+  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  if (!summary.ok()) return {};
+  EXPECT_EQ(summary->problems.size(), 1u);
+  if (summary->problems.size() != 1u) return {};
+  EXPECT_EQ(summary->problems[0].outcome, ProblemOutcome::kTuned) << summary->problems[0].message;
+  *winner_uri = summary->problems[0].winner_uri;
+  return SearchStatuses(db_path, problem);
+}
+
 // No CUDA call may happen in this process before the measurers fork their worker (CUDA does
 // not survive fork()), so whether there is a GPU is asked of the worker itself.
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
@@ -58,19 +79,9 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
     GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
 
-  flashtune::testing::TempDir dir;
-  const std::string db_path = dir.path() + "/t.db";
-  TuneOptions options;
-  options.db_path = db_path;
-  options.problems = {problem};
-  options.enumerate = [&](const Problem&) -> Result<std::vector<Variant>> { return candidates; };
-  auto summary = Tune(options, std::move(*measurers));
-  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  ASSERT_EQ(summary->problems.size(), 1u);
-  EXPECT_EQ(summary->problems[0].outcome, ProblemOutcome::kTuned) << summary->problems[0].message;
-  EXPECT_NE(summary->problems[0].winner_uri, planted.Uri());
-
-  std::map<std::string, std::string> status_of = SearchStatuses(db_path, problem);
+  std::string winner;
+  std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
+  EXPECT_NE(winner, planted.Uri());
   EXPECT_EQ(status_of.size(), candidates.size()) << "every candidate has a trial";
   EXPECT_EQ(status_of[planted.Uri()], "fault");
   for (const Variant& v : candidates) {
@@ -112,20 +123,10 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
   if ((*measurers)[0]->Device().cc_major != 9) GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU";
 
-  flashtune::testing::TempDir dir;
-  const std::string db_path = dir.path() + "/t.db";
-  TuneOptions options;
-  options.db_path = db_path;
-  options.problems = {problem};
-  options.enumerate = [&](const Problem&) -> Result<std::vector<Variant>> { return candidates; };
-  auto summary = Tune(options, std::move(*measurers));
-  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  ASSERT_EQ(summary->problems.size(), 1u);
-  EXPECT_EQ(summary->problems[0].outcome, ProblemOutcome::kTuned) << summary->problems[0].message;
-  EXPECT_NE(summary->problems[0].winner_uri, wrong.Uri());
-  EXPECT_NE(summary->problems[0].winner_uri, faulting.Uri());
-
-  std::map<std::string, std::string> status_of = SearchStatuses(db_path, problem);
+  std::string winner;
+  std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
+  EXPECT_NE(winner, wrong.Uri());
+  EXPECT_NE(winner, faulting.Uri());
   EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
   EXPECT_EQ(status_of[faulting.Uri()], "fault");
   EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
