@@ -151,7 +151,8 @@ void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
     l->uri = requests[i].name;
     l->registers = cubins[i]->resources.registers;
     l->spills = cubins[i]->resources.spill_store_bytes;
-    if (cubins[i]->log.find("C7508") != std::string::npos || cubins[i]->log.find("serializ") != std::string::npos)
+    if (cubins[i]->log.find("C7508") != std::string::npos || cubins[i]->log.find("C7515") != std::string::npos ||
+        cubins[i]->log.find("serializ") != std::string::npos)
       std::printf("ptxas note for %s:\n%s\n", l->uri.c_str(), cubins[i]->log.c_str());
     if (!g_dump_dir.empty()) {
       std::ofstream out(g_dump_dir + "/" + l->uri + ".cubin", std::ios::binary);

@@ -183,6 +183,7 @@ TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
   EXPECT_EQ(cubin->resources.registers, 80);
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
+  EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
 }
 
 TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
@@ -227,6 +228,9 @@ TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   EXPECT_EQ(cubin->resources.registers, 128);
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;  // setmaxnreg ignored
+  // wgmma serialised: a non-wgmma instruction may define an accumulator while a wgmma using it
+  // is in flight (the overlapped loop must leave S retired at its head).
+  EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
 }
 
 TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
