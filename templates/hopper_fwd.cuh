@@ -636,13 +636,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         float correction[2];
         // S of block 0 (the last K/V block), then per block it: the softmax of S(it) while
         // P V of block it-1 runs on the tensor cores, then S of block it+1 and P V of block it
-        // issued in one turn, and the wait for S(it+1) alone. S is never in flight at the loop
-        // head (ptxas serialises the wgmmas when it cannot prove that).
+        // issued in one turn. The empty group after S(0) stands in for P V of block -1, so
+        // that every wait for S(it) is the same wait<1>.
         turn_wait();
         issue_qk(acc_s, kv);
+        wgmma_commit();
         turn_pass();
-        wgmma_wait<0>();
         for (int it = 0; it < n_blocks; ++it) {
+          wgmma_wait<1>();
           s_landed(acc_s, kv + it);
           softmax(acc_s, n_blocks - 1 - it, correction);
           wgmma_wait<0>();
@@ -653,9 +654,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           to_p(acc_s, p_frag);
           turn_wait();
           if (it + 1 < n_blocks) issue_qk(acc_s, kv + it + 1);
-          issue_pv(p_frag, kv + it, true);  // its own fence: one call site, none injected by ptxas
+          issue_pv(p_frag, kv + it, it + 1 == n_blocks);  // else issue_qk's fence covers both
           turn_pass();
-          wgmma_wait<1>();  // S(it+1) retired; P V(it) runs on
         }
         wgmma_wait<0>();
         o_landed(kv + n_blocks - 1);
