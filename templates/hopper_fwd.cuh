@@ -87,11 +87,6 @@ using FtHopperParams = ft_abi::HopperParams;
 // Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
 // kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
 constexpr int kTurnBarrier = 4;
-// FT_HOPPER_PEELED=1: the overlapped loop with its first block peeled off (before session 13;
-// two copies of the softmax and of each GEMM: slower to compile). An A/B knob.
-#ifndef FT_HOPPER_PEELED
-#define FT_HOPPER_PEELED 0
-#endif
 // FT_HOPPER_LAZY_RESCALE=1: skip the O rescale when no row of the warp moved its max (the
 // skipped multiplies would all be by exactly 1.0f: bit-identical results).
 #ifndef FT_HOPPER_LAZY_RESCALE
@@ -577,7 +572,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       row_sum[0] = row_sum[1] = 0.f;
       mbar_wait(bar_q, (u32)tiles & 1u);  // Q loaded (or, without keys, the buffer handed over)
 
-      if constexpr (!kOverlap) {
+      if (n_blocks > 0 && !kOverlap) {
         // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
         for (int it = 0; it < n_blocks; ++it) {
           float acc_s[kBlockN / 2];
@@ -599,7 +594,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           o_landed(j);
         }
       } else if (n_blocks > 0) {
-#if FT_HOPPER_PEELED
         float acc_s[kBlockN / 2];
         u32 p_frag[kBlockN / 16][4];
         float correction[2];
@@ -630,36 +624,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         turn_pass();
         wgmma_wait<0>();
         o_landed(kv + n_blocks - 1);
-#else
-        float acc_s[kBlockN / 2];
-        u32 p_frag[kBlockN / 16][4];
-        float correction[2];
-        // S of block 0 (the last K/V block), then per block it: the softmax of S(it) while
-        // P V of block it-1 runs on the tensor cores, then S of block it+1 and P V of block it
-        // issued in one turn. The empty group after S(0) stands in for P V of block -1, so
-        // that every wait for S(it) is the same wait<1>.
-        turn_wait();
-        issue_qk(acc_s, kv);
-        wgmma_commit();
-        turn_pass();
-        for (int it = 0; it < n_blocks; ++it) {
-          wgmma_wait<1>();
-          s_landed(acc_s, kv + it);
-          softmax(acc_s, n_blocks - 1 - it, correction);
-          wgmma_wait<0>();
-          if (it > 0) {
-            o_landed(kv + it - 1);
-            rescale_o(correction);
-          }
-          to_p(acc_s, p_frag);
-          turn_wait();
-          if (it + 1 < n_blocks) issue_qk(acc_s, kv + it + 1);
-          issue_pv(p_frag, kv + it, it + 1 == n_blocks);  // else issue_qk's fence covers both
-          turn_pass();
-        }
-        wgmma_wait<0>();
-        o_landed(kv + n_blocks - 1);
-#endif
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
 
