@@ -11,14 +11,14 @@
 // variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
 // --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead; --short only --time's
 // short-sequence shapes (N 512 and 1k); --d64 the d64 tiles of session 13 (blocks per SM) over
-// N 512 ... 16k; --loop session 13's overlapped loop against the peeled one (FT_HOPPER_PEELED).
+// N 512 ... 16k.
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--loop] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -407,7 +407,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   return fail == 0 ? 0 : 1;
 }
 
-// mode: "time", "short", "sweep", "d64" or "loop" (the command-line flag without dashes).
+// mode: "time", "short", "sweep" or "d64" (the command-line flag without dashes).
 int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
   const bool sweep = mode == "sweep", short_only = mode == "short";
   struct Row {
@@ -424,30 +424,7 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
-  if (mode == "loop") {
-    // Session 13, compile time: the overlapped loop with one copy of the softmax and GEMMs
-    // against the peeled first block (FT_HOPPER_PEELED=1), the grid winners' tiles.
-    const std::string peeled = "FT_HOPPER_PEELED=1";
-    auto both = [&](Probe p) {
-      Probe old = p;
-      old.define = peeled;
-      return std::vector<Probe>{p, old};
-    };
-    auto add = [&](Shape shape, int d, bool causal, std::vector<Probe> tiles) {
-      std::vector<Probe> configs;
-      for (const Probe& t : tiles)
-        for (const Probe& p : both(t)) configs.push_back(p);
-      benches.push_back({shape, d, causal, configs});
-    };
-    for (bool causal : {false, true}) {
-      add({32, 512, 512, 32, 32, false}, 64, causal, {Config(dt, 64, causal, 1, 64, 2)});
-      add({1, 16384, 16384, 32, 32, false}, 64, causal, {Config(dt, 64, causal, 1, 128, 2), Config(dt, 64, causal, 3, 128, 2)});
-      add({1, 16384, 16384, 16, 16, false}, 128, causal,
-          {Config(dt, 128, causal, 2, 128, 2), Config(dt, 128, causal, 2, 176, 2), Persistent(dt, 128, causal, 2, 176, 2)});
-      add({1, 8192, 8192, 32, 32, false}, 128, causal, {Config(dt, 128, causal, 2, 176, 2)});
-      add({1, 16384, 16384, 8, 8, false}, 256, causal, {Config(dt, 256, causal, 2, 80, 2)});
-    }
-  } else if (mode == "d64") {
+  if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
     // stages, next to the grid's winners (64x128 one warpgroup; 192x128 three).
@@ -613,7 +590,7 @@ int main(int argc, char** argv) {
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
-    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--loop") {
+    else if (a == "--sweep" || a == "--short" || a == "--d64") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -622,7 +599,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--loop] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }

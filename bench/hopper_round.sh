@@ -8,7 +8,7 @@
 #
 # usage: bench/hopper_round.sh BIN_DIR   (BIN_DIR: bench/pack_for_gpu.sh's folder plus
 #        flashtune_hopper_probe and bench/sdpa_cudnn_calls.py; STEPS picks from "runtime check
-#        sanitize time short d64 loop gputests ncu tune" (run in that order); CHECK_ONLY,
+#        sanitize time short d64 gputests ncu tune" (run in that order); CHECK_ONLY,
 #        SANITIZE_ONLY, CHECK_S, TIME_S, TUNE_S, GPUTESTS_S, GPUTESTS_FILTER, GRID_DIMS and
 #        GRID_DTYPES (comma lists for tune and report), GRID_EXTRA=1 (B1 H32 N8192 d128 too),
 #        REPORT_S, NCU_VARIANTS (space-separated URIs), NCU_SHAPE (B H N causal, e.g. "32 32 512 1";
@@ -51,12 +51,12 @@ if want tune; then
   fi
   "$BIN/flashtune" db export --format csv --table winners --db "$DB" --output "$OUT/winners.csv" >> "$OUT/tune.log" 2>&1
   start=$(date +%s)
-  REPORT=$(mktemp -d)  # $OUT brings back at most 8 files: only the CSV of the report
+  REPORT=$(mktemp -d)  # the report's CSV and JSON (its plot, where matplotlib is there) go to $OUT
   PYTHONUNBUFFERED=1 timeout ${REPORT_S:-90} python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
     --out "$REPORT" --head-dims ${GRID_DIMS:-64} --dtypes ${GRID_DTYPES:-bf16} $([ "${GRID_EXTRA:-0}" = 1 ] || echo --no-extra) \
     --time-limit-s $(( ${REPORT_S:-90} - 20 )) > "$OUT/compare.txt" 2>&1
   summary+=("perf report d${GRID_DIMS:-64} ${GRID_DTYPES:-bf16}: exit $?, $(( $(date +%s) - start )) s")
-  cp "$REPORT"/*.csv "$OUT/" 2>/dev/null
+  cp "$REPORT"/perf_report.csv "$REPORT"/perf_report.json "$REPORT"/perf_report.png "$OUT/" 2>/dev/null
 fi
 if want sanitize; then
   start=$(date +%s)
@@ -67,7 +67,7 @@ if want sanitize; then
   done
   summary+=("sanitizers: $(( $(date +%s) - start )) s")
 fi
-for mode in time short d64 loop; do
+for mode in time short d64; do
   want $mode || continue
   start=$(date +%s)
   timeout ${TIME_S:-110} "$PROBE" --$mode >> "$OUT/time.log" 2>&1
