@@ -134,10 +134,11 @@ void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
     const std::string name = Name(p);
     if (g_loaded.count(name) || std::find(todo.begin(), todo.end(), p) != todo.end()) continue;
     CHECK_OK(detail::CheckHopperConfig(p.config));
-    std::vector<std::string> options;
-    if (!p.define.empty()) options.push_back("-D" + p.define);
-    requests.push_back(CompileRequest{name, detail::HopperPrologue(p.config, name) + g_template,
-                                      gpu.driver ? gpu.info.Arch() : "sm_90a", options});
+    // As the library compiles generated sources, plus the A/B knob.
+    CompileRequest request =
+        GeneratedSourceRequest(name, detail::HopperPrologue(p.config, name) + g_template, gpu.driver ? gpu.info.Arch() : "sm_90a");
+    if (!p.define.empty()) request.options.push_back("-D" + p.define);
+    requests.push_back(std::move(request));
     todo.push_back(p);
   }
   auto cubins = compiler.CompileMany(requests);
@@ -520,7 +521,7 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
     // (Timing one kernel after another biased the first of a pair by up to 12%.)
     const Variant fa2 = DefaultVariant(ProblemClass{dt, b.d, b.causal}, kDefaultMaxSmemBytes, "sm_80");  // fa2_fwd's
     auto source = Must(GenerateSource(fa2), "fa2 source");
-    auto cubin = Must(compiler.Compile(CompileRequest{source.uri, source.text, gpu.info.Arch(), {}}), "fa2 compile");
+    auto cubin = Must(compiler.Compile(GeneratedSourceRequest(source.uri, source.text, gpu.info.Arch())), "fa2 compile");
     auto kernel = Must(ForwardKernel::Load(*gpu.context, cubin, fa2), "fa2 load");
     std::vector<std::string> names;
     std::vector<std::function<Status()>> launches;

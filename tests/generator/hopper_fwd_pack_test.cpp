@@ -175,8 +175,8 @@ TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
   HopperConfig c = {DType::kBF16, 64, true, 64, 64, 1, 2};
   ASSERT_EQ(HopperBlocksPerSm(c), 3);
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile({HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"),
-                                 "sm_90a", {}});
+  auto cubin = compiler.Compile(
+      GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   // The launch bound: 65536 / (3 x 256 threads), rounded down to 8; the consumers' 136 after
   // setmaxnreg hold S, P and O without spilling.
@@ -222,7 +222,7 @@ TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   EXPECT_NE(prologue.find("#define FT_KERNEL_NAME " + uri), std::string::npos);
   const std::string text = prologue + *ExpandedTemplate("hopper_fwd.cuh");
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile({uri, text, "sm_90a", {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(uri, text, "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   // setmaxnreg needs the launch-time cap: 65536 / 512 threads.
   EXPECT_EQ(cubin->resources.registers, 128);
@@ -256,7 +256,7 @@ TEST(HopperPack, TemplateCompilesTheSwitchesOff) {
   EXPECT_NE(prologue.find("constexpr bool kPingPong = false;"), std::string::npos);
   EXPECT_NE(prologue.find("constexpr bool kOverlap = false;"), std::string::npos);
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile({HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
