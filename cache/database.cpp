@@ -563,6 +563,7 @@ WinnerRow ReadWinner(const Stmt& q) {
   w.tflops = q.Double(7);
   w.updated_at = q.Text(8);
   w.problem = ReadProblem(q, 9);
+  w.problem.operation = w.bucket.operation;  // problems rows are shapes; the bucket says which pass
   return w;
 }
 

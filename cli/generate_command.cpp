@@ -85,7 +85,9 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
   if (!dtype.ok()) return UsageError(dtype.status().message());
   auto causal = ParseCausal(vm.count("causal") ? vm["causal"].as<std::string>() : "0");
   if (!causal.ok()) return UsageError(causal.status().message());
-  ProblemClass pc{*dtype, vm["head-dim"].as<int>(), *causal};
+  auto operation = ParseOperation(vm.count("operation") ? vm["operation"].as<std::string>() : "fwd", "--operation");
+  if (!operation.ok()) return UsageError(operation.status().message());
+  ProblemClass pc{*dtype, vm["head-dim"].as<int>(), *causal, *operation};
   SpaceOptions options;
   options.arch = arch;
   options.max_smem_bytes = MaxSharedMemoryForArch(arch);
@@ -124,7 +126,8 @@ int ListSpace(const po::variables_map& vm, const std::string& arch, bool json,
 
 int RunGenerate(const std::vector<std::string>& args) {
   po::options_description desc(
-      "usage: flashtune generate --dtype bf16 --head-dim 128 [--causal 0|1] [--arch sm_90a] [--json]\n"
+      "usage: flashtune generate --dtype bf16 --head-dim 128 [--causal 0|1] [--operation fwd|bwd] [--arch sm_90a]\n"
+      "                          [--json]\n"
       "       flashtune generate --variant URI [-o FILE] [--json]\n\n"
       "Lists the valid kernel variants of a problem class (one URI per line; the count goes to\n"
       "stderr), or prints the full CUDA source of one variant.\n\noptions");
@@ -133,6 +136,7 @@ int RunGenerate(const std::vector<std::string>& args) {
       ("dtype", po::value<std::string>(), "f16 or bf16")
       ("head-dim", po::value<int>(), ("head dim: one of " + HeadDimList()).c_str())
       ("causal", po::value<std::string>()->implicit_value("1"), kCausalHelp)
+      ("operation", po::value<std::string>(), "fwd (the forward pass, default) or bwd (the backward pass)")
       ("arch", po::value<std::string>()->default_value("sm_90a"),
        ("target, sets the shared-memory limit: one of " + KnownArchs()).c_str())
       ("variant", po::value<std::string>(),

@@ -59,18 +59,20 @@ std::optional<TrialRecord> WinnerMeasurement(const std::string& db_path, const P
 }
 
 int RunPlan(const std::vector<std::string>& args) {
-  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0", layout_text = "dense";
+  std::string dtype_text, db_path, device_uuid, gpu_name, causal_text = "0", layout_text = "dense",
+              operation_text = "fwd";
   int head_dim = 0;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   po::options_description desc(
-      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal 0|1] --batch B --seqlen-q N [--seqlen-k N]\n"
-      "                      --heads-q H [--heads-kv H] [--layout dense|paged|varlen] [--db PATH]\n"
+      "usage: flashtune plan --dtype bf16 --head-dim 128 [--causal 0|1] [--operation fwd|bwd] --batch B --seqlen-q N\n"
+      "                      [--seqlen-k N] --heads-q H [--heads-kv H] [--layout dense|paged|varlen] [--db PATH]\n"
       "                      [--device-uuid U | --gpu-name NAME] [--json]\n\n"
       "options");
   desc.add_options()("help,h", "show this help")
       ("dtype", po::value(&dtype_text), "bf16 | f16 (required)")
       ("head-dim", po::value(&head_dim), "32, 64, 96, 128, 160, 192, 224, 256 (required)")
       ("causal", po::value(&causal_text)->implicit_value("1"), kCausalHelp)
+      ("operation", po::value(&operation_text), "fwd (the forward pass, default) | bwd (the backward pass: dq, dk, dv)")
       ("batch", po::value(&batch), "B (default 1)")
       ("seqlen-q", po::value(&seqlen_q), "Nq (required)")
       ("seqlen-k", po::value(&seqlen_k), "Nk (default Nq)")
@@ -105,9 +107,11 @@ int RunPlan(const std::vector<std::string>& args) {
   if (!causal.ok()) return Usage(causal.status().message());
   if (!vm.count("seqlen-k")) seqlen_k = seqlen_q;
   if (!vm.count("heads-kv")) heads_kv = heads_q;
+  auto operation = ParseOperation(operation_text, "--operation");
+  if (!operation.ok()) return Usage(operation.status().message());
   auto layout = ParseLayout(layout_text, "--layout");
   if (!layout.ok()) return Usage(layout.status().message());
-  Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv};
+  Problem problem{*dtype, head_dim, *causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, *operation};
   problem.layout = *layout;
   // The runtime's own rule (ValidateProblem), checked before anything is opened.
   if (Status valid = ValidateProblem(problem); !valid.ok()) return Usage(WithOptionNames(valid.message()));

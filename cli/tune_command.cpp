@@ -64,7 +64,7 @@ int CompileOnly(const TuneOptions& options, const std::string& arch, const std::
   std::vector<CompileRequest> requests;
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
-    if (source.ok()) requests.push_back(CompileRequest{source->uri, source->text, arch, {}});
+    if (source.ok()) requests.push_back(GeneratedSourceRequest(source->uri, source->text, arch));
   }
   compiler.CompileMany(requests);
   int stored = 0, failed = 0;

@@ -128,7 +128,7 @@ Variant Family::MakeVariant(const ProblemClass& cls, std::span<const int> values
 std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target,
                                    const std::vector<std::pair<std::string, std::vector<int>>>& overrides) const {
   std::vector<Variant> out;
-  if (!Serves(cls, target)) return out;
+  if (cls.operation != operation() || !Serves(cls, target)) return out;
   const auto& ax = axes();
   std::vector<std::vector<int>> values;
   for (const ParamAxis& a : ax) {
@@ -162,7 +162,7 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
 std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target) {
   std::vector<const Family*> out;
   for (const Family* f : Families())
-    if (f->Serves(cls, target)) out.push_back(f);
+    if (f->operation() == cls.operation && f->Serves(cls, target)) out.push_back(f);
   std::stable_sort(out.begin(), out.end(),
                    [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
   return out;
@@ -203,33 +203,63 @@ int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
   return bytes;
 }
 
-Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
-  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
+namespace {
+
+// What both operations check before packing: `v`'s family exists, computes `problem`'s
+// operation and serves its layout, and the caller's workspace holds what the family needs.
+Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
   const Family* f = FindFamily(v.family);
   if (f == nullptr) return Status(FamilyOf(v).status()).WithVariant(v.Uri());
-  if (f->PreferenceFor(args.problem) < 0)
-    return Status(Code::kUnsupported, std::string(f->name()) + " does not serve " + args.problem.ToString())
-        .WithVariant(v.Uri());
-  if (args.seqlens_k != nullptr && !f->reads_seqlens_k())
-    return Status(Code::kUnsupported, std::string(f->name()) + " does not read per-sequence key counts (seqlens_k)")
-        .WithVariant(v.Uri());
-  Status can = f->CanRun(v, args);
-  if (!can.ok()) return can.WithVariant(v.Uri());
-  const int64_t need = f->WorkspaceBytes(args.problem, out->sm_count);
-  if (args.workspace_bytes < need)
-    return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(args.workspace_bytes) + ") is less than the " +
-                                              std::to_string(need) + " bytes " + args.problem.ToString() +
+  if (!f->ServesOperation(problem)) {
+    auto pass = [](Operation op) { return std::string(op == Operation::kBackward ? "backward" : "forward"); };
+    return Invalid("variant " + v.Uri() + " computes the " + pass(f->operation()) + " pass; a " +
+                   pass(problem.operation) + " call needs a " + pass(problem.operation) + " family's variant");
+  }
+  if (f->PreferenceFor(problem) < 0)
+    return Status(Code::kUnsupported, std::string(f->name()) + " does not serve " + problem.ToString()).WithVariant(v.Uri());
+  const int64_t need = f->WorkspaceBytes(problem, sm_count);
+  if (workspace_bytes < need)
+    return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(workspace_bytes) + ") is less than the " +
+                                              std::to_string(need) + " bytes " + problem.ToString() +
                                               " needs; size it with WorkspaceBytes / Runtime::workspace_size / "
                                               "ft_workspace_size")
         .WithVariant(v.Uri());
+  return f;
+}
+
+}  // namespace
+
+Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
+  auto f = FamilyForCall(v, args.problem, args.workspace_bytes, out->sm_count);
+  if (!f.ok()) return f.status();
+  if (args.seqlens_k != nullptr && !(*f)->reads_seqlens_k())
+    return Status(Code::kUnsupported, std::string((*f)->name()) + " does not read per-sequence key counts (seqlens_k)")
+        .WithVariant(v.Uri());
+  Status can = (*f)->CanRun(v, args);
+  if (!can.ok()) return can.WithVariant(v.Uri());
   out->next_steps = 0;
-  f->Pack(v, args, out);
+  (*f)->Pack(v, args, out);
   return Status::Ok();
 }
 
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
   return PackValidatedForward(v, args, out);
+}
+
+Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args.forward));
+  auto f = FamilyForCall(v, args.problem(), args.forward.workspace_bytes, out->sm_count);
+  if (!f.ok()) return f.status();
+  out->next_steps = 0;
+  (*f)->PackBackward(v, args, out);
+  return Status::Ok();
+}
+
+Status PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) {
+  FT_RETURN_IF_ERROR(ValidateBackwardArgs(args));
+  return PackValidatedBackward(v, args, out);
 }
 
 }  // namespace flashtune

@@ -10,8 +10,12 @@
 //    and whether a given call is one its kernel can serve at all (CanRun: e.g. TMA needs
 //    16-byte-aligned strides), so the runtime can fall back to another family and say why;
 //    a family may launch more kernels of the same module after the first (extra_kernels,
-//    LaunchPacket::next: e.g. decode's combine step) and ask for a caller-owned workspace
-//    (WorkspaceBytes);
+//    LaunchPacket::next: e.g. the backward pass's main and convert kernels, decode's combine
+//    step) and ask for a caller-owned workspace (WorkspaceBytes);
+//  - which operation it computes (operation(): a forward family packs ForwardArgs (Pack), a
+//    backward family BackwardArgs (PackBackward)); PreferenceFor refuses problems of another
+//    operation, so the tuner and the planner only consider the families of a problem's
+//    operation;
 //  - its output check: the tolerances its results are verified with (Tolerances);
 //  - a prior for the budgeted search (PriorScore) and a short human description (Describe).
 // The tuner searches the union of the spaces of the families that serve a (problem class,
@@ -31,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
@@ -71,13 +76,15 @@ class Family {
   // Which family's Default the runtime prefers when several serve a class and nothing is
   // tuned (higher wins): the family expected to be fastest untuned.
   virtual int preference() const { return 0; }
-  // How well the family fits `problem` (its layout and sizes): < 0 when it cannot serve it at
-  // all (the tuner does not search it and the planner does not pick it), else higher is
-  // preferred. Default: preference() for the dense layout with no per-sequence key counts,
-  // -1 otherwise.
+  // How well the family fits `problem` (its operation, layout and sizes): < 0 when it cannot
+  // serve it at all (the tuner does not search it and the planner does not pick it), else
+  // higher is preferred. Default: preference() for a dense problem of operation(), -1
+  // otherwise. An override refuses other operations too (ServesOperation).
   virtual int PreferenceFor(const Problem& problem) const {
-    return problem.layout == Layout::kDense ? preference() : -1;
+    return ServesOperation(problem) && problem.layout == Layout::kDense ? preference() : -1;
   }
+  // Whether `problem` asks for the operation the family computes.
+  bool ServesOperation(const Problem& problem) const { return problem.operation == operation(); }
   // Workspace bytes a call of `problem` needs on a device of `sm_count` SMs, for any variant
   // of the family (an upper bound, so the caller can size it before the plan is known).
   virtual int64_t WorkspaceBytes(const Problem& problem, int sm_count) const {
@@ -119,8 +126,21 @@ class Family {
     (void)args;
     return Status::Ok();
   }
-  // Fills geometry, shared memory and parameter bytes for one call. Precondition: CanRun OK.
-  virtual void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const = 0;
+  // Fills geometry, shared memory and parameter bytes for one forward call. Precondition:
+  // CanRun OK. Only asked of forward families (PackValidatedForward refuses the others), so a
+  // family of another operation leaves it as is.
+  virtual void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const {
+    (void)v;
+    (void)args;
+    (void)out;
+  }
+  // The same for one backward call (ValidateBackwardArgs OK, the variant matches). Only asked
+  // of backward families (PackBackward refuses the others).
+  virtual void PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out) const {
+    (void)v;
+    (void)args;
+    (void)out;
+  }
   virtual Tolerances ToleranceFor(DType dtype) const {
     return {dtype == DType::kBF16 ? 1e-2 : 2e-3, 1e-3};
   }
@@ -188,6 +208,12 @@ std::vector<const Family*> FamiliesFor(const Problem& problem);
 // family needs, the family's CanRun) and packs them. On error nothing is written that a launch could use.
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
 // PackForward for callers that have already run ValidateForwardArgs (the runtime's hot path).
+// kInvalidArgument when `v`'s family does not compute the forward pass.
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
+// Validates a backward call for `v` (ValidateBackwardArgs, CheckArgsMatchVariant, `v`'s family
+// computes the backward pass) and packs it.
+Status PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);
+// PackBackward for callers that have already run ValidateBackwardArgs.
+Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);
 
 }  // namespace flashtune

@@ -2,6 +2,7 @@
 #include "flashtune/forward_args.h"
 
 #include "flashtune/problem_set.h"
+#include "generator/arg_checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,6 +39,10 @@ float ForwardArgs::EffectiveScale() const {
 namespace {
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+}  // namespace
+
+namespace detail {
 
 std::string SupportedHeadDims() {
   std::string s;
@@ -87,7 +92,11 @@ Status CheckStrides(const char* name, const Strides& s, int64_t batch, int64_t s
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::CheckPointer;
+using detail::CheckStrides;
+using detail::SupportedHeadDims;
 
 namespace {
 

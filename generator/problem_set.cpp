@@ -266,11 +266,12 @@ BucketKey BucketOf(const Problem& p) {
   k.seqlen_k_bucket = Log2Ceil(p.seqlen_k);
   k.batch_heads_bucket = Log2Ceil(p.batch * p.heads_q);
   k.kv_group_bucket = p.heads_kv > 0 ? Log2Ceil(p.heads_q / p.heads_kv) : 0;
+  k.operation = p.operation;
   return k;
 }
 
 std::string BucketString(const BucketKey& k) {
-  return std::string(DTypeName(k.dtype)) + "/d" + std::to_string(k.head_dim) + "/" +
+  return std::string(k.operation == Operation::kBackward ? "bwd/" : "") + std::string(DTypeName(k.dtype)) + "/d" + std::to_string(k.head_dim) + "/" +
          (k.causal ? "causal" : "full") + "/q" + std::to_string(k.seqlen_q_bucket) + "/k" +
          std::to_string(k.seqlen_k_bucket) + "/bh" + std::to_string(k.batch_heads_bucket) +
          (k.kv_group_bucket > 0 ? "/g" + std::to_string(k.kv_group_bucket) : std::string());
@@ -287,10 +288,14 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
   }
   auto bad = [&](const char* part) {
     return Invalid("bucket '" + std::string(text) + "': bad " + part +
-                   "; expected <dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>[/g<e>]");
+                   "; expected [bwd/]<dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>[/g<e>]");
   };
-  if (parts.size() != 6 && parts.size() != 7) return bad("shape");
   BucketKey k;
+  if (!parts.empty() && parts[0] == "bwd") {
+    k.operation = Operation::kBackward;
+    parts.erase(parts.begin());
+  }
+  if (parts.size() != 6 && parts.size() != 7) return bad("shape");
   auto dt = ParseDType(parts[0], "dtype");
   if (!dt.ok()) return bad("dtype");
   k.dtype = *dt;
@@ -314,7 +319,7 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
 }
 
 int BucketDistance(const BucketKey& a, const BucketKey& b) {
-  if (a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  if (a.operation != b.operation || a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
   // Decode (Nq <= 16) and prefill are served by different kernels: never near each other.
   if ((a.seqlen_q_bucket <= kDecodeQueryBucket) != (b.seqlen_q_bucket <= kDecodeQueryBucket)) return -1;
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +

@@ -26,12 +26,15 @@ Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std:
 }  // namespace
 
 std::string ProblemClass::ToString() const {
-  return std::string(DTypeName(dtype)) + " d" + std::to_string(head_dim) +
-         (causal ? " causal" : " full");
+  return std::string(DTypeName(dtype)) + " d" + std::to_string(head_dim) + (causal ? " causal" : " full") +
+         (operation == Operation::kBackward ? " bwd" : "");
 }
 
-ProblemClass ClassOf(const Problem& p) { return {p.dtype, p.head_dim, p.causal}; }
-ProblemClass ClassOf(const Variant& v) { return {v.dtype, v.head_dim, v.causal}; }
+ProblemClass ClassOf(const Problem& p) { return {p.dtype, p.head_dim, p.causal, p.operation}; }
+ProblemClass ClassOf(const Variant& v) {
+  const Family* family = FindFamily(v.family);
+  return {v.dtype, v.head_dim, v.causal, family ? family->operation() : Operation::kForward};
+}
 
 Status CheckVariant(const Variant& v, int64_t max_smem_bytes) {
   auto family = FamilyOf(v);
@@ -52,6 +55,7 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceO
   for (const auto& [param, values] : opt.values) {
     bool known = false;
     for (const Family* f : Families()) {
+      if (f->operation() != pc.operation) continue;  // other passes' parameters do not apply
       for (const ParamAxis& axis : f->axes()) {
         if (axis.name != param) continue;
         known = true;

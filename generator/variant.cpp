@@ -26,6 +26,17 @@ Result<DType> ParseDType(std::string_view text, std::string_view what) {
                                             "' is not a supported dtype; allowed: f16, bf16");
 }
 
+std::string_view OperationName(Operation operation) {
+  return operation == Operation::kBackward ? "bwd" : "fwd";
+}
+
+Result<Operation> ParseOperation(std::string_view text, std::string_view what) {
+  if (text == "fwd" || text == "forward") return Operation::kForward;
+  if (text == "bwd" || text == "backward") return Operation::kBackward;
+  return Status(Code::kInvalidArgument,
+                std::string(what) + " '" + std::string(text) + "' is not an operation; allowed: fwd, bwd");
+}
+
 std::string_view LayoutName(Layout layout) {
   switch (layout) {
     case Layout::kDense: return "dense";
@@ -47,6 +58,8 @@ double Problem::Flops() const {
                  double(head_dim);
   // FA-2's convention: only the square causal case counts half (the triangle).
   if (causal && seqlen_q == seqlen_k) flops /= 2.0;
+  // Backward: five matmuls of the forward's size against the forward's two.
+  if (operation == Operation::kBackward) flops *= 2.5;
   return flops;
 }
 
@@ -59,6 +72,7 @@ std::string Problem::ToString() const {
   s += " Nk" + std::to_string(seqlen_k);
   s += " Hq" + std::to_string(heads_q);
   s += " Hkv" + std::to_string(heads_kv);
+  if (operation == Operation::kBackward) s += " bwd";
   if (layout != Layout::kDense) s += " " + std::string(LayoutName(layout));
   return s;
 }

@@ -28,4 +28,16 @@ Status ForwardKernel::LaunchValidated(const ForwardArgs& args, CUstream stream) 
   return kernel_.Launch(&packet, stream);
 }
 
+Status ForwardKernel::LaunchBackward(const BackwardArgs& args, CUstream stream) const {
+  FT_RETURN_IF_ERROR(ValidateBackwardArgs(args));
+  return LaunchBackwardValidated(args, stream);
+}
+
+Status ForwardKernel::LaunchBackwardValidated(const BackwardArgs& args, CUstream stream) const {
+  LaunchPacket packet;
+  packet.sm_count = sm_count_;
+  FT_RETURN_IF_ERROR(PackValidatedBackward(variant_, args, &packet));
+  return kernel_.Launch(&packet, stream);
+}
+
 }  // namespace flashtune

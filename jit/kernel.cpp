@@ -17,6 +17,8 @@ Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const st
   for (const std::string& n : next_names) {
     auto f = owned->GetFunction(n);
     if (!f.ok()) return Status(f.status()).WithVariant(name);
+    Status raised = f->SetMaxDynamicSharedMemory(static_cast<int>(smem_bytes));
+    if (!raised.ok()) return raised.WithVariant(name);
     next.push_back(std::move(*f));
   }
   return Kernel(name, smem_bytes, std::move(owned), std::move(*function), std::move(next));
@@ -84,12 +86,19 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
     return Status(Code::kInternal, "launch packet has " + std::to_string(packet->next_steps) + " next steps; at most " +
                                        std::to_string(LaunchPacket::kMaxNextSteps))
         .WithVariant(name_);
-  for (int i = 0; i < packet->next_steps; ++i)
+  for (int i = 0; i < packet->next_steps; ++i) {
     if (packet->next[i].kernel < 0 || packet->next[i].kernel >= int(next_.size()))
       return Status(Code::kInternal, "launch step " + std::to_string(i) + " names kernel " +
                                          std::to_string(packet->next[i].kernel) + "; this kernel has " +
                                          std::to_string(next_.size()) + " further kernels")
           .WithVariant(name_);
+    if (packet->next[i].smem_bytes > smem_bytes_)
+      return Status(Code::kInvalidArgument, "launch step " + std::to_string(i) + " asks for " +
+                                                std::to_string(packet->next[i].smem_bytes) +
+                                                " bytes of dynamic shared memory; the kernel was loaded with " +
+                                                std::to_string(smem_bytes_))
+          .WithVariant(name_);
+  }
   Status encoded = EncodeTensorMaps(function_.driver(), packet);
   if (!encoded.ok()) return encoded.WithVariant(name_);
   void* kernel_args[] = {packet->args};

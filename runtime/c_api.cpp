@@ -65,10 +65,11 @@ flashtune::Result<flashtune::Problem> ToProblem(const ft_problem& p, const char*
 
 flashtune::Strides ToStrides(const int64_t s[3]) { return flashtune::Strides{s[0], s[1], s[2]}; }
 
-// The fields ft_forward_args and ft_attention_args share.
+// The fields ft_forward_args and ft_attention_args share; kInvalidArgument naming the field of
+// `what`.
 template <typename CArgs>
-flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const CArgs& args) {
-  auto problem = ToProblem(args.problem, "args.problem");
+flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const CArgs& args, const std::string& what) {
+  auto problem = ToProblem(args.problem, (what + ".problem").c_str());
   if (!problem.ok()) return problem.status();
   flashtune::ForwardArgs a;
   a.problem = *problem;
@@ -93,7 +94,7 @@ flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_a
     return Status(Code::kInvalidArgument, "args.struct_size (" + std::to_string(args.struct_size) +
                                               ") is not a known ft_attention_args size; allowed: " +
                                               std::to_string(kAttentionArgsV1Size) + " (sizeof, version 1)");
-  auto a = ToForwardArgs(args);
+  auto a = ToForwardArgs(args, "args");
   if (!a.ok()) return a.status();
   switch (args.layout) {
     case FT_LAYOUT_DENSE: a->problem.layout = flashtune::Layout::kDense; break;
@@ -109,6 +110,41 @@ flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_a
   a->workspace = args.workspace;
   a->workspace_bytes = args.workspace_bytes;
   return a;
+}
+
+// Fills *out from a plan.
+void FillPlanInfo(const flashtune::Plan& plan, ft_plan_info* out) {
+  std::memset(out, 0, sizeof *out);
+  Copy(out->variant_uri, sizeof out->variant_uri, plan.variant.Uri());
+  out->source = plan.source == flashtune::PlanSource::kExact       ? FT_PLAN_EXACT
+                : plan.source == flashtune::PlanSource::kNearest   ? FT_PLAN_NEAREST
+                : plan.source == flashtune::PlanSource::kNeighbour ? FT_PLAN_NEIGHBOUR
+                                                                   : FT_PLAN_HEURISTIC;
+  Copy(out->source_name, sizeof out->source_name, std::string(flashtune::PlanSourceName(plan.source)));
+  Copy(out->bucket, sizeof out->bucket, plan.bucket_name);
+  Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan.tuned_bucket);
+  out->tuned_median_us = plan.tuned_median_us;
+  const auto& params = plan.variant.params;
+  out->block_m = params.size() > 0 ? params[0].value : 0;
+  out->block_n = params.size() > 1 ? params[1].value : 0;
+  out->warps = flashtune::ThreadsPerBlock(plan.variant) / 32;
+  out->stages = plan.variant.Param("s");
+  Copy(out->family, sizeof out->family, plan.variant.family);
+  Copy(out->why, sizeof out->why, plan.why);
+}
+
+int PlanFor(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out, flashtune::Operation operation,
+            const char* fn) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, std::string(fn) + ": runtime is NULL");
+  if (problem == nullptr) return Fail(Code::kInvalidArgument, std::string(fn) + ": problem is NULL");
+  if (out == nullptr) return Fail(Code::kInvalidArgument, std::string(fn) + ": out is NULL");
+  auto p = ToProblem(*problem, "problem");
+  if (!p.ok()) return Fail(p.status());
+  p->operation = operation;
+  auto plan = runtime->runtime->plan(*p);
+  if (!plan.ok()) return Fail(plan.status());
+  FillPlanInfo(*plan, out);
+  return Succeed();
 }
 
 }  // namespace
@@ -156,11 +192,10 @@ int ft_runtime_open_ex(const ft_runtime_options* options, ft_runtime** out) {
 
 void ft_runtime_close(ft_runtime* runtime) { delete runtime; }
 
-
 int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream) {
   if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: runtime is NULL");
   if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_forward: args is NULL");
-  auto a = ToForwardArgs(*args);
+  auto a = ToForwardArgs(*args, "args");
   if (!a.ok()) return Fail(a.status());
   Status status = runtime->runtime->forward(*a, static_cast<CUstream>(stream));
   return status.ok() ? Succeed() : Fail(status);
@@ -189,31 +224,48 @@ int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_
 }
 
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
-  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: runtime is NULL");
-  if (problem == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: problem is NULL");
-  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_plan: out is NULL");
+  return PlanFor(runtime, problem, out, flashtune::Operation::kForward, "ft_plan");
+}
+
+int ft_plan_backward(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
+  return PlanFor(runtime, problem, out, flashtune::Operation::kBackward, "ft_plan_backward");
+}
+
+int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out) {
+  if (problem == nullptr) return Fail(Code::kInvalidArgument, "ft_backward_workspace_bytes: problem is NULL");
+  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_backward_workspace_bytes: out is NULL");
   auto p = ToProblem(*problem, "problem");
   if (!p.ok()) return Fail(p.status());
-  auto plan = runtime->runtime->plan(*p);
-  if (!plan.ok()) return Fail(plan.status());
-  std::memset(out, 0, sizeof *out);
-  Copy(out->variant_uri, sizeof out->variant_uri, plan->variant.Uri());
-  out->source = plan->source == flashtune::PlanSource::kExact       ? FT_PLAN_EXACT
-                : plan->source == flashtune::PlanSource::kNearest   ? FT_PLAN_NEAREST
-                : plan->source == flashtune::PlanSource::kNeighbour ? FT_PLAN_NEIGHBOUR
-                                                                    : FT_PLAN_HEURISTIC;
-  Copy(out->source_name, sizeof out->source_name, std::string(flashtune::PlanSourceName(plan->source)));
-  Copy(out->bucket, sizeof out->bucket, plan->bucket_name);
-  Copy(out->tuned_bucket, sizeof out->tuned_bucket, plan->tuned_bucket);
-  out->tuned_median_us = plan->tuned_median_us;
-  const auto& params = plan->variant.params;
-  out->block_m = params.size() > 0 ? params[0].value : 0;
-  out->block_n = params.size() > 1 ? params[1].value : 0;
-  out->warps = flashtune::ThreadsPerBlock(plan->variant) / 32;
-  out->stages = plan->variant.Param("s");
-  Copy(out->family, sizeof out->family, plan->variant.family);
-  Copy(out->why, sizeof out->why, plan->why);
+  p->operation = flashtune::Operation::kBackward;
+  Status valid = flashtune::ValidateProblem(*p);
+  if (!valid.ok()) return Fail(valid);
+  *out = flashtune::WorkspaceBytes(*p, 0);  // the backward workspace does not depend on the SM count
   return Succeed();
+}
+
+int ft_backward(ft_runtime* runtime, const ft_backward_args* args, void* stream) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_backward: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_backward: args is NULL");
+  auto f = ToForwardArgs(args->forward, "args.forward");
+  if (!f.ok()) return Fail(f.status());
+  if (args->deterministic != 0 && args->deterministic != 1)
+    return Fail(Code::kInvalidArgument,
+                "args.deterministic: " + std::to_string(args->deterministic) + "; allowed: 0, 1");
+  flashtune::BackwardArgs b;
+  b.forward = *f;
+  b.d_o = args->d_o;
+  b.dq = args->dq;
+  b.dk = args->dk;
+  b.dv = args->dv;
+  b.d_o_strides = ToStrides(args->d_o_strides);
+  b.dq_strides = ToStrides(args->dq_strides);
+  b.dk_strides = ToStrides(args->dk_strides);
+  b.dv_strides = ToStrides(args->dv_strides);
+  b.forward.workspace = args->workspace;
+  b.forward.workspace_bytes = args->workspace_bytes;
+  b.deterministic = args->deterministic == 1;
+  Status status = runtime->runtime->backward(b, static_cast<CUstream>(stream));
+  return status.ok() ? Succeed() : Fail(status);
 }
 
 const char* ft_last_error(void) { return t_last_error.c_str(); }

@@ -5,7 +5,7 @@
 
 namespace flashtune {
 
-Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
+Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
   Driver* driver = driver_.load(std::memory_order_acquire);
   if (driver == nullptr) {
     auto loaded = Driver::Load();
@@ -15,15 +15,34 @@ Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
   }
   auto current = driver->CurrentContext();
   if (!current.ok()) return current.status();
-  CUcontext context = *current;
-  const ForwardKernel* kernel =
-      context != nullptr ? launch_table_.Find(context, BucketCode(BucketOf(args.problem), args.problem.layout)) : nullptr;
-  if (kernel == nullptr) {
-    std::lock_guard lock(load_mutex_);
-    auto prepared = Prepare(*driver, context, args);
-    if (!prepared.ok()) return prepared.status();
-    kernel = *prepared;
+  return std::make_pair(driver, *current);
+}
+
+Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, uint64_t code) {
+  auto current = Current();
+  if (!current.ok()) return current.status();
+  auto [driver, context] = *current;
+  if (context != nullptr) {
+    if (const ForwardKernel* kernel = launch_table_.Find(context, code)) return Call{driver, context, kernel};
   }
+  std::lock_guard lock(load_mutex_);
+  auto prepared = Prepare(*driver, context, problem, deterministic, code);
+  if (!prepared.ok()) return prepared.status();
+  return Call{driver, context, *prepared};
+}
+
+Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
+  // The deterministic variant is another kernel: its own launch-cache entry.
+  const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
+  auto call = KernelForCall(args.problem(), args.deterministic, code);
+  if (!call.ok()) return call.status();
+  return call->kernel->LaunchBackwardValidated(args, stream);
+}
+
+Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
+  auto call = KernelForCall(args.problem, false, BucketCode(BucketOf(args.problem), args.problem.layout));
+  if (!call.ok()) return call.status();
+  auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchValidated(args, stream);
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (its CanRun said why; nothing was launched).
@@ -98,15 +117,18 @@ Result<const ForwardKernel*> Launcher::KernelFor(CUcontext context, ContextState
   return kernels_.emplace(key, std::make_unique<ForwardKernel>(std::move(*kernel))).first->second.get();
 }
 
-Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args) {
+Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext current, const Problem& problem,
+                                               bool deterministic, uint64_t code) {
   auto state = ContextFor(driver, current);
   if (!state.ok()) return state.status();
   CUcontext context = (*state)->retained->get();
-  auto plan = planner_->PlanOn(*(*state)->device, args.problem);
+  auto plan = planner_->PlanOn(*(*state)->device, problem);
   if (!plan.ok()) return plan.status();
-  auto kernel = KernelFor(context, **state, plan->variant);
+  Variant variant = plan->variant;
+  if (problem.operation == Operation::kBackward) variant.SetParam("det", deterministic ? 1 : 0);
+  auto kernel = KernelFor(context, **state, variant);
   if (!kernel.ok()) return kernel.status();
-  launch_table_.Publish(context, BucketCode(plan->bucket, args.problem.layout), *kernel);
+  launch_table_.Publish(context, code, *kernel);
   return *kernel;
 }
 

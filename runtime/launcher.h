@@ -1,6 +1,6 @@
 // launcher.h — forward()'s half of the runtime: the CUDA contexts it launches in, the kernel
 // loaded for each (context, variant), and a launch cache from (context, bucket) to kernel so
-// that a warm call costs a shared lock and a hash lookup before the launch.
+// that a warm call costs a lock-free hash lookup before the launch (runtime/launch_table.h).
 //
 // The cold path (first call of a bucket in a context) retains the context's primary context,
 // plans through the Planner, and loads the variant's cubin (the database's, else compiled on
@@ -37,6 +37,9 @@ class Launcher {
 
   // Launches `args` (already validated) on `stream` in the calling thread's current context.
   Status Forward(const ForwardArgs& args, CUstream stream);
+  // The same for a backward call: the plan of its backward bucket, with the variant's `det`
+  // parameter set from args.deterministic.
+  Status Backward(const BackwardArgs& args, CUstream stream);
 
   // Replans `problem`'s bucket in every context that has launched it and publishes the new plan's
   // kernel there. Failures are logged; the old kernel then stays.
@@ -48,8 +51,19 @@ class Launcher {
     DeviceState* device = nullptr;
   };
 
-  // Cold path: context, plan, kernel. Caller holds load_mutex_.
-  Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const ForwardArgs& args);
+  // The loaded driver (cached after the first success) and the calling thread's context.
+  Result<std::pair<Driver*, CUcontext>> Current();
+  struct Call {
+    Driver* driver;
+    CUcontext context;  // the calling thread's (null when it had none: Prepare made one current)
+    const ForwardKernel* kernel;
+  };
+  // The kernel for a call of `problem` cached under `code`: the warm lookup, else Prepare.
+  Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code);
+  // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
+  // plan is a backward one), kernel; caches it under `code`. Caller holds load_mutex_.
+  Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
+                                       bool deterministic, uint64_t code);
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);

@@ -31,7 +31,8 @@ uint64_t BucketCode(const BucketKey& b, Layout layout) {
          (static_cast<uint64_t>(b.head_dim & 0x3ff) << 2) | (static_cast<uint64_t>(b.seqlen_q_bucket & 0xff) << 12) |
          (static_cast<uint64_t>(b.seqlen_k_bucket & 0xff) << 20) |
          (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) | (static_cast<uint64_t>(layout) << 36) |
-         (static_cast<uint64_t>(b.kv_group_bucket & 0xff) << 40);
+         (static_cast<uint64_t>(b.operation == Operation::kBackward) << 38) |
+         (static_cast<uint64_t>(b.kv_group_bucket & 0xff) << 41);  // bit 40: the launcher's backward det flag
 }
 
 DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver) {

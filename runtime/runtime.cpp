@@ -127,6 +127,11 @@ Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   return impl_->launcher.Forward(args, stream);
 }
 
+Status Runtime::backward(const BackwardArgs& args, CUstream stream) {
+  FT_RETURN_IF_ERROR(ValidateBackwardArgs(args));
+  return impl_->launcher.Backward(args, stream);
+}
+
 const std::string& Runtime::db_path() const { return impl_->db.path(); }
 
 bool Runtime::has_database() const { return impl_->db.is_open(); }

@@ -121,7 +121,7 @@ Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::strin
       logs->push_back({LogLevel::kWarning, "cannot store compiled kernels in " + path_ + ": " + db.status().ToString()});
     }
   }
-  if (!write_db_) return compiler_.Compile(CompileRequest{source->uri, source->text, arch, {}});
+  if (!write_db_) return compiler_.Compile(GeneratedSourceRequest(source->uri, source->text, arch));
   auto record = LoadOrCompileCubin(*write_db_, compiler_, variant, arch);
   if (!record.ok()) return record.status();
   return CubinFromRecord(*record, source->uri);

@@ -30,6 +30,39 @@ struct Fa2Params {
 };
 static_assert(sizeof(Fa2Params) == 5 * 8 + 12 * 8 + 5 * 4 + 4, "Fa2Params layout drifted");
 
+// fa2_bwd (templates/fa2_bwd.cuh): one struct for its three kernels (preprocess, main, convert).
+struct Fa2BwdParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* o;
+  const void* d_o;
+  const float* lse;  // [B, Hq, Nq], natural log, -inf for rows that see no key
+  void* dq;
+  void* dk;
+  void* dv;
+  float* dq_accum;   // workspace: fp32 [B, Hq, Nq, D]
+  float* delta;      // workspace: rowsum(d_o ∘ o), fp32 [B, Hq, Nq]
+  int* counters;     // workspace: int32 [B, Hq, counters_per_head] (deterministic ordering)
+  i64 q_stride[3];   // batch, seq, head — elements
+  i64 k_stride[3];
+  i64 v_stride[3];
+  i64 o_stride[3];
+  i64 do_stride[3];
+  i64 dq_stride[3];
+  i64 dk_stride[3];
+  i64 dv_stride[3];
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  int counters_per_head;
+  float scale;       // softmax scale
+  float scale_log2;  // softmax scale * log2(e)
+};
+static_assert(sizeof(Fa2BwdParams) == 12 * 8 + 24 * 8 + 8 * 4, "Fa2BwdParams layout drifted");
+
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host.
 struct alignas(64) TensorMap {
   unsigned long long opaque[16];

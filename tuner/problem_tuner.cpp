@@ -72,7 +72,8 @@ Status ProblemTuner::Tune(size_t index, const Problem& problem, const Problem* n
   w.problem = problem;
   auto admitted = Admit(w, s);
   if (!admitted.ok() || !*admitted) return admitted.status();
-  if (next_class) measurer_.Prefetch(*next_class);  // only when this one is measured: a rerun compiles nothing
+  // Only when this one is measured (a rerun compiles nothing), and never a class Admit refuses.
+  if (next_class && next_class->operation == Operation::kForward) measurer_.Prefetch(*next_class);
   auto gathered = Gather(w, s);
   if (!gathered.ok() || !*gathered) return gathered.status();
   std::vector<CandidateResult> passing;
@@ -92,6 +93,12 @@ Status ProblemTuner::Tune(size_t index, const Problem& problem, const Problem* n
 Result<bool> ProblemTuner::Admit(Work& w, ProblemSummary& s) {
   const TuneOptions& o = *shared_.options;
   Status valid = ValidateProblem(w.problem);
+  // The GPU worker verifies and times forward calls only; a backward problem is an error of
+  // its own (the run goes on), not a search that would fail every candidate.
+  if (valid.ok() && w.problem.operation != Operation::kForward)
+    valid = Status(Code::kUnsupported, "problem " + w.problem.ToString() +
+                                           ": the tuner measures forward calls only; backward calls run fa2_bwd's "
+                                           "default tile (Runtime::backward)");
   if (!valid.ok()) {
     s.outcome = ProblemOutcome::kError;
     s.message = valid.message();

@@ -249,6 +249,110 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
   return out;
 }
 
+Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d_o, const Strides& d_o_strides,
+                                             const ReferenceOptions& options) {
+  FT_RETURN_IF_ERROR(CheckReferenceArgs(a));
+  if (d_o == nullptr) return Invalid("d_o must not be null");
+  if (d_o_strides.batch < 0 || d_o_strides.seq < 0 || d_o_strides.head < 0) return Invalid("d_o_strides must be >= 0");
+  const HostElement element = options.element.value_or(a.problem.dtype == DType::kBF16 ? HostElement::kBF16 : HostElement::kF16);
+  const HostView q{a.q, element, a.q_strides}, k{a.k, element, a.k_strides}, v{a.v, element, a.v_strides};
+  const HostView dov{d_o, element, d_o_strides};
+  const Problem& pr = a.problem;
+  const int64_t B = pr.batch, Nq = pr.seqlen_q, Nk = pr.seqlen_k, Hq = pr.heads_q, Hkv = pr.heads_kv, D = pr.head_dim;
+  const int64_t group = Hq / Hkv;
+  const double scale = a.softmax_scale != 0.0f ? double(a.softmax_scale) : 1.0 / std::sqrt(double(D));
+
+  ReferenceGradients g;
+  g.dq.assign(size_t(B * Nq * Hq * D), 0.0);
+  g.dk.assign(size_t(B * Nk * Hkv * D), 0.0);
+  g.dv.assign(size_t(B * Nk * Hkv * D), 0.0);
+  // One work item per (batch, query head, chunk of query rows): it owns those dq rows and its
+  // own dk/dv partial [Nk, D], summed into the group's kv head afterwards in item order, so the
+  // result does not depend on the thread count.
+  constexpr int64_t kChunk = 256;
+  const int64_t chunks = (Nq + kChunk - 1) / kChunk;
+  const int64_t items = B * Hq * chunks;
+  std::vector<std::vector<double>> dk_part(static_cast<size_t>(items)), dv_part(static_cast<size_t>(items));
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    std::vector<double> kh(static_cast<size_t>(Nk * D)), vh(static_cast<size_t>(Nk * D)), p(static_cast<size_t>(Nk));
+    std::vector<double> qr(static_cast<size_t>(D)), dor(static_cast<size_t>(D)), orow(static_cast<size_t>(D));
+    int64_t loaded = -1;  // the (b, kv head) whose K/V are in kh/vh
+    for (int64_t item; (item = next.fetch_add(1)) < items;) {
+      const int64_t b = item / (Hq * chunks), h = item / chunks % Hq, chunk = item % chunks, hk = h / group;
+      if (loaded != b * Hkv + hk) {
+        for (int64_t j = 0; j < Nk; ++j)
+          for (int64_t d = 0; d < D; ++d) {
+            kh[size_t(j * D + d)] = k.At(b, j, hk, d);
+            vh[size_t(j * D + d)] = v.At(b, j, hk, d);
+          }
+        loaded = b * Hkv + hk;
+      }
+      std::vector<double>& dk_item = dk_part[size_t(item)];
+      std::vector<double>& dv_item = dv_part[size_t(item)];
+      dk_item.assign(size_t(Nk * D), 0.0);
+      dv_item.assign(size_t(Nk * D), 0.0);
+      {
+        for (int64_t i = chunk * kChunk; i < std::min(Nq, (chunk + 1) * kChunk); ++i) {
+          const int64_t visible = a.problem.causal ? std::clamp<int64_t>(i + Nk - Nq + 1, 0, Nk) : Nk;
+          if (visible == 0) continue;  // a row that sees no key has no gradient
+          for (int64_t d = 0; d < D; ++d) {
+            qr[size_t(d)] = q.At(b, i, h, d);
+            dor[size_t(d)] = dov.At(b, i, h, d);
+          }
+          // P = softmax(scale · q kᵀ) over the visible keys.
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t j = 0; j < visible; ++j) {
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; ++d) dot += qr[size_t(d)] * kh[size_t(j * D + d)];
+            p[size_t(j)] = dot * scale;
+            m = std::max(m, p[size_t(j)]);
+          }
+          double l = 0.0;
+          for (int64_t j = 0; j < visible; ++j) l += (p[size_t(j)] = std::exp(p[size_t(j)] - m));
+          std::fill(orow.begin(), orow.end(), 0.0);
+          for (int64_t j = 0; j < visible; ++j) {
+            p[size_t(j)] /= l;
+            for (int64_t d = 0; d < D; ++d) orow[size_t(d)] += p[size_t(j)] * vh[size_t(j * D + d)];
+          }
+          // delta = d_o · o; dP = d_o vᵀ; dS = P ∘ (dP − delta).
+          double delta = 0.0;
+          for (int64_t d = 0; d < D; ++d) delta += dor[size_t(d)] * orow[size_t(d)];
+          double* dq = &g.dq[size_t(((b * Nq + i) * Hq + h) * D)];
+          for (int64_t j = 0; j < visible; ++j) {
+            double dpj = 0.0;
+            for (int64_t d = 0; d < D; ++d) dpj += dor[size_t(d)] * vh[size_t(j * D + d)];
+            const double ds = p[size_t(j)] * (dpj - delta) * scale;
+            double* dk_row = &dk_item[size_t(j * D)];
+            double* dv_row = &dv_item[size_t(j * D)];
+            for (int64_t d = 0; d < D; ++d) {
+              dq[d] += ds * kh[size_t(j * D + d)];
+              dk_row[d] += ds * qr[size_t(d)];
+              dv_row[d] += p[size_t(j)] * dor[size_t(d)];
+            }
+          }
+        }
+      }
+    }
+  };
+  int threads = options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency());
+  threads = int(std::clamp<int64_t>(threads, 1, items));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t b = item / (Hq * chunks), hk = item / chunks % Hq / group;
+    for (int64_t j = 0; j < Nk; ++j)
+      for (int64_t d = 0; d < D; ++d) {
+        const size_t out = size_t(((b * Nk + j) * Hkv + hk) * D + d);
+        g.dk[out] += dk_part[size_t(item)][size_t(j * D + d)];
+        g.dv[out] += dv_part[size_t(item)][size_t(j * D + d)];
+      }
+  }
+  return g;
+}
+
 std::vector<double> GatherOutput(const ForwardArgs& a, const uint16_t* o_host) {
   const int64_t B = a.problem.batch, Nq = a.problem.seqlen_q, Hq = a.problem.heads_q, D = a.problem.head_dim;
   std::vector<double> out(size_t(B * Nq * Hq * D));

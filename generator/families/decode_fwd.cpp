@@ -89,7 +89,7 @@ class DecodeFwd final : public Family {
   // Decode (at most 16 query rows) on dense or paged K/V; paged prefill too, which no other
   // family serves. Varlen is not served.
   int PreferenceFor(const Problem& p) const override {
-    if (p.layout == Layout::kVarlen) return -1;
+    if (!ServesOperation(p) || p.layout == Layout::kVarlen) return -1;
     if (Log2Ceil(p.seqlen_q) <= kDecodeQueryBucket) return 20;  // the decode buckets
     return p.layout == Layout::kPaged ? 0 : -1;
   }

@@ -2,8 +2,9 @@
  *
  * The same runtime as flashtune/runtime.h behind an opaque handle: open a runtime on a tuning
  * database, ask what it would launch (ft_plan), launch attention on the caller's stream
- * (ft_forward, or ft_forward_ex for decode, paged K/V caches and packed variable-length batches).
- * Every function returns an int status: 0 (FT_OK) on success, else one of the
+ * (ft_forward, or ft_forward_ex for decode, paged K/V caches and packed variable-length batches),
+ * and its backward pass (ft_backward: dq, dk, dv into caller-owned memory, with a workspace sized
+ * by ft_backward_workspace_bytes). Every function returns an int status: 0 (FT_OK) on success, else one of the
  * FT_* codes below, with a message for the calling thread in ft_last_error().
  *
  * Layout (FA-2's): q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq] fp32.
@@ -115,6 +116,23 @@ typedef struct ft_attention_args {
   int64_t workspace_bytes;
 } ft_attention_args;
 
+/* A backward call: the forward call's arguments (o and lse as the forward wrote them; lse is
+ * required), the gradient of o, the gradients to write, and the workspace. */
+typedef struct ft_backward_args {
+  ft_forward_args forward;
+  const void* d_o;        /* like o */
+  void* dq;               /* like q */
+  void* dk;               /* like k (summed over each K/V head's query heads) */
+  void* dv;               /* like v */
+  int64_t d_o_strides[3]; /* {batch, seq, head}, in elements */
+  int64_t dq_strides[3];
+  int64_t dk_strides[3];
+  int64_t dv_strides[3];
+  void* workspace;        /* device memory, 16-byte aligned, >= ft_backward_workspace_bytes */
+  int64_t workspace_bytes;
+  int deterministic;      /* 1: bit-identical dq, dk, dv on every run (slower); 0 or 1 */
+} ft_backward_args;
+
 typedef struct ft_plan_info {
   char variant_uri[128]; /* "fa2_fwd_bf16_d128_br128_bc64_w4_s2_full" */
   int source;            /* FT_PLAN_* */
@@ -178,6 +196,17 @@ int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_
 
 /* What ft_forward would launch for `problem`, and why, into *out. */
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
+
+/* Device workspace bytes an ft_backward call of `problem` needs, into *out. */
+int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out);
+
+/* The backward pass on `stream` (a CUstream; NULL = the legacy default stream): dq, dk, dv.
+ * Allocates nothing and never synchronises (CUDA-graph capturable once warmed up). */
+int ft_backward(ft_runtime* runtime, const ft_backward_args* args, void* stream);
+
+/* What ft_backward would launch for `problem`, and why, into *out. block_m and block_n report
+ * the family's first two parameters: for fa2_bwd, keys per block and queries per step. */
+int ft_plan_backward(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
 
 /* The calling thread's last error message ("" when the last call succeeded). Valid until the
  * thread's next flashtune call. */

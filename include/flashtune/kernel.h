@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/status.h"
@@ -38,17 +39,19 @@ class Kernel {
  public:
   // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
   // memory limit to `smem_bytes`; finds `next_names` too (the packet's further steps, in
-  // LaunchStep::kernel order; their shared memory stays within the default 48 KB).
-  // kNotFound when the cubin has no such kernel;
+  // LaunchStep::kernel order) and raises theirs to the same limit (`smem_bytes` is the most
+  // any step of the module uses). kNotFound when the cubin has no such kernel;
   // kOutOfResources when the device cannot give it the shared memory; the driver's error
   // otherwise. Errors carry `name` as their variant URI.
   static Result<Kernel> Load(const Context& context, const Cubin& cubin, const std::string& name,
                              int64_t smem_bytes, const std::vector<std::string>& next_names = {});
 
   // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
-  // without synchronising or allocating, then the packet's next steps in order. OK when queued; kInvalidArgument when the packet asks
-  // for more shared memory than the kernel was loaded with or a tensor map is refused;
-  // kOutOfResources or kFault from the driver. Nothing is launched on error.
+  // without synchronising or allocating, then the packet's next steps in order. OK when
+  // queued; kInvalidArgument when the packet (or a step) asks for more shared memory than the
+  // kernel was loaded with or a tensor map is refused; kInternal when a step names a kernel
+  // the module was not loaded with; kOutOfResources or kFault from the driver. Nothing is
+  // launched when the packet is refused.
   Status Launch(LaunchPacket* packet, CUstream stream) const;
 
   const std::string& name() const { return name_; }
@@ -88,6 +91,10 @@ class ForwardKernel {
   // Launch() for callers that have already passed `args` through ValidateForwardArgs (the
   // runtime's hot path validates once, not twice).
   Status LaunchValidated(const ForwardArgs& args, CUstream stream) const;
+  // The same for a backward call (ValidateBackwardArgs, PackBackward): the variant's family
+  // must compute the backward pass.
+  Status LaunchBackward(const BackwardArgs& args, CUstream stream) const;
+  Status LaunchBackwardValidated(const BackwardArgs& args, CUstream stream) const;
 
   const Variant& variant() const { return variant_; }
   const Function& function() const { return kernel_.function(); }

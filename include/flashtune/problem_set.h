@@ -105,18 +105,21 @@ struct BucketKey {
   int seqlen_k_bucket = 0;     // Log2Ceil(Nk)
   int batch_heads_bucket = 0;  // Log2Ceil(B·Hq)
   int kv_group_bucket = 0;     // Log2Ceil(Hq / Hkv): 0 for MHA
+  Operation operation = Operation::kForward;
   bool operator==(const BucketKey&) const = default;
 };
 
 BucketKey BucketOf(const Problem& problem);
-// "bf16/d128/causal/q12/k12/bh8", with "/g3" appended for a GQA group (MHA buckets keep the
-// string they had before groups were buckets) — the database stores and matches this string.
+// "bf16/d128/causal/q12/k12/bh8" — the database stores and matches this string. A GQA group
+// appends "/g3" (MHA buckets keep the string they had before groups were buckets); backward
+// buckets carry a "bwd/" prefix ("bwd/bf16/d128/..."), so forward keys stored before the
+// backward pass existed keep their meaning: no schema change.
 std::string BucketString(const BucketKey& key);
 // Inverse of BucketString; kInvalidArgument naming the bad part.
 Result<BucketKey> ParseBucketKey(std::string_view text);
 // Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
 inline constexpr int kDecodeQueryBucket = 4;
-// Sum of |exponent differences| when dtype, D and causal match and both or neither are decode
+// Sum of |exponent differences| when operation, dtype, D and causal match and both or neither are decode
 // buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
 // the problem, and decode and prefill winners are different kernels).
 int BucketDistance(const BucketKey& a, const BucketKey& b);

@@ -1,4 +1,4 @@
-// flashtune/reference.h — the trusted answer: a float64 CPU attention forward pass, and the
+// flashtune/reference.h — the trusted answer: float64 CPU attention forward and backward passes, and the
 // host-side helpers to feed it and to compare a kernel's output with it.
 //
 // The reference reads q/k/v from host memory laid out exactly as ForwardArgs describes
@@ -66,6 +66,18 @@ struct ReferenceOutput {
 // size limits are not required here.)
 Result<ReferenceOutput> ReferenceForward(const ForwardArgs& args,
                                          const ReferenceOptions& options = {});
+
+// The backward pass of `args` in float64: given d_o (host, laid out with `d_o_strides`, same
+// element type as q/k/v), returns dq [B, Nq, Hq, D] and dk, dv [B, Nk, Hkv, D], densely
+// packed. P and o are recomputed in double (not read from a kernel's forward output); dk and dv
+// are summed over the query heads of a group (GQA/MQA); rows with no visible key contribute
+// nothing. Errors as ReferenceForward, and kInvalidArgument when d_o is null or its strides are
+// negative.
+struct ReferenceGradients {
+  std::vector<double> dq, dk, dv;
+};
+Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& args, const void* d_o, const Strides& d_o_strides,
+                                             const ReferenceOptions& options = {});
 
 // Reads a kernel's output from a host copy laid out like args.o (o_strides, args.problem.dtype bits)
 // into a densely packed [B, Nq, Hq, D] double vector, ready for RelativeL2Error.

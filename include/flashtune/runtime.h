@@ -9,6 +9,9 @@
 // default tile for the class, fitted to the device's shared memory (kHeuristic). A GPU with no
 // tuned winners at all is reported once through the log callback. Plans are cached per bucket.
 //
+// Backward: backward() plans a problem with operation kBackward under its own buckets
+// ("bwd/...") and launches the backward family's kernels; see flashtune/backward_args.h.
+//
 // Launching (forward): arguments are validated first (nothing is launched on bad input); the
 // kernel comes from a per (CUDA context, variant) cache; on a miss its cubin is read from the
 // database (no NVRTC call for a tuned problem), else compiled on first use (through the on-disk
@@ -43,6 +46,7 @@
 #include <string>
 #include <string_view>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/database.h"
 #include "flashtune/export.h"
 #include "flashtune/forward_args.h"
@@ -135,8 +139,15 @@ class Runtime {
   // context; kCompileError / kOutOfResources / kDriverError otherwise.
   Status forward(const ForwardArgs& args, CUstream stream);
 
-  // Workspace bytes forward() needs for `problem` (its layout included) on the planning
-  // device: WorkspaceBytes(problem, its SM count). Stable per problem, so allocate once.
+  // The backward pass (flashtune/backward_args.h) on `stream`: dq, dk, dv. Planned like
+  // forward() under the problem's backward bucket; args.deterministic picks the variant that
+  // accumulates dq in a fixed order. Allocates nothing (the caller's workspace,
+  // args.forward.workspace, sized by workspace_size of args.problem()) and never synchronises, so it may be captured into a CUDA graph
+  // once warmed up. Errors as forward(); kInvalidArgument also for a missing lse, d_o, dq, dk,
+  // dv or a workspace that is too small.
+  Status backward(const BackwardArgs& args, CUstream stream);
+  // Workspace bytes forward() (or backward(), for a problem of operation kBackward) needs for
+  // `problem` (its layout included) on the planning device: WorkspaceBytes(problem, its SM count). Stable per problem, so allocate once.
   // kInvalidArgument naming the field for an invalid problem.
   Result<int64_t> workspace_size(const Problem& problem) const;
 

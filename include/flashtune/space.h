@@ -27,8 +27,9 @@ struct ProblemClass {
   DType dtype = DType::kBF16;
   int head_dim = 128;
   bool causal = false;
+  Operation operation = Operation::kForward;  // a family serves one operation
 
-  // "bf16 d128 causal" / "f16 d64 full".
+  // "bf16 d128 causal" / "f16 d64 full" (" bwd" appended for the backward pass).
   std::string ToString() const;
   bool operator==(const ProblemClass&) const = default;
 };

@@ -1,7 +1,8 @@
 // flashtune/variant.h — what a kernel variant is, and the problem it solves.
 //
-// A Problem is one attention call's shape: its operation (forward; backward is to come), its
-// layout (dense, paged K/V cache, or variable-length packed), dtype, head dim, causal and sizes.
+// A Problem is one attention call's shape: its operation (forward, or backward: dq, dk, dv),
+// its layout (dense, paged K/V cache, or variable-length packed), dtype, head dim, causal and
+// sizes.
 // A Variant is one point of a kernel family's design space: the family's name, the problem
 // class it is specialised on (dtype, head dim, causal) and the family's compile-time
 // parameters, each a short name and an integer, in the family's order. Its URI
@@ -34,9 +35,15 @@ Result<DType> ParseDType(std::string_view text, std::string_view what = "dtype")
 // Head dims some family supports (fa2_fwd supports them all).
 inline constexpr int kSupportedHeadDims[] = {32, 64, 96, 128, 160, 192, 224, 256};
 
-// What an attention call computes. Only kForward is served today; the enum is where backward
-// joins without another rewrite of Problem. (Decode is a forward call with few query rows.)
-enum class Operation { kForward };
+// What an attention call computes: the forward pass (o, lse) or the backward pass (dq, dk, dv
+// from do, o and lse; flashtune/backward_args.h).
+enum class Operation { kForward, kBackward };
+// "fwd" / "bwd".
+std::string_view OperationName(Operation operation);
+// Parses "fwd"/"forward" and "bwd"/"backward"; kInvalidArgument naming `what` otherwise.
+Result<Operation> ParseOperation(std::string_view text, std::string_view what = "operation");
+// (Decode is a forward call with few query rows.) The backward pass is served on the dense
+// layout only.
 // How Q/K/V are laid out (flashtune/forward_args.h has the details):
 //  kDense:  q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D] with strides;
 //  kPaged:  q [B, Nq, Hq, D]; k/v a page pool [num_blocks, block_size, Hkv, D] read through a
@@ -64,9 +71,11 @@ struct Problem {
   Operation operation = Operation::kForward;
   Layout layout = Layout::kDense;
 
-  // Forward FLOPs by FA-2's convention: 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk.
+  // FLOPs by FA-2's convention: forward 4·B·Hq·Nq·Nk·D, halved when causal with Nq = Nk;
+  // backward 2.5 times the forward.
   double Flops() const;
-  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" paged" / " varlen" appended when not dense).
+  // "bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv16" (" bwd" appended for the backward pass,
+  // " paged" / " varlen" when not dense).
   std::string ToString() const;
   bool operator==(const Problem&) const = default;
 };

@@ -10,7 +10,7 @@ else the copy the wheel installs next to this file (lib/libflashtune.so). Its on
 outside the C library, libnvrtc.so.13, comes from the library path (the CUDA toolkit), else from
 the pip package PyTorch's CUDA 13 builds install (nvidia/cu13/lib, see nvrtc_dir()).
 
-Adding an entry point (decode, varlen, paged ...): mirror its structs here, add one row to
+Adding an entry point (decode, varlen, paged, backward ...): mirror its structs here, add one row to
 `_SIGNATURES`, and call it through `library()` + `check()`; a library that lacks the function
 raises FlashtuneError naming it when it is first called (see `function()`), not at import.
 
@@ -113,6 +113,16 @@ class AttentionArgs(ctypes.Structure):
         return args
 
 
+class BackwardArgs(ctypes.Structure):
+    """ft_backward_args: the forward call's arguments (o and lse as it wrote them), the gradient
+    of o, the gradients to write, the workspace (ft_backward_workspace_bytes) and the mode."""
+    _fields_ = [("forward", ForwardArgs), ("d_o", ctypes.c_void_p), ("dq", ctypes.c_void_p),
+                ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p),
+                ("d_o_strides", Strides3), ("dq_strides", Strides3), ("dk_strides", Strides3),
+                ("dv_strides", Strides3), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+                ("deterministic", ctypes.c_int)]
+
+
 class PlanInfo(ctypes.Structure):
     """ft_plan_info: what ft_forward would launch for a problem, and why."""
     _fields_ = [("variant_uri", ctypes.c_char * 128), ("source", ctypes.c_int), ("source_name", ctypes.c_char * 16),
@@ -136,6 +146,9 @@ _SIGNATURES = {
     "ft_plan": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
     "ft_forward_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), _P]),
     "ft_workspace_size": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]),
+    "ft_backward": (ctypes.c_int, [_P, ctypes.POINTER(BackwardArgs), _P]),
+    "ft_backward_workspace_bytes": (ctypes.c_int, [ctypes.POINTER(Problem), ctypes.POINTER(ctypes.c_int64)]),
+    "ft_plan_backward": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
     "ft_last_error": (ctypes.c_char_p, []),
     "ft_status_name": (ctypes.c_char_p, [ctypes.c_int]),
     "ft_version": (ctypes.c_char_p, []),

@@ -127,21 +127,23 @@ class Runtime:
         self._finalizer = weakref.finalize(self, fn("ft_runtime_close"), self._handle)
         self._finalizer.atexit = False  # at exit the CUDA context may already be torn down
 
-    def plan(self, problem_or_q, k=None, v=None, *, causal=False):
-        """The Plan for a Problem, or for attention(q, k, v, causal) on tensors."""
+    def plan(self, problem_or_q, k=None, v=None, *, causal=False, backward=False):
+        """The Plan for a Problem, or for attention(q, k, v, causal) on tensors; with backward,
+        the plan of its backward pass (ft_plan_backward)."""
         problem = problem_or_q if isinstance(problem_or_q, Problem) else Problem.from_tensors(problem_or_q, k, v, causal)
         info = _capi.PlanInfo()
         c_problem = problem._c()
-        _capi.check(self._plan(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
+        fn = _capi.function("ft_plan_backward") if backward else self._plan
+        _capi.check(fn(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
         t = _capi.text
         return Plan(problem, t(info.variant_uri), t(info.family), info.source, t(info.source_name), t(info.bucket),
                     t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,
                     t(info.why))
 
-    def attention(self, q, k, v, causal=False, softmax_scale=None, return_lse=False):
+    def attention(self, q, k, v, causal=False, softmax_scale=None, return_lse=False, *, deterministic=False):
         """flashtune.attention through this runtime (see there)."""
         from . import ops  # torch only when attention is used
-        return ops.attention(q, k, v, causal, softmax_scale, return_lse, runtime=self)
+        return ops.attention(q, k, v, causal, softmax_scale, return_lse, runtime=self, deterministic=deterministic)
 
     def forward_packed(self, args, stream):
         """ft_forward on FORWARD_ARGS bytes and a CUstream handle (int; 0 = legacy default
@@ -149,6 +151,21 @@ class Runtime:
         status = self._forward(self._live(), args, stream)
         if status != _capi.FT_OK:
             raise _capi.error(status, "flashtune.attention")
+
+    def backward_workspace_bytes(self, problem):
+        """Device bytes the backward pass of `problem` needs as workspace (ft_backward_workspace_bytes)."""
+        out = ctypes.c_int64()
+        c_problem = problem._c()
+        _capi.check(_capi.function("ft_backward_workspace_bytes")(ctypes.byref(c_problem), ctypes.byref(out)),
+                    "flashtune.backward_workspace_bytes")
+        return out.value
+
+    def backward(self, args, stream):
+        """ft_backward on a _capi.BackwardArgs and a CUstream handle (int). Raises FlashtuneError
+        with the library's message; launches nothing then."""
+        status = _capi.function("ft_backward")(self._live(), ctypes.byref(args), stream)
+        if status != _capi.FT_OK:
+            raise _capi.error(status, "flashtune.attention backward")
 
     def close(self):
         """Releases the runtime and its kernels (synchronise first: launches may be in flight)."""

@@ -8,8 +8,10 @@ attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
   masks align bottom-right. Returns o (torch.empty_like(q)), and with return_lse also lse
   float32 [B, Hq, Nq]. Runs on torch's current stream of q's device.
 
-Registered ops: torch.ops.flashtune.attention(q, k, v, causal, softmax_scale, runtime) -> o and
-torch.ops.flashtune.attention_lse(...) -> (o, lse); softmax_scale 0 means 1/sqrt(D), runtime 0
+Registered ops: torch.ops.flashtune.attention(q, k, v, causal, softmax_scale, runtime) -> o,
+torch.ops.flashtune.attention_lse(..., deterministic=False) -> (o, lse) and
+torch.ops.flashtune.attention_backward(d_o, q, k, v, o, lse, causal, softmax_scale, runtime,
+deterministic) -> (dq, dk, dv); softmax_scale 0 means 1/sqrt(D), runtime 0
 the default runtime (else a Runtime's id). Each has a fake implementation (shapes and strides
 only), so torch.compile(fullgraph=True) and torch.export trace them without graph breaks.
 
@@ -23,8 +25,13 @@ CUDA graphs: a launch allocates nothing but o/lse (from torch's allocator, which
 handles) and never synchronises, so a warm call can be captured; the first call of a shape loads
 its kernel (not capturable): run it once before capturing.
 
-Autograd: there is no backward pass yet; backward through attention raises NotImplementedError
-saying so (the forward itself works with inputs that require grad).
+Autograd: the backward pass is flashtune's (ft_backward, the fa2_bwd family): a call whose inputs
+require grad goes through torch.ops.flashtune.attention_lse (the forward keeps lse, which the
+backward needs) and its gradient is torch.ops.flashtune.attention_backward (another custom op with
+a fake implementation, so torch.compile traces training graphs too). dq, dk, dv come back dense;
+k/v expanded over heads get their gradients summed by expand's own backward. deterministic=True
+makes the gradients bit-identical across runs. A gradient through lse itself is not supported
+(NotImplementedError saying so).
 
 Errors: InvalidArgument (a ValueError) naming the argument, from Python's checks or the C ABI's
 message; FlashtuneError for the rest ("no driver", "no device", ...). Nothing is launched then.
@@ -126,9 +133,10 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     return _launch(q, k, v, causal, softmax_scale, runtime, False)[0]
 
 
+# deterministic only matters to the backward pass (its autograd formula reads it).
 @torch.library.custom_op("flashtune::attention_lse", mutates_args=())
 def _attention_lse_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
-                      runtime: int) -> tuple[torch.Tensor, torch.Tensor]:
+                      runtime: int, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     return _launch(q, k, v, causal, softmax_scale, runtime, True)
 
 
@@ -138,22 +146,87 @@ def _(q, k, v, causal, softmax_scale, runtime):
 
 
 @_attention_lse_op.register_fake
-def _(q, k, v, causal, softmax_scale, runtime):
+def _(q, k, v, causal, softmax_scale, runtime, deterministic=False):
     return _fake(q, k, v, True)
 
 
-def _no_backward(ctx, *grads):
+def _backward_launch(d_o, q, k, v, o, lse, causal, softmax_scale, runtime, deterministic):
+    """dq, dk, dv of one call through ft_backward, on the current stream of q's device."""
+    B, Nq, Hq, D, Nk, Hkv, code, (qs, ks, vs) = dims = _check(q, k, v)
+    if d_o.stride(3) != 1:  # autograd hands over whatever the next op produced
+        d_o = d_o.contiguous()
+    # Fresh, dense gradients: k/v may be views that overlap (expand), their gradients may not.
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    rt = runtime if isinstance(runtime, _runtime.Runtime) else _runtime.runtime_by_id(runtime)
+    problem = _runtime.Problem(_capi.DTYPE_NAMES[code], int(D), int(B), int(Nq), int(Hq), int(Nk), int(Hkv),
+                               bool(causal))
+    ws_bytes = rt.backward_workspace_bytes(problem)
+    workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=q.device)  # torch's caching allocator
+    args = _capi.BackwardArgs()
+    args.forward = _capi.ForwardArgs.from_buffer_copy(_pack(dims, q, k, v, o, lse, causal, softmax_scale))
+    args.d_o, args.dq, args.dk, args.dv = d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    for field, t in (("d_o_strides", d_o), ("dq_strides", dq), ("dk_strides", dk), ("dv_strides", dv)):
+        setattr(args, field, _capi.Strides3(*t.stride()[:3]))
+    args.workspace, args.workspace_bytes = workspace.data_ptr(), ws_bytes
+    args.deterministic = int(bool(deterministic))
+    device = q.get_device()
+    if device == torch.cuda.current_device():
+        rt.backward(args, _raw_stream(device))
+    else:
+        with torch.cuda.device(device):
+            rt.backward(args, _raw_stream(device))
+    return dq, dk, dv
+
+
+@torch.library.custom_op("flashtune::attention_backward", mutates_args=())
+def _attention_backward_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                           lse: torch.Tensor, causal: bool, softmax_scale: float, runtime: int,
+                           deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _backward_launch(d_o, q, k, v, o, lse, causal, softmax_scale, runtime, deterministic)
+
+
+@_attention_backward_op.register_fake
+def _(d_o, q, k, v, o, lse, causal, softmax_scale, runtime, deterministic):
+    _check(q, k, v)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _setup_lse(ctx, inputs, output):
+    q, k, v, causal, softmax_scale, runtime, *rest = inputs  # deterministic may be left to its default
+    deterministic = bool(rest[0]) if rest else False
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.args = (causal, softmax_scale, runtime, deterministic)
+    ctx.set_materialize_grads(False)  # an unused lse gets None, not a tensor of zeros
+
+
+def _backward_lse(ctx, d_o, d_lse):
+    if d_lse is not None:
+        raise NotImplementedError("flashtune.attention: the backward pass does not propagate a gradient through "
+                                  "lse (return_lse=True); use lse without gradient (lse.detach())")
+    if d_o is None:
+        return None, None, None, None, None, None, None
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.flashtune.attention_backward(d_o, q, k, v, o, lse, *ctx.args)
+    return dq, dk, dv, None, None, None, None
+
+
+_attention_lse_op.register_autograd(_backward_lse, setup_context=_setup_lse)
+
+
+def _no_lse_saved(ctx, *grads):
     raise NotImplementedError(
-        "flashtune.attention has no backward pass yet (forward only): run it under torch.no_grad() or "
-        "torch.inference_mode(), or use torch.nn.functional.scaled_dot_product_attention where you train")
+        "torch.ops.flashtune.attention keeps no log-sum-exp, which the backward pass needs: call "
+        "flashtune.attention (it routes calls that need gradients through torch.ops.flashtune.attention_lse)")
 
 
 def _setup_nothing(ctx, inputs, output):
     pass  # nothing to save: backward only raises
 
 
-for _op in (_attention_op, _attention_lse_op):
-    _op.register_autograd(_no_backward, setup_context=_setup_nothing)
+_attention_op.register_autograd(_no_lse_saved, setup_context=_setup_nothing)
 
 
 def _scale(softmax_scale):
@@ -175,15 +248,18 @@ def _eager_fast(q, k, v):
             and torch._C._len_torch_dispatch_stack() == 0)
 
 
-def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, runtime=None):
-    """Attention forward on [B, N, H, D] CUDA tensors (see the module docstring); o, or (o, lse).
-    runtime: a flashtune.Runtime, None for the default one."""
+def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, runtime=None, deterministic=False):
+    """Attention on [B, N, H, D] CUDA tensors (see the module docstring); o, or (o, lse).
+    runtime: a flashtune.Runtime, None for the default one. deterministic: the backward pass
+    (when autograd asks for it) gives bit-identical gradients on every run, at some cost."""
     scale = _scale(softmax_scale)
     causal = bool(causal)
     if not torch.compiler.is_compiling() and _eager_fast(q, k, v):
         o, lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse)
         return (o, lse) if return_lse else o
     rid = 0 if runtime is None else runtime.id
-    if return_lse:
-        return torch.ops.flashtune.attention_lse(q, k, v, causal, scale, rid)
+    if return_lse or (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)):
+        # The backward pass needs lse: a call that may be differentiated keeps it.
+        o, lse = torch.ops.flashtune.attention_lse(q, k, v, causal, scale, rid, bool(deterministic))
+        return (o, lse) if return_lse else o
     return torch.ops.flashtune.attention(q, k, v, causal, scale, rid)

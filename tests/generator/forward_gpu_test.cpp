@@ -16,14 +16,15 @@
 #include "flashtune/reference.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "tests/support/gpu_fixture.h"
 
 namespace flashtune {
 namespace {
 
-struct Shape {
-  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
-  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]: non-contiguous strides
-};
+using testing::GetGpu;
+using testing::Gpu;
+using testing::Shape;
+using testing::StridesFor;
 
 const Shape kShapes[] = {
     {1, 1, 1, 1, 1, false},       {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},  // GQA 8:1
@@ -33,42 +34,6 @@ const Shape kShapes[] = {
     // an odd number of K/V blocks per tile and, when causal, tiles that see no key.
     {4, 700, 300, 16, 4, false},
 };
-
-Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
-  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
-  return Strides{heads * seqlen * d, d, seqlen * d};
-}
-
-struct Gpu {
-  Driver* driver = nullptr;
-  std::optional<Context> context;
-  std::optional<Stream> stream;
-  DeviceInfo info;
-};
-
-// The GPU, or the reason there is none.
-Result<Gpu*> GetGpu() {
-  static Gpu gpu;
-  static Status status = [] {
-    auto driver = Driver::Load();
-    if (!driver.ok()) return driver.status();
-    gpu.driver = *driver;
-    if (gpu.driver->device_count() == 0) return Status(Code::kNoDevice, "no CUDA device");
-    auto info = gpu.driver->Device(0);
-    if (!info.ok()) return info.status();
-    gpu.info = *info;
-    auto context = Context::Primary(*gpu.driver, 0);
-    if (!context.ok()) return context.status();
-    gpu.context.emplace(std::move(*context));
-    FT_RETURN_IF_ERROR(gpu.context->MakeCurrent());
-    auto stream = Stream::Create(*gpu.context);
-    if (!stream.ok()) return stream.status();
-    gpu.stream.emplace(std::move(*stream));
-    return Status::Ok();
-  }();
-  if (!status.ok()) return status;
-  return &gpu;
-}
 
 // One shape's host inputs, device copies and reference answer for one class.
 struct Case {
@@ -155,7 +120,7 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
   }
   auto cubins = compiler.CompileMany(requests);
   std::vector<std::unique_ptr<Case>> cases;

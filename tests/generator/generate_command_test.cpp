@@ -11,6 +11,7 @@
 #include <string>
 
 #include "generator/families/fa2_fwd.h"
+#include "flashtune/arch.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 
@@ -54,6 +55,22 @@ TEST(GenerateCommand, ListsTheSpaceOneUriPerLine) {
   for (const Variant& v : *space) expected += v.Uri() + "\n";
   EXPECT_EQ(r.out, expected);
   EXPECT_NE(r.err.find(std::to_string(space->size()) + " variants"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCommand, OperationListsTheBackwardSpace) {
+  CliRun r = Generate("--dtype f16 --head-dim 64 --operation bwd --arch sm_80");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SpaceOptions options;
+  options.arch = "sm_80";
+  options.max_smem_bytes = MaxSharedMemoryForArch("sm_80");
+  auto space = EnumerateSpace(ProblemClass{DType::kF16, 64, false, Operation::kBackward}, options);
+  ASSERT_TRUE(space.ok());
+  ASSERT_FALSE(space->empty());
+  std::string expected;
+  for (const Variant& v : *space) expected += v.Uri() + "\n";
+  EXPECT_EQ(r.out, expected);
+  EXPECT_EQ(r.out.rfind("fa2_bwd_f16_d64_", 0), 0u) << r.out;
+  EXPECT_EQ(Generate("--dtype f16 --head-dim 64 --operation up").exit_code, 2);
 }
 
 TEST(GenerateCommand, ArchSetsTheSharedMemoryLimit) {

@@ -61,7 +61,7 @@ TEST(Variant, FromUriNamesTheBadField) {
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w-4_s2_full", "warps (w) field 'w-4'");
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s02_full", "stages (s) field 's02'");
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2_masked", "mask field 'masked'");
-  ExpectUriError("fa2_bwd_bf16_d128_br128_bc64_w4_s2_full", "kernel family 'fa2_bwd'");
+  ExpectUriError("fa3_bwd_bf16_d128_br128_bc64_w4_s2_full", "kernel family 'fa3_bwd'");
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2", "has 6 '_'-separated fields after 'fa2_fwd_', not 7");
   ExpectUriError("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full_", "has 8");
   ExpectUriError("", "kernel family '' is not known");

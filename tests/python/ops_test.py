@@ -1,5 +1,6 @@
 """flashtune.attention's torch side without a GPU: the custom ops' fake implementations, tracing
-with torch.compile(fullgraph=True) on meta tensors, the checks made in Python, autograd's error.
+with torch.compile(fullgraph=True) on meta tensors, the checks made in Python, autograd through
+the backward op's fake implementation.
 
 Needs torch (skipped without it, so CI, which has no torch, skips it; run by hand with torch
 installed, and on the GPU machine by the Python round). The GPU half is bench/python_op.py.
@@ -51,7 +52,9 @@ class Fake(unittest.TestCase):
         schema = str(torch.ops.flashtune.attention.default._schema)
         self.assertIn("flashtune::attention(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale, "
                       "SymInt runtime) -> Tensor", schema)
-        self.assertIn("-> (Tensor, Tensor)", str(torch.ops.flashtune.attention_lse.default._schema))
+        self.assertIn("bool deterministic=False) -> (Tensor, Tensor)", str(torch.ops.flashtune.attention_lse.default._schema))
+        self.assertIn("bool deterministic) -> (Tensor, Tensor, Tensor)",
+                      str(torch.ops.flashtune.attention_backward.default._schema))
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
@@ -83,12 +86,32 @@ class Checks(unittest.TestCase):
             f = torch.empty(1, 64, 4, 64, dtype=torch.bfloat16, device="cuda")
             self.assertFalse(ops._eager_fast(f, f, f))
 
-    def test_backward_says_there_is_none_yet(self):
+    def test_backward_gives_gradients_of_the_inputs_shapes(self):
         q = meta(1, 64, 4, 64, requires_grad=True)
-        o = flashtune.attention(q, q.detach(), q.detach())  # the forward itself works
+        k = meta(1, 96, 2, 64, requires_grad=True)  # GQA: dk, dv like k, v
+        o = flashtune.attention(q, k, k.detach(), causal=True)
         self.assertTrue(o.requires_grad)
-        with self.assertRaisesRegex(NotImplementedError, "no backward pass yet"):
-            o.sum().backward()
+        o.sum().backward()
+        self.assertEqual((q.grad.shape, q.grad.dtype), (q.shape, q.dtype))
+        self.assertEqual(k.grad.shape, k.shape)
+
+    def test_compile_traces_the_backward_without_graph_breaks(self):
+        def loss(q, k, v):
+            return flashtune.attention(q, k, v, causal=True).float().sum()
+
+        fn = torch.compile(loss, fullgraph=True, backend="aot_eager")
+        q, k = meta(2, 128, 8, 64, requires_grad=True), meta(2, 128, 2, 64, requires_grad=True)
+        fn(q, k, k).backward()
+        self.assertEqual(q.grad.shape, q.shape)
+
+    def test_a_gradient_through_lse_is_refused_by_name(self):
+        q = meta(1, 64, 4, 64, requires_grad=True)
+        o, lse = flashtune.attention(q, q, q, return_lse=True)
+        with self.assertRaisesRegex(NotImplementedError, "through lse"):
+            (o.float().sum() + lse.sum()).backward()
+        self.assertIsNone(q.grad)  # nothing ran
+        with self.assertRaisesRegex(NotImplementedError, "keeps no log-sum-exp"):
+            torch.ops.flashtune.attention(q, q, q, False, 0.0, 0).sum().backward()
 
 
 if __name__ == "__main__":

@@ -201,6 +201,37 @@ TEST(CAbi, PlanReportsTheChoice) {
   EXPECT_NE(std::string(info.why).find("default tile"), std::string::npos) << info.why;
 }
 
+TEST(CAbi, BackwardSizesItsWorkspaceAndRefusesBadArguments) {
+  ft_problem p = SmallProblem();
+  int64_t bytes = 0;
+  ASSERT_EQ(ft_backward_workspace_bytes(&p, &bytes), FT_OK) << ft_last_error();
+  EXPECT_GE(bytes, int64_t(2 * 4 * 256) * 64 * 4);  // at least the fp32 dq accumulator
+  EXPECT_EQ(ft_backward_workspace_bytes(&p, nullptr), FT_INVALID_ARGUMENT);
+  ft_problem bad = p;
+  bad.heads_kv = 3;
+  EXPECT_EQ(ft_backward_workspace_bytes(&bad, &bytes), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("heads_kv"), std::string::npos) << ft_last_error();
+
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_backward") + "/absent.db").c_str(), &h.rt), FT_OK) << ft_last_error();
+  EXPECT_EQ(ft_backward(h.rt, nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("ft_backward: args is NULL"), std::string::npos);
+  ft_backward_args args{};
+  args.forward.problem = p;
+  EXPECT_EQ(ft_backward(h.rt, &args, nullptr), FT_INVALID_ARGUMENT);  // q is NULL: nothing launched
+  EXPECT_NE(std::string(ft_last_error()).find("q must not be null"), std::string::npos) << ft_last_error();
+  args.deterministic = 2;
+  EXPECT_EQ(ft_backward(h.rt, &args, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args.deterministic"), std::string::npos) << ft_last_error();
+
+  ft_plan_info info;
+  ASSERT_EQ(ft_plan_backward(h.rt, &p, &info), FT_OK) << ft_last_error();
+  EXPECT_STREQ(info.family, "fa2_bwd");
+  EXPECT_EQ(std::string(info.bucket).rfind("bwd/", 0), 0u) << info.bucket;
+  ASSERT_EQ(ft_plan(h.rt, &p, &info), FT_OK);
+  EXPECT_STRNE(info.family, "fa2_bwd");
+}
+
 TEST(CAbi, LastErrorIsPerThread) {
   ASSERT_EQ(ft_runtime_open(nullptr, nullptr), FT_INVALID_ARGUMENT);
   std::string other = "unset";

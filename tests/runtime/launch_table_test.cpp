@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -59,15 +60,23 @@ TEST(LaunchTable, ReadersSeeTheOldOrTheNewValueDuringSwapsAndGrowth) {
       }
     });
   }
-  for (int round = 0; round < 200; ++round) {
+  // The writer starts once the readers run, and swaps until they have searched 300 times more
+  // (a loaded machine may schedule them late; at most 20 s); growth comes in the first 200 rounds.
+  while (reads.load() < 3) std::this_thread::yield();
+  const long reads_at_start = reads.load();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0;
+       round < 200 || (reads.load() < reads_at_start + 300 && std::chrono::steady_clock::now() < deadline); ++round) {
     for (int k = 0; k < kKeys; ++k)
       table.Publish(Context(0), static_cast<uint64_t>(k), round % 2 ? &old_values[k] : &new_values[k]);
-    for (int e = round * 20; e < round * 20 + 20; ++e) table.Publish(Context(1), static_cast<uint64_t>(e), &extra[e]);
+    if (round < 200)
+      for (int e = round * 20; e < round * 20 + 20; ++e) table.Publish(Context(1), static_cast<uint64_t>(e), &extra[e]);
   }
+  for (int k = 0; k < kKeys; ++k) table.Publish(Context(0), static_cast<uint64_t>(k), &old_values[k]);
   done.store(true, std::memory_order_release);
   for (auto& t : readers) t.join();
   EXPECT_EQ(bad.load(), 0);
-  EXPECT_GT(reads.load(), 0);
+  EXPECT_GE(reads.load(), reads_at_start + 300);
   for (int k = 0; k < kKeys; ++k) EXPECT_EQ(table.Find(Context(0), static_cast<uint64_t>(k)), &old_values[k]);
 }
 

@@ -59,6 +59,7 @@ TEST(PlanCli, UsageErrorsExitTwoNamingTheOption) {
       {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 70000 --heads-kv 1",
        "--heads-q (70000) must be in [1, 65535] (grid y limit)"},
       {"--dtype bf16 --head-dim 128 --seqlen-q 2147483648 --heads-q 8", "--seqlen-q (2147483648) must be in [1, 2147483647]"},
+      {"--dtype bf16 --head-dim 128 --seqlen-q 512 --heads-q 8 --operation sideways", "--operation 'sideways'"},
   };
   for (const Case& c : cases) {
     CliRun r = Plan(c.args + db);
@@ -76,6 +77,15 @@ TEST(PlanCli, AnswersWithoutADatabase) {
   EXPECT_NE(r.out.find("source:   heuristic"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("hopper_fwd_bf16_d128_"), std::string::npos) << r.out;  // sm_90a, the target without a GPU
   EXPECT_NE(r.out.find("_causal"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, BackwardPlansTheBackwardFamily) {
+  CliRun r = Plan("--dtype bf16 --head-dim 64 --seqlen-q 1024 --heads-q 16 --heads-kv 4 --operation bwd",
+                  TempDir("plan_cli_bwd"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("fa2_bwd_bf16_d64_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bucket:   bwd/bf16/d64/full/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" bwd"), std::string::npos) << r.out;  // the problem line says which pass
 }
 
 // A database named on purpose must exist, as for `db list`: a typo in --db or $FLASHTUNE_DB

@@ -294,6 +294,39 @@ TEST(Runtime, ForwardValidatesBeforeLaunching) {
   EXPECT_TRUE(logged.lines.empty()) << "a rejected call must not even plan";
 }
 
+TEST(Runtime, BackwardPlansItsOwnBucketsAndValidatesBeforeLaunching) {
+  Logged logged;
+  auto rt = OpenOn(TempDir("runtime_backward") + "/x.db", TunedDevice(), &logged);
+  Problem p = GoodArgs().problem;
+  p.operation = Operation::kBackward;
+  auto plan = rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->variant.family, "fa2_bwd");
+  EXPECT_EQ(plan->bucket_name.rfind("bwd/", 0), 0u) << plan->bucket_name;
+  p.operation = Operation::kForward;
+  auto forward = rt->plan(p);
+  ASSERT_TRUE(forward.ok());
+  EXPECT_NE(forward->variant.family, "fa2_bwd");  // the two passes never share a plan
+
+  alignas(256) static char fake[256];
+  BackwardArgs b;
+  b.forward = GoodArgs();
+  b.forward.lse = reinterpret_cast<float*>(fake);
+  b.d_o = b.dq = b.dk = b.dv = fake;
+  b.d_o_strides = b.dq_strides = b.dk_strides = b.dv_strides = b.forward.q_strides;
+  b.forward.workspace = fake;
+  b.forward.workspace_bytes = BackwardWorkspaceBytes(b.problem()) - 1;
+  logged.lines.clear();
+  Status s = rt->backward(b, nullptr);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("workspace_bytes"), std::string::npos) << s.message();
+  b.forward.workspace_bytes += 1;
+  b.dq = nullptr;
+  s = rt->backward(b, nullptr);
+  EXPECT_NE(s.message().find("dq must not be null"), std::string::npos) << s.message();
+  EXPECT_TRUE(logged.lines.empty()) << "a rejected call must not even plan";
+}
+
 }  // namespace
 }  // namespace flashtune
 

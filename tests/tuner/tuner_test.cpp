@@ -167,6 +167,27 @@ TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
   EXPECT_EQ(none->winners, 0);
 }
 
+// A backward problem is reported, not searched, and the forward problem beside it is tuned.
+TEST(Tuner, BackwardProblemsAreReportedNotSearched) {
+  Problem p = SmallProblemSet()[0];
+  Problem backward = p;
+  backward.operation = Operation::kBackward;
+  auto rows = SyntheticRows(p, 7);
+  auto space = Replay(rows);
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(Replay(rows));
+  auto summary = Tune(ReplayTuneOptions(TempDir("tune_backward") + "/t.db", {backward, p}, space.get()), std::move(ms));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_EQ(summary->problems.size(), 2u);
+  const ProblemSummary* b = nullptr;
+  const ProblemSummary* f = nullptr;
+  for (const ProblemSummary& s : summary->problems) (s.problem.operation == Operation::kBackward ? b : f) = &s;
+  ASSERT_TRUE(b != nullptr && f != nullptr);
+  EXPECT_EQ(b->outcome, ProblemOutcome::kError);
+  EXPECT_NE(b->message.find("the tuner measures forward calls only"), std::string::npos) << b->message;
+  EXPECT_EQ(f->outcome, ProblemOutcome::kTuned);
+}
+
 // With store_winner_cubins the engine itself puts each winner's cubin, compiled for the
 // measurers' arch (the replay device is cc 9.0: sm_90a), into the database: a library caller
 // of Tune() gets them, not only the CLI. Without it, nothing is compiled.

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Backward-pass timing: flashtune's ft_backward (default and deterministic) against PyTorch
+SDPA's flash and cuDNN backward, in the same run, on FA-2's grid (hidden 2048, B·N = 16k).
+
+usage: backward_bench.py [--db PATH] [--head-dims 64,128] [--seqlens 1024,4096,16384]
+                         [--dtypes bf16] [--reps 20]
+Needs torch with CUDA and the flashtune package (installed, or python/ on sys.path with
+FLASHTUNE_LIB set).
+
+Each timing is the median of --reps CUDA-event-timed calls after 3 warm-up calls. TFLOP/s use
+the backward convention: 2.5 x the forward's 4·B·H·N²·D, halved when causal. SDPA is timed as
+torch.autograd.grad of its output (retain_graph), which launches its backward kernels only.
+Prints one table row per shape; the last lines are the geomean ratios.
+"""
+import argparse
+import ctypes
+import math
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import flashtune
+from flashtune import _capi, ops
+
+TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def median_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def bench_shape(rt, dtype, d, n, causal, reps):
+    heads = 2048 // d
+    batch = 16384 // n
+    q = torch.randn(batch, n, heads, d, device="cuda", dtype=dtype)
+    k, v, d_o = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
+    o, lse = rt.attention(q, k, v, causal, return_lse=True)
+    problem = flashtune.Problem.from_tensors(q, k, v, causal)
+    stream = torch.cuda.current_stream().cuda_stream
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    ws_bytes = rt.backward_workspace_bytes(problem)
+    ws = torch.empty(ws_bytes, device="cuda", dtype=torch.uint8)
+    row = {}
+    # The arguments built once, ft_backward called directly: the kernels' time, not Python's.
+    ba = _capi.BackwardArgs()
+    ba.forward = _capi.ForwardArgs.from_buffer_copy(ops.pack_args(q, k, v, o, lse, causal))
+    ba.d_o, ba.dq, ba.dk, ba.dv = d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    for field, t in (("d_o_strides", d_o), ("dq_strides", dq), ("dk_strides", dk), ("dv_strides", dv)):
+        setattr(ba, field, _capi.Strides3(*t.stride()[:3]))
+    ba.workspace, ba.workspace_bytes = ws.data_ptr(), ws_bytes
+    raw = _capi.function("ft_backward")
+    for det in (False, True):
+        ba.deterministic = int(det)
+        rt.backward(ba, stream)  # first call: plan, compile, load
+        ref, handle = ctypes.byref(ba), rt._live()
+        row["det" if det else "ft"] = median_ms(lambda: raw(handle, ref, stream), reps)
+    plan = rt.plan(problem, backward=True).variant_uri
+    qt, kt, vt = (t.transpose(1, 2).detach().requires_grad_() for t in (q, k, v))
+    dot = d_o.transpose(1, 2)
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                row[name] = median_ms(lambda: torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True), reps)
+        except RuntimeError as e:
+            print(f"  {name}: not available ({str(e).splitlines()[0]})")
+            row[name] = float("nan")
+    flops = 2.5 * 4.0 * batch * heads * n * n * d * (0.5 if causal else 1.0)
+    return row, flops, plan
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default="")
+    ap.add_argument("--head-dims", default="64,128")
+    ap.add_argument("--seqlens", default="1024,4096,16384")
+    ap.add_argument("--dtypes", default="bf16")
+    ap.add_argument("--reps", type=int, default=20)
+    a = ap.parse_args()
+    torch.cuda.init()
+    ratios_flash, ratios_cudnn, det_cost = [], [], []
+    print(f"{'shape':34} {'ft ms':>8} {'det ms':>8} {'flash ms':>9} {'cudnn ms':>9} {'ft TF/s':>8} {'flash':>6} "
+          f"{'cudnn':>6} {'ft/flash':>8} {'det/ft':>6}  plan")
+    with flashtune.Runtime(a.db) as rt:
+        for dt in a.dtypes.split(","):
+            for d in (int(x) for x in a.head_dims.split(",")):
+                for causal in (False, True):
+                    for n in (int(x) for x in a.seqlens.split(",")):
+                        row, flops, plan = bench_shape(rt, TORCH_DTYPE[dt], d, n, causal, a.reps)
+                        tf = lambda ms: flops / (ms * 1e-3) / 1e12  # noqa: E731
+                        speed = row["flash"] / row["ft"]
+                        ratios_flash.append(speed)
+                        if not math.isnan(row["cudnn"]):
+                            ratios_cudnn.append(row["cudnn"] / row["ft"])
+                        det_cost.append(row["det"] / row["ft"])
+                        shape = f"{dt} d{d} N{n} B{16384 // n} H{2048 // d} {'causal' if causal else 'full'}"
+                        print(f"{shape:34} {row['ft']:8.3f} {row['det']:8.3f} {row['flash']:9.3f} {row['cudnn']:9.3f} "
+                              f"{tf(row['ft']):8.1f} {tf(row['flash']):6.1f} {tf(row['cudnn']):6.1f} {speed:8.2f} "
+                              f"{row['det'] / row['ft']:6.2f}  {plan}", flush=True)
+    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")  # noqa: E731
+    print(f"geomean speed vs SDPA flash backward: {geo(ratios_flash):.2f}x (min {min(ratios_flash):.2f}x)")
+    print(f"geomean speed vs SDPA cuDNN backward: {geo(ratios_cudnn):.2f}x")
+    print(f"deterministic / default time: geomean {geo(det_cost):.2f}x (max {max(det_cost):.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One GPU round for the backward pass (fa2_bwd), each step under its own time limit so the
+# summary always prints; cheapest and most important first:
+#   tests_bwd   the backward GPU tests (the searched space of two classes, the default of 20
+#               classes, deterministic bit-identity) and TuneGpu.Backward* (the tuner's worker
+#               verifying and timing backward candidates, a planted wrong one)
+#   tests_fwd   the forward GPU tests but the full-space sweep (a merge broke nothing)
+#   sanitize    compute-sanitizer memcheck on the deterministic backward test
+#   autograd    examples/python/flashtune_autograd.py (flashtune.attention's gradients vs SDPA)
+#   ab          `flashtune bench --operation bwd --rounds R` of named variants on a few shapes
+#   tune        `flashtune tune --operation bwd` over the issue's grid into $OUT/bwd.db
+#   bench       bench/backward_bench.py on that database vs SDPA flash and cuDNN backward
+# Logs go to $OUT (or ./backward-round); a summary prints last.
+#
+# usage: [STEPS="tests_bwd ..."] bench/backward_round.sh BIN_DIR
+#   BIN_DIR holds flashtune, flashtune_gpu_tests, libflashtune.so (bench/pack_for_gpu.sh), the
+#   Python package (BIN_DIR/python/flashtune), flashtune_autograd.py and backward_bench.py.
+#   AB_VARIANTS_<D>: comma lists of URIs for the A/B step (d64, d128); TUNE_ARGS, BENCH_ARGS:
+#   extra options; <STEP>_S: a step's limit in seconds.
+set -uo pipefail
+BIN=$(cd "${1:?usage: backward_round.sh BIN_DIR}" && pwd)
+OUT=${OUT:-$PWD/backward-round}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CACHE_DIR=$(mktemp -d)  # shared by the steps: later steps reuse the cubins
+export FLASHTUNE_WORKER=$BIN/flashtune FLASHTUNE_CLI=$BIN/flashtune FLASHTUNE_LIB=$BIN/libflashtune.so
+export PYTHONPATH=$BIN/python:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+STEPS=${STEPS:-tests_bwd tests_fwd sanitize autograd ab tune bench}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+step() {  # name seconds command...
+  local name=$1 secs=$2
+  shift 2
+  local t0=$(date +%s)
+  timeout -k 5 "$secs" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc $(( $(date +%s) - t0 ))s" >>"$OUT/summary.txt"
+}
+: >"$OUT/summary.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
+want tests_bwd && step tests_bwd "${TESTS_BWD_S:-60}" "$BIN/flashtune_gpu_tests" \
+  --gtest_filter='BackwardGpu*:TuneGpu.Backward*'
+want tests_fwd && step tests_fwd "${TESTS_FWD_S:-60}" "$BIN/flashtune_gpu_tests" \
+  --gtest_filter='-BackwardGpu*:TuneGpu.Backward*:FullSpace*'
+want sanitize && step sanitize "${SANITIZE_S:-25}" compute-sanitizer --tool memcheck --error-exitcode 3 \
+  "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpuDeterministic*'
+want autograd && step autograd "${AUTOGRAD_S:-25}" python3 "$BIN/flashtune_autograd.py"
+if want ab; then
+  ab() {  # head_dim causal variants
+    "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$1" --causal "$2" --batch $((16384 / 4096)) \
+      --seqlen-q 4096 --heads-q $((2048 / $1)) --rounds "${AB_ROUNDS:-3}" --variant "$3"
+  }
+  ab_all() {
+    [ -n "${AB_VARIANTS_64:-}" ] && { ab 64 0 "$AB_VARIANTS_64"; ab 64 1 "${AB_VARIANTS_64//_full/_causal}"; }
+    [ -n "${AB_VARIANTS_128:-}" ] && { ab 128 0 "$AB_VARIANTS_128"; ab 128 1 "${AB_VARIANTS_128//_full/_causal}"; }
+    true
+  }
+  export -f ab ab_all
+  export BIN
+  step ab "${AB_S:-60}" bash -c ab_all
+fi
+want tune && step tune "${TUNE_S:-60}" "$BIN/flashtune" tune --operation bwd --db "$OUT/bwd.db" \
+  --dtypes bf16,f16 --head-dims 64,128 --seqlens-q 1024,4096,16384 --strategy budgeted ${TUNE_ARGS:-}
+want bench && step bench "${BENCH_S:-70}" python3 "$BIN/backward_bench.py" --db "$OUT/bwd.db" \
+  --dtypes bf16,f16 ${BENCH_ARGS:-}
+echo "== summary"; cat "$OUT/summary.txt"
+for t in tests_bwd tests_fwd; do
+  [ -f "$OUT/$t.log" ] || continue
+  echo "== $t"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|Failure|SKIPPED \]" "$OUT/$t.log" | head -8
+  grep -E "^\[ errors" "$OUT/$t.log" | sort -g -k9 | tail -1
+done
+[ -f "$OUT/sanitize.log" ] && { echo "== sanitize"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitize.log" | head -3; }
+[ -f "$OUT/autograd.log" ] && { echo "== autograd"; tail -5 "$OUT/autograd.log"; }
+[ -f "$OUT/ab.log" ] && { echo "== ab"; grep -vE "^\s*$" "$OUT/ab.log" | cut -c1-110 | head -40; }
+[ -f "$OUT/tune.log" ] && { echo "== tune"; tail -4 "$OUT/tune.log"; }
+[ -f "$OUT/bench.log" ] && { echo "== bench"; tail -28 "$OUT/bench.log"; }
+exit 0

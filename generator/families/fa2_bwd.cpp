@@ -1,0 +1,245 @@
+// The fa2_bwd family: space, prologue and launch packing of templates/fa2_bwd.cuh, the
+// FlashAttention-2 backward pass (preprocess, main and convert kernels of one module).
+// Parameters, in URI order: bc (block_n: keys per thread block, the parallelism knob: 64,
+// 128), br (block_m: queries per inner step: 32, 64, 128), w (warps: 4, 8; block_n must be a
+// multiple of 16·warps), s (Q / d_o shared-memory stages: 1, 2), det (1: dq accumulated in key
+// block order, bit-reproducible; the runtime sets it from BackwardArgs::deterministic, the
+// tuner searches 0).
+#include <algorithm>
+#include <cmath>
+
+#include "flashtune/arch.h"
+#include "flashtune/space.h"
+#include "generator/backward_workspace.h"
+#include "generator/family.h"
+#include "generator/prologue.h"
+#include "templates/ft_kernel_abi.cuh"
+
+namespace flashtune {
+
+namespace {
+
+constexpr int kPreRows = 16;  // query rows per preprocess / convert block (the template's kPreRows)
+
+struct BwdParams {
+  int block_n, block_m, warps, stages, det;
+  explicit BwdParams(const Variant& v)
+      : block_n(v.Param("bc")), block_m(v.Param("br")), warps(v.Param("w")), stages(v.Param("s")), det(v.Param("det")) {}
+};
+
+// K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), and the dSᵀ tile.
+int64_t BwdSharedMemoryBytes(int block_n, int block_m, int head_dim, int stages) {
+  return int64_t(2 * block_n + 2 * stages * block_m) * (head_dim + 8) * 2 + int64_t(block_n) * (block_m + 8) * 2;
+}
+
+Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det) {
+  Variant v;
+  v.family = "fa2_bwd";
+  v.dtype = cls.dtype;
+  v.head_dim = cls.head_dim;
+  v.causal = cls.causal;
+  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}};
+  return v;
+}
+
+void Strides3(const Strides& s, ft_abi::i64* out) {
+  out[0] = s.batch;
+  out[1] = s.seq;
+  out[2] = s.head;
+}
+
+class Fa2Bwd final : public Family {
+ public:
+  std::string_view name() const override { return "fa2_bwd"; }
+  std::string_view template_name() const override { return "fa2_bwd.cuh"; }
+  Operation operation() const override { return Operation::kBackward; }
+  std::vector<std::string_view> extra_kernels() const override { return {"main", "convert"}; }
+  // The dq accumulator, rowsum(d_o ∘ o) and the ordering counters (flashtune/backward_args.h).
+  int64_t WorkspaceBytes(const Problem& problem, int sm_count) const override {
+    (void)sm_count;
+    return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
+  }
+  const std::vector<ParamAxis>& axes() const override {
+    static const std::vector<ParamAxis> kAxes = {
+        {"bc", "block_n (bc)", {64, 128}, {64, 128}},
+        {"br", "block_m (br)", {32, 64, 128}, {32, 64, 128}},
+        {"w", "warps (w)", {4, 8}, {4, 8}},
+        {"s", "stages (s)", {1, 2}, {1, 2}},
+        {"det", "deterministic (det)", {0, 1}, {0}},
+    };
+    return kAxes;
+  }
+
+  // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
+  bool Serves(const ProblemClass& cls, const Target& target) const override {
+    auto arch = ParseGpuArch(target.arch);
+    return cls.operation == Operation::kBackward && arch.ok() && arch->cp_async;
+  }
+
+  int64_t SharedMemoryBytes(const Variant& v) const override {
+    const BwdParams p(v);
+    return BwdSharedMemoryBytes(p.block_n, p.block_m, v.head_dim, p.stages);
+  }
+  int Threads(const Variant& v) const override { return v.Param("w") * 32; }
+
+  Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
+    const BwdParams p(v);
+    if (p.block_n % (p.warps * 16) != 0) {
+      return Status(Code::kInvalidArgument, "block_n (" + std::to_string(p.block_n) +
+                                                ") must be a multiple of warps * 16 (" + std::to_string(p.warps * 16) +
+                                                "): each warp owns whole 16-key tiles");
+    }
+    const int64_t smem = SharedMemoryBytes(v);
+    if (smem > max_smem_bytes) {
+      return Status(Code::kInvalidArgument,
+                    "shared memory (" + std::to_string(smem) + " bytes for block_n " + std::to_string(p.block_n) +
+                        ", block_m " + std::to_string(p.block_m) + ", stages " + std::to_string(p.stages) +
+                        ", head_dim " + std::to_string(v.head_dim) + ") exceeds max_smem_bytes (" +
+                        std::to_string(max_smem_bytes) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d64, 64 × 64 with 4 warps
+  // up to d128, 64 × 32 beyond (each warp's dK and dV accumulators grow with D); two stages,
+  // downgraded until the shared memory fits.
+  Variant Default(const ProblemClass& cls, const Target& target) const override {
+    int bn = 64, bm = 32, w = 4, s = 2;
+    if (cls.head_dim <= 64) {
+      bn = 128;
+      bm = 64;
+      w = 8;
+    } else if (cls.head_dim <= 128) {
+      bm = 64;
+    }
+    Variant v = BwdVariant(cls, bn, bm, w, s, 0);
+    while (SharedMemoryBytes(v) > target.max_smem_bytes) {
+      if (s > 1) {
+        --s;
+      } else if (bm > 32) {
+        bm /= 2;
+      } else if (bn > 64) {
+        bn /= 2;
+        w = 4;
+      } else {
+        break;  // nothing smaller exists; Check reports it
+      }
+      v = BwdVariant(cls, bn, bm, w, s, 0);
+    }
+    return v;
+  }
+
+  std::string Prologue(const Variant& v) const override {
+    const BwdParams p(v);
+    return detail::PrologueBuilder(v.Uri())
+        .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
+        .Int("kHeadDim", v.head_dim)
+        .Int("kBlockN", p.block_n)
+        .Int("kBlockM", p.block_m)
+        .Int("kWarps", p.warps)
+        .Int("kStages", p.stages)
+        .Bool("kDeterministic", p.det != 0)
+        .Bool("kCausal", v.causal)
+        .Int("kSmemBytes", SharedMemoryBytes(v))
+        .Finish(template_name());
+  }
+
+  // Three launches: preprocess (the URI kernel), main, convert; one parameter struct.
+  void PackBackward(const Variant& v, const BackwardArgs& a, LaunchPacket* out) const override {
+    constexpr double kLog2e = 1.4426950408889634074;
+    const BwdParams vp(v);
+    const ForwardArgs& fa = a.forward;
+    const Problem& f = fa.problem;
+    const detail::BackwardWorkspaceLayout layout = detail::BackwardWorkspaceLayoutFor(a.problem());
+    ft_abi::Fa2BwdParams p{};
+    p.q = fa.q;
+    p.k = fa.k;
+    p.v = fa.v;
+    p.o = fa.o;
+    p.d_o = a.d_o;
+    p.lse = fa.lse;
+    p.dq = a.dq;
+    p.dk = a.dk;
+    p.dv = a.dv;
+    auto* ws = static_cast<unsigned char*>(fa.workspace);
+    p.dq_accum = reinterpret_cast<float*>(ws);
+    p.delta = reinterpret_cast<float*>(ws + layout.delta_offset);
+    p.counters = reinterpret_cast<int*>(ws + layout.counters_offset);
+    Strides3(fa.q_strides, p.q_stride);
+    Strides3(fa.k_strides, p.k_stride);
+    Strides3(fa.v_strides, p.v_stride);
+    Strides3(fa.o_strides, p.o_stride);
+    Strides3(a.d_o_strides, p.do_stride);
+    Strides3(a.dq_strides, p.dq_stride);
+    Strides3(a.dk_strides, p.dk_stride);
+    Strides3(a.dv_strides, p.dv_stride);
+    p.batch = int(f.batch);
+    p.seqlen_q = int(f.seqlen_q);
+    p.seqlen_k = int(f.seqlen_k);
+    p.heads_q = int(f.heads_q);
+    p.heads_kv = int(f.heads_kv);
+    p.counters_per_head = int(layout.counters_per_head);
+    p.scale = fa.EffectiveScale();
+    p.scale_log2 = float(double(p.scale) * kLog2e);
+    static_assert(kPreRows == detail::kMinBackwardQueryTile, "one counter per preprocess block's rows");
+
+    const unsigned threads = unsigned(vp.warps * 32);
+    const unsigned row_blocks = unsigned((f.seqlen_q + kPreRows - 1) / kPreRows);
+    out->grid[0] = row_blocks;
+    out->grid[1] = unsigned(f.heads_q);
+    out->grid[2] = unsigned(f.batch);
+    out->block[0] = threads;
+    out->block[1] = out->block[2] = 1;
+    out->smem_bytes = 0;
+    out->tensor_maps = 0;
+    out->next_steps = 2;
+    LaunchStep& main = out->next[0];
+    main.kernel = 0;
+    main.grid[0] = unsigned((f.seqlen_k + vp.block_n - 1) / vp.block_n);
+    main.grid[1] = unsigned(f.heads_kv);
+    main.grid[2] = unsigned(f.batch);
+    main.block[0] = threads;
+    main.block[1] = main.block[2] = 1;
+    main.smem_bytes = uint32_t(SharedMemoryBytes(v));
+    LaunchStep& convert = out->next[1];
+    convert.kernel = 1;
+    convert.grid[0] = row_blocks;
+    convert.grid[1] = unsigned(f.heads_q);
+    convert.grid[2] = unsigned(f.batch);
+    convert.block[0] = threads;
+    convert.block[1] = convert.block[2] = 1;
+    convert.smem_bytes = 0;
+    out->SetArgs(p);
+  }
+
+  std::string Describe(const Variant& v) const override {
+    const BwdParams p(v);
+    return std::to_string(p.block_n) + "x" + std::to_string(p.block_m) + " w" + std::to_string(p.warps) + " s" +
+           std::to_string(p.stages) + (p.det ? " deterministic" : "");
+  }
+
+  // Registers per thread the main kernel needs, estimated: each warp's dK and dV accumulators,
+  // Sᵀ and dPᵀ for one query step, their 16-bit copies, and ~48 for addressing and the per-query
+  // lse / delta. Past 255 it spills.
+  double PriorScore(const Problem& problem, const Variant& v) const override {
+    const BwdParams p(v);
+    const int k_tiles = p.block_n / p.warps / 16;
+    const int regs = k_tiles * (v.head_dim / 8) * 4 * 2 + k_tiles * (p.block_m / 8) * 4 * 3 + p.block_m / 2 + 48;
+    double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
+    score -= 0.25 * std::log2(p.block_m / 32.0);  // longer query steps amortise barriers
+    if (p.stages == 1) score += 0.3;
+    // Few key blocks leave SMs idle.
+    if ((problem.seqlen_k + p.block_n - 1) / p.block_n * problem.batch * problem.heads_kv < 132 * 2 && p.block_n == 128)
+      score += 0.25;
+    return score;
+  }
+};
+
+}  // namespace
+
+const Family& FamilyEntry_fa2_bwd() {
+  static const Fa2Bwd family;
+  return family;
+}
+
+}  // namespace flashtune

@@ -1,0 +1,433 @@
+// FlashAttention-2 backward kernel template (flashtune): dq, dk, dv from q, k, v, o, lse, d_o.
+//
+// Three kernels of one module, launched in order on one stream with the same parameters:
+//  1. FT_KERNEL_NAME (preprocess): delta = rowsum(d_o ∘ o) per query row, and zeroes the fp32
+//     dq accumulator and the ordering counters in the caller's workspace.
+//  2. FT_KERNEL_NAME_main: one thread block per (key block of kBlockN keys, K/V head, batch).
+//     It keeps its K and V tiles in shared memory and dK, dV in registers, and walks the query
+//     blocks of every query head of its group (GQA/MQA: the group's sum happens in registers,
+//     no workspace). Per query block it recomputes Sᵀ = K Qᵀ and Pᵀ = exp2(Sᵀ·scale·log2e −
+//     lse·log2e) from the saved lse, then dPᵀ = V d_oᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta),
+//     dV += Pᵀ d_o, dK += dSᵀ Q, and dQ += dS K through shared memory (dSᵀ as 16-bit) into
+//     the fp32 accumulator: `red.add` by default, or in deterministic mode in key-block order
+//     (each block waits on a per-(head, query block) counter for its predecessor, adds with
+//     plain loads and stores, then releases the counter), so every run adds in the same order.
+//     Each warp owns kBlockN / kWarps keys (whole 16-row MMA tiles). Causal: query blocks that
+//     see none of the block's keys are skipped; only tiles crossing the diagonal or the
+//     sequence end mask per element. Rows with lse = -inf (no visible key) get P = 0.
+//  3. FT_KERNEL_NAME_convert: dq = dq_accum · scale, to 16 bits with the caller's strides.
+// mma.sync m16n8k16 with fp32 accumulation; ldmatrix (.trans where an operand is stored the
+// other way round); Q / d_o tiles arrive by cp.async, double-buffered when kStages = 2.
+//
+// No toolkit header: inline PTX only. The generator prepends the prologue (ft_config,
+// FT_KERNEL_NAME) and inlines ft_kernel_abi.cuh and ft_device.cuh.
+//
+// Semantics: as fa2_fwd's (q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], any batch/seq/head strides,
+// last dim contiguous; causal aligned bottom-right: query i sees keys j <= i + Nk - Nq);
+// d_o like o, dq like q, dk/dv like k/v; lse [B, Hq, Nq] fp32 as the forward wrote it.
+
+#ifndef FT_CONFIG_PROVIDED
+#define FT_KERNEL_NAME fa2_bwd_bf16_d128_bc64_br64_w4_s2_det0_full
+namespace ft_config {
+constexpr bool kBf16 = true;
+constexpr int kHeadDim = 128;
+constexpr int kBlockN = 64;
+constexpr int kBlockM = 64;
+constexpr int kWarps = 4;
+constexpr int kStages = 2;
+constexpr bool kDeterministic = false;
+constexpr bool kCausal = false;
+constexpr int kSmemBytes = (2 * kBlockN + 2 * kStages * kBlockM) * (kHeadDim + 8) * 2 + kBlockN * (kBlockM + 8) * 2;
+}  // namespace ft_config
+#endif
+
+#define FT_CAT2(a, b) a##b
+#define FT_CAT(a, b) FT_CAT2(a, b)
+
+#include "ft_kernel_abi.cuh"
+
+namespace ft {
+
+using namespace ft_config;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef long long i64;
+
+using FtParams = ft_abi::Fa2BwdParams;
+
+constexpr int kRowStride = kHeadDim + 8;  // elements; 16-byte pad spreads ldmatrix rows over banks
+constexpr int kDsStride = kBlockM + 8;    // dSᵀ tile [key][query], padded likewise
+constexpr int kThreads = kWarps * 32;
+constexpr int kKeysPerWarp = kBlockN / kWarps;
+constexpr int kKTiles = kKeysPerWarp / 16;  // 16-key MMA row tiles per warp
+constexpr int kQTiles = kBlockM / 8;        // 8-query column tiles of Sᵀ
+constexpr int kDTiles = kHeadDim / 8;       // 8-wide column tiles of dK / dV
+constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks per row
+constexpr int kPreRows = 16;                // query rows per preprocess / convert block
+constexpr float kLog2e = 1.4426950408889634f;
+
+static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256,
+              "head dim must be one of 32, 64, 96, 128, 160, 192, 224, 256");
+static_assert(kBlockN == 64 || kBlockN == 128, "block_n (bc, keys per block) must be 64 or 128");
+static_assert(kBlockM == 32 || kBlockM == 64 || kBlockM == 128, "block_m (br, queries per step) must be 32, 64 or 128");
+static_assert(kWarps == 4 || kWarps == 8, "warps must be 4 or 8");
+static_assert(kBlockN % (kWarps * 16) == 0, "block_n must be a multiple of 16 * warps: each warp owns whole 16-key tiles");
+static_assert(kStages == 1 || kStages == 2, "stages must be 1 or 2");
+static_assert(kBlockM % kPreRows == 0 && kBlockM >= 16, "the ordering counters are sized per 16 query rows");
+static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2 + kBlockN * kDsStride * 2,
+              "kSmemBytes disagrees with the template's shared-memory layout");
+static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
+
+#include "ft_device.cuh"
+
+// Copies rows [row0, row0 + kRows) of a [N, D] slice into a padded shared tile; rows at or past
+// `rows_valid` are zero-filled.
+template <int kRows>
+__device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, int row0, int rows_valid) {
+  constexpr int kChunks = kRows * kChunksPerRow;
+#pragma unroll
+  for (int c = threadIdx.x; c < kChunks; c += kThreads) {
+    const int r = c / kChunksPerRow;
+    const int col = (c % kChunksPerRow) * 8;
+    const bool valid = row0 + r < rows_valid;
+    const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
+    cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+  }
+}
+
+__device__ __forceinline__ float to_float(u16 x) {
+  if constexpr (kBf16) {
+    return __uint_as_float(u32(x) << 16);
+  } else {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
+    return f;
+  }
+}
+
+__device__ __forceinline__ void red_add(float* p, float x) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
+}
+__device__ __forceinline__ float load_cg(const float* p) {
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
+  return x;
+}
+__device__ __forceinline__ void store_cg(float* p, float x) {
+  asm volatile("st.global.cg.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
+}
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int x;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(p) : "memory");
+  return x;
+}
+__device__ __forceinline__ void store_release(int* p, int x) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
+}
+
+}  // namespace ft
+
+// 1. delta = rowsum(d_o ∘ o); zero the dq accumulator and the ordering counters.
+// Grid (ceil(Nq / kPreRows), Hq, B), kThreads threads: one warp per row at a time.
+extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const ft::FtParams p) {
+  using namespace ft;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int Nq = p.seqlen_q;
+  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
+  for (int r = warp; r < kPreRows; r += kWarps) {
+    const int row = blockIdx.x * kPreRows + r;
+    if (row >= Nq) break;
+    const u16* o = static_cast<const u16*>(p.o) + batch * p.o_stride[0] + (i64)row * p.o_stride[1] + head * p.o_stride[2];
+    const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + (i64)row * p.do_stride[1] +
+                     head * p.do_stride[2];
+    float sum = 0.f;
+    for (int d = lane; d < kHeadDim; d += 32) sum += to_float(o[d]) * to_float(d_o[d]);
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    if (lane == 0) p.delta[row_base + row] = sum;
+    float* acc = p.dq_accum + (row_base + row) * kHeadDim;
+    for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
+  }
+  // The counter of each 16-row group of this head; the main kernel uses those of its tiles.
+  if (threadIdx.x == 0 && blockIdx.x < p.counters_per_head)
+    p.counters[((i64)batch * p.heads_q + head) * p.counters_per_head + blockIdx.x] = 0;
+}
+
+// 3. dq = dq_accum * scale in the caller's dtype and strides. Grid as the preprocess.
+extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME, _convert)(const ft::FtParams p) {
+  using namespace ft;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int Nq = p.seqlen_q;
+  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
+  for (int r = warp; r < kPreRows; r += kWarps) {
+    const int row = blockIdx.x * kPreRows + r;
+    if (row >= Nq) break;
+    const float* acc = p.dq_accum + (row_base + row) * kHeadDim;
+    u16* dq = static_cast<u16*>(p.dq) + batch * p.dq_stride[0] + (i64)row * p.dq_stride[1] + head * p.dq_stride[2];
+    for (int d = 2 * lane; d < kHeadDim; d += 64)
+      *reinterpret_cast<u32*>(dq + d) = pack2(acc[d] * p.scale, acc[d + 1] * p.scale);
+  }
+}
+
+// 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B): key blocks vary fastest, so in
+// deterministic mode a block's predecessor (the key block before it) always has the smaller
+// linear index and was scheduled first.
+extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME, _main)(const ft::FtParams p) {
+  using namespace ft;
+  extern __shared__ __align__(16) unsigned char smem[];
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int n_block = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int batch = blockIdx.z;
+  const int group = p.heads_q / p.heads_kv;
+  const int Nq = p.seqlen_q;
+  const int Nk = p.seqlen_k;
+  const int diag = Nk - Nq;  // query i sees keys j <= i + diag
+  const int n0 = n_block * kBlockN;
+
+  // Query blocks that see at least one key of this block: the first query that sees key n0 is
+  // n0 - diag; every later one does too (causal); all of them do otherwise.
+  const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
+  int m_begin = 0;
+  if (kCausal && n0 - diag > 0) m_begin = min(m_blocks, (n0 - diag) / kBlockM);
+  const int steps_per_head = m_blocks - m_begin;
+  const int total = group * steps_per_head;
+
+  const u16* k = static_cast<const u16*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[2];
+  const u16* v = static_cast<const u16*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[2];
+
+  const u32 sK_addr = smem_address(smem);
+  const u32 sV_addr = sK_addr + kBlockN * kRowStride * 2;
+  const u32 sQ_addr = sV_addr + kBlockN * kRowStride * 2;
+  constexpr u32 kTileBytes = kBlockM * kRowStride * 2;
+  const u32 sdO_addr = sQ_addr + kStages * kTileBytes;
+  u16* sdS = reinterpret_cast<u16*>(smem + (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2);
+  const u32 sdS_addr = smem_address(sdS);
+
+  load_tile<kBlockN>(sK_addr, k, p.k_stride[1], n0, Nk);
+  load_tile<kBlockN>(sV_addr, v, p.v_stride[1], n0, Nk);
+  cp_async_commit();
+
+  auto head_of = [&](int it) { return kv_head * group + it / steps_per_head; };
+  auto m0_of = [&](int it) { return (m_begin + it % steps_per_head) * kBlockM; };
+  auto issue = [&](int it) {
+    if (it < total) {
+      const int hq = head_of(it), m0 = m0_of(it);
+      const u32 stage = (u32)(it % kStages) * kTileBytes;
+      const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + hq * p.q_stride[2];
+      const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + hq * p.do_stride[2];
+      load_tile<kBlockM>(sQ_addr + stage, q, p.q_stride[1], m0, Nq);
+      load_tile<kBlockM>(sdO_addr + stage, d_o, p.do_stride[1], m0, Nq);
+    }
+    cp_async_commit();
+  };
+
+  float acc_dk[kKTiles][kDTiles][4];
+  float acc_dv[kKTiles][kDTiles][4];
+#pragma unroll
+  for (int mi = 0; mi < kKTiles; ++mi)
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dk[mi][dt][e] = acc_dv[mi][dt][e] = 0.f;
+
+  const int warp_key0 = warp * kKeysPerWarp;
+  const float scale_log2 = p.scale_log2;
+  if (kStages == 2) issue(0);
+
+  for (int it = 0; it < total; ++it) {
+    if constexpr (kStages == 1) {
+      __syncthreads();  // every warp is done with the only Q / d_o buffer and with dSᵀ
+      issue(it);
+      cp_async_wait<0>();
+      __syncthreads();
+    } else {
+      cp_async_wait<0>();  // this step's Q / d_o (and K / V on the first step) have landed
+      // Past this barrier every warp is done with step it-1: its buffer and dSᵀ may be reused.
+      __syncthreads();
+      issue(it + 1);
+    }
+    const int hq = head_of(it), m0 = m0_of(it);
+    const u32 stage = (u32)(it % kStages) * kTileBytes;
+    const u32 sQ_cur = sQ_addr + stage, sdO_cur = sdO_addr + stage;
+
+    // This thread's query columns: m0 + nj*8 + 2*(lane%4) + c. lse in the exp2 domain; a row
+    // past the end or with no visible key gets +inf, so its P is exactly 0.
+    const i64 row_base = ((i64)batch * p.heads_q + hq) * Nq;
+    float lse2[kQTiles][2], dlt[kQTiles][2];
+#pragma unroll
+    for (int nj = 0; nj < kQTiles; ++nj)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int qi = m0 + nj * 8 + 2 * (lane % 4) + c;
+        const float l = qi < Nq ? p.lse[row_base + qi] : kNegInf;
+        lse2[nj][c] = l == kNegInf ? __int_as_float(0x7f800000) : l * kLog2e;
+        dlt[nj][c] = qi < Nq ? p.delta[row_base + qi] : 0.f;
+      }
+
+    // Sᵀ = K Qᵀ (this warp's keys × the block's queries) and dPᵀ = V d_oᵀ, side by side: both
+    // read their B operand the same way.
+    float acc_s[kKTiles][kQTiles][4], acc_dp[kKTiles][kQTiles][4];
+#pragma unroll
+    for (int mi = 0; mi < kKTiles; ++mi)
+#pragma unroll
+      for (int nj = 0; nj < kQTiles; ++nj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mi][nj][e] = acc_dp[mi][nj][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+      u32 ak[kKTiles][4], av[kKTiles][4];
+#pragma unroll
+      for (int mi = 0; mi < kKTiles; ++mi) {
+        const u32 off = (u32)(((warp_key0 + mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2);
+        ldmatrix_x4(ak[mi], sK_addr + off);
+        ldmatrix_x4(av[mi], sV_addr + off);
+      }
+#pragma unroll
+      for (int nj = 0; nj < kQTiles; nj += 2) {
+        const u32 off =
+            (u32)(((nj * 8 + (lane / 16) * 8 + (lane % 8)) * kRowStride + ks * 16 + ((lane / 8) % 2) * 8) * 2);
+        u32 bq[4], bo[4];
+        ldmatrix_x4(bq, sQ_cur + off);
+        ldmatrix_x4(bo, sdO_cur + off);
+#pragma unroll
+        for (int mi = 0; mi < kKTiles; ++mi) {
+          mma_16816(acc_s[mi][nj], ak[mi], bq[0], bq[1]);
+          mma_16816(acc_s[mi][nj + 1], ak[mi], bq[2], bq[3]);
+          mma_16816(acc_dp[mi][nj], av[mi], bo[0], bo[1]);
+          mma_16816(acc_dp[mi][nj + 1], av[mi], bo[2], bo[3]);
+        }
+      }
+    }
+
+    // Pᵀ and dSᵀ, packed to 16 bits as A operands; dSᵀ also to shared memory for dQ.
+    const bool need_mask = (n0 + kBlockN > Nk) || (kCausal && n0 + warp_key0 + kKeysPerWarp - 1 > m0 + diag);
+    u32 p_frag[kKTiles][kQTiles][2], ds_frag[kKTiles][kQTiles][2];
+#pragma unroll
+    for (int mi = 0; mi < kKTiles; ++mi)
+#pragma unroll
+      for (int nj = 0; nj < kQTiles; ++nj)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float pv[2], dsv[2];
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            float pr = fast_exp2(fmaf(acc_s[mi][nj][2 * r + c], scale_log2, -lse2[nj][c]));
+            if (need_mask) {
+              const int key = n0 + warp_key0 + mi * 16 + lane / 4 + r * 8;
+              const int qi = m0 + nj * 8 + 2 * (lane % 4) + c;
+              if (key >= Nk || (kCausal && key > qi + diag)) pr = 0.f;
+            }
+            pv[c] = pr;
+            dsv[c] = pr * (acc_dp[mi][nj][2 * r + c] - dlt[nj][c]);
+          }
+          p_frag[mi][nj][r] = pack2(pv[0], pv[1]);
+          ds_frag[mi][nj][r] = pack2(dsv[0], dsv[1]);
+          const int key_local = warp_key0 + mi * 16 + lane / 4 + r * 8;
+          *reinterpret_cast<u32*>(sdS + key_local * kDsStride + nj * 8 + 2 * (lane % 4)) = ds_frag[mi][nj][r];
+        }
+
+    // dV += Pᵀ d_o and dK += dSᵀ Q (B operands stored [query][d]: ldmatrix.trans).
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      u32 pa[kKTiles][4], da[kKTiles][4];
+#pragma unroll
+      for (int mi = 0; mi < kKTiles; ++mi) {
+        pa[mi][0] = p_frag[mi][2 * kk][0];
+        pa[mi][1] = p_frag[mi][2 * kk][1];
+        pa[mi][2] = p_frag[mi][2 * kk + 1][0];
+        pa[mi][3] = p_frag[mi][2 * kk + 1][1];
+        da[mi][0] = ds_frag[mi][2 * kk][0];
+        da[mi][1] = ds_frag[mi][2 * kk][1];
+        da[mi][2] = ds_frag[mi][2 * kk + 1][0];
+        da[mi][3] = ds_frag[mi][2 * kk + 1][1];
+      }
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; dt += 2) {
+        const u32 off = (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride + (dt + lane / 16) * 8) * 2);
+        u32 bo[4], bq[4];
+        ldmatrix_x4_trans(bo, sdO_cur + off);
+        ldmatrix_x4_trans(bq, sQ_cur + off);
+#pragma unroll
+        for (int mi = 0; mi < kKTiles; ++mi) {
+          mma_16816(acc_dv[mi][dt], pa[mi], bo[0], bo[1]);
+          mma_16816(acc_dv[mi][dt + 1], pa[mi], bo[2], bo[3]);
+          mma_16816(acc_dk[mi][dt], da[mi], bq[0], bq[1]);
+          mma_16816(acc_dk[mi][dt + 1], da[mi], bq[2], bq[3]);
+        }
+      }
+    }
+    __syncthreads();  // dSᵀ is complete
+
+    // dQ[m0 .. m0 + kBlockM) += dS K: 16x16 output tiles spread over the warps. A = dS read
+    // from dSᵀ ([key][query]) with ldmatrix.trans; B = K ([key][d]) with ldmatrix.trans.
+    float* dq_acc = p.dq_accum + (row_base + m0) * kHeadDim;
+    int* counter = p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16;
+    if constexpr (kDeterministic) {
+      if (tid == 0)
+        while (load_acquire(counter) != n_block) {
+        }
+      __syncthreads();
+    }
+    constexpr int kItems = (kBlockM / 16) * (kHeadDim / 16);
+    for (int t = warp; t < kItems; t += kWarps) {
+      const int mt = t / (kHeadDim / 16), dp = t % (kHeadDim / 16);
+      float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        u32 a[4], b[4];
+        ldmatrix_x4_trans(a, sdS_addr + (u32)(((kk * 16 + (lane % 8) + (lane / 16) * 8) * kDsStride + mt * 16 +
+                                               ((lane / 8) % 2) * 8) * 2));
+        ldmatrix_x4_trans(b, sK_addr + (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
+                                              (dp * 2 + lane / 16) * 8) * 2));
+        mma_16816(acc[0], a, b[0], b[1]);
+        mma_16816(acc[1], a, b[2], b[3]);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = mt * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+          const int col = (dp * 2 + j) * 8 + 2 * (lane % 4) + (e & 1);
+          if (m0 + row < Nq) {
+            float* dst = dq_acc + (i64)row * kHeadDim + col;
+            if constexpr (kDeterministic) {
+              store_cg(dst, load_cg(dst) + acc[j][e]);
+            } else {
+              red_add(dst, acc[j][e]);
+            }
+          }
+        }
+    }
+    if constexpr (kDeterministic) {
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) store_release(counter, n_block + 1);
+    }
+  }
+  cp_async_wait<0>();
+
+  // dK (times the softmax scale) and dV: this warp's key rows, two 16-bit values per store.
+  u16* dk = static_cast<u16*>(p.dk) + batch * p.dk_stride[0] + kv_head * p.dk_stride[2];
+  u16* dv = static_cast<u16*>(p.dv) + batch * p.dv_stride[0] + kv_head * p.dv_stride[2];
+#pragma unroll
+  for (int mi = 0; mi < kKTiles; ++mi)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int key = n0 + warp_key0 + mi * 16 + lane / 4 + r * 8;
+      if (key >= Nk) continue;
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; ++dt) {
+        const int col = dt * 8 + 2 * (lane % 4);
+        *reinterpret_cast<u32*>(dk + (i64)key * p.dk_stride[1] + col) =
+            pack2(acc_dk[mi][dt][2 * r] * p.scale, acc_dk[mi][dt][2 * r + 1] * p.scale);
+        *reinterpret_cast<u32*>(dv + (i64)key * p.dv_stride[1] + col) =
+            pack2(acc_dv[mi][dt][2 * r], acc_dv[mi][dt][2 * r + 1]);
+      }
+    }
+}

@@ -1,0 +1,234 @@
+// The backward pass on the family seam without a GPU: BackwardArgs checks, the workspace size,
+// fa2_bwd's space (backward classes only), its three-kernel launch packet, the operation in
+// buckets, and its sources compiling for sm_80 and sm_90a with NVRTC.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "flashtune/arch.h"
+#include "flashtune/backward_args.h"
+#include "flashtune/compiler.h"
+#include "flashtune/problem_set.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "generator/embedded_templates.h"
+#include "generator/family.h"
+#include "templates/ft_kernel_abi.cuh"
+
+namespace flashtune {
+namespace {
+
+alignas(256) char memory[12][256];
+
+Problem Shape() { return Problem{DType::kBF16, 64, true, 2, 100, 200, 8, 2, Operation::kBackward}; }
+
+BackwardArgs Good() {
+  BackwardArgs a = BackwardArgs::Contiguous(Shape());
+  a.forward.q = memory[0];
+  a.forward.k = memory[1];
+  a.forward.v = memory[2];
+  a.forward.o = memory[3];
+  a.forward.lse = reinterpret_cast<float*>(memory[4]);
+  a.d_o = memory[5];
+  a.dq = memory[6];
+  a.dk = memory[7];
+  a.dv = memory[8];
+  a.forward.workspace = memory[9];
+  a.forward.workspace_bytes = BackwardWorkspaceBytes(a.problem());
+  return a;
+}
+
+void ExpectInvalid(const BackwardArgs& a, const std::string& fragment) {
+  Status s = ValidateBackwardArgs(a);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << fragment;
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << "got: " << s.message();
+}
+
+TEST(BackwardArgs, GoodArgumentsPass) {
+  EXPECT_TRUE(ValidateBackwardArgs(Good()).ok()) << ValidateBackwardArgs(Good()).ToString();
+  EXPECT_EQ(Good().problem().operation, Operation::kBackward);
+}
+
+TEST(BackwardArgs, EachMissingOrBadArgumentIsNamed) {
+  BackwardArgs a = Good();
+  a.forward.lse = nullptr;
+  ExpectInvalid(a, "forward.lse");
+  a = Good();
+  a.d_o = nullptr;
+  ExpectInvalid(a, "d_o must not be null");
+  a = Good();
+  a.dk = memory[7] + 2;
+  ExpectInvalid(a, "dk must be 16-byte aligned");
+  a = Good();
+  a.dv_strides.seq = 3;
+  ExpectInvalid(a, "dv_strides.seq");
+  a = Good();
+  a.forward.workspace = nullptr;
+  a.forward.workspace_bytes = 0;
+  ExpectInvalid(a, "forward.workspace must not be null");
+  a = Good();
+  a.forward.workspace = memory[9] + 8;
+  ExpectInvalid(a, "workspace must be 16-byte aligned");
+  a = Good();
+  a.forward.workspace_bytes -= 1;
+  ExpectInvalid(a, "forward.workspace_bytes");
+  a = Good();
+  a.forward.problem.heads_kv = 3;  // the forward part is checked like a forward call
+  ExpectInvalid(a, "heads_kv");
+  a = Good();
+  a.forward.problem.layout = Layout::kVarlen;  // dense only
+  ExpectInvalid(a, "forward.problem.layout (varlen)");
+}
+
+TEST(BackwardArgs, WorkspaceHoldsAccumulatorDeltaAndCounters) {
+  const Problem p = Shape();
+  const int64_t rows = p.batch * p.heads_q * p.seqlen_q;  // 1600
+  const int64_t counters = p.batch * p.heads_q * ((p.seqlen_q + 15) / 16);
+  const int64_t bytes = BackwardWorkspaceBytes(p);
+  EXPECT_GE(bytes, rows * p.head_dim * 4 + rows * 4 + counters * 4);
+  EXPECT_EQ(bytes % 256, 0);
+  EXPECT_LT(bytes, rows * p.head_dim * 4 + rows * 4 + counters * 4 + 3 * 256);
+  Problem bad = p;
+  bad.heads_kv = 3;
+  EXPECT_EQ(BackwardWorkspaceBytes(bad), 0);
+}
+
+TEST(BackwardBuckets, OperationIsPartOfTheKey) {
+  Problem fwd = Shape();
+  fwd.operation = Operation::kForward;
+  const BucketKey b = BucketOf(Shape()), f = BucketOf(fwd);
+  EXPECT_NE(b, f);
+  EXPECT_EQ(BucketString(f).rfind("bf16/", 0), 0u);  // forward keys stored before are unchanged
+  EXPECT_EQ(BucketString(b), "bwd/" + BucketString(f));
+  auto parsed = ParseBucketKey(BucketString(b));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, b);
+  EXPECT_EQ(BucketDistance(b, f), -1);
+  EXPECT_FALSE(ParseBucketKey("bwd/bf16/d64").ok());
+  EXPECT_DOUBLE_EQ(Shape().Flops(), 2.5 * fwd.Flops());
+}
+
+TEST(BackwardBuckets, OperationNamesParse) {
+  EXPECT_EQ(*ParseOperation("bwd"), Operation::kBackward);
+  EXPECT_EQ(*ParseOperation("backward"), Operation::kBackward);
+  EXPECT_EQ(*ParseOperation("fwd"), Operation::kForward);
+  auto bad = ParseOperation("sideways", "--operation");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--operation 'sideways' is not an operation; allowed: fwd, bwd"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(OperationName(Operation::kBackward), "bwd");
+  EXPECT_NE(Shape().ToString().find(" bwd"), std::string::npos);
+}
+
+TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
+  const ProblemClass bwd{DType::kF16, 128, false, Operation::kBackward};
+  const ProblemClass fwd{DType::kF16, 128, false, Operation::kForward};
+  auto space = EnumerateSpace(bwd);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_FALSE(space->empty());
+  for (const Variant& v : *space) {
+    EXPECT_EQ(v.family, "fa2_bwd");
+    EXPECT_EQ(v.Param("det"), 0);  // the tuner searches the default mode
+    EXPECT_EQ(ClassOf(v), bwd);
+  }
+  auto forward = EnumerateSpace(fwd);
+  ASSERT_TRUE(forward.ok());
+  for (const Variant& v : *forward) EXPECT_NE(v.family, "fa2_bwd");
+  EXPECT_EQ(DefaultVariant(bwd).family, "fa2_bwd");
+  EXPECT_NE(DefaultVariant(fwd).family, "fa2_bwd");
+  // Every default fits the sm_80 limit too.
+  for (int d : kSupportedHeadDims) {
+    const ProblemClass cls{DType::kBF16, d, true, Operation::kBackward};
+    const Variant v = DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80");
+    EXPECT_TRUE(CheckVariant(v, MaxSharedMemoryForArch("sm_80")).ok()) << v.Uri();
+  }
+}
+
+TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
+  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_causal");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_causal");
+  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_causal");  // 64 keys over 8 warps
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("block_n (64) must be a multiple of warps * 16"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST(Fa2BwdFamily, PacksThreeKernelsIntoOnePacket) {
+  const BackwardArgs a = Good();
+  Variant v = DefaultVariant(ClassOf(a.problem()));
+  LaunchPacket packet;
+  ASSERT_TRUE(PackBackward(v, a, &packet).ok());
+  const auto* p = reinterpret_cast<const ft_abi::Fa2BwdParams*>(packet.args);
+  EXPECT_EQ(packet.arg_bytes, sizeof(ft_abi::Fa2BwdParams));
+  EXPECT_EQ(packet.grid[0], 7u);  // preprocess: ceil(100 / 16) row groups
+  EXPECT_EQ(packet.grid[1], 8u);
+  EXPECT_EQ(packet.grid[2], 2u);
+  ASSERT_EQ(packet.next_steps, 2);
+  EXPECT_EQ(packet.next[0].kernel, 0);  // main: one block per key block, K/V head, batch
+  EXPECT_EQ(packet.next[0].grid[0], unsigned((200 + v.Param("bc") - 1) / v.Param("bc")));
+  EXPECT_EQ(packet.next[0].grid[1], 2u);
+  EXPECT_EQ(packet.next[0].smem_bytes, uint32_t(SharedMemoryBytes(v)));
+  EXPECT_EQ(packet.next[1].kernel, 1);  // convert
+  EXPECT_EQ(packet.next[1].grid[0], 7u);
+  EXPECT_EQ(p->d_o, a.d_o);
+  EXPECT_EQ(p->dq_accum, reinterpret_cast<const float*>(a.forward.workspace));
+  EXPECT_GT(reinterpret_cast<const char*>(p->delta), static_cast<const char*>(a.forward.workspace));
+  EXPECT_EQ(p->counters_per_head, 7);
+  EXPECT_FLOAT_EQ(p->scale, 0.125f);
+  EXPECT_EQ(p->dk_stride[1], 2 * 64);
+}
+
+TEST(Fa2BwdFamily, ForwardAndBackwardVariantsAreNotInterchangeable) {
+  const BackwardArgs b = Good();
+  Problem fwd_problem = b.problem();
+  fwd_problem.operation = Operation::kForward;
+  LaunchPacket packet;
+  Status s = PackForward(DefaultVariant(ClassOf(b.problem())), b.forward, &packet);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("computes the backward pass"), std::string::npos) << s.message();
+  s = PackBackward(DefaultVariant(ClassOf(fwd_problem)), b, &packet);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("computes the forward pass"), std::string::npos) << s.message();
+}
+
+TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
+  Compiler compiler(Compiler::Options{"-", 2});
+  std::vector<CompileRequest> requests;
+  const ProblemClass classes[] = {{DType::kBF16, 128, true, Operation::kBackward},
+                                  {DType::kF16, 64, false, Operation::kBackward}};
+  // Each class's default and deterministic variants, one on each arch (4 compiles: the main
+  // kernel is the slow one for ptxas).
+  bool sm80 = true;
+  for (const ProblemClass& cls : classes) {
+    Variant det = DefaultVariant(cls);
+    det.SetParam("det", 1);
+    for (const Variant& v : {DefaultVariant(cls), det}) {
+      auto source = GenerateSource(v);
+      ASSERT_TRUE(source.ok()) << source.status().ToString();
+      requests.push_back({source->uri, source->text, sm80 ? "sm_80" : "sm_90a", {}});
+      sm80 = !sm80;
+    }
+  }
+  auto cubins = compiler.CompileMany(requests);
+  for (size_t i = 0; i < cubins.size(); ++i)
+    EXPECT_TRUE(cubins[i].ok()) << requests[i].name << " " << requests[i].arch << ": " << cubins[i].status().ToString();
+}
+
+TEST(Fa2BwdSource, TemplateRejectsWarpsThatDoNotSplitTheKeyBlock) {
+  Variant v = DefaultVariant(ProblemClass{DType::kBF16, 64, false, Operation::kBackward});
+  v.SetParam("bc", 64);
+  v.SetParam("w", 8);
+  ASSERT_FALSE(CheckVariant(v).ok());
+  const std::string text = GeneratePrologue(v) + *ExpandedTemplate("fa2_bwd.cuh");
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto result = compiler.Compile({"bad_variant", text, "sm_90a", {}});
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().log().find("block_n must be a multiple of 16 * warps"), std::string::npos)
+      << result.status().log();
+}
+
+}  // namespace
+}  // namespace flashtune

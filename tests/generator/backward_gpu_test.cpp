@@ -1,0 +1,252 @@
+// fa2_bwd on the GPU: dq, dk, dv against the float64 CPU reference (ReferenceBackward) on the
+// shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
+// MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
+// and the default variant of the others; the deterministic mode bit-identical over 3 runs.
+// Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
+// the reference forward's (o rounded to the dtype), so only the backward is under test.
+// Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
+// and dS are rounded to 16 bits before their MMAs, as in FA-2. Measured on an H200
+// (bench/data/2026-12-01-h200-backward): at most 2.7e-3 (bf16) and 3.5e-4 (f16).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashtune/backward_args.h"
+#include "flashtune/compiler.h"
+#include "flashtune/driver.h"
+#include "flashtune/kernel.h"
+#include "flashtune/reference.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "tests/support/gpu_fixture.h"
+
+namespace flashtune {
+namespace {
+
+using testing::GetGpu;
+using testing::Gpu;
+using testing::Shape;
+using testing::StridesFor;
+
+const Shape kShapes[] = {
+    {1, 1, 1, 1, 1, false},     {2, 17, 17, 2, 2, false},     {1, 127, 127, 8, 1, false},  // GQA 8:1
+    {1, 128, 128, 4, 1, true},  {1, 1000, 1000, 2, 2, true},  // MQA, head-major
+    {1, 127, 1000, 2, 1, false}, {2, 1000, 127, 2, 2, false},  // Nq < Nk, Nq > Nk (masked rows)
+};
+const Shape kLong = {1, 4097, 4097, 1, 1, false};
+
+// One shape's inputs, device buffers and reference gradients for one class.
+struct Case {
+  Shape shape;
+  BackwardArgs host, device;
+  std::vector<uint16_t> q, k, v, o, d_o;
+  std::vector<float> lse;
+  ReferenceGradients expected;
+  std::vector<std::optional<DeviceBuffer>> buffers;
+};
+
+size_t Span(int64_t b, int64_t n, int64_t h, int64_t d) { return size_t(b * n * h * d); }
+
+std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed) {
+  auto c = std::make_unique<Case>();
+  c->shape = s;
+  const Problem problem{cls.dtype, cls.head_dim, cls.causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv};
+  BackwardArgs& a = c->host;
+  a = BackwardArgs::Contiguous(problem);
+  ForwardArgs& f = a.forward;
+  f.q_strides = a.d_o_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
+  f.k_strides = f.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
+  a.dk_strides = f.k_strides;  // dv stays contiguous: strides may differ between tensors
+  c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
+  c->d_o.resize(c->q.size());
+  c->k.resize(Span(s.batch, s.seqlen_k, s.heads_kv, cls.head_dim));
+  c->v.resize(c->k.size());
+  FillRandom(c->q, cls.dtype, seed);
+  FillRandom(c->k, cls.dtype, seed + 1);
+  FillRandom(c->v, cls.dtype, seed + 2);
+  FillRandom(c->d_o, cls.dtype, seed + 3);
+  f.q = c->q.data();
+  f.k = c->k.data();
+  f.v = c->v.data();
+  auto fwd = ReferenceForward(f);
+  EXPECT_TRUE(fwd.ok()) << fwd.status().ToString();
+  // o is contiguous [B, Nq, Hq, D] (o_strides from Contiguous), lse [B, Hq, Nq].
+  c->o.resize(c->q.size());
+  for (size_t i = 0; i < c->o.size(); ++i) c->o[i] = FloatToBits(float(fwd->o[i]), cls.dtype);
+  c->lse.resize(fwd->lse.size());
+  for (size_t i = 0; i < c->lse.size(); ++i) c->lse[i] = float(fwd->lse[i]);
+  auto grads = ReferenceBackward(f, c->d_o.data(), a.d_o_strides);
+  EXPECT_TRUE(grads.ok()) << grads.status().ToString();
+  if (grads.ok()) c->expected = std::move(*grads);
+
+  c->buffers.resize(10);
+  auto alloc = [&](int slot, size_t bytes, const void* host) -> void* {
+    auto b = DeviceBuffer::Allocate(*gpu.context, bytes);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok()) return nullptr;
+    c->buffers[size_t(slot)].emplace(std::move(*b));
+    if (host) EXPECT_TRUE(c->buffers[size_t(slot)]->CopyFromHost(host, bytes).ok());
+    return reinterpret_cast<void*>(c->buffers[size_t(slot)]->get());
+  };
+  c->device = a;
+  ForwardArgs& df = c->device.forward;
+  df.q = alloc(0, c->q.size() * 2, c->q.data());
+  df.k = alloc(1, c->k.size() * 2, c->k.data());
+  df.v = alloc(2, c->v.size() * 2, c->v.data());
+  df.o = alloc(3, c->o.size() * 2, c->o.data());
+  df.lse = static_cast<float*>(alloc(4, c->lse.size() * 4, c->lse.data()));
+  c->device.d_o = alloc(5, c->d_o.size() * 2, c->d_o.data());
+  c->device.dq = alloc(6, c->q.size() * 2, nullptr);
+  c->device.dk = alloc(7, c->k.size() * 2, nullptr);
+  c->device.dv = alloc(8, c->v.size() * 2, nullptr);
+  df.workspace_bytes = BackwardWorkspaceBytes(c->device.problem());
+  df.workspace = alloc(9, size_t(df.workspace_bytes), nullptr);
+  return c;
+}
+
+// [B, N, H, D] with `strides` from 16-bit host bits into dense doubles.
+std::vector<double> Gather(const std::vector<uint16_t>& bits, DType dtype, const Strides& strides, int64_t B,
+                           int64_t N, int64_t H, int64_t D) {
+  std::vector<double> out(size_t(B * N * H * D));
+  size_t i = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t d = 0; d < D; ++d)
+          out[i++] = BitsToFloat(bits[size_t(b * strides.batch + n * strides.seq + h * strides.head + d)], dtype);
+  return out;
+}
+
+struct Outputs {
+  std::vector<uint16_t> dq, dk, dv;
+};
+
+// Runs the kernel on `c` with poisoned gradients and workspace; the status of the run.
+Status RunBackward(Gpu& gpu, const ForwardKernel& kernel, Case& c, Outputs* out) {
+  for (int slot : {6, 7, 8, 9}) FT_RETURN_IF_ERROR(c.buffers[size_t(slot)]->Memset(0xFF));
+  FT_RETURN_IF_ERROR(kernel.LaunchBackward(c.device, gpu.stream->get()));
+  FT_RETURN_IF_ERROR(gpu.stream->Synchronize());
+  out->dq.resize(c.q.size());
+  out->dk.resize(c.k.size());
+  out->dv.resize(c.v.size());
+  FT_RETURN_IF_ERROR(c.buffers[6]->CopyToHost(out->dq.data(), out->dq.size() * 2));
+  FT_RETURN_IF_ERROR(c.buffers[7]->CopyToHost(out->dk.data(), out->dk.size() * 2));
+  return c.buffers[8]->CopyToHost(out->dv.data(), out->dv.size() * 2);
+}
+
+// "" when the outputs match the reference, else why not.
+std::string Compare(const Case& c, const Outputs& got) {
+  const Problem& f = c.host.forward.problem;
+  const DType dt = f.dtype;
+  const int64_t D = f.head_dim;
+  const double dq = RelativeL2Error(Gather(got.dq, dt, c.host.dq_strides, f.batch, f.seqlen_q, f.heads_q, D), c.expected.dq);
+  const double dk = RelativeL2Error(Gather(got.dk, dt, c.host.dk_strides, f.batch, f.seqlen_k, f.heads_kv, D), c.expected.dk);
+  const double dv = RelativeL2Error(Gather(got.dv, dt, c.host.dv_strides, f.batch, f.seqlen_k, f.heads_kv, D), c.expected.dv);
+  const double tol = dt == DType::kBF16 ? 1e-2 : 2e-3;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: dq %.3g dk %.3g dv %.3g (tol %.0e)",
+                (long long)c.shape.batch, (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k,
+                (long long)c.shape.heads_q, (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "", dq, dk,
+                dv, tol);
+  std::printf("[ errors   ] %s\n", buf);
+  return dq <= tol && dk <= tol && dv <= tol ? "" : buf;
+}
+
+// Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
+// shapes (plus N 4097 when `with_long` says so for the class).
+void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&)) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  Compiler compiler(Compiler::Options{});
+  std::vector<CompileRequest> requests;
+  for (const Variant& v : variants) {
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
+  }
+  auto cubins = compiler.CompileMany(requests);
+  std::optional<ProblemClass> cls;
+  std::vector<std::unique_ptr<Case>> cases;
+  uint64_t seed = 500;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (!cls || !(ClassOf(variants[i]) == *cls)) {  // variants come grouped by class
+      cls = ClassOf(variants[i]);
+      cases.clear();
+      for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
+      if (with_long(*cls)) cases.push_back(MakeCase(**gpu, *cls, kLong, seed += 10));
+    }
+    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
+    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (auto& c : cases) {
+      Outputs out;
+      Status run = RunBackward(**gpu, *kernel, *c, &out);
+      ASSERT_TRUE(run.ok()) << variants[i].Uri() << ": " << run.ToString();
+      EXPECT_EQ(Compare(*c, out), "") << variants[i].Uri();
+    }
+    std::printf("[ checked  ] %s on %zu shapes\n", variants[i].Uri().c_str(), cases.size());
+  }
+}
+
+ProblemClass Bwd(DType dtype, int head_dim, bool causal) {
+  return ProblemClass{dtype, head_dim, causal, Operation::kBackward};
+}
+
+TEST(BackwardGpu, EverySearchedVariantMatchesTheReference) {
+  std::vector<Variant> all;
+  for (const ProblemClass& cls : {Bwd(DType::kBF16, 128, true), Bwd(DType::kF16, 64, false)}) {
+    auto space = EnumerateSpace(cls);
+    ASSERT_TRUE(space.ok()) << space.status().ToString();
+    ASSERT_FALSE(space->empty());
+    all.insert(all.end(), space->begin(), space->end());
+  }
+  CheckVariants(all, [](const ProblemClass&) { return false; });
+}
+
+// The default variant of every dtype x causal x head dim 32 ... 256 (64/128/256 and a sample
+// of the others); N 4097 for d128.
+TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
+  std::vector<Variant> all;
+  for (int d : {32, 64, 96, 128, 256})
+    for (DType dtype : {DType::kBF16, DType::kF16})
+      for (bool causal : {false, true}) all.push_back(DefaultVariant(Bwd(dtype, d, causal)));
+  CheckVariants(all, [](const ProblemClass& cls) { return cls.head_dim == 128; });
+}
+
+TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  for (bool causal : {false, true}) {
+    const ProblemClass cls = Bwd(DType::kBF16, 128, causal);
+    Variant v = DefaultVariant(cls);
+    v.SetParam("det", 1);
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok());
+    Compiler compiler(Compiler::Options{});
+    auto cubin = compiler.Compile({source->uri, source->text, (*gpu)->info.Arch(), {}});
+    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubin, v);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    // Many key blocks add into each dq row: the order matters for the bits.
+    auto c = MakeCase(**gpu, cls, Shape{2, 1000, 1000, 4, 2, false}, 77);
+    Outputs first;
+    ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
+    EXPECT_EQ(Compare(*c, first), "");
+    for (int run = 1; run < 3; ++run) {
+      Outputs again;
+      ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &again).ok());
+      EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
+      EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
+      EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flashtune
