@@ -46,7 +46,7 @@ std::vector<Result<ForwardKernel>> CompileAndLoad(const Gpu& gpu, const std::vec
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
     generated.push_back(source.status());
-    if (source.ok()) requests.push_back(CompileRequest{source->uri, source->text, gpu.info.Arch(), {}});
+    if (source.ok()) requests.push_back(GeneratedSourceRequest(source->uri, source->text, gpu.info.Arch()));
   }
   Compiler compiler(Compiler::Options{});
   auto cubins = compiler.CompileMany(requests);
