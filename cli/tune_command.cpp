@@ -149,7 +149,7 @@ int RunTune(const std::vector<std::string>& args) {
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
       ("decode", po::value(&decode)->default_value("auto"),
        "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
-       "given), only, none")
+       "given, with the GQA-8 d128 causal buckets of DefaultGqaProblems), only, none")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("model", po::value(&model),
        "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
@@ -322,6 +322,10 @@ int RunTune(const std::vector<std::string>& args) {
     auto ps = MakeProblemSet(*pso);
     if (!ps.ok()) return Fail(ps.status());
     if (decode != "only") options.problems = *ps;
+    if (decode != "only" && !shape_given) {  // the default set's GQA buckets go with it
+      const std::vector<Problem> g = DefaultGqaProblems();
+      options.problems.insert(options.problems.end(), g.begin(), g.end());
+    }
     if (decode == "only" || (decode == "auto" && !shape_given)) {
       const std::vector<Problem> d = DefaultDecodeProblems();
       options.problems.insert(options.problems.end(), d.begin(), d.end());

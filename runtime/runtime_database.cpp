@@ -91,6 +91,15 @@ Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& 
   return out;
 }
 
+Result<bool> RuntimeDatabase::HasExactWinner(const DeviceRecord& device, const BucketKey& bucket, LogBatch* logs) {
+  std::lock_guard lock(mutex_);
+  Database* db = ReadDb(logs);
+  if (db == nullptr || device.name.empty()) return false;
+  auto exact = db->FindWinner(device, toolchain_, bucket);
+  if (!exact.ok()) return exact.status();
+  return exact->has_value();
+}
+
 Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::string& arch, LogBatch* logs) {
   auto source = GenerateSource(variant);
   if (!source.ok()) return source.status();
