@@ -102,7 +102,8 @@ Result<std::vector<Timed>> TimeInRounds(Measurer& measurer, const Problem& probl
 
 int RunBench(const std::vector<std::string>& args) {
   po::options_description desc("flashtune bench [options]");
-  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0", layout_text = "dense";
+  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0", layout_text = "dense",
+              operation_text = "fwd";
   int head_dim = 128, device = 0, reps = 20, rounds = 1;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   desc.add_options()
@@ -117,6 +118,8 @@ int RunBench(const std::vector<std::string>& args) {
       ("heads-kv", po::value(&heads_kv), "Hkv (default Hq)")
       ("layout", po::value(&layout_text), "dense (default) or paged: `all` is then the families serving paged "
                                           "K/V, timed on dense K/V of the same shape")
+      ("operation", po::value(&operation_text), "fwd (the forward pass, default) | bwd (the backward pass: "
+                                                "dq, dk, dv, checked against the float64 reference too)")
       ("variant", po::value(&variant_arg),
        "a variant URI, a comma list of URIs, or all (default): the whole space of the class")
       ("rounds", po::value(&rounds), "time every variant this many times, alternating the order (default 1); "
@@ -149,6 +152,11 @@ int RunBench(const std::vector<std::string>& args) {
   if (*layout == Layout::kVarlen)
     return Fail(Status(Code::kInvalidArgument, "--layout varlen: no family serves it yet; allowed: dense, paged"));
   problem.layout = *layout;
+  auto operation = ParseOperation(operation_text, "--operation");
+  if (!operation.ok()) return Fail(operation.status());
+  problem.operation = *operation;
+  if (problem.operation == Operation::kBackward && problem.layout != Layout::kDense)
+    return Fail(Status(Code::kInvalidArgument, "--operation bwd: the backward pass serves the dense layout only"));
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
   if (problem.layout == Layout::kPaged) {

@@ -133,5 +133,43 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
 }
 
+// Backward candidates go through the same engine: each is checked (dq, dk, dv against float64
+// on ragged shapes and against the class default on the timed shape) and timed; a planted
+// variant that computes the non-causal gradients under a causal variant's name is recorded as
+// wrong_result and never wins.
+TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
+  const Problem problem{DType::kBF16, 64, true, 2, 1000, 1000, 4, 4, Operation::kBackward};
+  auto space = EnumerateSpaceFor(problem, SpaceOptions{});
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_GE(space->size(), 3u);
+  const Variant trusted = DefaultVariant(ClassOf(problem));
+  std::vector<Variant> candidates = {trusted};
+  for (const Variant& v : *space)
+    if (!(v == trusted) && candidates.size() < 3) candidates.push_back(v);
+  const Variant wrong = candidates[2];
+  Variant full_twin = wrong;
+  full_twin.causal = false;
+  auto twin = GenerateSource(full_twin);
+  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
+  std::string wrong_text = twin->text;
+  for (size_t at; (at = wrong_text.find(full_twin.Uri())) != std::string::npos;)
+    wrong_text.replace(at, full_twin.Uri().size(), wrong.Uri());
+
+  GpuMeasurerOptions gpu_options;
+  gpu_options.source_overrides[wrong.Uri()] = wrong_text;
+  auto measurers = MakeGpuMeasurers({0}, gpu_options);
+  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
+    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
+
+  std::string winner;
+  std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
+  EXPECT_NE(winner, wrong.Uri());
+  EXPECT_EQ(winner.rfind("fa2_bwd_", 0), 0u) << winner;
+  EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
+  EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
+  EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
+}
+
 }  // namespace
 }  // namespace flashtune
