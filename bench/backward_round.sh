@@ -7,7 +7,8 @@
 #   tests_fwd   the forward GPU tests but the space sweeps (a merge broke nothing)
 #   sanitize    compute-sanitizer memcheck on the deterministic backward test
 #   autograd    examples/python/flashtune_autograd.py (flashtune.attention's gradients vs SDPA)
-#               and tests/python/ops_test.py (the ops' fake implementations, torch.compile)
+#               after tests/python/ops_test.py (the ops' fake implementations, torch.compile;
+#               OPS_TESTS names a subset)
 #   ab          `flashtune bench --operation bwd --rounds R` of named variants on a few shapes
 #   tune        `flashtune tune --operation bwd` over the issue's grid at N = TUNE_SEQLENS
 #               (default 4096; the other lengths then plan the nearest tuned bucket) into
@@ -19,7 +20,12 @@
 #   BIN_DIR holds flashtune, flashtune_gpu_tests, libflashtune.so (bench/pack_for_gpu.sh), the
 #   Python package (BIN_DIR/python/flashtune), flashtune_autograd.py, ops_test.py and
 #   backward_bench.py.
-#   AB_VARIANTS_<D>: comma lists of URIs for the A/B step (d64, d128); TUNE_ARGS, BENCH_ARGS:
+#   TESTS_BWD_FILTER / TESTS_FWD_FILTER: other gtest filters for the two test steps (the forward
+#   step runs in one process: DriverGpu.IllegalAddressIsAFault poisons device 0's primary
+#   context for every later test of that process, so leave it out when it runs with others).
+#   AB_VARIANTS_<D>: comma lists of URIs (written with _full) for the A/B step (d64, d128), run
+#   for each AB_CAUSAL value (default "0 1") with each CLI of AB_CLIS (default BIN_DIR's: a
+#   second build's CLI makes a template change an A/B of one run); TUNE_ARGS, BENCH_ARGS:
 #   extra options; <STEP>_S: a step's limit in seconds; PACK=1: the logs as one .tgz.
 set -uo pipefail
 BIN=$(cd "${1:?usage: backward_round.sh BIN_DIR}" && pwd)
@@ -42,21 +48,27 @@ step() {  # name seconds command...
 : >"$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
 want tests_bwd && step tests_bwd "${TESTS_BWD_S:-60}" "$BIN/flashtune_gpu_tests" \
-  --gtest_filter='BackwardGpu*:TuneGpu.Backward*'
+  --gtest_filter="${TESTS_BWD_FILTER:-BackwardGpu*:TuneGpu.Backward*}"
 want tests_fwd && step tests_fwd "${TESTS_FWD_S:-60}" "$BIN/flashtune_gpu_tests" \
-  --gtest_filter='-BackwardGpu*:TuneGpu.Backward*:*FullSpace*:*SampledSpace*'
+  --gtest_filter="${TESTS_FWD_FILTER:--BackwardGpu*:TuneGpu.Backward*:*FullSpace*:*SampledSpace*}"
 want sanitize && step sanitize "${SANITIZE_S:-25}" compute-sanitizer --tool memcheck --error-exitcode 3 \
   "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpuDeterministic*'
 want autograd && step autograd "${AUTOGRAD_S:-25}" bash -c \
-  "python3 '$BIN/flashtune_autograd.py' && python3 '$BIN/ops_test.py' 2>&1 | tail -4"
+  "python3 '$BIN/ops_test.py' -v ${OPS_TESTS:-} 2>&1 | tail -12; python3 '$BIN/flashtune_autograd.py'"
 if want ab; then
-  ab() {  # head_dim causal variants
-    "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$1" --causal "$2" --batch $((16384 / 4096)) \
-      --seqlen-q 4096 --heads-q $((2048 / $1)) --rounds "${AB_ROUNDS:-3}" --variant "$3"
+  ab() {  # cli head_dim causal variants
+    "$1" bench --operation bwd --dtype bf16 --head-dim "$2" --causal "$3" --batch $((16384 / 4096)) \
+      --seqlen-q 4096 --heads-q $((2048 / $2)) --rounds "${AB_ROUNDS:-3}" --variant "$4"
   }
   ab_all() {
-    [ -n "${AB_VARIANTS_64:-}" ] && { ab 64 0 "$AB_VARIANTS_64"; ab 64 1 "${AB_VARIANTS_64//_full/_causal}"; }
-    [ -n "${AB_VARIANTS_128:-}" ] && { ab 128 0 "$AB_VARIANTS_128"; ab 128 1 "${AB_VARIANTS_128//_full/_causal}"; }
+    for cli in ${AB_CLIS:-$BIN/flashtune}; do
+      echo "== $cli"
+      for c in ${AB_CAUSAL:-0 1}; do
+        local suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
+        [ -n "${AB_VARIANTS_64:-}" ] && ab "$cli" 64 "$c" "${AB_VARIANTS_64//_full/$suffix}"
+        [ -n "${AB_VARIANTS_128:-}" ] && ab "$cli" 128 "$c" "${AB_VARIANTS_128//_full/$suffix}"
+      done
+    done
     true
   }
   export -f ab ab_all

@@ -11,7 +11,8 @@
 //     dV += Pᵀ d_o, dK += dSᵀ Q, and dQ += dS K through shared memory (dSᵀ as 16-bit) into
 //     the fp32 accumulator: `red.add` by default, or in deterministic mode in key-block order
 //     (each block waits on a per-(head, query block) counter for its predecessor, adds, fences,
-//     then releases the counter), so every run adds in the same order. kDqVec 2 adds two
+//     then releases the counter; query blocks walked last to first so causal blocks do not wait
+//     on each other's earlier steps), so every run adds in the same order. kDqVec 2 adds two
 //     adjacent floats per `red.add.v2` (sm_90 on) in both modes: under the counter only one
 //     block adds to a row block at a time, so reductions keep the order; kDqVec 1 adds one
 //     float per `red.add`, or in deterministic mode with a plain load and store.
@@ -231,7 +232,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   cp_async_commit();
 
   auto head_of = [&](int it) { return kv_head * group + it / steps_per_head; };
-  auto m0_of = [&](int it) { return (m_begin + it % steps_per_head) * kBlockM; };
+  // Deterministic mode walks the query blocks last to first: every key block then reaches a
+  // query block at the same step, so each waits only for its predecessor's dQ adds there.
+  // First to last, a causal block n would start at query block m_begin(n), which block n-1
+  // reaches only m_begin(n) - m_begin(n-1) steps later: the blocks would run one after another.
+  auto m0_of = [&](int it) {
+    const int step = it % steps_per_head;
+    return (kDeterministic ? m_blocks - 1 - step : m_begin + step) * kBlockM;
+  };
   auto issue = [&](int it) {
     if (it < total) {
       const int hq = head_of(it), m0 = m0_of(it);
