@@ -10,14 +10,15 @@
 // small shape per head dim (for compute-sanitizer). --time times big shapes for several tile
 // variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
 // --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead; --short only --time's
-// short-sequence shapes (N 512 and 1k).
+// short-sequence shapes (N 512 and 1k); --d64 the d64 tiles of session 13 (blocks per SM) over
+// N 512 ... 16k.
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -133,10 +134,11 @@ void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
     const std::string name = Name(p);
     if (g_loaded.count(name) || std::find(todo.begin(), todo.end(), p) != todo.end()) continue;
     CHECK_OK(detail::CheckHopperConfig(p.config));
-    std::vector<std::string> options;
-    if (!p.define.empty()) options.push_back("-D" + p.define);
-    requests.push_back(CompileRequest{name, detail::HopperPrologue(p.config, name) + g_template,
-                                      gpu.driver ? gpu.info.Arch() : "sm_90a", options});
+    // As the library compiles generated sources, plus the A/B knob.
+    CompileRequest request =
+        GeneratedSourceRequest(name, detail::HopperPrologue(p.config, name) + g_template, gpu.driver ? gpu.info.Arch() : "sm_90a");
+    if (!p.define.empty()) request.options.push_back("-D" + p.define);
+    requests.push_back(std::move(request));
     todo.push_back(p);
   }
   auto cubins = compiler.CompileMany(requests);
@@ -150,7 +152,8 @@ void LoadAll(Gpu& gpu, const std::vector<Probe>& probes) {
     l->uri = requests[i].name;
     l->registers = cubins[i]->resources.registers;
     l->spills = cubins[i]->resources.spill_store_bytes;
-    if (cubins[i]->log.find("C7508") != std::string::npos || cubins[i]->log.find("serializ") != std::string::npos)
+    if (cubins[i]->log.find("C7508") != std::string::npos || cubins[i]->log.find("C7515") != std::string::npos ||
+        cubins[i]->log.find("serializ") != std::string::npos)
       std::printf("ptxas note for %s:\n%s\n", l->uri.c_str(), cubins[i]->log.c_str());
     if (!g_dump_dir.empty()) {
       std::ofstream out(g_dump_dir + "/" + l->uri + ".cubin", std::ios::binary);
@@ -338,7 +341,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       classes.push_back({dt, 64, causal,
                          {Config(dt, 64, causal, 2, 128, 2), Persistent(dt, 64, causal, 3, 128, 2),
                           NoOverlap(dt, 64, causal, 2, 128, 2), NoOverlap(dt, 64, causal, 3, 112, 2, true),
-                          Persistent(dt, 64, causal, 1, 128, 2)}});
+                          Persistent(dt, 64, causal, 1, 128, 2), Persistent(dt, 64, causal, 1, 64, 2)}});
       classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
       if (!small) {
@@ -347,6 +350,10 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
         classes[classes.size() - 3].configs.push_back(NoOverlap(dt, 64, causal, 3, 192, 2));
         classes[classes.size() - 3].configs.push_back(NoPingPong(dt, 64, causal, 3, 128, 2));
         classes[classes.size() - 3].configs.push_back(Persistent(dt, 64, causal, 2, 64, 2));
+        // Three and four blocks per SM (one consumer warpgroup, 136 and 104 registers).
+        classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 80, 2));
+        classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 48, 2));
+        classes[classes.size() - 3].configs.push_back(Persistent(dt, 64, causal, 1, 48, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 2, 176, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 1, 96, 4));
         classes[classes.size() - 2].configs.push_back(Persistent(dt, 128, causal, 1, 96, 4));
@@ -401,7 +408,9 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   return fail == 0 ? 0 : 1;
 }
 
-int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
+// mode: "time", "short", "sweep" or "d64" (the command-line flag without dashes).
+int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
+  const bool sweep = mode == "sweep", short_only = mode == "short";
   struct Row {
     std::string shape;
     std::string kernel;
@@ -416,7 +425,21 @@ int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
-  if (!sweep) {
+  if (mode == "d64") {
+    // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
+    // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
+    // stages, next to the grid's winners (64x128 one warpgroup; 192x128 three).
+    const std::string two = "FT_HOPPER_MAX_BLOCKS=2", three = "FT_HOPPER_MAX_BLOCKS=3";
+    for (bool causal : {true, false})
+      for (int64_t n : {512, 1024, 4096, 16384})
+        benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal,
+                           {Config(dt, 64, causal, 1, 128, 2), Config(dt, 64, causal, 1, 64, 2),
+                            Config(dt, 64, causal, 1, 64, 2, two), Config(dt, 64, causal, 1, 80, 2),
+                            Config(dt, 64, causal, 1, 80, 2, two), Config(dt, 64, causal, 1, 48, 2),
+                            Config(dt, 64, causal, 1, 48, 2, three), Config(dt, 64, causal, 1, 64, 3),
+                            Config(dt, 64, causal, 1, 128, 3), Persistent(dt, 64, causal, 1, 64, 2),
+                            Config(dt, 64, causal, 3, 128, 2), Config(dt, 64, causal, 3, 128, 3)}});
+  } else if (!sweep) {
     // Each shape: the family's default tile, then the switches off one at a time, then other
     // tiles; persistent causal variants use the longest-first order.
     for (bool causal : {false, true}) {
@@ -498,7 +521,7 @@ int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
     // (Timing one kernel after another biased the first of a pair by up to 12%.)
     const Variant fa2 = DefaultVariant(ProblemClass{dt, b.d, b.causal}, kDefaultMaxSmemBytes, "sm_80");  // fa2_fwd's
     auto source = Must(GenerateSource(fa2), "fa2 source");
-    auto cubin = Must(compiler.Compile(CompileRequest{source.uri, source.text, gpu.info.Arch(), {}}), "fa2 compile");
+    auto cubin = Must(compiler.Compile(GeneratedSourceRequest(source.uri, source.text, gpu.info.Arch())), "fa2 compile");
     auto kernel = Must(ForwardKernel::Load(*gpu.context, cubin, fa2), "fa2 load");
     std::vector<std::string> names;
     std::vector<std::function<Status()>> launches;
@@ -560,22 +583,24 @@ int Time(Gpu& gpu, const std::string& only, bool sweep, bool short_only) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false, small = false, time = false, compile_only = false, sweep = false, short_only = false;
+  bool check = false, small = false, time = false, compile_only = false;
+  std::string mode = "time";
   std::string template_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
-    else if (a == "--sweep") sweep = time = true;
-    else if (a == "--short") short_only = time = true;
-    else if (a == "--compile-only") compile_only = true;
+    else if (a == "--sweep" || a == "--short" || a == "--d64") {
+      mode = a.substr(2);
+      time = true;
+    }    else if (a == "--compile-only") compile_only = true;
     else if (a == "--template" && i + 1 < argc) template_path = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }
@@ -627,6 +652,6 @@ int main(int argc, char** argv) {
   }
   int rc = 0;
   if (check || small) rc |= Check(gpu, small, only);
-  if (time) rc |= Time(gpu, only, sweep, short_only);
+  if (time) rc |= Time(gpu, only, mode);
   return rc;
 }

@@ -178,7 +178,7 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   auto source = GenerateSource(call->variant);
   if (!source.ok()) return state.SkipWithError("cannot generate the planned variant's source");
   Compiler compiler(Compiler::Options{});
-  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, call->device.Arch(), {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(source->uri, source->text, call->device.Arch()));
   if (!cubin.ok()) return state.SkipWithError(cubin.status().ToString().c_str());
   auto kernel = ForwardKernel::Load(*g.context, *cubin, call->variant);
   if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());

@@ -13,7 +13,7 @@ Result<CubinRecord> LoadOrCompileCubin(Database& db, const Compiler& compiler, c
   auto stored = db.GetCubin(source->sha256, arch, options, nvrtc);
   if (stored.ok()) return stored;
   if (stored.status().code() != Code::kNotFound) return stored.status();
-  auto cubin = compiler.Compile(CompileRequest{source->uri, source->text, arch, {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(source->uri, source->text, arch));
   if (!cubin.ok()) return cubin.status();
   CubinRecord record;
   record.source_hash = source->sha256;

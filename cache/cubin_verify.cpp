@@ -46,7 +46,7 @@ Result<CubinCheck> CubinVerifier::Verify(const CubinRecord& cubin) const {
   auto source = GenerateSource(found->second);
   if (!source.ok()) return source.status();
   // The same request LoadOrCompileCubin makes, so the same bytes.
-  auto compiled = compiler_.Compile(CompileRequest{source->uri, source->text, cubin.arch, {}});
+  auto compiled = compiler_.Compile(GeneratedSourceRequest(source->uri, source->text, cubin.arch));
   if (!compiled.ok()) return compiled.status();
   if (compiled->image == cubin.image) {
     check.verdict = CubinVerdict::kVerified;

@@ -623,7 +623,10 @@ Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceRecord&
     WinnerRow w = ReadWinner(q);
     w.distance = BucketDistance(b, w.bucket);
     if (w.distance < 0) continue;
-    if (!best || w.distance < best->distance || (w.distance == best->distance && w.median_us < best->median_us))
+    // Ties: the nearer GQA group, then the faster winner.
+    const int gap = GroupGap(b, w.bucket), best_gap = best ? GroupGap(b, best->bucket) : 0;
+    if (!best || w.distance < best->distance ||
+        (w.distance == best->distance && (gap < best_gap || (gap == best_gap && w.median_us < best->median_us))))
       best = w;
   }
   if (!st.ok()) return st;

@@ -121,6 +121,7 @@ int RunPlan(const std::vector<std::string>& args) {
     return Usage("--db '': give a file (without --db: $FLASHTUNE_DB, else ./flashtune.db)");
   RuntimeOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
+  options.online_tuning = false;  // a one-shot answer: a background tune would die with it
   std::error_code ec;
   const bool db_exists = std::filesystem::exists(options.db_path, ec);
   // A database named on purpose (--db, $FLASHTUNE_DB) must exist, as for `db list`: a typo would

@@ -64,7 +64,7 @@ int CompileOnly(const TuneOptions& options, const std::string& arch, const std::
   std::vector<CompileRequest> requests;
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
-    if (source.ok()) requests.push_back(CompileRequest{source->uri, source->text, arch, {}});
+    if (source.ok()) requests.push_back(GeneratedSourceRequest(source->uri, source->text, arch));
   }
   compiler.CompileMany(requests);
   int stored = 0, failed = 0;
@@ -149,10 +149,10 @@ int RunTune(const std::vector<std::string>& args) {
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
       ("decode", po::value(&decode)->default_value("auto"),
        "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
-       "given), only, none")
+       "given, with the GQA-8 d128 causal buckets of DefaultGqaProblems), only, none")
       ("operation", po::value(&operation),
        "fwd (the forward pass, default), bwd (the backward pass: dq, dk, dv) or both: which pass each shape is "
-       "tuned for (decode buckets are forward only)")
+       "tuned for (decode and GQA buckets are forward only)")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("model", po::value(&model),
        "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
@@ -340,6 +340,10 @@ int RunTune(const std::vector<std::string>& args) {
     auto ps = MakeProblemSet(*pso);
     if (!ps.ok()) return Fail(ps.status());
     if (decode != "only") options.problems = ForOperation(*ps);
+    if (operation != "bwd" && decode != "only" && !shape_given) {  // the default set's GQA buckets go with it
+      const std::vector<Problem> g = DefaultGqaProblems();
+      options.problems.insert(options.problems.end(), g.begin(), g.end());
+    }
     if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
       const std::vector<Problem> d = DefaultDecodeProblems();
       options.problems.insert(options.problems.end(), d.begin(), d.end());

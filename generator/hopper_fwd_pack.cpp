@@ -74,6 +74,35 @@ int64_t HopperSmemBytes(const HopperConfig& c) {
 
 int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
 
+namespace {
+// The register file (64K) split among `blocks` resident blocks: the launch bound gives each
+// thread floor(65536 / (blocks * threads)) registers, rounded down to 8; the producer
+// warpgroup keeps 24 and the consumers share the rest, at most 240 each (setmaxnreg's unit is 8).
+int ConsumerRegsAt(const HopperConfig& c, int blocks) {
+  const int threads = HopperThreads(c);
+  const int per_thread = 65536 / (blocks * threads) / 8 * 8;
+  return std::min(240, (threads * per_thread - 128 * 24) / (128 * c.consumer_wgs) / 8 * 8);
+}
+// S, P and O accumulators of one consumer thread; with overlap, S of one block and P of the
+// previous one are live together. 32 registers stay for addresses, row statistics and loop state.
+bool AccumulatorsFit(const HopperConfig& c, int regs) {
+  return c.block_n / 2 + c.head_dim / 2 + (c.overlap ? c.block_n / 4 : 0) <= regs - 32;
+}
+}  // namespace
+
+int HopperBlocksPerSm(const HopperConfig& c) {
+  if (c.consumer_wgs > 1) return 1;
+  // One consumer warpgroup: the most blocks per SM (4, 3, else 2) whose accumulators fit their
+  // share of the registers (104, 136, 232) and whose shared memory fits the SM's 228 KB (1 KB
+  // reserved per block). More resident blocks hide the load latency of short tiles.
+  const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
+  for (int blocks = 4; blocks > 2; --blocks)
+    if (by_smem >= blocks && AccumulatorsFit(c, ConsumerRegsAt(c, blocks))) return blocks;
+  return 2;
+}
+
+int HopperConsumerRegs(const HopperConfig& c) { return ConsumerRegsAt(c, HopperBlocksPerSm(c)); }
+
 Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   const std::string uri = HopperUri(c);
   if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
@@ -87,10 +116,9 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
     return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
   if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
-  // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts
-  // it); with overlap, S of one block and P of the previous one are live together.
-  const int consumer_regs = c.consumer_wgs == 1 ? 232 : c.consumer_wgs == 2 ? 240 : 160;
-  if (c.block_n / 2 + c.head_dim / 2 + (c.overlap ? c.block_n / 4 : 0) > consumer_regs - 32)
+  // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
+  const int consumer_regs = HopperConsumerRegs(c);
+  if (!AccumulatorsFit(c, consumer_regs))
     return Invalid(uri + ": block_n and head_dim need more accumulator registers than " +
                    std::to_string(consumer_regs) + " per consumer thread allow");
   const int64_t smem = HopperSmemBytes(c);
@@ -113,6 +141,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Bool("kPingPong", c.pingpong && c.consumer_wgs > 1, "turns between consumer warpgroups")
       .Bool("kOverlap", c.overlap, "S of block j+1 before P V of block j")
       .Int("kSmemBytes", HopperSmemBytes(c))
+      .Int("kBlocksPerSm", HopperBlocksPerSm(c))
       .Finish("hopper_fwd.cuh");
 }
 
@@ -146,12 +175,11 @@ Status PackHopper(const HopperConfig& c, const ForwardArgs& a, int sm_count, Lau
 void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count, LaunchPacket* out) {
   const int64_t m_blocks = (a.problem.seqlen_q + c.block_m - 1) / c.block_m;
   if (c.persistent) {
-    // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N. One block per resident slot: one
-    // consumer warpgroup leaves room for two blocks per SM (the template's launch bounds) when
-    // their shared memory fits the SM's 228 KB (1 KB of it reserved per block).
+    // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N. One block per resident slot
+    // (HopperBlocksPerSm: the template's launch bounds), fewer when shared memory allows fewer.
     const int64_t tiles = m_blocks * a.problem.heads_q * a.problem.batch;
     const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
-    const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(c.consumer_wgs == 1 ? 2 : 1, by_smem));
+    const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(HopperBlocksPerSm(c), by_smem));
     out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1) * per_sm));
     out->grid[1] = 1;
     out->grid[2] = 1;

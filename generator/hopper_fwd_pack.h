@@ -60,6 +60,14 @@ Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 23
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);
+// Blocks per SM the kernel is built for (its launch bounds; the template's kBlocksPerSm): one
+// with two or three consumer warpgroups; with one, the most of 4 and 3 for which the
+// accumulators fit the registers that share of the register file leaves a consumer thread
+// (104, 136) and that many blocks' shared memory fits an SM, else two.
+int HopperBlocksPerSm(const HopperConfig& config);
+// Registers per consumer thread after setmaxnreg (the producer keeps 24): 240 (two consumer
+// warpgroups), 160 (three), 232, 136 or 104 (one, at two, three or four blocks per SM).
+int HopperConsumerRegs(const HopperConfig& config);
 // The constexpr prologue the template expects, with FT_KERNEL_NAME `uri`.
 std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 
@@ -73,8 +81,8 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 Status CheckTmaDescribable(const ForwardArgs& args);
 
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
-// {min(tiles, sm_count x resident blocks per SM), 1, 1}: two per SM with one consumer
-// warpgroup when their shared memory fits, else one), dynamic shared memory, the four tensor
+// {min(tiles, sm_count x HopperBlocksPerSm), 1, 1}, fewer per SM when shared memory holds
+// fewer), dynamic shared memory, the four tensor
 // maps still to encode (q, k, v, o, at their offsets in HopperParams) and the parameters. `sm_count` (the device's
 // multiprocessors) sizes a persistent grid; kInvalidArgument when a persistent config gets
 // none. Allocates nothing.

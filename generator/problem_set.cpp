@@ -128,6 +128,15 @@ std::vector<Problem> DefaultDecodeProblems() {
   return out;
 }
 
+std::vector<Problem> DefaultGqaProblems() {
+  std::vector<Problem> out;
+  const ProblemSetOptions defaults;
+  for (DType dtype : defaults.dtypes)
+    for (int64_t n : defaults.seqlens)
+      out.push_back(Problem{dtype, 128, true, std::max<int64_t>(1, defaults.tokens / n), n, n, 16, 2});
+  return out;
+}
+
 Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
                                              std::vector<std::string>* notices) {
   // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.
@@ -256,6 +265,7 @@ BucketKey BucketOf(const Problem& p) {
   k.seqlen_q_bucket = Log2Ceil(p.seqlen_q);
   k.seqlen_k_bucket = Log2Ceil(p.seqlen_k);
   k.batch_heads_bucket = Log2Ceil(p.batch * p.heads_q);
+  k.kv_group_bucket = p.heads_kv > 0 ? Log2Ceil(p.heads_q / p.heads_kv) : 0;
   k.operation = p.operation;
   return k;
 }
@@ -263,7 +273,8 @@ BucketKey BucketOf(const Problem& p) {
 std::string BucketString(const BucketKey& k) {
   return std::string(k.operation == Operation::kBackward ? "bwd/" : "") + std::string(DTypeName(k.dtype)) + "/d" + std::to_string(k.head_dim) + "/" +
          (k.causal ? "causal" : "full") + "/q" + std::to_string(k.seqlen_q_bucket) + "/k" +
-         std::to_string(k.seqlen_k_bucket) + "/bh" + std::to_string(k.batch_heads_bucket);
+         std::to_string(k.seqlen_k_bucket) + "/bh" + std::to_string(k.batch_heads_bucket) +
+         (k.kv_group_bucket > 0 ? "/g" + std::to_string(k.kv_group_bucket) : std::string());
 }
 
 Result<BucketKey> ParseBucketKey(std::string_view text) {
@@ -277,14 +288,14 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
   }
   auto bad = [&](const char* part) {
     return Invalid("bucket '" + std::string(text) + "': bad " + part +
-                   "; expected [bwd/]<dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>");
+                   "; expected [bwd/]<dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>[/g<e>]");
   };
   BucketKey k;
   if (!parts.empty() && parts[0] == "bwd") {
     k.operation = Operation::kBackward;
     parts.erase(parts.begin());
   }
-  if (parts.size() != 6) return bad("shape");
+  if (parts.size() != 6 && parts.size() != 7) return bad("shape");
   auto dt = ParseDType(parts[0], "dtype");
   if (!dt.ok()) return bad("dtype");
   k.dtype = *dt;
@@ -301,6 +312,9 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
   if (!num(parts[3], "q", &k.seqlen_q_bucket)) return bad("q bucket");
   if (!num(parts[4], "k", &k.seqlen_k_bucket)) return bad("k bucket");
   if (!num(parts[5], "bh", &k.batch_heads_bucket)) return bad("bh bucket");
+  // "/g0" is not written, so it is not read either: one string per bucket.
+  if (parts.size() == 7 && (!num(parts[6], "g", &k.kv_group_bucket) || k.kv_group_bucket <= 0))
+    return bad("group bucket");
   return k;
 }
 
@@ -311,5 +325,7 @@ int BucketDistance(const BucketKey& a, const BucketKey& b) {
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +
          std::abs(a.batch_heads_bucket - b.batch_heads_bucket);
 }
+
+int GroupGap(const BucketKey& a, const BucketKey& b) { return std::abs(a.kv_group_bucket - b.kv_group_bucket); }
 
 }  // namespace flashtune

@@ -52,6 +52,10 @@ std::string GetEnv(const char* name) {
 
 }  // namespace
 
+CompileRequest GeneratedSourceRequest(std::string name, std::string source, std::string arch) {
+  return CompileRequest{std::move(name), std::move(source), std::move(arch), {"--minimal"}};
+}
+
 ResourceUsage ParsePtxasReport(const std::string& log) {
   // ptxas prints, per entry function:
   //   ptxas  .  256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -162,6 +162,34 @@ int ft_runtime_open(const char* db_path, ft_runtime** out) {
   return Succeed();
 }
 
+int ft_runtime_open_ex(const ft_runtime_options* options, ft_runtime** out) {
+  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_runtime_open_ex: out is NULL");
+  *out = nullptr;
+  if (options == nullptr) return Fail(Code::kInvalidArgument, "ft_runtime_open_ex: options is NULL");
+  if (options->struct_size != sizeof(ft_runtime_options))
+    return Fail(Code::kInvalidArgument, "options.struct_size (" + std::to_string(options->struct_size) +
+                                            "): set it to sizeof(ft_runtime_options) (" +
+                                            std::to_string(sizeof(ft_runtime_options)) + ")");
+  flashtune::RuntimeOptions o;
+  if (options->db_path != nullptr) o.db_path = options->db_path;
+  switch (options->online_tuning) {
+    case FT_ONLINE_TUNING_FROM_ENV: break;
+    case FT_ONLINE_TUNING_ON: o.online_tuning = true; break;
+    case FT_ONLINE_TUNING_OFF: o.online_tuning = false; break;
+    default:
+      return Fail(Code::kInvalidArgument, "options.online_tuning (" + std::to_string(options->online_tuning) +
+                                              "); allowed: FT_ONLINE_TUNING_FROM_ENV (0), FT_ONLINE_TUNING_ON (1), "
+                                              "FT_ONLINE_TUNING_OFF (2)");
+  }
+  if (options->online_tuning_cli != nullptr) o.online_tuning_cli = options->online_tuning_cli;
+  o.online_tuning_budget = options->online_tuning_budget;
+  o.online_tuning_timeout_s = options->online_tuning_timeout_s;
+  auto runtime = flashtune::Runtime::Open(o);
+  if (!runtime.ok()) return Fail(runtime.status());
+  *out = new ft_runtime{std::move(*runtime)};
+  return Succeed();
+}
+
 void ft_runtime_close(ft_runtime* runtime) { delete runtime; }
 
 int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream) {

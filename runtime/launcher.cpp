@@ -1,6 +1,8 @@
 // forward()'s contexts, loaded kernels and launch cache.
 #include "runtime/launcher.h"
 
+#include <vector>
+
 namespace flashtune {
 
 Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
@@ -21,9 +23,7 @@ Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool dete
   if (!current.ok()) return current.status();
   auto [driver, context] = *current;
   if (context != nullptr) {
-    std::shared_lock lock(launch_mutex_);
-    auto it = launch_cache_.find({context, code});
-    if (it != launch_cache_.end()) return Call{driver, context, it->second};
+    if (const ForwardKernel* kernel = launch_table_.Find(context, code)) return Call{driver, context, kernel};
   }
   std::lock_guard lock(load_mutex_);
   auto prepared = Prepare(*driver, context, problem, deterministic, code);
@@ -128,9 +128,31 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   if (problem.operation == Operation::kBackward) variant.SetParam("det", deterministic ? 1 : 0);
   auto kernel = KernelFor(context, **state, variant);
   if (!kernel.ok()) return kernel.status();
-  std::unique_lock lock(launch_mutex_);
-  launch_cache_[{context, code}] = *kernel;
+  launch_table_.Publish(context, code, *kernel);
   return *kernel;
+}
+
+void Launcher::Refresh(const Problem& problem) {
+  const uint64_t code = BucketCode(BucketOf(problem), problem.layout);
+  std::lock_guard lock(load_mutex_);
+  for (auto& [ordinal, device] : by_ordinal_) planner_->Forget(*device, problem);
+  std::vector<CUcontext> launching;
+  launch_table_.ForEach([&](const void* context, uint64_t c, const ForwardKernel*) {
+    if (c == code) launching.push_back(static_cast<CUcontext>(const_cast<void*>(context)));
+  });
+  for (CUcontext context : launching) {
+    auto cs = contexts_.find(context);
+    if (cs == contexts_.end() || cs->second.device == nullptr) continue;
+    auto plan = planner_->PlanOn(*cs->second.device, problem);
+    Result<const ForwardKernel*> kernel = plan.ok() ? KernelFor(context, cs->second, plan->variant)
+                                                    : Result<const ForwardKernel*>(plan.status());
+    if (!kernel.ok()) {
+      log_->Log(LogLevel::kWarning, "online tuning: cannot load the new plan of " + problem.ToString() + ": " +
+                                        kernel.status().ToString() + "; the old kernel stays");
+      continue;
+    }
+    launch_table_.Publish(context, code, *kernel);  // the swap: callers see the old or the new kernel
+  }
 }
 
 Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const ForwardArgs& args, const Status& why) {

@@ -1,6 +1,6 @@
 // launcher.h — forward()'s half of the runtime: the CUDA contexts it launches in, the kernel
 // loaded for each (context, variant), and a launch cache from (context, bucket) to kernel so
-// that a warm call costs a shared lock and a hash lookup before the launch.
+// that a warm call costs a lock-free hash lookup before the launch (runtime/launch_table.h).
 //
 // The cold path (first call of a bucket in a context) retains the context's primary context,
 // plans through the Planner, and loads the variant's cubin (the database's, else compiled on
@@ -8,21 +8,25 @@
 // kUnsupported, e.g. strides TMA cannot describe) the call goes to the planner's fallback
 // variant, said once per variant.
 //
-// Thread safety: Forward may be called from many threads; the warm path takes only a shared
-// lock, the cold path one mutex.
+// Online tuning: Refresh() (called on the online tuner's thread once a bucket is tuned) replans
+// the bucket in every context that launches it, loads the winner there and swaps the launch
+// entry; kernels are never unloaded before the runtime dies, so a call still launching the old
+// kernel is safe.
+//
+// Thread safety: Forward may be called from many threads; the warm path takes no lock, the cold
+// path and Refresh one mutex.
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
+#include "runtime/launch_table.h"
 #include "runtime/planner.h"
 
 namespace flashtune {
@@ -37,15 +41,14 @@ class Launcher {
   // parameter set from args.deterministic.
   Status Backward(const BackwardArgs& args, CUstream stream);
 
+  // Replans `problem`'s bucket in every context that has launched it and publishes the new plan's
+  // kernel there. Failures are logged; the old kernel then stays.
+  void Refresh(const Problem& problem);
+
  private:
   struct ContextState {
     std::unique_ptr<Context> retained;  // the primary context, retained for the runtime's life
     DeviceState* device = nullptr;
-  };
-  struct PairHash {
-    size_t operator()(const std::pair<CUcontext, uint64_t>& k) const {
-      return std::hash<const void*>()(k.first) ^ (std::hash<uint64_t>()(k.second) * 0x9e3779b97f4a7c15ull);
-    }
   };
 
   // The loaded driver (cached after the first success) and the calling thread's context.
@@ -76,8 +79,7 @@ class Launcher {
   std::map<int, std::unique_ptr<DeviceState>> by_ordinal_;
   std::map<CUcontext, ContextState> contexts_;
   std::map<std::pair<CUcontext, std::string>, std::unique_ptr<ForwardKernel>> kernels_;
-  std::shared_mutex launch_mutex_;
-  std::unordered_map<std::pair<CUcontext, uint64_t>, const ForwardKernel*, PairHash> launch_cache_;
+  LaunchTable<ForwardKernel> launch_table_;  // (context, BucketCode) → kernel; writes under load_mutex_
 };
 
 }  // namespace flashtune

@@ -8,6 +8,7 @@
 #include "flashtune/arch.h"
 #include "flashtune/driver.h"
 #include "flashtune/space.h"
+#include "runtime/online_tuner.h"
 
 namespace flashtune {
 namespace {
@@ -30,7 +31,8 @@ uint64_t BucketCode(const BucketKey& b, Layout layout) {
          (static_cast<uint64_t>(b.head_dim & 0x3ff) << 2) | (static_cast<uint64_t>(b.seqlen_q_bucket & 0xff) << 12) |
          (static_cast<uint64_t>(b.seqlen_k_bucket & 0xff) << 20) |
          (static_cast<uint64_t>(b.batch_heads_bucket & 0xff) << 28) | (static_cast<uint64_t>(layout) << 36) |
-         (static_cast<uint64_t>(b.operation == Operation::kBackward) << 38);
+         (static_cast<uint64_t>(b.operation == Operation::kBackward) << 38) |
+         (static_cast<uint64_t>(b.kv_group_bucket & 0xff) << 41);  // bit 40: the launcher's backward det flag
 }
 
 DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver) {
@@ -38,6 +40,7 @@ DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver
   s.record = DeviceRecord{info.name, info.uuid, info.cc_major, info.cc_minor, info.sm_count, driver.VersionString()};
   s.arch = info.Arch();
   s.max_smem_bytes = info.max_smem_per_block_optin > 0 ? info.max_smem_per_block_optin : kDefaultMaxSmemBytes;
+  s.ordinal = info.ordinal;
   return s;
 }
 
@@ -60,6 +63,7 @@ DeviceState DeviceState::Absent(std::string reason) {
 Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
   const BucketKey bucket = BucketOf(problem);
   const uint64_t code = BucketCode(bucket, problem.layout);
+  uint64_t generation = 0;
   {
     std::shared_lock lock(mutex_);
     auto it = device.plans.find(code);
@@ -68,14 +72,24 @@ Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
       plan.problem = problem;
       return plan;
     }
+    generation = generation_;
   }
   LogBatch logs;
   Result<Plan> computed = Compute(device, problem, bucket, &logs);
   log_->Emit(logs);
   if (!computed.ok()) return computed;
+  if (online_ != nullptr && computed->source != PlanSource::kExact)
+    online_->Request(device.record, device.ordinal, problem);
   std::unique_lock lock(mutex_);
-  device.plans.emplace(code, *computed);
+  // Not cached when a Forget() came in meanwhile: this plan may predate the winner it announced.
+  if (generation_ == generation) device.plans.emplace(code, *computed);
   return computed;
+}
+
+void Planner::Forget(DeviceState& device, const Problem& problem) {
+  std::unique_lock lock(mutex_);
+  device.plans.erase(BucketCode(BucketOf(problem), problem.layout));
+  ++generation_;
 }
 
 Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const BucketKey& bucket, LogBatch* logs) {

@@ -6,6 +6,8 @@
 // GuessFromNeighbours, flashtune/neighbour_guess.h), else the default variant of the most
 // preferred family that serves the class on this GPU (kHeuristic).
 // Plans are cached per (device, bucket). A GPU with no tuned winner at all is reported once.
+// With online tuning on, a plan that is not the bucket's own winner asks the OnlineTuner to tune
+// the bucket; once it has, Forget() drops the cached plan so the next one is the winner.
 // The planner knows families only through the generator's registry: adding a family does not
 // touch it.
 //
@@ -36,6 +38,7 @@ struct DeviceState {
   std::string arch;           // NVRTC target, "" when none
   int64_t max_smem_bytes = kDefaultMaxSmemBytes;
   std::string absent_reason;  // why there is no GPU, when record.name is ""
+  int ordinal = 0;            // the CUDA device index (0 for an override)
 
   // The family target planned for: the device's arch, or sm_90a when no GPU is known (plans for
   // the GPU the product is tuned on).
@@ -57,9 +60,17 @@ struct DeviceState {
 // call of a dense bucket's shape may need another family).
 uint64_t BucketCode(const BucketKey& bucket, Layout layout);
 
+class OnlineTuner;
+
 class Planner {
  public:
   Planner(RuntimeDatabase* db, const LogSink* log) : db_(db), log_(log) {}
+
+  // Untuned buckets are sent to `online` (null: none). Set before the first plan.
+  void SetOnlineTuner(OnlineTuner* online) { online_ = online; }
+
+  // Drops `problem`'s cached plan on `device`, so that the next PlanOn looks it up again.
+  void Forget(DeviceState& device, const Problem& problem);
 
   // The plan of `problem` (already validated) on `device`, cached per bucket.
   Result<Plan> PlanOn(DeviceState& device, const Problem& problem);
@@ -75,7 +86,9 @@ class Planner {
 
   RuntimeDatabase* db_;
   const LogSink* log_;
+  OnlineTuner* online_ = nullptr;
   std::shared_mutex mutex_;
+  uint64_t generation_ = 0;  // Forget() calls so far; guarded by mutex_
 };
 
 }  // namespace flashtune

@@ -91,6 +91,15 @@ Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& 
   return out;
 }
 
+Result<bool> RuntimeDatabase::HasExactWinner(const DeviceRecord& device, const BucketKey& bucket, LogBatch* logs) {
+  std::lock_guard lock(mutex_);
+  Database* db = ReadDb(logs);
+  if (db == nullptr || device.name.empty()) return false;
+  auto exact = db->FindWinner(device, toolchain_, bucket);
+  if (!exact.ok()) return exact.status();
+  return exact->has_value();
+}
+
 Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::string& arch, LogBatch* logs) {
   auto source = GenerateSource(variant);
   if (!source.ok()) return source.status();
@@ -112,7 +121,7 @@ Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::strin
       logs->push_back({LogLevel::kWarning, "cannot store compiled kernels in " + path_ + ": " + db.status().ToString()});
     }
   }
-  if (!write_db_) return compiler_.Compile(CompileRequest{source->uri, source->text, arch, {}});
+  if (!write_db_) return compiler_.Compile(GeneratedSourceRequest(source->uri, source->text, arch));
   auto record = LoadOrCompileCubin(*write_db_, compiler_, variant, arch);
   if (!record.ok()) return record.status();
   return CubinFromRecord(*record, source->uri);

@@ -47,6 +47,10 @@ class RuntimeDatabase {
   Result<Lookup> FindWinner(const DeviceRecord& device, const BucketKey& bucket, const Target& target,
                             bool check_tuned, LogBatch* logs);
 
+  // Whether `bucket` has its own winner for `device`'s model and this toolchain (false without a
+  // database). Online tuning asks it to see a worker's result.
+  Result<bool> HasExactWinner(const DeviceRecord& device, const BucketKey& bucket, LogBatch* logs);
+
   // The cubin of `variant` for `arch`: the database's stored one, else compiled (and stored when
   // the database file exists and is writable).
   Result<Cubin> CubinFor(const Variant& variant, const std::string& arch, LogBatch* logs);

@@ -36,8 +36,10 @@
 // swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
 // most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
-// one block per SM, each looping over tiles; the host sizes the grid); kPingPong (two or more
-// consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below).
+// kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
+// or more consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below);
+// kBlocksPerSm (1, or 2-4 with one consumer warpgroup: the launch bounds, and so the registers
+// setmaxnreg can hand the consumers; generator/hopper_fwd_pack.cpp's HopperBlocksPerSm).
 //
 // No toolkit header: every Hopper instruction goes through inline PTX. The generator prepends a
 // constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared headers
@@ -63,6 +65,7 @@ constexpr bool kPersistent = false;
 constexpr bool kPingPong = true;
 constexpr bool kOverlap = true;
 constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 + 4 * kStages) * 8;
+constexpr int kBlocksPerSm = 1;
 }  // namespace ft_config
 #endif
 
@@ -99,10 +102,19 @@ constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
 constexpr int kBarriers = 2 + 4 * kStages;              // q_full, k/v full and empty per stage, q_empty
 constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
-// Registers: the producer keeps 24, the consumers share the rest of the 64K register file.
-constexpr int kMinBlocks = kConsumerWarpgroups == 1 ? 2 : 1;
+// Registers: each of kMinBlocks resident blocks gets its share of the 64K register file (the
+// launch bound: per thread, rounded down to 8); the producer keeps 24 and the consumers share
+// the rest, at most 240. One consumer warpgroup: 232, 136, 104 at two, three, four blocks per SM.
+// FT_HOPPER_MAX_BLOCKS caps the blocks per SM (an A/B knob: the host sizes persistent grids
+// by kBlocksPerSm, so only non-persistent variants may be capped).
+#ifndef FT_HOPPER_MAX_BLOCKS
+#define FT_HOPPER_MAX_BLOCKS 4
+#endif
+constexpr int kMinBlocks = kBlocksPerSm < FT_HOPPER_MAX_BLOCKS ? kBlocksPerSm : FT_HOPPER_MAX_BLOCKS;
 constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = kConsumerWarpgroups == 1 ? 232 : kConsumerWarpgroups == 2 ? 240 : 160;
+constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
+constexpr int kConsumerRegsUncapped = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
+constexpr int kConsumerRegs = kConsumerRegsUncapped < 240 ? kConsumerRegsUncapped : 240;
 
 static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
               "head dim must be 64, 128, 192 or 256 (whole 64-column swizzle atoms)");
@@ -112,6 +124,8 @@ static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
               "block_n must be a multiple of 16 in [16, 256] (wgmma N and TMA box limits)");
 static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
+static_assert(kBlocksPerSm >= 1 && kBlocksPerSm <= 4 && (kBlocksPerSm == 1 || kConsumerWarpgroups == 1),
+              "blocks per SM must be 1, or 2-4 with one consumer warpgroup");
 static_assert(!kPingPong || kConsumerWarpgroups > 1, "ping-pong needs two or more consumer warpgroups");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");

@@ -136,7 +136,7 @@ class GpuMeasurer final : public Measurer {
       return c;
     }
     c.source_hash = source->sha256;
-    c.request = CompileRequest{source->uri, source->text, device_.Arch(), {}};
+    c.request = GeneratedSourceRequest(source->uri, source->text, device_.Arch());
     return c;
   }
 

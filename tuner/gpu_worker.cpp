@@ -25,6 +25,16 @@ namespace flashtune::detail {
 
 double OutputTolerance(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 2e-3; }
 
+size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
+size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
+size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
+
+std::string Format3g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 Result<ForwardKernel> LoadFromImage(const Context& context, const std::string& image, const Variant& variant) {
   Cubin cubin;
   cubin.name = variant.Uri();
@@ -53,16 +63,6 @@ ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
     a.lse = reinterpret_cast<float*>(t->lse->get());
   }
   return a;
-}
-
-size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
-size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
-size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
-
-std::string Format(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
 }
 
 // A small ragged shape of a problem class, its host inputs and float64 reference answer.
@@ -273,9 +273,9 @@ class GpuWorker {
       const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
       if (!(err <= OutputTolerance(c.problem.dtype)) || !lse_cmp.Within(kLseTolerance)) {
         return Status(Code::kWrongResult, who + " disagrees with the float64 reference on " + c.problem.ToString() +
-                                              ": |o-ref|/|ref| = " + Format(err) + " (tolerance " +
-                                              Format(OutputTolerance(c.problem.dtype)) + "), lse max error " +
-                                              Format(lse_cmp.max_error) + ", lse -inf mismatches " +
+                                              ": |o-ref|/|ref| = " + Format3g(err) + " (tolerance " +
+                                              Format3g(OutputTolerance(c.problem.dtype)) + "), lse max error " +
+                                              Format3g(lse_cmp.max_error) + ", lse -inf mismatches " +
                                               std::to_string(lse_cmp.infinity_mismatches));
       }
     }
@@ -304,7 +304,7 @@ class GpuWorker {
     const double err = RelativeError16(candidate_output_, trusted_output_, request.problem.dtype);
     if (!(err <= OutputTolerance(request.problem.dtype)))
       return Status(Code::kWrongResult, "output on the timed shape differs from the trusted variant " +
-                                            request.trusted.Uri() + ": relative error " + Format(err));
+                                            request.trusted.Uri() + ": relative error " + Format3g(err));
     return Status::Ok();
   }
 

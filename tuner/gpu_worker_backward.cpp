@@ -11,16 +11,6 @@
 namespace flashtune::detail {
 namespace {
 
-size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
-size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
-size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
-
-std::string Format(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 Result<DeviceBuffer> Alloc(const Context& context, size_t bytes) { return DeviceBuffer::Allocate(context, bytes); }
 
 Status Fill(std::optional<DeviceBuffer>& slot, const Context& context, const void* host, size_t bytes) {
@@ -135,8 +125,8 @@ Status BackwardWorker::CheckAgainstReference(const ForwardKernel& kernel, std::v
     for (const auto& [name, err] : errors)
       if (!(err <= tol))
         return Status(Code::kWrongResult, who + " disagrees with the float64 reference on " + c.problem.ToString() +
-                                              ": |" + name + "-ref|/|ref| = " + Format(err) + " (tolerance " +
-                                              Format(tol) + ")");
+                                              ": |" + name + "-ref|/|ref| = " + Format3g(err) + " (tolerance " +
+                                              Format3g(tol) + ")");
   }
   return Status::Ok();
 }
@@ -192,7 +182,7 @@ Status BackwardWorker::Verify(const ForwardKernel& candidate, const MeasureReque
   for (const auto& [name, err] : errors)
     if (!(err <= OutputTolerance(dt)))
       return Status(Code::kWrongResult, std::string(name) + " on the timed shape differs from the trusted variant " +
-                                            request.trusted.Uri() + ": relative error " + Format(err));
+                                            request.trusted.Uri() + ": relative error " + Format3g(err));
   return Status::Ok();
 }
 

@@ -25,10 +25,17 @@
 
 namespace flashtune::detail {
 
-// ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf (defined in gpu_worker.cpp).
+// Shared with gpu_worker.cpp, which defines them:
+// ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf.
 double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype);
-// The relative L2 tolerance of a dtype's outputs (defined in gpu_worker.cpp).
+// The relative L2 tolerance of a dtype's outputs.
 double OutputTolerance(DType dtype);
+// Elements of q (and o, d_o), of k (and v), and of lse for `p`, densely packed.
+size_t QElems(const Problem& p);
+size_t KElems(const Problem& p);
+size_t LseElems(const Problem& p);
+// "%.3g" for messages.
+std::string Format3g(double v);
 // A kernel of `variant` from the cubin bytes a request carries.
 Result<ForwardKernel> LoadFromImage(const Context& context, const std::string& image, const Variant& variant);
 

@@ -60,9 +60,10 @@ class HopperFwd final : public Family {
     auto arch = ParseGpuArch(target.arch);
     return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
   }
-  // One consumer warpgroup (two blocks per SM) won at d64 for N <= 1k and causal (bench/data/
-  // h200-2026-12-01-hopper2); it was not measured at larger head dims, where its 64-row tile
-  // re-reads K/V twice as often as the 128-row one.
+  // One consumer warpgroup (two blocks per SM; three with 64-80-key tiles, HopperBlocksPerSm)
+  // won at d64 for N <= 1k and causal (bench/data/h200-2026-12-01-hopper2, -hopper3); it was
+  // not measured at larger head dims, where its 64-row tile re-reads K/V twice as often as the
+  // 128-row one.
   bool InDefaultSpace(const Variant& v) const override { return v.Param("wg") > 1 || v.head_dim <= 64; }
   int64_t SharedMemoryBytes(const Variant& v) const override { return detail::HopperSmemBytes(ConfigOf(v)); }
   int Threads(const Variant& v) const override { return detail::HopperThreads(ConfigOf(v)); }

@@ -36,6 +36,13 @@ struct CompileRequest {
   std::vector<std::string> options;  // extra NVRTC options, e.g. "-DFOO=1", "--use_fast_math"
 };
 
+// The request for one of the library's generated kernels (GenerateSource's text): NVRTC with
+// --minimal, which leaves out the texture and surface functions and device-runtime declarations
+// that no template uses. Same cubin bytes, about 15% less NVRTC time per variant (a d128 hopper_fwd
+// variant: 2.7 -> 2.3 CPU s on the loaded 2-core machine). Every compile of a generated source
+// goes through here, so cache keys and recompiled cubins agree.
+CompileRequest GeneratedSourceRequest(std::string name, std::string source, std::string arch);
+
 struct Cubin {
   std::string name;     // the request's program name
   std::string arch;     // as requested

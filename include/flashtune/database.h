@@ -264,7 +264,8 @@ class Database {
   Result<std::optional<WinnerRow>> FindWinner(const DeviceRecord& device, const ToolchainInfo& toolchain,
                                               const BucketKey& bucket);
   // Like FindWinner but, when the exact bucket has none, the winner of the nearest bucket of the
-  // same dtype, D and causal (ties: the smaller median); nullopt when the class has none.
+  // same dtype, D and causal (ties: the nearer GQA group, then the smaller median); nullopt
+  // when the class has none.
   Result<std::optional<WinnerRow>> FindNearestWinner(const DeviceRecord& device,
                                                      const ToolchainInfo& toolchain,
                                                      const BucketKey& bucket);

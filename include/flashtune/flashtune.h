@@ -153,7 +153,30 @@ typedef struct ft_plan_info {
  * NULL). Warnings (e.g. an untuned GPU) go to stderr. */
 int ft_runtime_open(const char* db_path, ft_runtime** out);
 
-/* Releases the runtime and the kernels it loaded. NULL is ignored. */
+/* ft_runtime_options.online_tuning: 0 (what zero-filling gives) follows the environment,
+ * FLASHTUNE_ONLINE_TUNE=1; the others say so explicitly. */
+enum { FT_ONLINE_TUNING_FROM_ENV = 0, FT_ONLINE_TUNING_ON = 1, FT_ONLINE_TUNING_OFF = 2 };
+
+/* What ft_runtime_open_ex takes. struct_size first: set it to sizeof(ft_runtime_options).
+ * Later versions only append fields; a struct_size the library does not know is
+ * FT_INVALID_ARGUMENT. */
+typedef struct ft_runtime_options {
+  uint32_t struct_size;          /* sizeof(ft_runtime_options) */
+  const char* db_path;           /* NULL or "": $FLASHTUNE_DB, else ./flashtune.db */
+  /* Online tuning (flashtune/runtime.h): an untuned bucket runs its best guess while a
+   * background `flashtune tune` process tunes it; later calls launch the winner. */
+  int online_tuning;             /* FT_ONLINE_TUNING_* */
+  const char* online_tuning_cli; /* NULL or "": $FLASHTUNE_CLI, else next to the library, else $PATH */
+  int online_tuning_budget;      /* measurements per bucket; 0: 16 */
+  int online_tuning_timeout_s;   /* a worker is killed after this; 0: 300 */
+} ft_runtime_options;
+
+/* ft_runtime_open with options. options NULL is FT_INVALID_ARGUMENT, as are negative budgets
+ * and time limits and an online_tuning outside FT_ONLINE_TUNING_*. */
+int ft_runtime_open_ex(const ft_runtime_options* options, ft_runtime** out);
+
+/* Releases the runtime and the kernels it loaded (and stops its online tuning, killing a
+ * running worker). NULL is ignored. */
 void ft_runtime_close(ft_runtime* runtime);
 
 /* Launches attention on `stream` (a CUstream / cudaStream_t of the calling thread's current

@@ -7,8 +7,12 @@
 //
 // Bucketing rule (shared by the tuner when it stores winners and the runtime when it looks them
 // up): dtype, head dim and causal are exact; Nq, Nk and B·Hq are each bucketed to the next power
-// of two, stored as the exponent: bucket(n) = ceil(log2(n)), so 512 → 9, 513..1024 → 10.
-// Two buckets of the same (dtype, D, causal) are `BucketDistance` apart (sum of exponent gaps).
+// of two, stored as the exponent: bucket(n) = ceil(log2(n)), so 512 → 9, 513..1024 → 10; so is
+// the GQA group Hq/Hkv (1 → 0, 8 → 3), because K/V shared by 8 query heads can move the best
+// tile (H200: 3-5% at d128 causal, docs/performance.md). Two buckets of the same (dtype, D,
+// causal) are `BucketDistance` apart (sum of the sequence and B·Hq exponent gaps); the group gap
+// only breaks ties (`GroupGap`), so a GQA call whose own group is untuned gets the MHA winner of
+// its shape, as before groups were buckets.
 //
 // Problem-set file format (one problem per line, '#' starts a comment, blank lines ignored):
 //   dtype=bf16 head_dim=128 causal=1 batch=4 seqlen_q=4096 seqlen_k=4096 heads_q=16 heads_kv=16
@@ -64,6 +68,12 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 // 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold).
 std::vector<Problem> DefaultDecodeProblems();
 
+// The default set's GQA buckets (`flashtune tune` adds them, like the decode ones, when no shape
+// option is given): GQA-8 (Hq 16, Hkv 2) for d128 causal, both dtypes, at the default set's
+// lengths (B = 16384 / N) — where GQA-8 changed the winner on the H200 by more than the 3%
+// target (N 1k: 3.3%, 4k: 5.5%; d128 non-causal and d64 within 1.2%).
+std::vector<Problem> DefaultGqaProblems();
+
 // Hq for head dim `head_dim` under options.hidden / heads_kv / exact_hidden (the rule above);
 // kInvalidArgument naming what to pass when there is none.
 Result<int64_t> HeadsFor(const ProblemSetOptions& options, int head_dim);
@@ -94,12 +104,14 @@ struct BucketKey {
   int seqlen_q_bucket = 0;     // Log2Ceil(Nq)
   int seqlen_k_bucket = 0;     // Log2Ceil(Nk)
   int batch_heads_bucket = 0;  // Log2Ceil(B·Hq)
+  int kv_group_bucket = 0;     // Log2Ceil(Hq / Hkv): 0 for MHA
   Operation operation = Operation::kForward;
   bool operator==(const BucketKey&) const = default;
 };
 
 BucketKey BucketOf(const Problem& problem);
-// "bf16/d128/causal/q12/k12/bh8" — the database stores and matches this string. Backward
+// "bf16/d128/causal/q12/k12/bh8" — the database stores and matches this string. A GQA group
+// appends "/g3" (MHA buckets keep the string they had before groups were buckets); backward
 // buckets carry a "bwd/" prefix ("bwd/bf16/d128/..."), so forward keys stored before the
 // backward pass existed keep their meaning: no schema change.
 std::string BucketString(const BucketKey& key);
@@ -111,6 +123,8 @@ inline constexpr int kDecodeQueryBucket = 4;
 // buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
 // the problem, and decode and prefill winners are different kernels).
 int BucketDistance(const BucketKey& a, const BucketKey& b);
+// |a.kv_group_bucket - b.kv_group_bucket|: the tie-break between buckets of equal distance.
+int GroupGap(const BucketKey& a, const BucketKey& b);
 
 }  // namespace flashtune
 FLASHTUNE_API_END

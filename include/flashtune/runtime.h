@@ -26,6 +26,15 @@
 // Database: opened read-only, so a tuner may write to the same file concurrently. A missing
 // file is not an error: the runtime plans heuristically until the file appears.
 //
+// Online tuning (opt-in: RuntimeOptions::online_tuning or FLASHTUNE_ONLINE_TUNE=1): a bucket
+// without its own tuned winner is served at once by the plan above, while a background
+// `flashtune tune` process tunes that one bucket with a small budget and records it in the
+// database; then the runtime swaps the bucket's kernel for the winner, atomically, under running
+// forward() calls. forward() never waits, allocates or synchronises for it; a failed, crashed or
+// hung worker is logged once and the bucket keeps its guess; processes sharing a database tune a
+// bucket once (claim files in <db>.online/). Needs a database this process can write
+// (runtime/online_tuner.h has the details).
+//
 // Thread safety: a Runtime is thread-safe; many threads may share one and call plan() and
 // forward() concurrently. The warm forward() path takes only a shared lock.
 #pragma once
@@ -75,7 +84,21 @@ struct RuntimeOptions {
   int64_t max_smem_bytes = 0;
   // The compiler's on-disk cubin cache for first-use compiles ("" default, "-" disabled).
   std::string cache_dir;
+  // Online tuning of untuned buckets in a background process (see above). nullopt: on when
+  // $FLASHTUNE_ONLINE_TUNE is 1 (or true/on/yes), else off.
+  std::optional<bool> online_tuning;
+  // The flashtune CLI the worker runs; "": $FLASHTUNE_CLI, else bin/flashtune beside the
+  // library's folder (an install, the Python package), else flashtune there (a build tree),
+  // else flashtune on $PATH.
+  std::string online_tuning_cli;
+  // Measurements per bucket (the tune's --budget-per-problem); 0 means 16.
+  int online_tuning_budget = 0;
+  // Seconds a worker may run before it is killed; 0 means 300.
+  int online_tuning_timeout_s = 0;
 };
+
+// Whether online tuning is on for `options` (its field, else $FLASHTUNE_ONLINE_TUNE).
+bool OnlineTuningEnabled(const RuntimeOptions& options);
 
 // What the runtime launches for a problem, and why.
 struct Plan {

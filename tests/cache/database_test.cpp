@@ -251,6 +251,38 @@ TEST(Database, NearestBucketSameClass) {
   EXPECT_FALSE(causal->has_value());
 }
 
+// A GQA-8 call: its own group's winner when tuned; otherwise, at equal distance, the nearer
+// group (the MHA winner of the same shape rather than a GQA-4 one is not nearer: gap 3 vs 1).
+TEST(Database, NearestBucketPrefersTheNearerGqaGroup) {
+  auto db = Database::Open(TempDir("db_nearest_gqa") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  auto with_kv = [](int64_t heads_kv) {
+    Problem p = P(4096);
+    p.heads_kv = heads_kv;
+    return p;
+  };
+  // MHA (g0) is faster than GQA-4 (g2): the tie-break must not be the median alone.
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(with_kv(16), V(128, 32), 5)).ok());
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, with_kv(16), V(128, 32), "src-" + V(128, 32).Uri(), 5, 1).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(with_kv(4), V(128, 128), 9)).ok());
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, with_kv(4), V(128, 128), "src-" + V(128, 128).Uri(), 9, 1).ok());
+  const BucketKey gqa8 = BucketOf(with_kv(2));
+  auto exact = (*db)->FindWinner(kH200, kTc, gqa8);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_FALSE(exact->has_value());  // GQA-8 is a bucket of its own
+  auto near = (*db)->FindNearestWinner(kH200, kTc, gqa8);
+  ASSERT_TRUE(near.ok());
+  ASSERT_TRUE(near->has_value());
+  EXPECT_EQ((*near)->distance, 0);
+  EXPECT_EQ((*near)->bucket.kv_group_bucket, 2);  // GQA-4: gap 1, before MHA's gap 3
+  EXPECT_EQ((*near)->variant.Param("bc"), 128);
+  auto mha = (*db)->FindWinner(kH200, kTc, BucketOf(with_kv(16)));
+  ASSERT_TRUE(mha.ok());
+  ASSERT_TRUE(mha->has_value());
+  EXPECT_EQ((*mha)->variant.Param("bc"), 32);
+}
+
 TEST(Database, CubinRoundTrip) {
   auto db = Database::Open(TempDir("db_cubin") + "/t.db");
   ASSERT_TRUE(db.ok());

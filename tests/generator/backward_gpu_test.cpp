@@ -168,7 +168,7 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
   }
   auto cubins = compiler.CompileMany(requests);
   std::optional<ProblemClass> cls;

@@ -56,7 +56,7 @@ inline void CompileAll(const std::vector<Job>& jobs) {
   for (const Job& job : jobs) {
     auto source = GenerateSource(job.variant);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back({source->uri, source->text, job.arch, {}});
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, job.arch));
   }
   Compiler compiler(Compiler::Options{"-", 0});
   std::vector<Result<Cubin>> results = compiler.CompileMany(requests);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "generator/families/fa2_fwd.h"
 #include "flashtune/compiler.h"
@@ -26,6 +28,30 @@ TEST(GeneratedSource, DefaultVariantsCompileForEveryHeadDim) {
   std::vector<testing_sweep::Job> jobs;
   for (int d : kSupportedHeadDims) jobs.push_back({DefaultVariant(ProblemClass{DType::kBF16, d, true}), "sm_90a"});
   testing_sweep::CompileAll(jobs);
+}
+
+// Generated sources compile with --minimal (less NVRTC work): the cubin must be byte for byte
+// the one a plain compile gives, for each family's default variant, so the change costs no speed.
+TEST(GeneratedSource, MinimalModeKeepsTheCubinBytes) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  SpaceOptions options;
+  options.arch = "sm_90a";
+  auto space = EnumerateSpace({DType::kBF16, 64, true}, options);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  std::vector<std::string> families_seen;
+  for (const Variant& v : *space) {
+    if (std::find(families_seen.begin(), families_seen.end(), v.family) != families_seen.end()) continue;
+    families_seen.push_back(v.family);
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    const CompileRequest minimal = GeneratedSourceRequest(source->uri, source->text, "sm_90a");
+    EXPECT_NE(std::find(minimal.options.begin(), minimal.options.end(), "--minimal"), minimal.options.end());
+    auto a = compiler.Compile(minimal);
+    auto b = compiler.Compile(CompileRequest{source->uri, source->text, "sm_90a", {}});
+    ASSERT_TRUE(a.ok() && b.ok()) << source->uri;
+    EXPECT_TRUE(a->image == b->image) << source->uri << ": --minimal changed the cubin";
+  }
+  EXPECT_GE(families_seen.size(), 2u);  // fa2_fwd and hopper_fwd
 }
 
 // Pushes an invalid combination past the generator (a hand-made prologue) and expects the

@@ -198,7 +198,7 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
   }
   auto cubins = compiler.CompileMany(requests);
   const std::vector<int32_t> ragged = {0, 1, 17, 1000, 4097};

@@ -120,7 +120,7 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   for (const Variant& v : variants) {
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(CompileRequest{source->uri, source->text, (*gpu)->info.Arch(), {}});
+    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
   }
   auto cubins = compiler.CompileMany(requests);
   std::vector<std::unique_ptr<Case>> cases;

@@ -133,6 +133,10 @@ TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   HopperConfig one = {DType::kBF16, 64, false, 64, 128, 1, 2, true};  // 74 KB: two blocks per SM
   ASSERT_TRUE(PackHopper(one, Args(one, 4, 1000, 300, 8, 2), 132, &l).ok());
   EXPECT_EQ(l.grid[0], 264u);
+  one.block_n = 64;  // 42 KB and 80 accumulator registers: three blocks per SM
+  ASSERT_TRUE(PackHopper(one, Args(one, 4, 1000, 300, 8, 2), 132, &l).ok());
+  EXPECT_EQ(l.grid[0], 396u);
+  one.block_n = 128;
   one.head_dim = 128;
   one.stages = 4;
   one.block_n = 96;  // 209 KB: one block per SM
@@ -142,6 +146,44 @@ TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   EXPECT_TRUE(CheckHopperConfig(c).ok());
   ASSERT_TRUE(PackHopper(c, Args(c, 4, 1000, 1000, 8, 2), 132, &l).ok());
   EXPECT_EQ(l.grid[0], 132u);
+}
+
+// One consumer warpgroup runs as many blocks per SM as its accumulators' registers and its
+// shared memory allow (short d64 tiles are latency-bound: three blocks per SM won 20% at causal
+// N 512, bench/data/h200-2026-12-01-hopper3); two or three consumer warpgroups run one.
+TEST(HopperPack, BlocksPerSmFollowRegistersAndSharedMemory) {
+  HopperConfig c = {DType::kBF16, 64, true, 64, 64, 1, 2};
+  EXPECT_EQ(HopperBlocksPerSm(c), 3);  // S 32 + P 16 + O 32 = 80 <= 136 - 32
+  EXPECT_EQ(HopperConsumerRegs(c), 136);
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr int kBlocksPerSm = 3;"), std::string::npos);
+  c.block_n = 48;  // 68 <= 104 - 32
+  EXPECT_EQ(HopperBlocksPerSm(c), 4);
+  EXPECT_EQ(HopperConsumerRegs(c), 104);
+  c.block_n = 112;  // 116 > 104: two blocks, 232 registers
+  EXPECT_EQ(HopperBlocksPerSm(c), 2);
+  EXPECT_EQ(HopperConsumerRegs(c), 232);
+  c = {DType::kBF16, 64, true, 64, 80, 1, 4};  // 91 KB of shared memory: three do not fit 228 KB
+  EXPECT_EQ(HopperBlocksPerSm(c), 2);
+  c = {DType::kBF16, 128, false, 64, 96, 1, 2};  // d128: 48 + 64 + 24 > 104
+  EXPECT_EQ(HopperBlocksPerSm(c), 2);
+  EXPECT_EQ(HopperBlocksPerSm(Default()), 1);
+  EXPECT_EQ(HopperConsumerRegs(Default()), 240);
+  EXPECT_EQ(HopperConsumerRegs({DType::kBF16, 64, false, 192, 128, 3, 2}), 160);
+}
+
+TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
+  HopperConfig c = {DType::kBF16, 64, true, 64, 64, 1, 2};
+  ASSERT_EQ(HopperBlocksPerSm(c), 3);
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto cubin = compiler.Compile(
+      GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+  ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+  // The launch bound: 65536 / (3 x 256 threads), rounded down to 8; the consumers' 136 after
+  // setmaxnreg hold S, P and O without spilling.
+  EXPECT_EQ(cubin->resources.registers, 80);
+  EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
+  EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
+  EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
 }
 
 TEST(HopperPack, ExtentOneDimensionsGetALegalStride) {
@@ -180,12 +222,15 @@ TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   EXPECT_NE(prologue.find("#define FT_KERNEL_NAME " + uri), std::string::npos);
   const std::string text = prologue + *ExpandedTemplate("hopper_fwd.cuh");
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile({uri, text, "sm_90a", {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(uri, text, "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   // setmaxnreg needs the launch-time cap: 65536 / 512 threads.
   EXPECT_EQ(cubin->resources.registers, 128);
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;  // setmaxnreg ignored
+  // wgmma serialised: a non-wgmma instruction may define an accumulator while a wgmma using it
+  // is in flight (the overlapped loop must leave S retired at its head).
+  EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
 }
 
 TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
@@ -211,7 +256,7 @@ TEST(HopperPack, TemplateCompilesTheSwitchesOff) {
   EXPECT_NE(prologue.find("constexpr bool kPingPong = false;"), std::string::npos);
   EXPECT_NE(prologue.find("constexpr bool kOverlap = false;"), std::string::npos);
   Compiler compiler(Compiler::Options{"-", 1});
-  auto cubin = compiler.Compile({HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a", {}});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(HopperUri(c), prologue + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;

@@ -161,6 +161,41 @@ TEST(Bucket, PowerOfTwoRule) {
   EXPECT_EQ(BucketOf(b), k);
 }
 
+TEST(Bucket, GqaGroupIsPartOfTheBucket) {
+  Problem mha{DType::kBF16, 128, true, 4, 4096, 4096, 16, 16};
+  Problem gqa = mha;
+  gqa.heads_kv = 2;
+  EXPECT_EQ(BucketOf(mha).kv_group_bucket, 0);
+  EXPECT_EQ(BucketOf(gqa).kv_group_bucket, 3);
+  EXPECT_NE(BucketOf(mha), BucketOf(gqa));
+  EXPECT_EQ(BucketString(BucketOf(mha)), "bf16/d128/causal/q12/k12/bh6");  // MHA strings as before
+  EXPECT_EQ(BucketString(BucketOf(gqa)), "bf16/d128/causal/q12/k12/bh6/g3");
+  auto parsed = ParseBucketKey("bf16/d128/causal/q12/k12/bh6/g3");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, BucketOf(gqa));
+  EXPECT_FALSE(ParseBucketKey("bf16/d128/causal/q12/k12/bh6/g0").ok());  // MHA is written without /g
+  EXPECT_FALSE(ParseBucketKey("bf16/d128/causal/q12/k12/bh6/x3").ok());
+  // The group is a tie-break, not a distance: the MHA bucket of the same shape stays at 0.
+  EXPECT_EQ(BucketDistance(BucketOf(gqa), BucketOf(mha)), 0);
+  EXPECT_EQ(GroupGap(BucketOf(gqa), BucketOf(mha)), 3);
+  Problem mqa = mha;
+  mqa.heads_kv = 1;
+  EXPECT_EQ(BucketOf(mqa).kv_group_bucket, 4);
+}
+
+TEST(ProblemSet, DefaultGqaProblemsAreD128CausalGqa8) {
+  const std::vector<Problem> gqa = DefaultGqaProblems();
+  ASSERT_EQ(gqa.size(), 12u);  // two dtypes x six lengths
+  for (const Problem& p : gqa) {
+    EXPECT_TRUE(ValidateProblem(p).ok()) << p.ToString();
+    EXPECT_EQ(p.head_dim, 128);
+    EXPECT_TRUE(p.causal);
+    EXPECT_EQ(p.heads_q / p.heads_kv, 8);
+    EXPECT_EQ(p.batch * p.seqlen_q, 16384);
+    EXPECT_EQ(BucketOf(p).kv_group_bucket, 3);
+  }
+}
+
 TEST(Bucket, DistanceOnlyWithinClass) {
   Problem a{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
   Problem b = a;

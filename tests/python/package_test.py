@@ -109,7 +109,7 @@ class CAbi(unittest.TestCase):
                                 "heads_kv=2)); print(p.source_name, p.bucket)",
                           cwd=self.tmp.name, env={**os.environ, "FLASHTUNE_DB": ""})
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(proc.stdout.split(), ["heuristic", "f16/d64/full/q9/k9/bh5"])
+        self.assertEqual(proc.stdout.split(), ["heuristic", "f16/d64/full/q9/k9/bh5/g2"])
 
     def test_bad_problem_names_the_field(self):
         with self.assertRaises(flashtune.InvalidArgument) as cm:

@@ -51,6 +51,37 @@ TEST(CAbi, NullPointersAreInvalidArguments) {
   ft_runtime_close(nullptr);  // ignored
 }
 
+TEST(CAbi, RuntimeOptionsAreChecked) {
+  Handle h;
+  ft_runtime_options o{};
+  o.struct_size = sizeof o;
+  const std::string db = TempDir("c_abi_options") + "/absent.db";
+  o.db_path = db.c_str();
+  EXPECT_EQ(ft_runtime_open_ex(nullptr, &h.rt), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("options is NULL"), std::string::npos) << ft_last_error();
+  EXPECT_EQ(ft_runtime_open_ex(&o, nullptr), FT_INVALID_ARGUMENT);
+  o.struct_size = 4;
+  EXPECT_EQ(ft_runtime_open_ex(&o, &h.rt), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("options.struct_size (4)"), std::string::npos) << ft_last_error();
+  o.struct_size = sizeof o;
+  o.online_tuning = 7;
+  EXPECT_EQ(ft_runtime_open_ex(&o, &h.rt), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("options.online_tuning (7); allowed: FT_ONLINE_TUNING_FROM_ENV (0)"),
+            std::string::npos)
+      << ft_last_error();
+  EXPECT_EQ(h.rt, nullptr);
+  o.online_tuning = FT_ONLINE_TUNING_ON;
+  o.online_tuning_budget = -2;
+  EXPECT_EQ(ft_runtime_open_ex(&o, &h.rt), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("online_tuning_budget (-2)"), std::string::npos) << ft_last_error();
+  o.online_tuning_budget = 8;
+  o.online_tuning_cli = "/bin/true";
+  ASSERT_EQ(ft_runtime_open_ex(&o, &h.rt), FT_OK) << ft_last_error();
+  ft_problem p = SmallProblem();
+  ft_plan_info info;
+  EXPECT_EQ(ft_plan(h.rt, &p, &info), FT_OK) << ft_last_error();
+}
+
 TEST(CAbi, BadDtypeAndArgumentsNameTheField) {
   Handle h;
   ASSERT_EQ(ft_runtime_open((TempDir("c_abi_bad") + "/absent.db").c_str(), &h.rt), FT_OK);

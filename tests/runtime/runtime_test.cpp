@@ -90,6 +90,25 @@ TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
   EXPECT_EQ(logged.warnings(), 0);
 }
 
+// GQA groups are buckets of their own: a GQA-8 call of a tuned MHA shape is not exact, it gets
+// that MHA winner as the nearest bucket (distance 0), and its plan is cached apart.
+TEST_F(RuntimeLookup, GqaCallOfATunedMhaShapeUsesTheMhaWinner) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  const Problem mha = TunedProblems().front();
+  Problem gqa = mha;
+  gqa.heads_kv = mha.heads_q / 8;
+  auto exact = rt->plan(mha);
+  auto near = rt->plan(gqa);
+  ASSERT_TRUE(exact.ok() && near.ok());
+  EXPECT_EQ(exact->source, PlanSource::kExact);
+  EXPECT_EQ(near->source, PlanSource::kNearest) << near->why;
+  EXPECT_EQ(near->distance, 0);
+  EXPECT_EQ(near->variant, exact->variant);
+  EXPECT_EQ(near->bucket_name, exact->bucket_name + "/g3");
+  EXPECT_EQ(rt->plan(mha)->source, PlanSource::kExact);  // the MHA plan was not overwritten
+}
+
 // The database holds bf16 d128 full only: f16 d128 takes its winner's tile (the other dtype),
 // d96 too (the next larger head dim), each said in why.
 TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {

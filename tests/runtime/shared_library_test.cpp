@@ -24,7 +24,7 @@ TEST(SharedLibrary, ExportsTheApiAndHidesTheInternals) {
   const std::string symbols = ExportedSymbols();
   ASSERT_FALSE(symbols.empty()) << "nm -D failed on " FLASHTUNE_SHARED_LIBRARY;
   // The C ABI and the C++ API applications call.
-  for (const char* api : {" ft_runtime_open", " ft_forward", " ft_plan", " ft_last_error",
+  for (const char* api : {" ft_runtime_open", " ft_runtime_open_ex", " ft_forward", " ft_plan", " ft_last_error",
                           " flashtune::Runtime::Open(", " flashtune::Runtime::forward(", " flashtune::CodeName(",
                           " flashtune::Database::Open(", " flashtune::Tune(", " flashtune::BucketOf(",
                           " flashtune::CurrentToolchain("})

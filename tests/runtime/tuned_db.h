@@ -35,28 +35,36 @@ inline std::vector<RecordedRow> TunedRows() {
   return rows;
 }
 
-// Tunes TunedProblems() from synthetic replay rows into a fresh database at `dir`/t.db, with
-// this build's toolchain so the runtime's lookups match. Returns the path.
-inline std::string MakeTunedDatabase(const std::string& dir) {
-  const std::vector<RecordedRow> rows = TunedRows();
-  const auto problems = TunedProblems();
+// Tunes `problems` from synthetic replay rows (seeds from `seed`) into a fresh database at
+// `path`, as TunedDevice() with this build's toolchain so the runtime's lookups match.
+inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem>& problems, uint32_t seed = 7) {
+  std::vector<RecordedRow> rows;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + seed));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
   ReplayMeasurer::Options o;
   o.device = TunedDevice();
   o.toolchain = CurrentToolchain();
   auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
-  EXPECT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
   auto measurer = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
   std::vector<std::unique_ptr<Measurer>> measurers;
   measurers.push_back(std::move(*measurer));
   TuneOptions t;
-  t.db_path = dir + "/t.db";
+  t.db_path = path;
   t.problems = problems;
   ReplayMeasurer* s = space->get();
   t.enumerate = [s](const Problem& p) -> Result<std::vector<Variant>> { return s->Variants(p); };
   auto summary = Tune(t, std::move(measurers));
-  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->winners, static_cast<int64_t>(problems.size()));
-  return t.db_path;
+}
+
+// TunedProblems() tuned from TunedRows() into a fresh database at `dir`/t.db. Returns the path.
+inline std::string MakeTunedDatabase(const std::string& dir) {
+  TuneSyntheticInto(dir + "/t.db", TunedProblems());
+  return dir + "/t.db";
 }
 
 }  // namespace flashtune::testing

@@ -24,6 +24,19 @@ std::string FaultingKernel(const std::string& name) {
          "}\n";
 }
 
+// The source of `twin` (the same variant but for its causal flag) under `named`'s kernel names:
+// it computes the other mask fast, so only the output checks can catch it.
+std::string TwinSource(const Variant& named, bool twin_causal) {
+  Variant twin = named;
+  twin.causal = twin_causal;
+  auto source = GenerateSource(twin);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  if (!source.ok()) return "";
+  std::string text = source->text;
+  for (size_t at; (at = text.find(twin.Uri())) != std::string::npos;) text.replace(at, twin.Uri().size(), named.Uri());
+  return text;
+}
+
 // Each candidate's search-trial status in the database at `db_path`, by variant URI; empty
 // (with a test failure) when the database or the problem cannot be read.
 std::map<std::string, std::string> SearchStatuses(const std::string& db_path, const Problem& problem) {
@@ -107,16 +120,9 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   ASSERT_TRUE(fa2.ok());
   std::vector<Variant> candidates = {fa2->front(), (*hopper)[0], (*hopper)[1], (*hopper)[2]};
   const Variant wrong = (*hopper)[1], faulting = (*hopper)[2];
-  Variant causal_twin = wrong;
-  causal_twin.causal = true;
-  auto twin = GenerateSource(causal_twin);
-  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
-  std::string wrong_text = twin->text;
-  for (size_t at; (at = wrong_text.find(causal_twin.Uri())) != std::string::npos;)
-    wrong_text.replace(at, causal_twin.Uri().size(), wrong.Uri());
 
   GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[wrong.Uri()] = wrong_text;
+  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/true);
   gpu_options.source_overrides[faulting.Uri()] = FaultingKernel(faulting.Uri());
   auto measurers = MakeGpuMeasurers({0}, gpu_options);
   if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
@@ -148,16 +154,9 @@ TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
   for (const Variant& v : *space)
     if (!(v == trusted) && candidates.size() < 3) candidates.push_back(v);
   const Variant wrong = candidates[2];
-  Variant full_twin = wrong;
-  full_twin.causal = false;
-  auto twin = GenerateSource(full_twin);
-  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
-  std::string wrong_text = twin->text;
-  for (size_t at; (at = wrong_text.find(full_twin.Uri())) != std::string::npos;)
-    wrong_text.replace(at, full_twin.Uri().size(), wrong.Uri());
 
   GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[wrong.Uri()] = wrong_text;
+  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/false);
   auto measurers = MakeGpuMeasurers({0}, gpu_options);
   if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
     GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();

@@ -30,6 +30,22 @@ TEST(TuneShapesCli, HeadDimsAloneFitTheHeadCountAndAChosenHiddenSaysWhatToPass) 
                            "(22 heads)"), std::string::npos) << Read(out);
 }
 
+// The default set: 120 prefill problems, the GQA-8 d128 causal buckets (DefaultGqaProblems,
+// 12) and the decode ones; a shape option drops the extra buckets.
+TEST(TuneShapesCli, DefaultSetHasTheGqaBucketsWhereTheyChangeTheWinner) {
+  const std::string dir = TempDir("cli_default_gqa");
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db > " + out + " 2>&1"), 0) << Read(out);
+  std::string text = Read(out);
+  EXPECT_NE(text.find("bf16 d128 causal B4 Nq4096 Nk4096 Hq16 Hkv2  [bf16/d128/causal/q12/k12/bh6/g3]"),
+            std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(text.find("f16 d128 causal B32 Nq512 Nk512 Hq16 Hkv2  [f16/d128/causal/q9/k9/bh9/g3]"), std::string::npos);
+  EXPECT_EQ(text.find("d128 full B4 Nq4096 Nk4096 Hq16 Hkv2"), std::string::npos) << "non-causal: no GQA bucket";
+  EXPECT_EQ(text.find("d64 causal B4 Nq4096 Nk4096 Hq32 Hkv4"), std::string::npos) << "d64: no GQA bucket";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --head-dims 128 > " + out + " 2>&1"), 0);
+  EXPECT_EQ(Read(out).find("Hkv2 "), std::string::npos) << Read(out);
+}
+
 TEST(TuneShapesCli, ModelConfigGivesTheProblemSet) {
   const std::string dir = TempDir("cli_model");
   const std::string out = dir + "/out.txt";
