@@ -4,19 +4,29 @@
 #   tests_bwd   the backward GPU tests (the searched space of two classes, the default of 20
 #               classes, deterministic bit-identity) and TuneGpu.Backward* (the tuner's worker
 #               verifying and timing backward candidates, a planted wrong one)
-#   tests_fwd   the forward GPU tests but the full-space sweep (a merge broke nothing)
+#   tests_fwd   the forward GPU tests but the space sweeps (a merge broke nothing)
 #   sanitize    compute-sanitizer memcheck on the deterministic backward test
 #   autograd    examples/python/flashtune_autograd.py (flashtune.attention's gradients vs SDPA)
+#               after tests/python/ops_test.py (the ops' fake implementations, torch.compile;
+#               OPS_TESTS names a subset)
 #   ab          `flashtune bench --operation bwd --rounds R` of named variants on a few shapes
-#   tune        `flashtune tune --operation bwd` over the issue's grid into $OUT/bwd.db
+#   tune        `flashtune tune --operation bwd` over the issue's grid at N = TUNE_SEQLENS
+#               (default 4096; the other lengths then plan the nearest tuned bucket) into
+#               $OUT/bwd.db
 #   bench       bench/backward_bench.py on that database vs SDPA flash and cuDNN backward
 # Logs go to $OUT (or ./backward-round); a summary prints last.
 #
 # usage: [STEPS="tests_bwd ..."] bench/backward_round.sh BIN_DIR
 #   BIN_DIR holds flashtune, flashtune_gpu_tests, libflashtune.so (bench/pack_for_gpu.sh), the
-#   Python package (BIN_DIR/python/flashtune), flashtune_autograd.py and backward_bench.py.
-#   AB_VARIANTS_<D>: comma lists of URIs for the A/B step (d64, d128); TUNE_ARGS, BENCH_ARGS:
-#   extra options; <STEP>_S: a step's limit in seconds.
+#   Python package (BIN_DIR/python/flashtune), flashtune_autograd.py, ops_test.py and
+#   backward_bench.py.
+#   TESTS_BWD_FILTER / TESTS_FWD_FILTER: other gtest filters for the two test steps (the forward
+#   step runs in one process: DriverGpu.IllegalAddressIsAFault poisons device 0's primary
+#   context for every later test of that process, so leave it out when it runs with others).
+#   AB_VARIANTS_<D>: comma lists of URIs (written with _full) for the A/B step (d64, d128), run
+#   for each AB_CAUSAL value (default "0 1") with each CLI of AB_CLIS (default BIN_DIR's: a
+#   second build's CLI makes a template change an A/B of one run); TUNE_ARGS, BENCH_ARGS:
+#   extra options; <STEP>_S: a step's limit in seconds; PACK=1: the logs as one .tgz.
 set -uo pipefail
 BIN=$(cd "${1:?usage: backward_round.sh BIN_DIR}" && pwd)
 OUT=${OUT:-$PWD/backward-round}
@@ -38,20 +48,27 @@ step() {  # name seconds command...
 : >"$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
 want tests_bwd && step tests_bwd "${TESTS_BWD_S:-60}" "$BIN/flashtune_gpu_tests" \
-  --gtest_filter='BackwardGpu*:TuneGpu.Backward*'
+  --gtest_filter="${TESTS_BWD_FILTER:-BackwardGpu*:TuneGpu.Backward*}"
 want tests_fwd && step tests_fwd "${TESTS_FWD_S:-60}" "$BIN/flashtune_gpu_tests" \
-  --gtest_filter='-BackwardGpu*:TuneGpu.Backward*:FullSpace*'
+  --gtest_filter="${TESTS_FWD_FILTER:--BackwardGpu*:TuneGpu.Backward*:*FullSpace*:*SampledSpace*}"
 want sanitize && step sanitize "${SANITIZE_S:-25}" compute-sanitizer --tool memcheck --error-exitcode 3 \
   "$BIN/flashtune_gpu_tests" --gtest_filter='BackwardGpuDeterministic*'
-want autograd && step autograd "${AUTOGRAD_S:-25}" python3 "$BIN/flashtune_autograd.py"
+want autograd && step autograd "${AUTOGRAD_S:-25}" bash -c \
+  "python3 '$BIN/ops_test.py' -v ${OPS_TESTS:-} 2>&1 | tail -12; python3 '$BIN/flashtune_autograd.py'"
 if want ab; then
-  ab() {  # head_dim causal variants
-    "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$1" --causal "$2" --batch $((16384 / 4096)) \
-      --seqlen-q 4096 --heads-q $((2048 / $1)) --rounds "${AB_ROUNDS:-3}" --variant "$3"
+  ab() {  # cli head_dim causal variants
+    "$1" bench --operation bwd --dtype bf16 --head-dim "$2" --causal "$3" --batch $((16384 / 4096)) \
+      --seqlen-q 4096 --heads-q $((2048 / $2)) --rounds "${AB_ROUNDS:-3}" --variant "$4"
   }
   ab_all() {
-    [ -n "${AB_VARIANTS_64:-}" ] && { ab 64 0 "$AB_VARIANTS_64"; ab 64 1 "${AB_VARIANTS_64//_full/_causal}"; }
-    [ -n "${AB_VARIANTS_128:-}" ] && { ab 128 0 "$AB_VARIANTS_128"; ab 128 1 "${AB_VARIANTS_128//_full/_causal}"; }
+    for cli in ${AB_CLIS:-$BIN/flashtune}; do
+      echo "== $cli"
+      for c in ${AB_CAUSAL:-0 1}; do
+        local suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
+        [ -n "${AB_VARIANTS_64:-}" ] && ab "$cli" 64 "$c" "${AB_VARIANTS_64//_full/$suffix}"
+        [ -n "${AB_VARIANTS_128:-}" ] && ab "$cli" 128 "$c" "${AB_VARIANTS_128//_full/$suffix}"
+      done
+    done
     true
   }
   export -f ab ab_all
@@ -59,9 +76,9 @@ if want ab; then
   step ab "${AB_S:-60}" bash -c ab_all
 fi
 want tune && step tune "${TUNE_S:-60}" "$BIN/flashtune" tune --operation bwd --db "$OUT/bwd.db" \
-  --dtypes bf16,f16 --head-dims 64,128 --seqlens-q 1024,4096,16384 --strategy budgeted ${TUNE_ARGS:-}
+  --dtypes bf16,f16 --head-dims 64,128 --seqlens-q "${TUNE_SEQLENS:-4096}" --strategy budgeted ${TUNE_ARGS:-}
 want bench && step bench "${BENCH_S:-70}" python3 "$BIN/backward_bench.py" --db "$OUT/bwd.db" \
-  --dtypes bf16,f16 ${BENCH_ARGS:-}
+  --dtypes bf16,f16 --reps "${BENCH_REPS:-10}" ${BENCH_ARGS:-}
 echo "== summary"; cat "$OUT/summary.txt"
 for t in tests_bwd tests_fwd; do
   [ -f "$OUT/$t.log" ] || continue
@@ -71,6 +88,15 @@ done
 [ -f "$OUT/sanitize.log" ] && { echo "== sanitize"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitize.log" | head -3; }
 [ -f "$OUT/autograd.log" ] && { echo "== autograd"; tail -5 "$OUT/autograd.log"; }
 [ -f "$OUT/ab.log" ] && { echo "== ab"; grep -vE "^\s*$" "$OUT/ab.log" | cut -c1-110 | head -40; }
-[ -f "$OUT/tune.log" ] && { echo "== tune"; tail -4 "$OUT/tune.log"; }
+if [ -f "$OUT/tune.log" ]; then
+  echo "== tune"; tail -4 "$OUT/tune.log"
+  "$BIN/flashtune" db list --db "$OUT/bwd.db" >"$OUT/winners.txt" 2>&1
+  "$BIN/flashtune" db export --format csv --db "$OUT/bwd.db" -o "$OUT/trials.csv" >/dev/null 2>&1
+  cut -c1-120 "$OUT/winners.txt" | head -12
+fi
 [ -f "$OUT/bench.log" ] && { echo "== bench"; tail -28 "$OUT/bench.log"; }
+# PACK=1: one archive instead of the files (the device tool brings back at most 8 files).
+if [ "${PACK:-0}" = 1 ]; then
+  (cd "$OUT" && tar czf backward-round.tgz --exclude backward-round.tgz ./* && find . -type f ! -name backward-round.tgz -delete)
+fi
 exit 0

@@ -108,7 +108,8 @@ Result<std::vector<Timed>> TimeInRounds(Measurer& measurer, const Problem& probl
 
 int RunBench(const std::vector<std::string>& args) {
   po::options_description desc("flashtune bench [options]");
-  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0", layout_text = "dense";
+  std::string dtype = "bf16", variant_arg = "all", replay, causal_text = "0", layout_text = "dense",
+              operation_text = "fwd";
   int head_dim = 128, device = 0, reps = 20, rounds = 1;
   int64_t batch = 1, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0;
   desc.add_options()
@@ -124,6 +125,8 @@ int RunBench(const std::vector<std::string>& args) {
       ("layout", po::value(&layout_text), "dense (default), paged or varlen: `all` is then the families serving "
                                           "that layout, timed on dense tensors of the same shape (varlen: B "
                                           "sequences of Nq/Nk rows each; bench/varlen_bench.py times ragged batches)")
+      ("operation", po::value(&operation_text), "fwd (the forward pass, default) | bwd (the backward pass: "
+                                                "dq, dk, dv, checked against the float64 reference too)")
       ("variant", po::value(&variant_arg),
        "a variant URI, a comma list of URIs, or all (default): the whole space of the class")
       ("rounds", po::value(&rounds), "time every variant this many times, alternating the order (default 1); "
@@ -154,6 +157,11 @@ int RunBench(const std::vector<std::string>& args) {
   auto layout = ParseLayout(layout_text, "--layout");
   if (!layout.ok()) return Fail(layout.status());
   problem.layout = *layout;
+  auto operation = ParseOperation(operation_text, "--operation");
+  if (!operation.ok()) return Fail(operation.status());
+  problem.operation = *operation;
+  if (problem.operation == Operation::kBackward && problem.layout != Layout::kDense)
+    return Fail(Status(Code::kInvalidArgument, "--operation bwd: the backward pass serves the dense layout only"));
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
   if (problem.layout != Layout::kDense) {

@@ -131,7 +131,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch, model, shard, decode;
+      devices, replay, arch, model, shard, decode, operation = "fwd";
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
@@ -150,6 +150,9 @@ int RunTune(const std::vector<std::string>& args) {
       ("decode", po::value(&decode)->default_value("auto"),
        "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
        "given, with the GQA-8 d128 causal buckets of DefaultGqaProblems), only, none")
+      ("operation", po::value(&operation),
+       "fwd (the forward pass, default), bwd (the backward pass: dq, dk, dv) or both: which pass each shape is "
+       "tuned for (decode and GQA buckets are forward only)")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("model", po::value(&model),
        "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
@@ -254,6 +257,21 @@ int RunTune(const std::vector<std::string>& args) {
 
   if (decode != "auto" && decode != "only" && decode != "none")
     return Fail(Status(Code::kInvalidArgument, "--decode '" + decode + "' is not allowed; allowed: auto, only, none"));
+  if (operation != "fwd" && operation != "bwd" && operation != "both")
+    return Fail(Status(Code::kInvalidArgument, "--operation '" + operation + "' is not allowed; allowed: fwd, bwd, both"));
+  if (operation == "bwd" && decode == "only")
+    return Fail(Status(Code::kInvalidArgument, "--decode only and --operation bwd exclude each other: decode is a forward "
+                                               "call"));
+  // The shapes for the chosen pass(es): backward copies after (or instead of) the forward ones.
+  auto ForOperation = [&](std::vector<Problem> shapes) {
+    if (operation == "fwd") return shapes;
+    std::vector<Problem> out = operation == "both" ? shapes : std::vector<Problem>{};
+    for (Problem p : shapes) {
+      p.operation = Operation::kBackward;
+      out.push_back(p);
+    }
+    return out;
+  };
   // The shape options given on the command line, over the defaults.
   auto ShapeOptions = [&]() -> Result<ProblemSetOptions> {
     ProblemSetOptions pso;
@@ -305,7 +323,7 @@ int RunTune(const std::vector<std::string>& args) {
     auto ps = LoadProblemSetFile(set_file, &notices);
     if (!ps.ok()) return Fail(ps.status());
     for (const std::string& n : notices) std::fprintf(stderr, "flashtune tune: %s\n", n.c_str());
-    options.problems = *ps;
+    options.problems = ForOperation(*ps);
   } else if (!model.empty()) {
     auto shape = LoadModelConfig(model);
     if (!shape.ok()) return Fail(shape.status());
@@ -313,7 +331,7 @@ int RunTune(const std::vector<std::string>& args) {
     if (!pso.ok()) return Fail(pso.status());
     auto ps = ModelProblemSet(*shape, *pso, /*use_model_dtype=*/!vm.count("dtypes"));
     if (!ps.ok()) return Fail(Status(Code::kInvalidArgument, "--model " + model + ": " + ps.status().message()));
-    options.problems = *ps;
+    options.problems = ForOperation(*ps);
   } else if (replay_space && !shape_given) {
     options.problems = replay_space->Problems();
   } else {
@@ -321,12 +339,12 @@ int RunTune(const std::vector<std::string>& args) {
     if (!pso.ok()) return Fail(pso.status());
     auto ps = MakeProblemSet(*pso);
     if (!ps.ok()) return Fail(ps.status());
-    if (decode != "only") options.problems = *ps;
-    if (decode != "only" && !shape_given) {  // the default set's GQA buckets go with it
+    if (decode != "only") options.problems = ForOperation(*ps);
+    if (operation != "bwd" && decode != "only" && !shape_given) {  // the default set's GQA buckets go with it
       const std::vector<Problem> g = DefaultGqaProblems();
       options.problems.insert(options.problems.end(), g.begin(), g.end());
     }
-    if (decode == "only" || (decode == "auto" && !shape_given)) {
+    if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
       const std::vector<Problem> d = DefaultDecodeProblems();
       options.problems.insert(options.problems.end(), d.begin(), d.end());
     }

@@ -10,8 +10,12 @@
 //     lse·log2e) from the saved lse, then dPᵀ = V d_oᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta),
 //     dV += Pᵀ d_o, dK += dSᵀ Q, and dQ += dS K through shared memory (dSᵀ as 16-bit) into
 //     the fp32 accumulator: `red.add` by default, or in deterministic mode in key-block order
-//     (each block waits on a per-(head, query block) counter for its predecessor, adds with
-//     plain loads and stores, then releases the counter), so every run adds in the same order.
+//     (each block waits on a per-(head, query block) counter for its predecessor, adds, fences,
+//     then releases the counter; query blocks walked last to first so causal blocks do not wait
+//     on each other's earlier steps), so every run adds in the same order. kDqVec 2 adds two
+//     adjacent floats per `red.add.v2` (sm_90 on) in both modes: under the counter only one
+//     block adds to a row block at a time, so reductions keep the order; kDqVec 1 adds one
+//     float per `red.add`, or in deterministic mode with a plain load and store.
 //     Each warp owns kBlockN / kWarps keys (whole 16-row MMA tiles). Causal: query blocks that
 //     see none of the block's keys are skipped; only tiles crossing the diagonal or the
 //     sequence end mask per element. Rows with lse = -inf (no visible key) get P = 0.
@@ -37,6 +41,8 @@ constexpr int kWarps = 4;
 constexpr int kStages = 2;
 constexpr bool kDeterministic = false;
 constexpr bool kCausal = false;
+constexpr int kDqCols = 16;
+constexpr int kDqVec = 1;
 constexpr int kSmemBytes = (2 * kBlockN + 2 * kStages * kBlockM) * (kHeadDim + 8) * 2 + kBlockN * (kBlockM + 8) * 2;
 }  // namespace ft_config
 #endif
@@ -73,6 +79,9 @@ static_assert(kBlockM == 32 || kBlockM == 64 || kBlockM == 128, "block_m (br, qu
 static_assert(kWarps == 4 || kWarps == 8, "warps must be 4 or 8");
 static_assert(kBlockN % (kWarps * 16) == 0, "block_n must be a multiple of 16 * warps: each warp owns whole 16-key tiles");
 static_assert(kStages == 1 || kStages == 2, "stages must be 1 or 2");
+static_assert((kDqCols == 16 || kDqCols == 32 || kDqCols == 64) && kHeadDim % kDqCols == 0,
+              "dq_cols (dQ columns per warp item) must be 16, 32 or 64 and divide the head dim");
+static_assert(kDqVec == 1 || kDqVec == 2, "dq_vec (floats per dQ reduction) must be 1 or 2");
 static_assert(kBlockM % kPreRows == 0 && kBlockM >= 16, "the ordering counters are sized per 16 query rows");
 static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2 + kBlockN * kDsStride * 2,
               "kSmemBytes disagrees with the template's shared-memory layout");
@@ -107,6 +116,15 @@ __device__ __forceinline__ float to_float(u16 x) {
 
 __device__ __forceinline__ void red_add(float* p, float x) {
   asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
+}
+// Two adjacent floats (8-byte aligned) in one reduction where the target has it (sm_90 on).
+__device__ __forceinline__ void red_add2(float* p, float x, float y) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
+#else
+  red_add(p, x);
+  red_add(p + 1, y);
+#endif
 }
 __device__ __forceinline__ float load_cg(const float* p) {
   float x;
@@ -214,7 +232,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   cp_async_commit();
 
   auto head_of = [&](int it) { return kv_head * group + it / steps_per_head; };
-  auto m0_of = [&](int it) { return (m_begin + it % steps_per_head) * kBlockM; };
+  // Deterministic mode walks the query blocks last to first: every key block then reaches a
+  // query block at the same step, so each waits only for its predecessor's dQ adds there.
+  // First to last, a causal block n would start at query block m_begin(n), which block n-1
+  // reaches only m_begin(n) - m_begin(n-1) steps later: the blocks would run one after another.
+  auto m0_of = [&](int it) {
+    const int step = it % steps_per_head;
+    return (kDeterministic ? m_blocks - 1 - step : m_begin + step) * kBlockM;
+  };
   auto issue = [&](int it) {
     if (it < total) {
       const int hq = head_of(it), m0 = m0_of(it);
@@ -364,8 +389,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
     }
     __syncthreads();  // dSᵀ is complete
 
-    // dQ[m0 .. m0 + kBlockM) += dS K: 16x16 output tiles spread over the warps. A = dS read
-    // from dSᵀ ([key][query]) with ldmatrix.trans; B = K ([key][d]) with ldmatrix.trans.
+    // dQ[m0 .. m0 + kBlockM) += dS K: 16 x kDqCols output items spread over the warps (wider
+    // items read each dS fragment once for more columns). A = dS read from dSᵀ ([key][query])
+    // with ldmatrix.trans; B = K ([key][d]) with ldmatrix.trans.
     float* dq_acc = p.dq_accum + (row_base + m0) * kHeadDim;
     int* counter = p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16;
     if constexpr (kDeterministic) {
@@ -374,32 +400,47 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
         }
       __syncthreads();
     }
-    constexpr int kItems = (kBlockM / 16) * (kHeadDim / 16);
+    constexpr int kColGroups = kDqCols / 16;  // 16-column ldmatrix groups of one item
+    constexpr int kItems = (kBlockM / 16) * (kHeadDim / kDqCols);
     for (int t = warp; t < kItems; t += kWarps) {
-      const int mt = t / (kHeadDim / 16), dp = t % (kHeadDim / 16);
-      float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      const int mt = t / (kHeadDim / kDqCols), ct = t % (kHeadDim / kDqCols);
+      float acc[2 * kColGroups][4];
+#pragma unroll
+      for (int j = 0; j < 2 * kColGroups; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        u32 a[4], b[4];
+        u32 a[4];
         ldmatrix_x4_trans(a, sdS_addr + (u32)(((kk * 16 + (lane % 8) + (lane / 16) * 8) * kDsStride + mt * 16 +
                                                ((lane / 8) % 2) * 8) * 2));
-        ldmatrix_x4_trans(b, sK_addr + (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
-                                              (dp * 2 + lane / 16) * 8) * 2));
-        mma_16816(acc[0], a, b[0], b[1]);
-        mma_16816(acc[1], a, b[2], b[3]);
+#pragma unroll
+        for (int g = 0; g < kColGroups; ++g) {
+          u32 b[4];
+          ldmatrix_x4_trans(b, sK_addr + (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kRowStride +
+                                                ((ct * kColGroups + g) * 2 + lane / 16) * 8) * 2));
+          mma_16816(acc[2 * g], a, b[0], b[1]);
+          mma_16816(acc[2 * g + 1], a, b[2], b[3]);
+        }
       }
+      // Each thread holds two adjacent columns per row half: one 8-byte add (kDqVec 2) or two.
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < 2 * kColGroups; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = mt * 16 + lane / 4 + (e >= 2 ? 8 : 0);
-          const int col = (dp * 2 + j) * 8 + 2 * (lane % 4) + (e & 1);
+        for (int h = 0; h < 2; ++h) {
+          const int row = mt * 16 + lane / 4 + h * 8;
+          const int col = (ct * kColGroups * 2 + j) * 8 + 2 * (lane % 4);
           if (m0 + row < Nq) {
             float* dst = dq_acc + (i64)row * kHeadDim + col;
-            if constexpr (kDeterministic) {
-              store_cg(dst, load_cg(dst) + acc[j][e]);
+            const float x = acc[j][2 * h], y = acc[j][2 * h + 1];
+            if constexpr (kDqVec == 2) {
+              red_add2(dst, x, y);  // ordered by the counter in deterministic mode
+            } else if constexpr (kDeterministic) {
+              store_cg(dst, load_cg(dst) + x);
+              store_cg(dst + 1, load_cg(dst + 1) + y);
             } else {
-              red_add(dst, acc[j][e]);
+              red_add(dst, x);
+              red_add(dst + 1, y);
             }
           }
         }

@@ -1,10 +1,12 @@
-// The GPU worker process: verifies and times one candidate per request (see gpu_measurer.h).
+// The GPU worker process: verifies and times one candidate per request (see gpu_measurer.h);
+// backward candidates' inputs and checks are in gpu_worker_backward.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,19 +19,32 @@
 #include "flashtune/reference.h"
 #include "flashtune/space.h"
 #include "tuner/gpu_protocol.h"
+#include "tuner/gpu_worker_backward.h"
 
 namespace flashtune::detail {
-namespace {
 
 double OutputTolerance(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 2e-3; }
-constexpr double kLseTolerance = 1e-3;
 
-Cubin CubinFromImage(const std::string& image, const Variant& variant) {
+size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
+size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
+size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
+
+std::string Format3g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+Result<ForwardKernel> LoadFromImage(const Context& context, const std::string& image, const Variant& variant) {
   Cubin cubin;
   cubin.name = variant.Uri();
   cubin.image.assign(image.begin(), image.end());
-  return cubin;
+  return ForwardKernel::Load(context, cubin, variant);
 }
+
+namespace {
+
+constexpr double kLseTolerance = 1e-3;
 
 // Device copies of a [B, N, H, D] problem's tensors, contiguous.
 struct DeviceTensors {
@@ -48,62 +63,6 @@ ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
     a.lse = reinterpret_cast<float*>(t->lse->get());
   }
   return a;
-}
-
-size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
-size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
-size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
-
-// ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf (an unwritten, poisoned element).
-// A table of all 65536 values keeps the conversion out of this loop over tens of millions of
-// elements per candidate, and the slices run on all cores: this runs once per candidate.
-double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype) {
-  static const auto tables = [] {
-    std::vector<float> t(2 * 65536);
-    for (uint32_t bits = 0; bits < 65536; ++bits) {
-      t[bits] = BitsToFloat(uint16_t(bits), DType::kF16);
-      t[65536 + bits] = BitsToFloat(uint16_t(bits), DType::kBF16);
-    }
-    return t;
-  }();
-  const float* table = tables.data() + (dtype == DType::kBF16 ? 65536 : 0);
-  struct Partial {
-    double diff = 0, norm = 0;
-    bool finite = true;
-  };
-  auto slice = [&](size_t begin, size_t end, Partial& out) {
-    for (size_t i = begin; i < end; ++i) {
-      const double x = table[a[i]], y = table[b[i]];
-      if (!std::isfinite(x)) {
-        out.finite = false;
-        return;
-      }
-      out.diff += (x - y) * (x - y);
-      out.norm += y * y;
-    }
-  };
-  constexpr size_t kMinPerThread = size_t(1) << 20;
-  const size_t threads = std::clamp<size_t>(a.size() / kMinPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<Partial> partials(threads);
-  std::vector<std::thread> pool;
-  const size_t per = (a.size() + threads - 1) / threads;
-  for (size_t t = 1; t < threads; ++t)
-    pool.emplace_back(slice, std::min(a.size(), t * per), std::min(a.size(), (t + 1) * per), std::ref(partials[t]));
-  slice(0, std::min(a.size(), per), partials[0]);
-  for (std::thread& th : pool) th.join();
-  double diff = 0, norm = 0;
-  for (const Partial& p : partials) {  // fixed order: the same inputs give the same answer
-    if (!p.finite) return INFINITY;
-    diff += p.diff;
-    norm += p.norm;
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-std::string Format(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
 }
 
 // A small ragged shape of a problem class, its host inputs and float64 reference answer.
@@ -134,7 +93,7 @@ class GpuWorker {
     reply.status = Init();
     if (!reply.status.ok()) return reply;
     PhaseClock clock;
-    auto kernel = ForwardKernel::Load(*context_, CubinFromImage(request.candidate_cubin, request.candidate), request.candidate);
+    auto kernel = LoadFromImage(*context_, request.candidate_cubin, request.candidate);
     if (!kernel.ok()) {
       reply.status = kernel.status();
       return reply;
@@ -142,11 +101,24 @@ class GpuWorker {
     if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.registers = *regs;
     if (auto local = kernel->function().LocalBytes(); local.ok()) reply.local_bytes = *local;
     const double load_ms = clock.Lap();
-    reply.status = PrepareTimedInputs(request.problem);
+    const bool backward = request.problem.operation == Operation::kBackward;
+    reply.status = backward ? backward_->Prepare(request.problem) : PrepareTimedInputs(request.problem);
     const double inputs_ms = clock.Lap();
-    if (reply.status.ok() && request.verify) reply.status = Verify(*kernel, request);
+    if (reply.status.ok() && request.verify)
+      reply.status = backward ? backward_->Verify(*kernel, request) : Verify(*kernel, request);
     const double verify_ms = clock.Lap();
-    if (reply.status.ok()) reply.status = Time(*kernel, request.problem, request.options, reply);
+    if (reply.status.ok() && backward) {
+      reply.status = Time([&](size_t i) { return backward_->Launch(*kernel, i); }, request.options, reply);
+    } else if (reply.status.ok()) {
+      const Problem& p = request.problem;
+      reply.status = Time(
+          [&](size_t i) {
+            ForwardArgs args = ArgsFor(p, &inputs_[i % inputs_.size()]);
+            FT_RETURN_IF_ERROR(AttachWorkspace(&args));
+            return kernel->Launch(args, stream_->get());
+          },
+          request.options, reply);
+    }
     const double time_ms = clock.Lap();
     if (!reply.status.ok()) reply.status.WithVariant(request.candidate.Uri());
     if (trace_)
@@ -193,6 +165,7 @@ class GpuWorker {
       if (!event.ok()) return event.status();
       events_.push_back(std::move(*event));
     }
+    backward_ = std::make_unique<BackwardWorker>(*context_, *stream_, info_.l2_bytes);
     return Status::Ok();
   }
 
@@ -300,9 +273,9 @@ class GpuWorker {
       const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
       if (!(err <= OutputTolerance(c.problem.dtype)) || !lse_cmp.Within(kLseTolerance)) {
         return Status(Code::kWrongResult, who + " disagrees with the float64 reference on " + c.problem.ToString() +
-                                              ": |o-ref|/|ref| = " + Format(err) + " (tolerance " +
-                                              Format(OutputTolerance(c.problem.dtype)) + "), lse max error " +
-                                              Format(lse_cmp.max_error) + ", lse -inf mismatches " +
+                                              ": |o-ref|/|ref| = " + Format3g(err) + " (tolerance " +
+                                              Format3g(OutputTolerance(c.problem.dtype)) + "), lse max error " +
+                                              Format3g(lse_cmp.max_error) + ", lse -inf mismatches " +
                                               std::to_string(lse_cmp.infinity_mismatches));
       }
     }
@@ -316,7 +289,7 @@ class GpuWorker {
     // The trusted output of the timed shape: the class's default variant, itself checked first.
     const std::string problem_key = request.problem.ToString();
     if (trusted_key_ != problem_key) {
-      auto trusted = ForwardKernel::Load(*context_, CubinFromImage(request.trusted_cubin, request.trusted), request.trusted);
+      auto trusted = LoadFromImage(*context_, request.trusted_cubin, request.trusted);
       if (!trusted.ok()) return Status(Code::kInternal, "trusted variant failed to load: " + trusted.status().ToString());
       Status checked = CheckAgainstReference(*trusted, **cases, "the trusted variant " + request.trusted.Uri());
       if (!checked.ok()) return checked;
@@ -331,7 +304,7 @@ class GpuWorker {
     const double err = RelativeError16(candidate_output_, trusted_output_, request.problem.dtype);
     if (!(err <= OutputTolerance(request.problem.dtype)))
       return Status(Code::kWrongResult, "output on the timed shape differs from the trusted variant " +
-                                            request.trusted.Uri() + ": relative error " + Format(err));
+                                            request.trusted.Uri() + ": relative error " + Format3g(err));
     return Status::Ok();
   }
 
@@ -379,13 +352,8 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  Status Time(const ForwardKernel& kernel, const Problem& p, const GpuMeasurerOptions& o, MeasureReply& reply) {
-    auto launch = [&](size_t i) {
-      DeviceTensors& t = inputs_[i % inputs_.size()];
-      ForwardArgs args = ArgsFor(p, &t);
-      FT_RETURN_IF_ERROR(AttachWorkspace(&args));
-      return kernel.Launch(args, stream_->get());
-    };
+  // Times `launch(i)` (input set i): warm-up by time, then CUDA events around each launch.
+  Status Time(const std::function<Status(size_t)>& launch, const GpuMeasurerOptions& o, MeasureReply& reply) {
     // Warm up by time: clocks ramp, caches and TLBs settle.
     const auto start = std::chrono::steady_clock::now();
     size_t n = 0;
@@ -438,6 +406,7 @@ class GpuWorker {
   DeviceInfo info_;
   std::unique_ptr<Context> context_;
   std::unique_ptr<Stream> stream_;
+  std::unique_ptr<BackwardWorker> backward_;  // backward problems' inputs, checks and launches
   std::vector<Event> events_;
   std::map<std::string, std::vector<VerifyCase>> cases_;
   std::string inputs_key_;  // the problem inputs_ and output_ are laid out for
@@ -452,6 +421,52 @@ class GpuWorker {
 };
 
 }  // namespace
+
+// An unwritten, poisoned element (NaN/inf) in `a` gives +inf.
+// A table of all 65536 values keeps the conversion out of this loop over tens of millions of
+// elements per candidate, and the slices run on all cores: this runs once per candidate.
+double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype) {
+  static const auto tables = [] {
+    std::vector<float> t(2 * 65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      t[bits] = BitsToFloat(uint16_t(bits), DType::kF16);
+      t[65536 + bits] = BitsToFloat(uint16_t(bits), DType::kBF16);
+    }
+    return t;
+  }();
+  const float* table = tables.data() + (dtype == DType::kBF16 ? 65536 : 0);
+  struct Partial {
+    double diff = 0, norm = 0;
+    bool finite = true;
+  };
+  auto slice = [&](size_t begin, size_t end, Partial& out) {
+    for (size_t i = begin; i < end; ++i) {
+      const double x = table[a[i]], y = table[b[i]];
+      if (!std::isfinite(x)) {
+        out.finite = false;
+        return;
+      }
+      out.diff += (x - y) * (x - y);
+      out.norm += y * y;
+    }
+  };
+  constexpr size_t kMinPerThread = size_t(1) << 20;
+  const size_t threads = std::clamp<size_t>(a.size() / kMinPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<Partial> partials(threads);
+  std::vector<std::thread> pool;
+  const size_t per = (a.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(slice, std::min(a.size(), t * per), std::min(a.size(), (t + 1) * per), std::ref(partials[t]));
+  slice(0, std::min(a.size(), per), partials[0]);
+  for (std::thread& th : pool) th.join();
+  double diff = 0, norm = 0;
+  for (const Partial& p : partials) {  // fixed order: the same inputs give the same answer
+    if (!p.finite) return INFINITY;
+    diff += p.diff;
+    norm += p.norm;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
 
 int GpuWorkerMain(int request_fd, int reply_fd, int ordinal) {
   GpuWorker worker(ordinal);

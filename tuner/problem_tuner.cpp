@@ -93,12 +93,6 @@ Status ProblemTuner::Tune(size_t index, const Problem& problem, const Problem* n
 Result<bool> ProblemTuner::Admit(Work& w, ProblemSummary& s) {
   const TuneOptions& o = *shared_.options;
   Status valid = ValidateProblem(w.problem);
-  // The GPU worker verifies and times forward calls only; a backward problem is an error of
-  // its own (the run goes on), not a search that would fail every candidate.
-  if (valid.ok() && w.problem.operation != Operation::kForward)
-    valid = Status(Code::kUnsupported, "problem " + w.problem.ToString() +
-                                           ": the tuner measures forward calls only; backward calls run fa2_bwd's "
-                                           "default tile (Runtime::backward)");
   if (!valid.ok()) {
     s.outcome = ProblemOutcome::kError;
     s.message = valid.message();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "flashtune/replay_measurer.h"
+#include "flashtune/space.h"
 #include "flashtune/tuner.h"
 
 namespace flashtune {
@@ -195,6 +196,7 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     if (!valid.ok()) return Invalid(where + valid.message());
     auto var = Variant::FromUri(get("variant"));
     if (!var.ok()) return Invalid(where + "column 'variant': " + var.status().message());
+    p.operation = ClassOf(*var).operation;  // a backward family's row is a backward problem's
     Measurement meas;
     bool known = false;
     Code code = CodeFromName(get("status"), &known);

@@ -4,7 +4,9 @@
 // 128), br (block_m: queries per inner step: 32, 64, 128), w (warps: 4, 8; block_n must be a
 // multiple of 16·warps), s (Q / d_o shared-memory stages: 1, 2), det (1: dq accumulated in key
 // block order, bit-reproducible; the runtime sets it from BackwardArgs::deterministic, the
-// tuner searches 0).
+// tuner searches 0), dqc (dQ columns per warp item: 16, 32, 64; 32 searched only where 64
+// does not divide D), dqv (floats per dQ reduction: 1, or 2 with red.add.v2 on sm_90; 2 is
+// searched).
 #include <algorithm>
 #include <cmath>
 
@@ -22,9 +24,15 @@ namespace {
 constexpr int kPreRows = 16;  // query rows per preprocess / convert block (the template's kPreRows)
 
 struct BwdParams {
-  int block_n, block_m, warps, stages, det;
+  int block_n, block_m, warps, stages, det, dq_cols, dq_vec;
   explicit BwdParams(const Variant& v)
-      : block_n(v.Param("bc")), block_m(v.Param("br")), warps(v.Param("w")), stages(v.Param("s")), det(v.Param("det")) {}
+      : block_n(v.Param("bc")),
+        block_m(v.Param("br")),
+        warps(v.Param("w")),
+        stages(v.Param("s")),
+        det(v.Param("det")),
+        dq_cols(v.Param("dqc", 16)),
+        dq_vec(v.Param("dqv", 1)) {}
 };
 
 // K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), and the dSᵀ tile.
@@ -32,13 +40,13 @@ int64_t BwdSharedMemoryBytes(int block_n, int block_m, int head_dim, int stages)
   return int64_t(2 * block_n + 2 * stages * block_m) * (head_dim + 8) * 2 + int64_t(block_n) * (block_m + 8) * 2;
 }
 
-Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det) {
+Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv) {
   Variant v;
   v.family = "fa2_bwd";
   v.dtype = cls.dtype;
   v.head_dim = cls.head_dim;
   v.causal = cls.causal;
-  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}};
+  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}, {"dqc", dqc}, {"dqv", dqv}};
   return v;
 }
 
@@ -66,6 +74,8 @@ class Fa2Bwd final : public Family {
         {"w", "warps (w)", {4, 8}, {4, 8}},
         {"s", "stages (s)", {1, 2}, {1, 2}},
         {"det", "deterministic (det)", {0, 1}, {0}},
+        {"dqc", "dQ columns per warp item (dqc)", {16, 32, 64}, {16, 32, 64}},
+        {"dqv", "floats per dQ reduction (dqv)", {1, 2}, {2}},
     };
     return kAxes;
   }
@@ -84,6 +94,10 @@ class Fa2Bwd final : public Family {
 
   Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
     const BwdParams p(v);
+    if (v.head_dim % p.dq_cols != 0) {
+      return Status(Code::kInvalidArgument, "dq_cols (" + std::to_string(p.dq_cols) + ") must divide head_dim (" +
+                                                std::to_string(v.head_dim) + ")");
+    }
     if (p.block_n % (p.warps * 16) != 0) {
       return Status(Code::kInvalidArgument, "block_n (" + std::to_string(p.block_n) +
                                                 ") must be a multiple of warps * 16 (" + std::to_string(p.warps * 16) +
@@ -100,11 +114,19 @@ class Fa2Bwd final : public Family {
     return Status::Ok();
   }
 
+  // dqc 32 only where 64 does not divide the head dim: 64 was faster wherever it exists
+  // (docs/perf-notes.md, "fa2_bwd round 2").
+  bool InDefaultSpace(const Variant& v) const override {
+    return !(v.Param("dqc") == 32 && v.head_dim % 64 == 0);
+  }
+
   // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d64, 64 × 64 with 4 warps
   // up to d128, 64 × 32 beyond (each warp's dK and dV accumulators grow with D); two stages,
-  // downgraded until the shared memory fits.
+  // downgraded until the shared memory fits. dQ: the widest items that divide D, added in
+  // pairs (the A/B of docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
+    const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
     if (cls.head_dim <= 64) {
       bn = 128;
       bm = 64;
@@ -112,7 +134,7 @@ class Fa2Bwd final : public Family {
     } else if (cls.head_dim <= 128) {
       bm = 64;
     }
-    Variant v = BwdVariant(cls, bn, bm, w, s, 0);
+    Variant v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
     while (SharedMemoryBytes(v) > target.max_smem_bytes) {
       if (s > 1) {
         --s;
@@ -124,7 +146,7 @@ class Fa2Bwd final : public Family {
       } else {
         break;  // nothing smaller exists; Check reports it
       }
-      v = BwdVariant(cls, bn, bm, w, s, 0);
+      v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
     }
     return v;
   }
@@ -140,6 +162,8 @@ class Fa2Bwd final : public Family {
         .Int("kStages", p.stages)
         .Bool("kDeterministic", p.det != 0)
         .Bool("kCausal", v.causal)
+        .Int("kDqCols", p.dq_cols)
+        .Int("kDqVec", p.dq_vec)
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -215,7 +239,8 @@ class Fa2Bwd final : public Family {
   std::string Describe(const Variant& v) const override {
     const BwdParams p(v);
     return std::to_string(p.block_n) + "x" + std::to_string(p.block_m) + " w" + std::to_string(p.warps) + " s" +
-           std::to_string(p.stages) + (p.det ? " deterministic" : "");
+           std::to_string(p.stages) + " dq" + std::to_string(p.dq_cols) + "x" + std::to_string(p.dq_vec) +
+           (p.det ? " deterministic" : "");
   }
 
   // Registers per thread the main kernel needs, estimated: each warp's dK and dV accumulators,
@@ -228,6 +253,7 @@ class Fa2Bwd final : public Family {
     double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
     score -= 0.25 * std::log2(p.block_m / 32.0);  // longer query steps amortise barriers
     if (p.stages == 1) score += 0.3;
+    if (p.dq_cols == 16) score += 0.1;  // narrow dQ items re-read dS: 3-7 % slower where measured
     // Few key blocks leave SMs idle.
     if ((problem.seqlen_k + p.block_n - 1) / p.block_n * problem.batch * problem.heads_kv < 132 * 2 && p.block_n == 128)
       score += 0.25;

@@ -222,6 +222,30 @@ TEST(Cli, BenchRejectsBadVariantListsAndRoundsBeforeMeasuring) {
   EXPECT_TRUE(Contains(rounds.output, "--rounds must be 1 to 100")) << rounds.output;
 }
 
+// --operation bwd benches backward variants: a replay row of a backward family's variant is a
+// backward problem's; a forward variant is not of the backward class, and the pass is named.
+TEST(Cli, BenchOperationBwdTimesBackwardVariants) {
+  flashtune::testing::TempDir dir;
+  const std::string a = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc16_dqv1_full";
+  const std::string b = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc64_dqv2_full";
+  const std::string p = "bf16,64,0,4,4096,4096,32,32,";
+  const std::string path = dir.path() + "/bwd.csv";
+  std::ofstream(path) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,"
+                         "iqr_us,phase\n" +
+                             p + a + ",ok,300,1,search\n" + p + b + ",ok,250,1,search\n";
+  const std::string base = std::string("bench ") + kBenchShape + " --replay " + path + " --operation bwd ";
+  CliRun r = RunCli(base + "--variant " + a + "," + b, "", /*stderr_only=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "bf16 d64 full B4 Nq4096 Nk4096 Hq32 Hkv32 bwd")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "best: " + b)) << r.output;
+  CliRun forward = RunCli(base + "--variant " + kA);
+  EXPECT_EQ(forward.exit_code, 2);
+  EXPECT_TRUE(Contains(forward.output, "is not of the problem's class bf16 d64 full bwd")) << forward.output;
+  CliRun bad = RunCli(std::string("bench ") + kBenchShape + " --replay " + path + " --operation sideways");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(Contains(bad.output, "--operation 'sideways' is not an operation; allowed: fwd, bwd")) << bad.output;
+}
+
 TEST(Cli, BenchReplayFileThatCannotBeReadIsNamed) {
   CliRun r = RunCli(std::string("bench ") + kBenchShape + " --variant " + kA + " --replay /nonexistent/timings.csv");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -147,13 +147,17 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
 }
 
 TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
-  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_causal");
+  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_causal");
-  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_causal");  // 64 keys over 8 warps
+  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
+  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_dqc16_dqv1_causal");  // 64 keys over 8 warps
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("block_n (64) must be a multiple of warps * 16"), std::string::npos)
       << bad.status().message();
+  auto wide = Variant::FromUri("fa2_bwd_bf16_d96_bc64_br64_w4_s2_det0_dqc64_dqv2_full");  // 64 columns of 96
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("dq_cols (64) must divide head_dim (96)"), std::string::npos)
+      << wide.status().message();
 }
 
 TEST(Fa2BwdFamily, PacksThreeKernelsIntoOnePacket) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashtune/backward_args.h"
@@ -222,10 +223,14 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  for (bool causal : {false, true}) {
+  // Both ways of adding under the counter: a plain load and store (dqv 1) and red.add.v2 (dqv 2,
+  // whose order the counter alone must keep).
+  for (const auto [causal, dq_vec] : {std::pair{false, 1}, std::pair{true, 1}, std::pair{false, 2}, std::pair{true, 2}}) {
     const ProblemClass cls = Bwd(DType::kBF16, 128, causal);
     Variant v = DefaultVariant(cls);
     v.SetParam("det", 1);
+    v.SetParam("dqv", dq_vec);
+    SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok());
     Compiler compiler(Compiler::Options{});

@@ -165,6 +165,25 @@ TEST(TuneCli, DryRunListsWorkAndMeasuresNothing) {
   EXPECT_NE(ReadTextFile(err).find("batch (4194304) must be in [1, 65535]"), std::string::npos) << ReadTextFile(err);
 }
 
+// --operation picks the pass each shape is tuned for: bwd lists fa2_bwd's candidates under the
+// backward problem, both lists the two problems of each shape.
+TEST(TuneCli, OperationPicksThePassOfEachShape) {
+  const std::string dir = TempDir("cli_operation");
+  const std::string out = dir + "/out.txt";
+  const std::string cli = std::string(FLASHTUNE_CLI_PATH) + " tune --dry-run --db " + dir +
+                          "/t.db --dtypes bf16 --head-dims 64 --causal 0 --seqlens-q 1024 --strategy exhaustive";
+  ASSERT_EQ(RunShell(cli + " --operation bwd > " + out), 0) << ReadTextFile(out);
+  std::string listed = ReadTextFile(out);
+  EXPECT_NE(listed.find("fa2_bwd_bf16_d64_"), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("fa2_fwd_"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("1 problem(s)"), std::string::npos) << listed;
+  ASSERT_EQ(RunShell(cli + " --operation both > " + out), 0) << ReadTextFile(out);
+  listed = ReadTextFile(out);
+  EXPECT_NE(listed.find("fa2_bwd_bf16_d64_"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("fa2_fwd_bf16_d64_"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("2 problem(s)"), std::string::npos) << listed;
+}
+
 // --arch takes what the arch table knows, the rule `generate` applies, and prunes a run without a
 // GPU with that target's shared memory (a d256 space is much smaller on sm_86 than on sm_90a).
 TEST(TuneCli, ArchFollowsTheArchTable) {
@@ -382,6 +401,8 @@ TEST(TuneCli, RefusesValuesThatWouldBeSilentlyReinterpreted) {
       {"--dry-run --head-dims ,64" + db, "--head-dims ',64': an empty item"},
       {"--dry-run --problem-set " + set + " --seqlens-q 4096" + db, "--problem-set FILE lists the problems"},
       {"--dry-run --db ''", "--db '': give a file"},
+      {"--dry-run --operation backward" + db, "--operation 'backward' is not allowed; allowed: fwd, bwd, both"},
+      {"--dry-run --operation bwd --decode only" + db, "--decode only and --operation bwd exclude each other"},
       {"--replay " + header_only + db, header_only + ": no recorded measurements (only a header)"},
   };
   for (const Case& c : cases) {

@@ -24,6 +24,19 @@ std::string FaultingKernel(const std::string& name) {
          "}\n";
 }
 
+// The source of `twin` (the same variant but for its causal flag) under `named`'s kernel names:
+// it computes the other mask fast, so only the output checks can catch it.
+std::string TwinSource(const Variant& named, bool twin_causal) {
+  Variant twin = named;
+  twin.causal = twin_causal;
+  auto source = GenerateSource(twin);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  if (!source.ok()) return "";
+  std::string text = source->text;
+  for (size_t at; (at = text.find(twin.Uri())) != std::string::npos;) text.replace(at, twin.Uri().size(), named.Uri());
+  return text;
+}
+
 // Each candidate's search-trial status in the database at `db_path`, by variant URI; empty
 // (with a test failure) when the database or the problem cannot be read.
 std::map<std::string, std::string> SearchStatuses(const std::string& db_path, const Problem& problem) {
@@ -67,7 +80,8 @@ std::map<std::string, std::string> TuneAndReadStatuses(const Problem& problem, c
 // not survive fork()), so whether there is a GPU is asked of the worker itself.
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   const Problem problem{DType::kBF16, 64, false, 2, 1000, 1000, 4, 4};
-  auto space = EnumerateSpace(ClassOf(problem));
+  // The families that serve this prefill shape (the class's space starts with decode_fwd's).
+  auto space = EnumerateSpaceFor(problem);
   ASSERT_TRUE(space.ok());
   std::vector<Variant> candidates(space->begin(), space->begin() + std::min<size_t>(5, space->size()));
   const Variant planted = candidates[1];  // neither first (trusted default) nor last
@@ -106,16 +120,9 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   ASSERT_TRUE(fa2.ok());
   std::vector<Variant> candidates = {fa2->front(), (*hopper)[0], (*hopper)[1], (*hopper)[2]};
   const Variant wrong = (*hopper)[1], faulting = (*hopper)[2];
-  Variant causal_twin = wrong;
-  causal_twin.causal = true;
-  auto twin = GenerateSource(causal_twin);
-  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
-  std::string wrong_text = twin->text;
-  for (size_t at; (at = wrong_text.find(causal_twin.Uri())) != std::string::npos;)
-    wrong_text.replace(at, causal_twin.Uri().size(), wrong.Uri());
 
   GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[wrong.Uri()] = wrong_text;
+  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/true);
   gpu_options.source_overrides[faulting.Uri()] = FaultingKernel(faulting.Uri());
   auto measurers = MakeGpuMeasurers({0}, gpu_options);
   if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
@@ -129,6 +136,37 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   EXPECT_NE(winner, faulting.Uri());
   EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
   EXPECT_EQ(status_of[faulting.Uri()], "fault");
+  EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
+  EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
+}
+
+// Backward candidates go through the same engine: each is checked (dq, dk, dv against float64
+// on ragged shapes and against the class default on the timed shape) and timed; a planted
+// variant that computes the non-causal gradients under a causal variant's name is recorded as
+// wrong_result and never wins.
+TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
+  const Problem problem{DType::kBF16, 64, true, 2, 1000, 1000, 4, 4, Operation::kBackward};
+  auto space = EnumerateSpaceFor(problem, SpaceOptions{});
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_GE(space->size(), 3u);
+  const Variant trusted = DefaultVariant(ClassOf(problem));
+  std::vector<Variant> candidates = {trusted};
+  for (const Variant& v : *space)
+    if (!(v == trusted) && candidates.size() < 3) candidates.push_back(v);
+  const Variant wrong = candidates[2];
+
+  GpuMeasurerOptions gpu_options;
+  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/false);
+  auto measurers = MakeGpuMeasurers({0}, gpu_options);
+  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
+    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
+
+  std::string winner;
+  std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
+  EXPECT_NE(winner, wrong.Uri());
+  EXPECT_EQ(winner.rfind("fa2_bwd_", 0), 0u) << winner;
+  EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
   EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
   EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
 }

@@ -167,25 +167,42 @@ TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
   EXPECT_EQ(none->winners, 0);
 }
 
-// A backward problem is reported, not searched, and the forward problem beside it is tuned.
-TEST(Tuner, BackwardProblemsAreReportedNotSearched) {
+// A backward problem is searched over the backward family's space (the replay knows it is a
+// backward row by its variant's family) and crowned under its own "bwd/" bucket, beside the
+// forward problem of the same shape.
+TEST(Tuner, BackwardProblemsAreTunedUnderTheirOwnBuckets) {
   Problem p = SmallProblemSet()[0];
   Problem backward = p;
   backward.operation = Operation::kBackward;
   auto rows = SyntheticRows(p, 7);
-  auto space = Replay(rows);
+  auto space = EnumerateSpaceFor(backward, SpaceOptions{});
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_GT(space->size(), 2u);
+  std::string fastest;
+  for (size_t i = 0; i < space->size(); ++i) {
+    const Variant& v = (*space)[i];
+    EXPECT_EQ(v.family, "fa2_bwd");
+    // Fastest: the third variant of the space; the others 10 % apart.
+    const double us = 1000.0 * (i == 2 ? 1.0 : 1.1 + 0.1 * double(i));
+    if (i == 2) fastest = v.Uri();
+    rows.push_back(RecordedRow{backward, v, "ok", us, us * 0.003, "search", ""});
+  }
+  auto replay = Replay(rows);
   std::vector<std::unique_ptr<Measurer>> ms;
   ms.push_back(Replay(rows));
-  auto summary = Tune(ReplayTuneOptions(TempDir("tune_backward") + "/t.db", {backward, p}, space.get()), std::move(ms));
+  const std::string db_path = TempDir("tune_backward") + "/t.db";
+  auto summary = Tune(ReplayTuneOptions(db_path, {backward, p}, replay.get()), std::move(ms));
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   ASSERT_EQ(summary->problems.size(), 2u);
-  const ProblemSummary* b = nullptr;
-  const ProblemSummary* f = nullptr;
-  for (const ProblemSummary& s : summary->problems) (s.problem.operation == Operation::kBackward ? b : f) = &s;
-  ASSERT_TRUE(b != nullptr && f != nullptr);
-  EXPECT_EQ(b->outcome, ProblemOutcome::kError);
-  EXPECT_NE(b->message.find("the tuner measures forward calls only"), std::string::npos) << b->message;
-  EXPECT_EQ(f->outcome, ProblemOutcome::kTuned);
+  for (const ProblemSummary& s : summary->problems) EXPECT_EQ(s.outcome, ProblemOutcome::kTuned) << s.message;
+  auto db = Database::Open(db_path);
+  ASSERT_TRUE(db.ok());
+  auto bw = (*db)->FindWinner(replay->Device(), replay->Toolchain(), BucketOf(backward));
+  ASSERT_TRUE(bw.ok() && bw->has_value());
+  EXPECT_EQ((*bw)->variant_uri, fastest);
+  auto fw = (*db)->FindWinner(replay->Device(), replay->Toolchain(), BucketOf(p));
+  ASSERT_TRUE(fw.ok() && fw->has_value());
+  EXPECT_EQ((*fw)->variant_uri.rfind("fa2_fwd_", 0), 0u) << (*fw)->variant_uri;
 }
 
 // With store_winner_cubins the engine itself puts each winner's cubin, compiled for the

@@ -141,7 +141,7 @@ TEST(GpuProtocol, HelloCarriesTheProtocolVersionBothWays) {
 
 TEST(GpuProtocol, MeasureMessagesRoundTrip) {
   MeasureRequest request;
-  request.problem = Problem{DType::kF16, 96, true, 3, 1000, 127, 8, 2};
+  request.problem = Problem{DType::kF16, 96, true, 3, 1000, 127, 8, 2, Operation::kBackward};  // the operation travels too
   request.candidate = Fa2Variant(DType::kF16, 96, true, 64, 32, 4, 3);
   request.candidate_cubin = std::string("\x7f" "ELF\0\1\2", 7);
   request.trusted = Fa2Variant(DType::kF16, 96, true, 128, 64, 4, 2);
