@@ -5,6 +5,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -148,6 +149,17 @@ struct HostView {
   }
 };
 
+// Runs `worker` on min(requested or the hardware's threads, items) threads, this one included,
+// and waits for them: each worker takes its items from a shared counter.
+void RunOnThreads(int requested, int64_t items, const std::function<void()>& worker) {
+  int threads = requested > 0 ? requested : int(std::thread::hardware_concurrency());
+  threads = int(std::clamp<int64_t>(threads, 1, items));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
 Status CheckReferenceArgs(const ForwardArgs& a) {
   const struct {
     const char* name;
@@ -240,12 +252,7 @@ Result<ReferenceOutput> ReferenceForward(const ForwardArgs& a, const ReferenceOp
       }
     }
   };
-  int threads = options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency());
-  threads = int(std::clamp<int64_t>(threads, 1, items));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  RunOnThreads(options.threads, items, worker);
   return out;
 }
 
@@ -335,12 +342,7 @@ Result<ReferenceGradients> ReferenceBackward(const ForwardArgs& a, const void* d
       }
     }
   };
-  int threads = options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency());
-  threads = int(std::clamp<int64_t>(threads, 1, items));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  RunOnThreads(options.threads, items, worker);
   for (int64_t item = 0; item < items; ++item) {
     const int64_t b = item / (Hq * chunks), hk = item / chunks % Hq / group;
     for (int64_t j = 0; j < Nk; ++j)
