@@ -16,6 +16,10 @@
 //     adjacent floats per `red.add.v2` (sm_90 on) in both modes: under the counter only one
 //     block adds to a row block at a time, so reductions keep the order; kDqVec 1 adds one
 //     float per `red.add`, or in deterministic mode with a plain load and store.
+//     kDqStaged: the block's dQ tile goes to shared memory (fp32) first and is added a row at a
+//     time by the bulk-copy engine (`cp.reduce.async.bulk .add.f32`, sm_90; before sm_90 by
+//     coalesced `red.add` from the tile): 16 × fewer L2 reduction requests than per-thread
+//     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn.
 //     Each warp owns kBlockN / kWarps keys (whole 16-row MMA tiles). Causal: query blocks that
 //     see none of the block's keys are skipped; only tiles crossing the diagonal or the
 //     sequence end mask per element. Rows with lse = -inf (no visible key) get P = 0.
@@ -43,6 +47,7 @@ constexpr bool kDeterministic = false;
 constexpr bool kCausal = false;
 constexpr int kDqCols = 16;
 constexpr int kDqVec = 1;
+constexpr bool kDqStaged = false;
 constexpr int kSmemBytes = (2 * kBlockN + 2 * kStages * kBlockM) * (kHeadDim + 8) * 2 + kBlockN * (kBlockM + 8) * 2;
 }  // namespace ft_config
 #endif
@@ -63,6 +68,7 @@ using FtParams = ft_abi::Fa2BwdParams;
 
 constexpr int kRowStride = kHeadDim + 8;  // elements; 16-byte pad spreads ldmatrix rows over banks
 constexpr int kDsStride = kBlockM + 8;    // dSᵀ tile [key][query], padded likewise
+constexpr int kDqStride = kHeadDim + 8;   // staged fp32 dQ tile [query][d]: 8 rows of a float2 store hit distinct banks
 constexpr int kThreads = kWarps * 32;
 constexpr int kKeysPerWarp = kBlockN / kWarps;
 constexpr int kKTiles = kKeysPerWarp / 16;  // 16-key MMA row tiles per warp
@@ -83,7 +89,8 @@ static_assert((kDqCols == 16 || kDqCols == 32 || kDqCols == 64) && kHeadDim % kD
               "dq_cols (dQ columns per warp item) must be 16, 32 or 64 and divide the head dim");
 static_assert(kDqVec == 1 || kDqVec == 2, "dq_vec (floats per dQ reduction) must be 1 or 2");
 static_assert(kBlockM % kPreRows == 0 && kBlockM >= 16, "the ordering counters are sized per 16 query rows");
-static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2 + kBlockN * kDsStride * 2,
+static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2 + kBlockN * kDsStride * 2 +
+                                (kDqStaged ? kBlockM * kDqStride * 4 : 0),
               "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
@@ -141,6 +148,95 @@ __device__ __forceinline__ int load_acquire(const int* p) {
 }
 __device__ __forceinline__ void store_release(int* p, int x) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
+}
+
+// dst[0] += x, dst[1] += y in the fp32 dQ accumulator: one `red.add.v2` (kDqVec 2; in
+// deterministic mode the counter already orders the blocks' adds), or one float at a time:
+// `red.add`, or in deterministic mode a plain load and store (no other block adds meanwhile).
+__device__ __forceinline__ void add_dq_pair(float* dst, float x, float y) {
+  if constexpr (kDqVec == 2) {
+    red_add2(dst, x, y);
+  } else if constexpr (kDeterministic) {
+    store_cg(dst, load_cg(dst) + x);
+    store_cg(dst + 1, load_cg(dst + 1) + y);
+  } else {
+    red_add(dst, x);
+    red_add(dst + 1, y);
+  }
+}
+
+// Deterministic mode's turn-taking per (head, query block): block n adds after block n-1.
+__device__ __forceinline__ void wait_turn(const int* counter, int n_block) {
+  if (threadIdx.x == 0)
+    while (load_acquire(counter) != n_block) {
+    }
+  __syncthreads();
+}
+// Called by every thread once its adds are issued (and, for bulk adds, complete).
+__device__ __forceinline__ void pass_turn(int* counter, int n_block) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) store_release(counter, n_block + 1);
+}
+
+// The staged dQ tile's adds (kDqStaged). Every thread calls these; they act where they apply.
+// fence_staged: this thread's st.shared to the tile before the bulk engine reads it (the
+// caller then syncs the block). Before sm_90 there is no bulk engine and nothing to fence.
+__device__ __forceinline__ void fence_staged() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// Adds rows [0, rows) of the tile at `tile` (row stride kDqStride floats) to `dst` (row
+// stride kHeadDim floats): thread r issues row r's bulk reduction (sm_90), or all threads add
+// float4 chunks with red.add in row order (coalesced).
+__device__ __forceinline__ void add_staged_dq(float* dst, const float* tile, int rows) {
+#if __CUDA_ARCH__ >= 900
+  for (int r = threadIdx.x; r < rows; r += kThreads)
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                     dst + (i64)r * kHeadDim),
+                 "r"(smem_address(tile + r * kDqStride)), "n"(kHeadDim * 4)
+                 : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#else
+  constexpr int kChunks = kHeadDim / 4;
+  for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = (c % kChunks) * 4;
+    const float4 x = *reinterpret_cast<const float4*>(tile + r * kDqStride + col);
+    add_dq_pair(dst + (i64)r * kHeadDim + col, x.x, x.y);
+    add_dq_pair(dst + (i64)r * kHeadDim + col + 2, x.z, x.w);
+  }
+#endif
+}
+// The tile may be overwritten: this thread's bulk reductions have read it.
+__device__ __forceinline__ void staged_dq_read() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+// This thread's bulk reductions are complete in global memory and ordered before its later
+// generic-proxy accesses (the deterministic counter's release).
+__device__ __forceinline__ void staged_dq_done() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
+// acc0[mi][j, j+1] += a0[mi] · b0 and acc1[mi][j, j+1] += a1[mi] · b1 for each of this warp's
+// key tiles: the two GEMMs a step runs side by side (Sᵀ with dPᵀ, dV with dK), each B operand
+// one ldmatrix.x4 of two 8-column tiles.
+template <int kCols>
+__device__ __forceinline__ void mma_side_by_side(float (&acc0)[kKTiles][kCols][4], float (&acc1)[kKTiles][kCols][4],
+                                                 int j, const u32 (&a0)[kKTiles][4], const u32 (&a1)[kKTiles][4],
+                                                 const u32 (&b0)[4], const u32 (&b1)[4]) {
+#pragma unroll
+  for (int mi = 0; mi < kKTiles; ++mi) {
+    mma_16816(acc0[mi][j], a0[mi], b0[0], b0[1]);
+    mma_16816(acc0[mi][j + 1], a0[mi], b0[2], b0[3]);
+    mma_16816(acc1[mi][j], a1[mi], b1[0], b1[1]);
+    mma_16816(acc1[mi][j + 1], a1[mi], b1[2], b1[3]);
+  }
 }
 
 }  // namespace ft
@@ -226,6 +322,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   const u32 sdO_addr = sQ_addr + kStages * kTileBytes;
   u16* sdS = reinterpret_cast<u16*>(smem + (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2);
   const u32 sdS_addr = smem_address(sdS);
+  float* sdQ = reinterpret_cast<float*>(sdS + kBlockN * kDsStride);  // kDqStaged only
 
   load_tile<kBlockN>(sK_addr, k, p.k_stride[1], n0, Nk);
   load_tile<kBlockN>(sV_addr, v, p.v_stride[1], n0, Nk);
@@ -320,13 +417,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
         u32 bq[4], bo[4];
         ldmatrix_x4(bq, sQ_cur + off);
         ldmatrix_x4(bo, sdO_cur + off);
-#pragma unroll
-        for (int mi = 0; mi < kKTiles; ++mi) {
-          mma_16816(acc_s[mi][nj], ak[mi], bq[0], bq[1]);
-          mma_16816(acc_s[mi][nj + 1], ak[mi], bq[2], bq[3]);
-          mma_16816(acc_dp[mi][nj], av[mi], bo[0], bo[1]);
-          mma_16816(acc_dp[mi][nj + 1], av[mi], bo[2], bo[3]);
-        }
+        mma_side_by_side(acc_s, acc_dp, nj, ak, av, bq, bo);
       }
     }
 
@@ -378,28 +469,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
         u32 bo[4], bq[4];
         ldmatrix_x4_trans(bo, sdO_cur + off);
         ldmatrix_x4_trans(bq, sQ_cur + off);
-#pragma unroll
-        for (int mi = 0; mi < kKTiles; ++mi) {
-          mma_16816(acc_dv[mi][dt], pa[mi], bo[0], bo[1]);
-          mma_16816(acc_dv[mi][dt + 1], pa[mi], bo[2], bo[3]);
-          mma_16816(acc_dk[mi][dt], da[mi], bq[0], bq[1]);
-          mma_16816(acc_dk[mi][dt + 1], da[mi], bq[2], bq[3]);
-        }
+        mma_side_by_side(acc_dv, acc_dk, dt, pa, da, bo, bq);
       }
     }
-    __syncthreads();  // dSᵀ is complete
+    if constexpr (kDqStaged) staged_dq_read();  // the last step's bulk adds have read the dQ tile
+    __syncthreads();  // dSᵀ is complete (and the dQ tile free)
 
     // dQ[m0 .. m0 + kBlockM) += dS K: 16 x kDqCols output items spread over the warps (wider
     // items read each dS fragment once for more columns). A = dS read from dSᵀ ([key][query])
     // with ldmatrix.trans; B = K ([key][d]) with ldmatrix.trans.
     float* dq_acc = p.dq_accum + (row_base + m0) * kHeadDim;
     int* counter = p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16;
-    if constexpr (kDeterministic) {
-      if (tid == 0)
-        while (load_acquire(counter) != n_block) {
-        }
-      __syncthreads();
-    }
+    if constexpr (kDeterministic && !kDqStaged) wait_turn(counter, n_block);  // adds go straight to global
     constexpr int kColGroups = kDqCols / 16;  // 16-column ldmatrix groups of one item
     constexpr int kItems = (kBlockM / 16) * (kHeadDim / kDqCols);
     for (int t = warp; t < kItems; t += kWarps) {
@@ -430,28 +511,24 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
         for (int h = 0; h < 2; ++h) {
           const int row = mt * 16 + lane / 4 + h * 8;
           const int col = (ct * kColGroups * 2 + j) * 8 + 2 * (lane % 4);
-          if (m0 + row < Nq) {
-            float* dst = dq_acc + (i64)row * kHeadDim + col;
-            const float x = acc[j][2 * h], y = acc[j][2 * h + 1];
-            if constexpr (kDqVec == 2) {
-              red_add2(dst, x, y);  // ordered by the counter in deterministic mode
-            } else if constexpr (kDeterministic) {
-              store_cg(dst, load_cg(dst) + x);
-              store_cg(dst + 1, load_cg(dst + 1) + y);
-            } else {
-              red_add(dst, x);
-              red_add(dst + 1, y);
-            }
+          if constexpr (kDqStaged) {
+            *reinterpret_cast<float2*>(sdQ + row * kDqStride + col) = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
+          } else if (m0 + row < Nq) {
+            add_dq_pair(dq_acc + (i64)row * kHeadDim + col, acc[j][2 * h], acc[j][2 * h + 1]);
           }
         }
     }
-    if constexpr (kDeterministic) {
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) store_release(counter, n_block + 1);
+    if constexpr (kDqStaged) {
+      fence_staged();
+      __syncthreads();  // the dQ tile is complete
+      if constexpr (kDeterministic) wait_turn(counter, n_block);
+      add_staged_dq(dq_acc, sdQ, min(kBlockM, Nq - m0));
+      if constexpr (kDeterministic) staged_dq_done();
     }
+    if constexpr (kDeterministic) pass_turn(counter, n_block);
   }
   cp_async_wait<0>();
+  if constexpr (kDqStaged) staged_dq_done();  // bulk reads of the tile end before the block exits
 
   // dK (times the softmax scale) and dV: this warp's key rows, two 16-bit values per store.
   u16* dk = static_cast<u16*>(p.dk) + batch * p.dk_stride[0] + kv_head * p.dk_stride[2];

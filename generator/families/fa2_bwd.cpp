@@ -6,7 +6,8 @@
 // block order, bit-reproducible; the runtime sets it from BackwardArgs::deterministic, the
 // tuner searches 0), dqc (dQ columns per warp item: 16, 32, 64; 32 searched only where 64
 // does not divide D), dqv (floats per dQ reduction: 1, or 2 with red.add.v2 on sm_90; 2 is
-// searched).
+// searched), dqs (1: the dQ tile staged in shared memory and added a row at a time by bulk
+// reduction on sm_90, by coalesced red.add before; 0: each thread adds its own dQ values).
 #include <algorithm>
 #include <cmath>
 
@@ -24,7 +25,7 @@ namespace {
 constexpr int kPreRows = 16;  // query rows per preprocess / convert block (the template's kPreRows)
 
 struct BwdParams {
-  int block_n, block_m, warps, stages, det, dq_cols, dq_vec;
+  int block_n, block_m, warps, stages, det, dq_cols, dq_vec, dq_staged;
   explicit BwdParams(const Variant& v)
       : block_n(v.Param("bc")),
         block_m(v.Param("br")),
@@ -32,21 +33,24 @@ struct BwdParams {
         stages(v.Param("s")),
         det(v.Param("det")),
         dq_cols(v.Param("dqc", 16)),
-        dq_vec(v.Param("dqv", 1)) {}
+        dq_vec(v.Param("dqv", 1)),
+        dq_staged(v.Param("dqs", 0)) {}
 };
 
-// K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), and the dSᵀ tile.
-int64_t BwdSharedMemoryBytes(int block_n, int block_m, int head_dim, int stages) {
-  return int64_t(2 * block_n + 2 * stages * block_m) * (head_dim + 8) * 2 + int64_t(block_n) * (block_m + 8) * 2;
+// K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), the dSᵀ tile, and with
+// dqs the fp32 dQ tile (rows padded by 32 bytes).
+int64_t BwdSharedMemoryBytes(int block_n, int block_m, int head_dim, int stages, bool dq_staged) {
+  return int64_t(2 * block_n + 2 * stages * block_m) * (head_dim + 8) * 2 + int64_t(block_n) * (block_m + 8) * 2 +
+         (dq_staged ? int64_t(block_m) * (head_dim + 8) * 4 : 0);
 }
 
-Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv) {
+Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv, int dqs) {
   Variant v;
   v.family = "fa2_bwd";
   v.dtype = cls.dtype;
   v.head_dim = cls.head_dim;
   v.causal = cls.causal;
-  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}, {"dqc", dqc}, {"dqv", dqv}};
+  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}, {"dqc", dqc}, {"dqv", dqv}, {"dqs", dqs}};
   return v;
 }
 
@@ -76,6 +80,7 @@ class Fa2Bwd final : public Family {
         {"det", "deterministic (det)", {0, 1}, {0}},
         {"dqc", "dQ columns per warp item (dqc)", {16, 32, 64}, {16, 32, 64}},
         {"dqv", "floats per dQ reduction (dqv)", {1, 2}, {2}},
+        {"dqs", "dQ staged in shared memory (dqs)", {0, 1}, {0, 1}},
     };
     return kAxes;
   }
@@ -88,7 +93,7 @@ class Fa2Bwd final : public Family {
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
     const BwdParams p(v);
-    return BwdSharedMemoryBytes(p.block_n, p.block_m, v.head_dim, p.stages);
+    return BwdSharedMemoryBytes(p.block_n, p.block_m, v.head_dim, p.stages, p.dq_staged != 0);
   }
   int Threads(const Variant& v) const override { return v.Param("w") * 32; }
 
@@ -127,14 +132,13 @@ class Fa2Bwd final : public Family {
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
     const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
-    if (cls.head_dim <= 64) {
+    const int dqs = 1;
+    if (cls.head_dim <= 128) {
       bn = 128;
       bm = 64;
       w = 8;
-    } else if (cls.head_dim <= 128) {
-      bm = 64;
     }
-    Variant v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
+    Variant v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2, dqs);
     while (SharedMemoryBytes(v) > target.max_smem_bytes) {
       if (s > 1) {
         --s;
@@ -146,7 +150,7 @@ class Fa2Bwd final : public Family {
       } else {
         break;  // nothing smaller exists; Check reports it
       }
-      v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
+      v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2, dqs);
     }
     return v;
   }
@@ -164,6 +168,7 @@ class Fa2Bwd final : public Family {
         .Bool("kCausal", v.causal)
         .Int("kDqCols", p.dq_cols)
         .Int("kDqVec", p.dq_vec)
+        .Bool("kDqStaged", p.dq_staged != 0)
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -240,6 +245,7 @@ class Fa2Bwd final : public Family {
     const BwdParams p(v);
     return std::to_string(p.block_n) + "x" + std::to_string(p.block_m) + " w" + std::to_string(p.warps) + " s" +
            std::to_string(p.stages) + " dq" + std::to_string(p.dq_cols) + "x" + std::to_string(p.dq_vec) +
+           (p.dq_staged ? " staged" : "") +
            (p.det ? " deterministic" : "");
   }
 

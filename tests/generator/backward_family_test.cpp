@@ -147,14 +147,14 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
 }
 
 TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
-  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
+  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs0_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
-  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_dqc16_dqv1_causal");  // 64 keys over 8 warps
+  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs0_causal");
+  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_dqc16_dqv1_dqs0_causal");  // 64 keys over 8 warps
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("block_n (64) must be a multiple of warps * 16"), std::string::npos)
       << bad.status().message();
-  auto wide = Variant::FromUri("fa2_bwd_bf16_d96_bc64_br64_w4_s2_det0_dqc64_dqv2_full");  // 64 columns of 96
+  auto wide = Variant::FromUri("fa2_bwd_bf16_d96_bc64_br64_w4_s2_det0_dqc64_dqv2_dqs0_full");  // 64 columns of 96
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("dq_cols (64) must divide head_dim (96)"), std::string::npos)
       << wide.status().message();
@@ -204,12 +204,15 @@ TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
   const ProblemClass classes[] = {{DType::kBF16, 128, true, Operation::kBackward},
                                   {DType::kF16, 64, false, Operation::kBackward}};
   // Each class's default and deterministic variants, one on each arch (4 compiles: the main
-  // kernel is the slow one for ptxas).
+  // kernel is the slow one for ptxas), the staged dQ tile on and off on each arch: its bulk
+  // reductions (sm_90a, under the deterministic counter) and its red.add fallback (sm_80).
   bool sm80 = true;
+  const int kStaged[] = {0, 1, 1, 0};  // per request, in order
   for (const ProblemClass& cls : classes) {
     Variant det = DefaultVariant(cls);
     det.SetParam("det", 1);
-    for (const Variant& v : {DefaultVariant(cls), det}) {
+    for (Variant v : {DefaultVariant(cls), det}) {
+      v.SetParam("dqs", kStaged[requests.size()]);
       auto source = GenerateSource(v);
       ASSERT_TRUE(source.ok()) << source.status().ToString();
       requests.push_back({source->uri, source->text, sm80 ? "sm_80" : "sm_90a", {}});

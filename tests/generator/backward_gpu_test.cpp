@@ -18,11 +18,9 @@
 #include <vector>
 
 #include "flashtune/backward_args.h"
-#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
-#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tests/support/gpu_fixture.h"
 
@@ -91,7 +89,9 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
     EXPECT_TRUE(b.ok()) << b.status().ToString();
     if (!b.ok()) return nullptr;
     c->buffers[size_t(slot)].emplace(std::move(*b));
-    if (host) EXPECT_TRUE(c->buffers[size_t(slot)]->CopyFromHost(host, bytes).ok());
+    if (host) {
+      EXPECT_TRUE(c->buffers[size_t(slot)]->CopyFromHost(host, bytes).ok());
+    }
     return reinterpret_cast<void*>(c->buffers[size_t(slot)]->get());
   };
   c->device = a;
@@ -163,14 +163,7 @@ std::string Compare(const Case& c, const Outputs& got) {
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&)) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  Compiler compiler(Compiler::Options{});
-  std::vector<CompileRequest> requests;
-  for (const Variant& v : variants) {
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
-  }
-  auto cubins = compiler.CompileMany(requests);
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
   std::optional<ProblemClass> cls;
   std::vector<std::unique_ptr<Case>> cases;
   uint64_t seed = 500;
@@ -181,10 +174,9 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
       for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
       if (with_long(*cls)) cases.push_back(MakeCase(**gpu, *cls, kLong, seed += 10));
     }
-    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    const Result<ForwardKernel>& kernel = kernels[i];
     if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    ASSERT_TRUE(kernel.ok()) << variants[i].Uri() << ": " << kernel.status().ToString();
     for (auto& c : cases) {
       Outputs out;
       Status run = RunBackward(**gpu, *kernel, *c, &out);
@@ -223,23 +215,29 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  // Both ways of adding under the counter: a plain load and store (dqv 1) and red.add.v2 (dqv 2,
-  // whose order the counter alone must keep).
-  for (const auto [causal, dq_vec] : {std::pair{false, 1}, std::pair{true, 1}, std::pair{false, 2}, std::pair{true, 2}}) {
-    const ProblemClass cls = Bwd(DType::kBF16, 128, causal);
-    Variant v = DefaultVariant(cls);
+  // Every way of adding under the counter: a plain load and store (dqv 1), red.add.v2 (dqv 2,
+  // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1).
+  struct Mode {
+    bool causal;
+    int dq_vec, dq_staged;
+  };
+  const Mode kModes[] = {{false, 1, 0}, {true, 1, 0}, {false, 2, 0}, {true, 2, 0}, {false, 2, 1}, {true, 2, 1}};
+  std::vector<Variant> variants;
+  for (const Mode& m : kModes) {
+    Variant v = DefaultVariant(Bwd(DType::kBF16, 128, m.causal));
     v.SetParam("det", 1);
-    v.SetParam("dqv", dq_vec);
+    v.SetParam("dqv", m.dq_vec);
+    v.SetParam("dqs", m.dq_staged);
+    variants.push_back(v);
+  }
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
     SCOPED_TRACE(v.Uri());
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok());
-    Compiler compiler(Compiler::Options{});
-    auto cubin = compiler.Compile({source->uri, source->text, (*gpu)->info.Arch(), {}});
-    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubin, v);
+    const Result<ForwardKernel>& kernel = kernels[i];
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
     // Many key blocks add into each dq row: the order matters for the bits.
-    auto c = MakeCase(**gpu, cls, Shape{2, 1000, 1000, 4, 2, false}, 77);
+    auto c = MakeCase(**gpu, ClassOf(v), Shape{2, 1000, 1000, 4, 2, false}, 77);
     Outputs first;
     ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
     EXPECT_EQ(Compare(*c, first), "");
