@@ -125,14 +125,17 @@ class Fa2Bwd final : public Family {
     return !(v.Param("dqc") == 32 && v.head_dim % 64 == 0);
   }
 
-  // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d64, 64 × 64 with 4 warps
-  // up to d128, 64 × 32 beyond (each warp's dK and dV accumulators grow with D); two stages,
-  // downgraded until the shared memory fits. dQ: the widest items that divide D, added in
-  // pairs (the A/B of docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1).
+  // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d128 (6% faster than
+  // 64 × 64 with 4 warps at d128), 64 × 32 beyond (each warp's dK and dV accumulators grow
+  // with D); two stages, downgraded until the shared memory fits. dQ: the widest items that
+  // divide D, added in pairs (docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16
+  // dqv1); staged through shared memory above d64, where it is as fast by default and makes
+  // the deterministic mode 1.17x the default instead of 1.36x ("fa2_bwd round 3"; at d64
+  // staging was 10-18% slower).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
     const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
-    const int dqs = 1;
+    const int dqs = cls.head_dim > 64 && cls.head_dim <= 128 ? 1 : 0;
     if (cls.head_dim <= 128) {
       bn = 128;
       bm = 64;
