@@ -1,7 +1,8 @@
 // fa2_bwd on the GPU: dq, dk, dv against the float64 CPU reference (ReferenceBackward) on the
 // shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
 // MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
-// and the default variant of the others; the deterministic mode bit-identical over 3 runs.
+// (both warp layouts, dQ staged and not) and the default variant of the others; the
+// deterministic mode bit-identical over 3 runs for every way of adding dQ.
 // Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
 // the reference forward's (o rounded to the dtype), so only the backward is under test.
 // Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
@@ -216,18 +217,25 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   // Every way of adding under the counter: a plain load and store (dqv 1), red.add.v2 (dqv 2,
-  // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1).
+  // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1), in
+  // both warp layouts (128 keys over 8 warps, d128: the defaults' tile).
   struct Mode {
     bool causal;
-    int dq_vec, dq_staged;
+    int dq_vec, dq_staged, layout;
   };
-  const Mode kModes[] = {{false, 1, 0}, {true, 1, 0}, {false, 2, 0}, {true, 2, 0}, {false, 2, 1}, {true, 2, 1}};
+  const Mode kModes[] = {{false, 1, 0, 2}, {true, 1, 0, 2}, {false, 2, 0, 2}, {true, 2, 0, 2},
+                         {false, 2, 1, 2}, {true, 2, 1, 2}, {false, 2, 1, 1}, {true, 2, 0, 1}};
   std::vector<Variant> variants;
   for (const Mode& m : kModes) {
     Variant v = DefaultVariant(Bwd(DType::kBF16, 128, m.causal));
+    v.SetParam("bc", 128);
+    v.SetParam("br", 64);
+    v.SetParam("w", 8);
+    v.SetParam("dqc", 64);
     v.SetParam("det", 1);
     v.SetParam("dqv", m.dq_vec);
     v.SetParam("dqs", m.dq_staged);
+    v.SetParam("lay", m.layout);
     variants.push_back(v);
   }
   auto kernels = testing::CompileAndLoad(**gpu, variants);
