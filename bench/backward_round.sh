@@ -16,7 +16,8 @@
 #   bench       bench/backward_bench.py on that database vs SDPA flash and cuDNN backward
 #   ncu         Nsight Compute (--clock-control none) on one launch of the main kernel of each
 #               NCU_VARIANTS URI (B4 N4096, hidden 2048), then on SDPA flash's backward kernel
-#               (NCU_SDPA=0 skips it): speed of light, occupancy, warp stalls, pipes, memory
+#               (NCU_SDPA=0 skips it): speed of light, occupancy, warp stalls, pipes, memory;
+#               NCU_SKIP launches of the kernel skipped first (bench verifies on small shapes)
 # Logs go to $OUT (or ./backward-round); a summary prints last.
 #
 # usage: [STEPS="tests_bwd ..."] bench/backward_round.sh BIN_DIR
@@ -35,7 +36,9 @@ BIN=$(cd "${1:?usage: backward_round.sh BIN_DIR}" && pwd)
 OUT=${OUT:-$PWD/backward-round}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=$(mktemp -d)  # shared by the steps: later steps reuse the cubins
+# Shared by the steps (later steps reuse the cubins); a caller's folder may bring cubins compiled
+# elsewhere (`flashtune tune --compile-only` for sm_90a with the same NVRTC).
+export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-$(mktemp -d)}
 export FLASHTUNE_WORKER=$BIN/flashtune FLASHTUNE_CLI=$BIN/flashtune FLASHTUNE_LIB=$BIN/libflashtune.so
 export PYTHONPATH=$BIN/python:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 STEPS=${STEPS:-tests_bwd tests_fwd sanitize autograd ab tune bench}
@@ -91,7 +94,8 @@ if want ncu; then
       dt=${dt%%_*} d=${d%%_*}
       [[ $u == *_causal ]] && c=1
       echo "== $u"
-      ncu --clock-control none --target-processes all --kernel-name regex:'_main$' --launch-count 1 $NCU_SECTIONS \
+      ncu --clock-control none --target-processes all --kernel-name regex:'_main$' \
+        --launch-skip "${NCU_SKIP:-0}" --launch-count 1 $NCU_SECTIONS \
         "$BIN/flashtune" bench --operation bwd --dtype "$dt" --head-dim "$d" --causal "$c" --batch 4 \
         --seqlen-q 4096 --heads-q $((2048 / d)) --variant "$u"
     done
