@@ -246,6 +246,17 @@ __device__ __forceinline__ void mma_side_by_side(float (&acc0)[kRows][kCols][4],
 }
 
 
+// Zeroes two accumulators of the same shape (a GEMM pair's: dK and dV, S and dP).
+template <int kRows, int kCols>
+__device__ __forceinline__ void zero_pair(float (&a)[kRows][kCols][4], float (&b)[kRows][kCols][4]) {
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+#pragma unroll
+    for (int j = 0; j < kCols; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) a[i][j][e] = b[i][j][e] = 0.f;
+}
+
 // One query step of a main-kernel block, as the warp layouts' step() and store() read it.
 struct StepArgs {
   int batch, kv_head, n_block, n0, diag;  // the block: its key block and where it starts
@@ -366,14 +377,7 @@ struct RowsWork {
   float acc_dk[kKTiles][kDTiles][4];
   float acc_dv[kKTiles][kDTiles][4];
 
-  __device__ void zero() {
-#pragma unroll
-    for (int mi = 0; mi < kKTiles; ++mi)
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; ++dt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dk[mi][dt][e] = acc_dv[mi][dt][e] = 0.f;
-  }
+  __device__ void zero() { zero_pair(acc_dk, acc_dv); }
 
   __device__ void step(const FtParams& p, const StepArgs& s) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -393,12 +397,7 @@ struct RowsWork {
     // Sᵀ = K Qᵀ (this warp's keys × the block's queries) and dPᵀ = V d_oᵀ, side by side: both
     // read their B operand the same way.
     float acc_s[kKTiles][kQTiles][4], acc_dp[kKTiles][kQTiles][4];
-#pragma unroll
-    for (int mi = 0; mi < kKTiles; ++mi)
-#pragma unroll
-      for (int nj = 0; nj < kQTiles; ++nj)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mi][nj][e] = acc_dp[mi][nj][e] = 0.f;
+    zero_pair(acc_s, acc_dp);
 #pragma unroll
     for (int ks = 0; ks < kHeadDim / 16; ++ks) {
       u32 ak[kKTiles][4], av[kKTiles][4];

@@ -36,14 +36,7 @@ struct GridWork {
   float acc_dk[2][kKvNt][4];  // this warp's 32 keys × kHeadDim / kKvWarpsD columns
   float acc_dv[2][kKvNt][4];
 
-  __device__ void zero() {
-#pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-      for (int dt = 0; dt < kKvNt; ++dt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dk[mi][dt][e] = acc_dv[mi][dt][e] = 0.f;
-  }
+  __device__ void zero() { zero_pair(acc_dk, acc_dv); }
 
   __device__ void step(const FtParams& p, const StepArgs& s) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -61,12 +54,7 @@ struct GridWork {
       for (int r = 0; r < 2; ++r) load_lse_delta(p, s, q0 + mi * 16 + lane / 4 + r * 8, &lse2[mi][r], &dlt[mi][r]);
 
     float acc_s[2][kSNt][4], acc_dp[2][kSNt][4];
-#pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-      for (int nj = 0; nj < kSNt; ++nj)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mi][nj][e] = acc_dp[mi][nj][e] = 0.f;
+    zero_pair(acc_s, acc_dp);
 #pragma unroll
     for (int ks = 0; ks < kHeadDim / 16; ++ks) {
       u32 aq[2][4], ao[2][4];
