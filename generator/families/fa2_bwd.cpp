@@ -143,12 +143,12 @@ class Fa2Bwd final : public Family {
 
   // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d128 (6% faster than
   // 64 × 64 with 4 warps at d128), 64 × 32 beyond (each warp's dK and dV accumulators grow
-  // with D), in FA-2's 2-D warp layout where it exists (d64, d128: 1.07-1.19x the rows
+  // with D), in FA-2's 2-D warp layout where it exists (d64, d128: 1.07-1.21x the rows
   // layout), with 128 queries per step at d64 (1.09-1.13x over 64); two stages, downgraded
   // until the shared memory fits. dQ: the widest items that divide D, added in pairs
   // (docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1); staged through shared
   // memory above d64, where it was as fast and made the deterministic mode cheaper (1.17-1.22x
-  // the default instead of 1.28-1.43x, "fa2_bwd round 3"; at d64 staging was 5-18% slower).
+  // the default instead of 1.28-1.43x, "fa2_bwd round 3"; at d64 staging was 1.12-1.18x slower).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
     const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
