@@ -1,4 +1,6 @@
 // FlashAttention-2 backward kernel template (flashtune): dq, dk, dv from q, k, v, o, lse, d_o.
+// (Over 600 lines: the three kernels, the helpers both warp layouts share and the rows layout
+// are one module's; the 2-D layout lives in fa2_bwd_2d.cuh.)
 //
 // Three kernels of one module, launched in order on one stream with the same parameters:
 //  1. FT_KERNEL_NAME (preprocess): delta = rowsum(d_o ∘ o) per query row, and zeroes the fp32
