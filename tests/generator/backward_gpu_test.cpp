@@ -31,13 +31,7 @@ namespace {
 using testing::GetGpu;
 using testing::Gpu;
 using testing::Shape;
-using testing::StridesFor;
 
-const Shape kShapes[] = {
-    {1, 1, 1, 1, 1, false},     {2, 17, 17, 2, 2, false},     {1, 127, 127, 8, 1, false},  // GQA 8:1
-    {1, 128, 128, 4, 1, true},  {1, 1000, 1000, 2, 2, true},  // MQA, head-major
-    {1, 127, 1000, 2, 1, false}, {2, 1000, 127, 2, 2, false},  // Nq < Nk, Nq > Nk (masked rows)
-};
 const Shape kLong = {1, 4097, 4097, 1, 1, false};
 
 // One shape's inputs, device buffers and reference gradients for one class.
@@ -59,8 +53,8 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
   BackwardArgs& a = c->host;
   a = BackwardArgs::Contiguous(problem);
   ForwardArgs& f = a.forward;
-  f.q_strides = a.d_o_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
-  f.k_strides = f.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
+  f.q_strides = a.d_o_strides = testing::StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
+  f.k_strides = f.v_strides = testing::StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
   a.dk_strides = f.k_strides;  // dv stays contiguous: strides may differ between tensors
   c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
   c->d_o.resize(c->q.size());
@@ -172,7 +166,7 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
     if (!cls || !(ClassOf(variants[i]) == *cls)) {  // variants come grouped by class
       cls = ClassOf(variants[i]);
       cases.clear();
-      for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
+      for (const Shape& s : testing::kEdgeShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
       if (with_long(*cls)) cases.push_back(MakeCase(**gpu, *cls, kLong, seed += 10));
     }
     const Result<ForwardKernel>& kernel = kernels[i];
