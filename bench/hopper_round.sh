@@ -35,7 +35,7 @@ if want runtime; then
 fi
 if want check; then
   start=$(date +%s)
-  timeout ${CHECK_S:-80} "$PROBE" --check --only "${CHECK_ONLY:-_p1_,_pp0_,_ov0_}" >> "$OUT/probe.log" 2>&1
+  timeout ${CHECK_S:-80} "$PROBE" --check --only "${CHECK_ONLY:-_p1_,_pp0_,_ov0_}" ${CHECK_DEFINE:+--define "$CHECK_DEFINE"} >> "$OUT/probe.log" 2>&1
   summary+=("probe --check: exit $?, $(( $(date +%s) - start )) s: $(grep '^check:' "$OUT/probe.log" | tail -n 1)")
 fi
 if want tune; then
@@ -67,7 +67,7 @@ if want sanitize; then
   done
   summary+=("sanitizers: $(( $(date +%s) - start )) s")
 fi
-for mode in time short d64; do
+for mode in time short d64 ab14; do
   want $mode || continue
   start=$(date +%s)
   timeout ${TIME_S:-110} "$PROBE" --$mode >> "$OUT/time.log" 2>&1
@@ -83,7 +83,7 @@ fi
 if want ncu && command -v ncu > /dev/null; then
   start=$(date +%s)
   read -r NB NH NN NC <<< "${NCU_SHAPE:-32 32 512 1}"
-  SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis"
   for VARIANT in ${NCU_VARIANTS:-hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov1_causal}; do
     { echo "==== ncu $VARIANT B$NB H$NH N$NN"; timeout 45 ncu --clock-control none --target-processes all -k regex:hopper_fwd \
         --launch-skip 5 --launch-count 1 $SECTIONS \

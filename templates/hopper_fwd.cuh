@@ -97,6 +97,12 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_LAZY_RESCALE
 #define FT_HOPPER_LAZY_RESCALE 0
 #endif
+// FT_HOPPER_SYNCWARP_TILE=0: no __syncwarp() at the end of a persistent block's tile. Without it
+// ptxas cannot prove the warps converged after the epilogue's per-thread branches when the loop
+// comes back to the next tile's wgmma: it serialises the wgmmas (C7520) and spills.
+#ifndef FT_HOPPER_SYNCWARP_TILE
+#define FT_HOPPER_SYNCWARP_TILE 1
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -707,6 +713,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
         if (wtid == 0) mbar_arrive(bar_q_empty);
       }
+#if FT_HOPPER_SYNCWARP_TILE
+      __syncwarp();
+#endif
     }
     if constexpr (kPingPong) {
       if (cw == 0) turn_wait();  // the ring's opening arrival
