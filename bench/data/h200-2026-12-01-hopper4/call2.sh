@@ -5,7 +5,7 @@
 # per head dim, then the forward GPU tests of the switches-off variants while time is left.
 # Everything lands in $OUT/hopper4-call2.tgz, re-packed after every step.
 D=$(cd "$1" && pwd)
-LIMIT=${LIMIT:-85}
+LIMIT=${LIMIT:-70}
 T0=$(date +%s)
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 R=$(mktemp -d)
@@ -17,9 +17,9 @@ step() {  # step NAME STEPS [VAR=VALUE ...]
   env OUT="$R/$name" STEPS="$steps" "$@" bash "$D/round.sh" "$D" 2>&1 | tail -n ${TAIL:-12}
   pack
 }
-TAIL=100 step ab ab14 TIME_S=30
-step check check CHECK_S=20 CHECK_ONLY=_p1_
-step sanitize sanitize SANITIZE_S=14 SANITIZE_TOOLS="memcheck racecheck" \
+TAIL=100 step ab ab14 TIME_S=28
+step check check CHECK_S=12 CHECK_ONLY=_p1_
+step sanitize sanitize SANITIZE_S=11 SANITIZE_TOOLS="memcheck racecheck" \
   SANITIZE_ONLY=d64_bm64_bn64_wg1_s2_p1,d128_bm128_bn176_wg2_s2_p1,d256_bm128_bn80_wg2_s2_p1
 [ "$(left)" -gt 12 ] && step gputests gputests GPUTESTS_S=$(( $(left) - 4 )) \
   GPUTESTS_FILTER='ForwardGpu.HopperSwitchesOffMatchTheReference'
