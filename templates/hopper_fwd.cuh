@@ -97,9 +97,11 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_LAZY_RESCALE
 #define FT_HOPPER_LAZY_RESCALE 0
 #endif
-// FT_HOPPER_SYNCWARP_TILE=0: no __syncwarp() at the end of a persistent block's tile. Without it
-// ptxas cannot prove the warps converged after the epilogue's per-thread branches when the loop
-// comes back to the next tile's wgmma: it serialises the wgmmas (C7520) and spills.
+// FT_HOPPER_SYNCWARP_TILE=0 (an A/B knob: the template before session 14): no __syncwarp()
+// closing each tile. Without it ptxas cannot prove the warps reconverged after the epilogue's
+// per-thread branches (the one-thread TMA store, the varlen store loop) where a persistent
+// block's loop comes back to the next tile's wgmma: it serialised every wgmma (C7520) and
+// spilled, 1.02-2.17x slower (docs/perf-notes.md, session 14).
 #ifndef FT_HOPPER_SYNCWARP_TILE
 #define FT_HOPPER_SYNCWARP_TILE 1
 #endif
