@@ -85,6 +85,15 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
   reinterpret_cast<float4*>(dst)[1] = b;
 }
 
+// cp.async of 16 bytes that asks L2 to fetch the whole 128-byte line from DRAM (.L2::128B, as
+// CUTLASS's SM80 copies do) rather than sector by sector: the K/V stream is read once, line by
+// line. Measured without it (ncu, B64 x 32k): 88.6% of DRAM peak and a 34% L2 hit rate on data
+// read once (sectors of one line arriving in separate DRAM fetches), against 95% and 0.5% for
+// cuDNN's kernel reading the same bytes.
+__device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -191,8 +200,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
             }
           }
           const u32 dst = (u32)((r * kRowStride + col) * 2) + stage;
-          cp_async16(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
-          cp_async16(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
+          cp_async16_line(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
+          cp_async16_line(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
         }
       }
     }
