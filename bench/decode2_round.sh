@@ -4,7 +4,9 @@
 # memcheck on a varlen decode class, bench/decode_bench.py over the issue's grid (dense, paged
 # 16 and 256) against SDPA flash/cuDNN and a streaming read with main's library as the A/B
 # baseline, bench/varlen_bench.py --mixed-only, and Nsight Compute on three shapes
-# (bench/decode_profile.py). Logs go to $OUT; a short summary is printed last.
+# (bench/decode_profile.py); step `sweep` times a few decode_fwd variants through `flashtune
+# bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k. Logs go to $OUT; a short
+# summary is printed last. BASELINE: the library decode_bench.py compares against.
 # usage: bash bench/decode2_round.sh DIR   (DIR: bench/pack_for_gpu.sh's folder, with bench/,
 #        python/flashtune/ and main/libflashtune.so* (the baseline) copied beside it)
 set -uo pipefail
@@ -35,7 +37,7 @@ fi
 if want bench; then
   s=$(date +%s)
   timeout ${BENCH_S:-55} python3 "$C/bench/decode_bench.py" "$C/libflashtune.so" --out "$OUT" \
-    --baseline "$C/main/libflashtune.so" ${BENCH_ARGS:-} > "$OUT/decode_bench.log" 2>&1
+    --baseline "${BASELINE:-$C/main/libflashtune.so}" ${BENCH_ARGS:-} > "$OUT/decode_bench.log" 2>&1
   summary+=("decode bench: exit $? in $(( $(date +%s) - s )) s")
 fi
 if want mixed; then
@@ -51,7 +53,20 @@ gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sus
     python3 "$C/bench/decode_profile.py" "$C/libflashtune.so" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
   summary+=("ncu: exit $? in $(( $(date +%s) - s )) s")
 fi
+if want sweep; then
+  s=$(date +%s)
+  V=decode_fwd_bf16_d128_; F=_full
+  list=${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn64_rm1_w8_s3_cs2$F
+  for shape in "1 8192" "64 32768"; do
+    set -- $shape
+    timeout ${SWEEP_S:-20} "$C/flashtune" bench --batch $1 --seqlen-q 1 --seqlen-k $2 --heads-q 32 --heads-kv 8 \
+      --variant "$list" --rounds 3 >> "$OUT/sweep.log" 2>&1
+    echo "exit $? B$1 x $2" >> "$OUT/sweep.log"
+  done
+  summary+=("sweep: in $(( $(date +%s) - s )) s")
+fi
 echo "=== decode bench"; sed -n '/^streaming read .* TB\/s; /,$p' "$OUT/decode_bench.log" | cut -c1-400; tail -2 "$OUT/decode_bench.log"
+echo "=== sweep"; grep -E "decode_fwd|exit" "$OUT/sweep.log" 2>/dev/null | cut -c1-150
 echo "=== mixed"; grep -E "^(full|causal)|output check" "$OUT/varlen_mixed_bench.log" | tail -14
 echo "=== ncu"; python3 - "$OUT/ncu.csv" <<'PY' 2>&1 | tail -24
 import csv, sys
