@@ -86,7 +86,10 @@ class DecodeFwd final : public Family {
         {"bn", "keys_per_step (bn)", {32, 64, 128}, {64, 128}},
         {"rm", "row_tiles (rm)", {1, 2, 4}, {1, 2}},
         {"w", "warps (w)", {2, 4, 8}, {4, 8}},
-        {"s", "stages (s)", {2, 3, 4}, {2, 4}},
+        // 3 stages searched too: 3 x 64 keys is the deepest pipeline that keeps two blocks on an
+        // SM at d128 (the default; 93% of the read bandwidth at B64 x 8k where the budgeted tune,
+        // searching 2 and 4, kept 4 stages x 1 block at 76%: bench/data/h200-2026-12-01-decode).
+        {"s", "stages (s)", {2, 3, 4}, {2, 3, 4}},
         {"cs", "blocks_per_sm (cs)", {1, 2, 4}, {1, 2, 4}},
     };
     return kAxes;
