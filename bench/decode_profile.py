@@ -5,7 +5,7 @@ query token, dense K/V), each called once inside cudaProfilerStart/Stop after wa
 (NVRTC compiles and cuDNN plans stay outside). Run it under
   ncu --clock-control none --profile-from-start off --csv --page raw --metrics ... \
       python3 bench/decode_profile.py LIBFLASHTUNE
-(bench/decode2_round.sh has the metric list). Prints each shape's calls in order.
+(bench/decode_round.sh has the metric list). Prints each shape's calls in order.
 """
 import ctypes
 import os
