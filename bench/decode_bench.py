@@ -7,11 +7,15 @@ given grid. Reported: microseconds (CUDA events, median of 30 after a warm-up), 
 per second (B * Nk * Hkv * D * 2 bytes * 2 tensors / time; times are per call replayed from a
 CUDA graph, so the host's launch overhead is out, as in engines that run graphs; eager times
 are in the JSON) and its fraction of the streaming
-read bandwidth measured here (torch.sum over a 4 GiB fp32 tensor: reads only). K/V copies are
+read bandwidth measured here: the faster of torch.sum over a 4 GiB fp32 tensor and a plain
+read kernel (CuPy, when present: 16-byte loads, grid-stride, 4 in flight per thread), reads only.
+--baseline LIB times another libflashtune (e.g. main's, before a change) on the same dense
+inputs right after this one, for an A/B in one run (its plan is its own). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
+       [--layouts dense,paged16,paged256] [--baseline LIB]
 (the C ABI through the Python package's ctypes layer, python/flashtune/_capi.py)
 """
 import argparse
@@ -54,6 +58,69 @@ class Runtime:
     def forward_ex(self, args, stream):
         self.check(self.forward_ex_fn(self.handle, ctypes.byref(args), ctypes.c_void_p(stream or None)),
                    "ft_forward_ex")
+
+class Baseline:
+    """Another libflashtune through ctypes alone (no package state): ft_forward_ex with the
+    version-1 ft_attention_args (a library older than the mixed-batch fields knows only it)."""
+
+    def __init__(self, lib_path, capi):
+        self.lib = ctypes.CDLL(os.path.abspath(lib_path), mode=ctypes.RTLD_LOCAL)
+        self.lib.ft_last_error.restype = ctypes.c_char_p
+        self.lib.ft_runtime_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.ft_forward_ex.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.ft_workspace_size.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
+        self.handle = ctypes.c_void_p()
+        self.check(self.lib.ft_runtime_open(None, ctypes.byref(self.handle)), "ft_runtime_open")
+        self.v1_size = capi.AttentionArgs.decode_seqs.offset
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"baseline {what}: {self.lib.ft_last_error().decode()}")
+
+    def args(self, args):
+        """A copy of `args` declared as version 1, with this library's workspace size."""
+        copy = type(args).from_buffer_copy(args)
+        copy.struct_size = self.v1_size
+        size = ctypes.c_int64()
+        self.check(self.lib.ft_workspace_size(self.handle, ctypes.byref(copy), ctypes.byref(size)), "ft_workspace_size")
+        return copy, size.value
+
+
+def kernel_read_tbps():
+    """A plain streaming read over 4 GiB (CuPy's NVRTC): None when CuPy is not there."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    src = r"""
+extern "C" __global__ void read_all(const uint4* __restrict__ x, long long n, unsigned* out) {
+  unsigned acc = 0;
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 a = __ldcs(x + i), b = __ldcs(x + i + stride), c = __ldcs(x + i + 2 * stride), d = __ldcs(x + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n; i += stride) { uint4 a = __ldcs(x + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+  if (acc == 0x12345678u) out[0] = acc;  // keeps the loads
+}
+"""
+    kern = cupy.RawKernel(src, "read_all")
+    x = torch.ones(1 << 30, device="cuda", dtype=torch.float32)  # 4 GiB
+    out = torch.zeros(1, device="cuda", dtype=torch.int32)
+    n = (4 << 30) // 16
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    grid = (sms * 8,)
+    args = (cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(x.data_ptr(), 4 << 30, x), 0),
+            cupy.int64(n), cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(out.data_ptr(), 4, out), 0))
+    stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    def run(i):
+        with stream:
+            kern(grid, (512,), args)
+    ms = bench(run, 1, reps=20, warmup=3)
+    del x
+    return (4 << 30) / ms / 1e9
+
 
 BACKENDS = (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
             ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION))
@@ -120,10 +187,19 @@ def timed(fn, n_inputs, row, key):
 
 
 def stream_read_tbps():
+    """(best, {method: TB/s}): torch.sum and the read kernel over 4 GiB."""
     x = torch.ones(1 << 30, device="cuda", dtype=torch.float32)  # 4 GiB
     ms = bench(lambda i: x.sum(), 1, reps=20, warmup=3)
     del x
-    return (4 << 30) / ms / 1e9
+    got = {"torch.sum": (4 << 30) / ms / 1e9}
+    try:
+        k = kernel_read_tbps()
+        if k:
+            got["read kernel"] = k
+    except Exception as e:  # a missing compiler or CuPy build: torch.sum alone
+        print(f"  read kernel: {e}", flush=True)
+    torch.cuda.empty_cache()
+    return max(got.values()), got
 
 
 def main():
@@ -139,6 +215,7 @@ def main():
     ap.add_argument("--seqlen-q", type=int, default=1)
     ap.add_argument("--layouts", default="dense,paged16,paged256")
     ap.add_argument("--max-kv-gib", type=float, default=20.0, help="skip shapes whose K+V exceed this")
+    ap.add_argument("--baseline", default="", help="another libflashtune timed on the dense inputs (A/B)")
     a = ap.parse_args()
     torch.manual_seed(0)
     random.seed(0)
@@ -146,8 +223,9 @@ def main():
     rt = Runtime(os.path.abspath(a.lib), a.db or None)
     AttentionArgs, Problem = rt.capi.AttentionArgs, rt.capi.Problem
     stream = torch.cuda.current_stream().cuda_stream
-    read_tbps = stream_read_tbps()
-    print(f"streaming read (torch.sum, 4 GiB fp32): {read_tbps:.2f} TB/s", flush=True)
+    read_tbps, reads = stream_read_tbps()
+    print("streaming read (4 GiB): " + ", ".join(f"{k} {v:.2f} TB/s" for k, v in reads.items()), flush=True)
+    base = Baseline(a.baseline, rt.capi) if a.baseline else None
     hq, hkv, d, nq = a.heads_q, a.heads_kv, a.head_dim, a.seqlen_q
     rows, results = [], []
     for B in (int(x) for x in a.batches.split(",")):
@@ -233,6 +311,23 @@ def main():
                     if rc != 0:
                         rt.check(rc, "ft_forward_ex")
                 timed(call, copies, row, layout)
+                if base is not None and layout == "dense":
+                    pairs = [base.args(x) for x in args_list]
+                    base_ws = torch.empty(max(pairs[0][1], 16), device=dev, dtype=torch.uint8)
+                    for x, size in pairs:
+                        x.workspace, x.workspace_bytes = base_ws.data_ptr(), size
+                    base_refs = [ctypes.byref(x) for x, _ in pairs]
+
+                    def base_call(i):
+                        base.check(base.lib.ft_forward_ex(base.handle, base_refs[i],
+                                                          ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)),
+                                   "ft_forward_ex")
+                    o.fill_(float("nan"))
+                    base_call(0)
+                    torch.cuda.synchronize()
+                    row["base_err"] = ((o.float() - ref).norm() / ref.norm()).item()
+                    timed(base_call, copies, row, "base")
+                    del pairs, base_ws
                 row[layout + "_err"] = err
                 row[layout + "_ws"] = ws_bytes
                 del kv, args_list
@@ -247,11 +342,13 @@ def main():
                 line += f" | {name} {tb(us):5.2f}"
             cudnn = tb(row["cudnn_us"])
             line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}" if cudnn == cudnn else ""
+            if "base_us" in row:
+                line += f" | base {row['base_us']:8.1f} us {tb(row['base_us']):5.2f} TB/s, new/base time {row['dense_us'] / row['base_us']:.3f}"
             rows.append(line)
             print(line, flush=True)
             del q, o, lse, dense, ref
             torch.cuda.empty_cache()
-    json.dump({"read_tbps": read_tbps, "rows": results}, open(os.path.join(a.out, "decode_bench.json"), "w"), indent=1)
+    json.dump({"read_tbps": read_tbps, "reads": reads, "rows": results}, open(os.path.join(a.out, "decode_bench.json"), "w"), indent=1)
     print(f"\nstreaming read {read_tbps:.2f} TB/s; K+V TB/s and % of it; torch SDPA in TB/s of the same bytes")
     for line in rows:
         print(line)

@@ -1,36 +1,85 @@
 #!/usr/bin/env bash
-# One GPU round for the decode family: its GPU tests (float64 reference), compute-sanitizer
-# memcheck on one class of them, and bench/decode_bench.py (flashtune dense and paged decode
-# against SDPA flash and cuDNN and a streaming read, same run). Logs go to $OUT; a short
-# summary is printed last.
-# usage: [STEPS="tests sanitize bench"] [BENCH_ARGS=...] bench/decode_round.sh BIN_DIR
+# One GPU round for decode speed and mixed prefill + decode (issue 14): the decode and varlen
+# decode GPU tests and the runtime's mixed-batch test (float64 reference), compute-sanitizer
+# memcheck on a varlen decode class, bench/decode_bench.py over the issue's grid (dense, paged
+# 16 and 256) against SDPA flash/cuDNN and a streaming read with main's library as the A/B
+# baseline, bench/varlen_bench.py --mixed-only, and Nsight Compute on three shapes
+# (bench/decode_profile.py); step `sweep` times a few decode_fwd variants through `flashtune
+# bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k. Logs go to $OUT; a short
+# summary is printed last. BASELINE: the library decode_bench.py compares against.
+# usage: [STEPS=...] [BASELINE=LIB] bash bench/decode_round.sh DIR   (DIR: bench/pack_for_gpu.sh's
+#        folder, with bench/ and python/flashtune/ copied beside it; BASELINE, default
+#        DIR/main/libflashtune.so when present: the library the benchmark compares against)
 set -uo pipefail
-BIN=$(cd "${1:?usage: decode_round.sh BIN_DIR}" && pwd)
+C=$(cd "${1:?usage: decode_round.sh DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${OUT:-$ROOT/gpu-round}
+OUT=${OUT:-$C/out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CLI=$BIN/flashtune FLASHTUNE_WORKER=$BIN/flashtune
-STEPS=${STEPS:-tests sanitize bench}
+export LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CLI=$C/flashtune FLASHTUNE_WORKER=$C/flashtune PYTHONUNBUFFERED=1
+export FLASHTUNE_CACHE_DIR=/tmp/ft-cache
+STEPS=${STEPS:-tests sanitize bench mixed ncu}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 summary=()
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 if want tests; then
   s=$(date +%s)
-  timeout ${TESTS_S:-240} "$BIN/flashtune_gpu_tests" --gtest_filter="${TEST_FILTER:-DecodeGpu*:RuntimeGpu*}" > "$OUT/decode_gpu_tests.log" 2>&1
-  summary+=("gpu tests: exit $? in $(( $(date +%s) - s )) s; $(grep -c '^\[       OK' "$OUT/decode_gpu_tests.log") ok, $(grep -c '^\[  FAILED  \] [A-Z]' "$OUT/decode_gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$OUT/decode_gpu_tests.log") skipped")
-  grep -E "checked|FAILED|Failure|o error" "$OUT/decode_gpu_tests.log" | head -30
+  timeout ${TESTS_S:-75} "$C/flashtune_gpu_tests" \
+    --gtest_filter="${TEST_FILTER:-VarlenGpu/VarlenDecodeClasses.*:RuntimeGpu.MixedVarlen*:RuntimeGpu.VarlenCall*:DecodeGpu*}" \
+    > "$OUT/gpu_tests.log" 2>&1
+  summary+=("gpu tests: exit $? in $(( $(date +%s) - s )) s; $(grep -c '^\[       OK' "$OUT/gpu_tests.log") ok, $(grep -c '^\[  FAILED  \] [A-Z]' "$OUT/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$OUT/gpu_tests.log") skipped")
+  grep -E "FAILED|Failure|wrote past" "$OUT/gpu_tests.log" | head -20
 fi
 if want sanitize; then
   s=$(date +%s)
-  timeout ${SANITIZE_S:-150} compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/flashtune_gpu_tests" \
-    --gtest_filter="${SANITIZE_FILTER:-DecodeGpu/DecodeClasses.VariantsMatchTheReference/3}" > "$OUT/decode_sanitizer.log" 2>&1
-  summary+=("compute-sanitizer memcheck: exit $? in $(( $(date +%s) - s )) s: $(grep -E 'ERROR SUMMARY' "$OUT/decode_sanitizer.log" | tail -1)")
+  timeout ${SANITIZE_S:-25} compute-sanitizer --tool memcheck --error-exitcode 3 "$C/flashtune_gpu_tests" \
+    --gtest_filter="${SANITIZE_FILTER:-VarlenGpu/VarlenDecodeClasses.DecodeVariantsMatchTheReference/3}" > "$OUT/sanitizer.log" 2>&1
+  summary+=("compute-sanitizer memcheck: exit $? in $(( $(date +%s) - s )) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
 fi
 if want bench; then
   s=$(date +%s)
-  timeout ${BENCH_S:-240} python3 "$ROOT/bench/decode_bench.py" "$BIN/libflashtune.so" --out "$OUT" ${BENCH_ARGS:-} > "$OUT/decode_bench.log" 2>&1
+  base=${BASELINE:-$C/main/libflashtune.so}
+  [ -e "$base" ] && base_args="--baseline $base" || base_args=""
+  timeout ${BENCH_S:-55} python3 "$ROOT/bench/decode_bench.py" "$C/libflashtune.so" --out "$OUT" \
+    $base_args ${BENCH_ARGS:-} > "$OUT/decode_bench.log" 2>&1
   summary+=("decode bench: exit $? in $(( $(date +%s) - s )) s")
-  sed -n '/^streaming read .* TB\/s; /,$p' "$OUT/decode_bench.log"
-  tail -3 "$OUT/decode_bench.log"
 fi
+if want mixed; then
+  s=$(date +%s)
+  timeout ${MIXED_S:-25} python3 "$ROOT/bench/varlen_bench.py" "$C/libflashtune.so" --out "$OUT" --mixed-only \
+    > "$OUT/varlen_mixed_bench.log" 2>&1
+  summary+=("mixed bench: exit $? in $(( $(date +%s) - s )) s")
+fi
+if want ncu; then
+  s=$(date +%s)
+  timeout ${NCU_S:-35} ncu --clock-control none --profile-from-start off --csv --page raw --metrics \
+gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,launch__shared_mem_per_block_dynamic,lts__t_sector_hit_rate.pct \
+    python3 "$ROOT/bench/decode_profile.py" "$C/libflashtune.so" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  summary+=("ncu: exit $? in $(( $(date +%s) - s )) s")
+fi
+if want sweep; then
+  s=$(date +%s)
+  V=decode_fwd_bf16_d128_; F=_full
+  list=${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn128_rm1_w4_s2_cs2$F
+  for shape in "1 8192" "64 32768"; do
+    set -- $shape
+    timeout ${SWEEP_S:-20} "$C/flashtune" bench --batch $1 --seqlen-q 1 --seqlen-k $2 --heads-q 32 --heads-kv 8 \
+      --variant "$list" --rounds 3 >> "$OUT/sweep.log" 2>&1
+    echo "exit $? B$1 x $2" >> "$OUT/sweep.log"
+  done
+  summary+=("sweep: in $(( $(date +%s) - s )) s")
+fi
+echo "=== decode bench"; sed -n '/^streaming read .* TB\/s; /,$p' "$OUT/decode_bench.log" | cut -c1-400; tail -2 "$OUT/decode_bench.log"
+echo "=== sweep"; grep -E "decode_fwd|exit" "$OUT/sweep.log" 2>/dev/null | cut -c1-150
+echo "=== mixed"; grep -E "^(full|causal)|output check" "$OUT/varlen_mixed_bench.log" | tail -14
+echo "=== ncu"; python3 - "$OUT/ncu.csv" <<'PY' 2>&1 | tail -24
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: print("no ncu rows"); sys.exit()
+h = rows[0]; idx = {n: i for i, n in enumerate(h)}
+want = ["Kernel Name", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__grid_size", "launch__registers_per_thread"]
+for r in rows[2:]:
+    print(" | ".join(r[idx[w]][:40] if w in idx else "?" for w in want))
+PY
 printf '%s\n' "${summary[@]}"

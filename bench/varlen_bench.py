@@ -8,16 +8,18 @@ Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
  - ragged: B8 with lengths 512 1024 1536 2048 2560 3072 2304 3328 (16384 tokens), Nq = Nk;
  - equal:  B8 x 2048 as varlen, and the same as a dense [8, 2048, H, D] call (same tokens,
    same FLOPs: the varlen path's own cost);
- - mixed:  2 prefills of 4096 tokens + 30 decode rows over 8192 keys each, one varlen call,
-   against the split an engine could make instead: one dense prefill call (B2 x 4096) plus
-   one decode call (B30, Nq 1, Nk 8192, decode_fwd's split-KV).
+ - mixed:  30 decode rows over 8192 keys each + 2 prefills of 4096 tokens (decodes first, as
+   vLLM orders them) as one varlen call routed by varlen.decode_seqs (decode_fwd on the decode
+   rows, the prefill kernel on the rest: two launches), the same call unrouted (one prefill
+   kernel launch over everything), and the split an engine could make instead: one dense
+   prefill call (B2 x 4096) plus one decode call (B30, Nq 1, Nk 8192, decode_fwd's split-KV).
 Reported: microseconds (CUDA events, median of 30 graph replays after a warm-up, the median of
 three interleaved rounds) and TFLOP/s of the attention actually computed (4 * Hq * D per visible
 (query, key) pair; causal counts only the visible pairs). flashtune's outputs are checked
 against SDPA flash run per sequence (relative L2 error), and its lse rows of sequences with no
 key are -inf.
 
-usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR]
+usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--mixed-only]
 """
 import argparse
 import ctypes
@@ -87,7 +89,7 @@ def median_rounds(calls, rounds=3):
 class Batch:
     """Packed q/k/v of one varlen batch, its cu_seqlens and flashtune args for it."""
 
-    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev):
+    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=0):
         self.len_q, self.len_k, self.causal = len_q, len_k, causal
         self.cu_q = torch.tensor([0] + list(itertools.accumulate(len_q)), device=dev, dtype=torch.int32)
         self.cu_k = torch.tensor([0] + list(itertools.accumulate(len_k)), device=dev, dtype=torch.int32)
@@ -103,7 +105,11 @@ class Batch:
             "varlen", problem, q=self.q.data_ptr(), k=self.k.data_ptr(), v=self.v.data_ptr(), o=self.o.data_ptr(),
             lse=self.lse.data_ptr(), q_strides=(0,) + self.q.stride()[:2], k_strides=(0,) + self.k.stride()[:2],
             v_strides=(0,) + self.v.stride()[:2], o_strides=(0,) + self.o.stride()[:2],
-            cu_seqlens_q=self.cu_q.data_ptr(), cu_seqlens_k=self.cu_k.data_ptr(), total_q=tq, total_k=tk)
+            cu_seqlens_q=self.cu_q.data_ptr(), cu_seqlens_k=self.cu_k.data_ptr(), total_q=tq, total_k=tk,
+            decode_seqs=decode_seqs, decode_max_seqlen_q=max(len_q[:decode_seqs], default=0))
+        ws_bytes = rt.workspace_size(self.args)
+        self.ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
+        self.args.workspace, self.args.workspace_bytes = self.ws.data_ptr(), ws_bytes
         self.ref = ctypes.byref(self.args)
         self.rt = rt
         self.flops = sum(4 * hq * d * visible_pairs(a, b, causal) for a, b in zip(len_q, len_k))
@@ -179,6 +185,7 @@ def main():
     ap.add_argument("--heads-q", type=int, default=32)
     ap.add_argument("--heads-kv", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--mixed-only", action="store_true", help="only the mixed prefill + decode shapes")
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda")
@@ -187,7 +194,7 @@ def main():
     varlen_attn, varlen_note = varlen_attn_fn()
     print(varlen_note, flush=True)
     results, lines = [], []
-    for causal in (False, True):
+    for causal in (() if a.mixed_only else (False, True)):
         mask = "causal" if causal else "full"
         ragged = Batch(rt, RAGGED, RAGGED, hq, hkv, d, causal, dev)
         equal = Batch(rt, [2048] * 8, [2048] * 8, hq, hkv, d, causal, dev)
@@ -238,8 +245,9 @@ def main():
     # Mixed prefill + decode: one varlen call against prefill + decode as two calls.
     for causal in (False, True):
         mask = "causal" if causal else "full"
-        len_q = [4096, 4096] + [1] * 30
-        len_k = [4096, 4096] + [8192] * 30
+        len_q = [1] * 30 + [4096, 4096]
+        len_k = [8192] * 30 + [4096, 4096]
+        routed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=30)
         mixed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev)
         pre_call, pre_keep = dense_args(rt, 2, 4096, 4096, hq, hkv, d, causal, dev)
         dec_call, dec_keep = dense_args(rt, 30, 1, 8192, hq, hkv, d, causal, dev)
@@ -248,9 +256,11 @@ def main():
         def split():
             pre_call()
             dec_call()
-        calls = {"ft varlen mixed": mixed.forward, "ft prefill+decode": split, "ft dense prefill B2": pre_call,
+        calls = {"ft varlen mixed routed": routed.forward, "ft varlen mixed": mixed.forward,
+                 "ft prefill+decode": split, "ft dense prefill B2": pre_call,
                  "ft dense decode B30": dec_call, "ft varlen decode B30": decode_only.forward}
-        errors = {"ft varlen mixed": mixed.error_vs_sdpa(), "ft varlen decode B30": decode_only.error_vs_sdpa()}
+        errors = {"ft varlen mixed routed": routed.error_vs_sdpa(), "ft varlen mixed": mixed.error_vs_sdpa(),
+                  "ft varlen decode B30": decode_only.error_vs_sdpa()}
         us = median_rounds(calls)
         for name in calls:
             err = errors.get(name)
@@ -260,7 +270,7 @@ def main():
             lines.append(line)
             results.append({"mask": mask, "call": name, "us": us[name], "rel_err": err[0] if err else None})
             print(line, flush=True)
-        del mixed, pre_keep, dec_keep, decode_only
+        del routed, mixed, pre_keep, dec_keep, decode_only
         torch.cuda.empty_cache()
 
     json.dump({"note": varlen_note, "rows": results}, open(os.path.join(a.out, "varlen_bench.json"), "w"), indent=1)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 
 namespace flashtune {
@@ -200,6 +201,12 @@ std::vector<const Family*> FamiliesFor(const Problem& problem) {
 int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
   int64_t bytes = 0;
   for (const Family* f : FamiliesFor(problem)) bytes = std::max(bytes, f->WorkspaceBytes(problem, sm_count));
+  if (problem.layout == Layout::kVarlen && problem.seqlen_q > kDecodeMaxQueries) {
+    // A mixed call's decode part (MixedVarlenParts): a decode-sized varlen problem bounds it.
+    Problem decode = problem;
+    decode.seqlen_q = kDecodeMaxQueries;
+    bytes = std::max(bytes, WorkspaceBytes(decode, sm_count));
+  }
   return bytes;
 }
 

@@ -151,6 +151,13 @@ Status ValidateVarlen(const ForwardArgs& a) {
     if (t.s.batch != 0)
       return Invalid(std::string(t.name) + "_strides.batch (" + std::to_string(t.s.batch) +
                      ") must be 0 for the varlen layout (sequences are rows of one packed tensor)");
+  if (v.decode_seqs < 0 || v.decode_seqs > p.batch)
+    return Invalid("varlen.decode_seqs (" + std::to_string(v.decode_seqs) + ") must be in [0, batch = " +
+                   std::to_string(p.batch) + "]");
+  const int64_t most = std::min<int64_t>(p.seqlen_q, kDecodeMaxQueries);
+  if (v.decode_seqs > 0 && (v.decode_max_seqlen_q < 1 || v.decode_max_seqlen_q > most))
+    return Invalid("varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) + ") must be in [1, " +
+                   std::to_string(most) + "] (at most 16 and problem.seqlen_q) when decode_seqs is set");
   return Status::Ok();
 }
 
@@ -253,6 +260,29 @@ Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_
     }
   }
   return Status::Ok();
+}
+
+CallParts MixedVarlenParts(const ForwardArgs& a) {
+  CallParts out;
+  const Varlen& v = a.varlen;
+  if (a.problem.layout != Layout::kVarlen || v.decode_seqs == 0 || a.problem.seqlen_q <= kDecodeMaxQueries) {
+    out.part[out.count++] = a;
+    return out;
+  }
+  ForwardArgs decode = a;
+  decode.problem.batch = v.decode_seqs;
+  decode.problem.seqlen_q = v.decode_max_seqlen_q;
+  decode.varlen.decode_seqs = 0;
+  out.part[out.count++] = decode;
+  if (v.decode_seqs < a.problem.batch) {
+    ForwardArgs prefill = a;
+    prefill.problem.batch = a.problem.batch - v.decode_seqs;
+    prefill.varlen.cu_seqlens_q = v.cu_seqlens_q + v.decode_seqs;
+    prefill.varlen.cu_seqlens_k = v.cu_seqlens_k + v.decode_seqs;
+    prefill.varlen.decode_seqs = 0;
+    out.part[out.count++] = prefill;
+  }
+  return out;
 }
 
 Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu, int64_t batch, int64_t max_len,

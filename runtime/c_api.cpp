@@ -1,6 +1,7 @@
 // The C ABI (include/flashtune/flashtune.h) over flashtune::Runtime.
 #include "flashtune/flashtune.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -86,14 +87,20 @@ flashtune::Result<flashtune::ForwardArgs> ToForwardArgs(const CArgs& args, const
   return a;
 }
 
-// Version 1 is the only struct_size; later versions append fields and accept this size too.
-constexpr uint32_t kAttentionArgsV1Size = sizeof(ft_attention_args);
+// Version 1 ends before decode_seqs; version 2 (sizeof) appends the mixed-batch fields. A
+// version-1 caller's struct is copied into a zeroed version-2 one (never read past its size).
+constexpr uint32_t kAttentionArgsV1Size = offsetof(ft_attention_args, decode_seqs);
+constexpr uint32_t kAttentionArgsV2Size = sizeof(ft_attention_args);
 
-flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_args& args) {
-  if (args.struct_size != kAttentionArgsV1Size)
-    return Status(Code::kInvalidArgument, "args.struct_size (" + std::to_string(args.struct_size) +
+flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_args& given) {
+  if (given.struct_size != kAttentionArgsV1Size && given.struct_size != kAttentionArgsV2Size)
+    return Status(Code::kInvalidArgument, "args.struct_size (" + std::to_string(given.struct_size) +
                                               ") is not a known ft_attention_args size; allowed: " +
-                                              std::to_string(kAttentionArgsV1Size) + " (sizeof, version 1)");
+                                              std::to_string(kAttentionArgsV2Size) + " (sizeof, version 2) or " +
+                                              std::to_string(kAttentionArgsV1Size) + " (version 1)");
+  ft_attention_args args;
+  std::memset(&args, 0, sizeof args);
+  std::memcpy(&args, &given, given.struct_size);
   auto a = ToForwardArgs(args, "args");
   if (!a.ok()) return a.status();
   switch (args.layout) {
@@ -106,7 +113,8 @@ flashtune::Result<flashtune::ForwardArgs> FromAttentionArgs(const ft_attention_a
   }
   a->seqlens_k = args.seqlens_k;
   a->paged = {args.block_table, args.block_table_stride, args.max_blocks_per_seq, args.num_blocks, args.block_size};
-  a->varlen = {args.cu_seqlens_q, args.cu_seqlens_k, args.total_q, args.total_k};
+  a->varlen = {args.cu_seqlens_q, args.cu_seqlens_k, args.total_q, args.total_k, args.decode_seqs,
+               args.decode_max_seqlen_q};
   a->workspace = args.workspace;
   a->workspace_bytes = args.workspace_bytes;
   return a;

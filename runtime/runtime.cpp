@@ -124,7 +124,9 @@ Result<Plan> Runtime::plan(const Problem& problem) {
 
 Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
-  return impl_->launcher.Forward(args, stream);
+  const CallParts parts = MixedVarlenParts(args);  // a mixed varlen batch: decode part, then prefill
+  for (int i = 0; i < parts.count; ++i) FT_RETURN_IF_ERROR(impl_->launcher.Forward(parts.part[i], stream));
+  return Status::Ok();
 }
 
 Status Runtime::backward(const BackwardArgs& args, CUstream stream) {

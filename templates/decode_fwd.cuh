@@ -16,8 +16,10 @@
 // [num_blocks, block_size, Hkv, D]: key j of sequence b is row j % block_size of page
 // block_table[b][j / block_size]. A page index outside [0, num_blocks) is not read (its keys
 // read as zero). seqlens_k (optional for dense) gives each sequence its key count, clamped to
-// [0, seqlen_k]. Causal aligns bottom-right per sequence: token i sees keys j <= i + n_k - Nq.
-// A row that sees no key gets o = 0 and lse = -inf.
+// [0, seqlen_k]. Varlen (cu_seqlens set): q/o and k/v are packed [total, H, D], sequence b is
+// rows [cu[b], cu[b+1]) with at most seqlen_q (<= 16) queries; lse is [Hq, total_q]; the
+// workspace rows stay [B, Hq, seqlen_q]. Causal aligns bottom-right per sequence: token i of
+// n_q sees keys j <= i + n_k - n_q. A row that sees no key gets o = 0 and lse = -inf.
 //
 // Self-contained (inline PTX, no toolkit header). The generator prepends the constexpr
 // prologue (namespace ft_config, FT_KERNEL_NAME); without it the defaults below compile.
@@ -83,13 +85,34 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
   reinterpret_cast<float4*>(dst)[1] = b;
 }
 
+// cp.async of 16 bytes that asks L2 to fetch the whole 128-byte line from DRAM (.L2::128B, as
+// CUTLASS's SM80 copies do): the K/V stream is read once, line by line. Measured against the
+// plain copy in one run: 1-4% faster on every decode shape (ncu, B64 x 32k: 88.6 -> 90.4% of
+// DRAM peak; cuDNN 95%); docs/perf-notes.md, "Decode speed and mixed prefill + decode".
+__device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kLog2e = 1.44269504088896341f;
 
 // The block's coordinates and the sequence's sizes, shared by the loader and the epilogue.
+// q_row0 / k_row0: the sequence's first packed row (varlen; 0 for dense and paged).
 struct Work {
-  int b, hkv, group, row0, rows_valid, n_k, step0, steps;
+  int b, hkv, group, row0, rows_valid, n_q, n_k, step0, steps;
+  i64 q_row0, k_row0;
 };
+
+// Sequence b's query count and first packed query row (varlen), or seqlen_q and 0.
+__device__ __forceinline__ int query_span(const FtDecodeParams& p, int b, i64* q_row0) {
+  *q_row0 = 0;
+  return p.cu_seqlens_q != nullptr ? varlen_span(p.cu_seqlens_q, b, p.seqlen_q, p.total_q, q_row0) : p.seqlen_q;
+}
+
+// Where row (b, hq, token i) of lse goes: [B, Hq, Nq], or [Hq, total_q] for varlen.
+__device__ __forceinline__ i64 lse_index(const FtDecodeParams& p, int b, int hq, int i, i64 q_row0) {
+  return p.cu_seqlens_q != nullptr ? (i64)hq * p.total_q + q_row0 + i : ((i64)b * p.heads_q + hq) * p.seqlen_q + i;
+}
 
 __device__ __forceinline__ Work plan_work(const FtDecodeParams& p) {
   Work w;
@@ -97,17 +120,23 @@ __device__ __forceinline__ Work plan_work(const FtDecodeParams& p) {
   w.hkv = blockIdx.x % p.heads_kv;
   w.group = p.heads_q / p.heads_kv;
   w.row0 = blockIdx.z * kRows;
-  const int total_rows = w.group * p.seqlen_q;
-  w.rows_valid = min(kRows, total_rows - w.row0);
+  w.n_q = query_span(p, w.b, &w.q_row0);
+  const int total_rows = w.group * w.n_q;
+  w.rows_valid = min(kRows, total_rows - w.row0);  // <= 0: a tile past this sequence's rows
   int n_k = p.seqlen_k;
-  if (p.seqlens_k != nullptr) n_k = min(max(p.seqlens_k[w.b], 0), p.seqlen_k);
+  w.k_row0 = 0;
+  if (p.cu_seqlens_k != nullptr) {
+    n_k = varlen_span(p.cu_seqlens_k, w.b, p.seqlen_k, p.total_k, &w.k_row0);
+  } else if (p.seqlens_k != nullptr) {
+    n_k = min(max(p.seqlens_k[w.b], 0), p.seqlen_k);
+  }
   w.n_k = n_k;
   // Keys any row of this tile sees: causal limits them by the tile's last query token.
-  int limit = n_k;
-  if (kCausal) {
+  int limit = w.rows_valid > 0 ? n_k : 0;
+  if (kCausal && w.rows_valid > 0) {
     const int last = w.row0 + w.rows_valid - 1;
-    const int max_i = (last / p.seqlen_q != w.row0 / p.seqlen_q) ? p.seqlen_q - 1 : last % p.seqlen_q;
-    limit = min(n_k, max(0, max_i + 1 + n_k - p.seqlen_q));
+    const int max_i = (last / w.n_q != w.row0 / w.n_q) ? w.n_q - 1 : last % w.n_q;
+    limit = min(n_k, max(0, max_i + 1 + n_k - w.n_q));
   }
   const int n_steps = (limit + kBlockN - 1) / kBlockN;
   const int per_split = (n_steps + p.splits - 1) / p.splits;
@@ -125,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const int warp = tid / 32;
   const int lane = tid % 32;
   const Work w = plan_work(p);
-  const int Nq = p.seqlen_q;
+  const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
 
   u16* sQ = reinterpret_cast<u16*>(smem);
   const u32 sQ_addr = smem_address(sQ);
@@ -136,9 +165,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const u16* kbase = static_cast<const u16*>(p.k) + (i64)w.hkv * p.k_stride[2];
   const u16* vbase = static_cast<const u16*>(p.v) + (i64)w.hkv * p.v_stride[2];
   const int* table = p.block_table ? p.block_table + (i64)w.b * p.block_table_stride : nullptr;
-  if (table == nullptr) {
-    kbase += (i64)w.b * p.k_stride[0];
-    vbase += (i64)w.b * p.v_stride[0];
+  if (table == nullptr) {  // dense, or varlen (batch strides 0, the sequence's first row)
+    kbase += (i64)w.b * p.k_stride[0] + w.k_row0 * p.k_stride[1];
+    vbase += (i64)w.b * p.v_stride[0] + w.k_row0 * p.v_stride[1];
   }
   const int page_mask = (1 << p.block_shift) - 1;
 
@@ -170,8 +199,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
             }
           }
           const u32 dst = (u32)((r * kRowStride + col) * 2) + stage;
-          cp_async16(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
-          cp_async16(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
+          cp_async16_line(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
+          cp_async16_line(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
         }
       }
     }
@@ -200,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const bool valid = r < w.rows_valid;
       const int rg = w.row0 + r;
       const int g = valid ? rg / Nq : 0, i = valid ? rg % Nq : 0;
-      const u16* src = static_cast<const u16*>(p.q) + (i64)w.b * p.q_stride[0] + (i64)i * p.q_stride[1] +
+      const u16* src = static_cast<const u16*>(p.q) + (i64)w.b * p.q_stride[0] + (w.q_row0 + i) * p.q_stride[1] +
                        (i64)(w.hkv * w.group + g) * p.q_stride[2] + col;
       cp_async16(sQ_addr + (u32)((r * kRowStride + col) * 2), valid ? src : p.q, valid ? 16 : 0);
     }
@@ -325,7 +354,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 
   // Epilogue: normalise each row once; o and lse directly (one split) or the split's partial.
   const bool partial = p.splits > 1;
-  const i64 total_rows = (i64)p.batch * p.heads_q * Nq;
+  const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;  // the workspace's rows
   for (int c = tid; c < kRows * kChunksPerRow; c += kThreads) {
     const int r = c / kChunksPerRow;
     const int col = (c % kChunksPerRow) * 8;
@@ -342,82 +371,122 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const int rg = w.row0 + r;
     const int g = rg / Nq, i = rg % Nq;
     const int hq = w.hkv * w.group + g;
-    const i64 row_id = ((i64)w.b * p.heads_q + hq) * Nq + i;
+    const i64 row_id = ((i64)w.b * p.heads_q + hq) * p.seqlen_q + i;
     const float* src = sO + r * kMergeStride + col;
     if (partial) {
       float* dst = p.ws_o + ((i64)blockIdx.y * total_rows + row_id) * kHeadDim + col;
       store_float8(dst, src, inv);
       if (col == 0) p.ws_lse[(i64)blockIdx.y * total_rows + row_id] = lse;
     } else {
-      u16* dst = static_cast<u16*>(p.o) + (i64)w.b * p.o_stride[0] + (i64)i * p.o_stride[1] + (i64)hq * p.o_stride[2] + col;
+      u16* dst = static_cast<u16*>(p.o) + (i64)w.b * p.o_stride[0] + (w.q_row0 + i) * p.o_stride[1] +
+                 (i64)hq * p.o_stride[2] + col;
       uint4 packed;
       packed.x = pack2(src[0] * inv, src[1] * inv);
       packed.y = pack2(src[2] * inv, src[3] * inv);
       packed.z = pack2(src[4] * inv, src[5] * inv);
       packed.w = pack2(src[6] * inv, src[7] * inv);
       *reinterpret_cast<uint4*>(dst) = packed;
-      if (col == 0 && p.lse != nullptr) p.lse[row_id] = lse;
+      if (col == 0 && p.lse != nullptr) p.lse[lse_index(p, w.b, hq, i, w.q_row0)] = lse;
     }
   }
 }
 
-// Merges the splits' partials: one warp per output row (b, hq, i), four rows per block.
-extern "C" __global__ void __launch_bounds__(128) FT_CAT(FT_KERNEL_NAME, _combine)(const ftd::FtDecodeParams p) {
+// Merges the splits' partials: one block of four warps per output row (b, hq, i). Each warp
+// takes every fourth split and keeps up to eight of its partial rows in flight at once (the
+// loads are independent; the merge is latency-bound: at B1 a row has 32-64 splits and one
+// dependent load per split cost a DRAM round trip each), then the warps add through shared
+// memory. Rows past a varlen sequence's queries are left alone.
+namespace ftd {
+
+constexpr int kCombineThreads = 128;
+constexpr int kCombineWarps = kCombineThreads / 32;
+constexpr int kCombineDepth = 8;  // partial rows in flight per warp
+
+// kN consecutive floats of a partial row (kN = D / 32), in the widest loads their alignment allows.
+template <int kN>
+__device__ __forceinline__ void load_floats(float (&dst)[kN], const float* src) {
+  if (kN % 4 == 0) {
+#pragma unroll
+    for (int e = 0; e < kN; e += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(src + e);
+      dst[e] = x.x, dst[e + 1] = x.y, dst[e + 2] = x.z, dst[e + 3] = x.w;
+    }
+  } else if (kN % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < kN; e += 2) {
+      const float2 x = *reinterpret_cast<const float2*>(src + e);
+      dst[e] = x.x, dst[e + 1] = x.y;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kN; ++e) dst[e] = src[e];
+  }
+}
+
+}  // namespace ftd
+
+extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KERNEL_NAME, _combine)(const ftd::FtDecodeParams p) {
   using namespace ftd;
-  const int lane = threadIdx.x % 32;
+  __shared__ float s_lse[64];  // base 2; at most 64 splits
+  __shared__ __align__(16) float s_acc[kCombineWarps][kHeadDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;
-  const i64 row = (i64)blockIdx.x * 4 + threadIdx.x / 32;
-  if (row >= total_rows) return;
-  // Each lane holds the lse (base 2 here) of splits lane and lane + 32 (at most 64 splits).
-  const float l0 = lane < p.splits ? p.ws_lse[(i64)lane * total_rows + row] * kLog2e : kNegInf;
-  const float l1 = lane + 32 < p.splits ? p.ws_lse[(i64)(lane + 32) * total_rows + row] * kLog2e : kNegInf;
+  const i64 row = blockIdx.x;
+  const int i = int(row % p.seqlen_q);
+  const int hq = int((row / p.seqlen_q) % p.heads_q);
+  const int b = int(row / ((i64)p.seqlen_q * p.heads_q));
+  i64 q_row0;
+  if (i >= query_span(p, b, &q_row0)) return;  // the whole block: past this sequence's queries
+  if ((int)threadIdx.x < p.splits) s_lse[threadIdx.x] = p.ws_lse[(i64)threadIdx.x * total_rows + row] * kLog2e;
+  __syncthreads();
+  // Every warp: lse = log2 sum_s 2^lse_s over the splits (two per lane).
+  const float l0 = lane < p.splits ? s_lse[lane] : kNegInf;
+  const float l1 = lane + 32 < p.splits ? s_lse[lane + 32] : kNegInf;
   float m = fmaxf(l0, l1);
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   const float m_base = m == kNegInf ? 0.f : m;
-  float s = fast_exp2(l0 - m_base) + fast_exp2(l1 - m_base);
+  float sum = fast_exp2(l0 - m_base) + fast_exp2(l1 - m_base);
 #pragma unroll
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-  const float lse2 = s > 0.f ? m_base + fast_log2(s) : kNegInf;
-  const float lse_base = s > 0.f ? lse2 : 0.f;
-  const float w0 = fast_exp2(l0 - lse_base), w1 = fast_exp2(l1 - lse_base);  // 0 for empty splits
-  const float lse = lse2 * kLn2;
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float lse2 = sum > 0.f ? m_base + fast_log2(sum) : kNegInf;
+  const float lse_base = sum > 0.f ? lse2 : 0.f;  // weights 2^(lse_s - lse): 0 for empty splits
 
-  const int i = int(row % p.seqlen_q);
-  const int hq = int((row / p.seqlen_q) % p.heads_q);
-  const int b = int(row / ((i64)p.seqlen_q * p.heads_q));
-  // Each lane owns kPer consecutive columns. The splits' partials are independent loads: four
-  // accumulators keep four of them in flight instead of one dependent load per split.
-  constexpr int kPer = kHeadDim / 32;
-  float acc[4][kPer];
+  constexpr int kPer = kHeadDim / 32;  // columns per lane
+  float acc[kPer];
 #pragma unroll
-  for (int u = 0; u < 4; ++u)
-#pragma unroll
-    for (int e = 0; e < kPer; ++e) acc[u][e] = 0.f;
+  for (int e = 0; e < kPer; ++e) acc[e] = 0.f;
   const float* part = p.ws_o + row * kHeadDim + lane * kPer;
   const i64 split_stride = total_rows * kHeadDim;
-  int sp = 0;
-  for (; sp + 4 <= p.splits; sp += 4) {
+  for (int s0 = warp; s0 < p.splits; s0 += kCombineWarps * kCombineDepth) {
+    float x[kCombineDepth][kPer];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const float wt = __shfl_sync(0xffffffffu, sp + u < 32 ? w0 : w1, (sp + u) % 32);
-      const float* src = part + (i64)(sp + u) * split_stride;
+    for (int u = 0; u < kCombineDepth; ++u) {
+      const int sp = s0 + u * kCombineWarps;
+      if (sp < p.splits) {
+        load_floats<kPer>(x[u], part + (i64)sp * split_stride);
+      } else {
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) acc[u][e] += wt * src[e];
+        for (int e = 0; e < kPer; ++e) x[u][e] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kCombineDepth; ++u) {
+      const int sp = s0 + u * kCombineWarps;
+      const float wt = sp < p.splits ? fast_exp2(s_lse[sp] - lse_base) : 0.f;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) acc[e] += wt * x[u][e];
     }
   }
-  for (; sp < p.splits; ++sp) {
-    const float wt = __shfl_sync(0xffffffffu, sp < 32 ? w0 : w1, sp % 32);
-    const float* src = part + (i64)sp * split_stride;
 #pragma unroll
-    for (int e = 0; e < kPer; ++e) acc[0][e] += wt * src[e];
-  }
-  u16* o = static_cast<u16*>(p.o) + (i64)b * p.o_stride[0] + (i64)i * p.o_stride[1] + (i64)hq * p.o_stride[2] +
-           lane * kPer;
+  for (int e = 0; e < kPer; ++e) s_acc[warp][lane * kPer + e] = acc[e];
+  __syncthreads();
+  u16* o = static_cast<u16*>(p.o) + (i64)b * p.o_stride[0] + (q_row0 + i) * p.o_stride[1] + (i64)hq * p.o_stride[2];
+  for (int c = threadIdx.x; c < kHeadDim; c += kCombineThreads) {
+    float x = 0.f;
 #pragma unroll
-  for (int e = 0; e < kPer; ++e) {
-    const float x = (acc[0][e] + acc[1][e]) + (acc[2][e] + acc[3][e]);
-    o[e] = (u16)(pack2(x, 0.f) & 0xffffu);
+    for (int w = 0; w < kCombineWarps; ++w) x += s_acc[w][c];
+    o[c] = (u16)(pack2(x, 0.f) & 0xffffu);
   }
-  if (lane == 0 && p.lse != nullptr) p.lse[row] = lse;
+  if (threadIdx.x == 0 && p.lse != nullptr) p.lse[lse_index(p, b, hq, i, q_row0)] = lse2 * kLn2;
 }

@@ -114,6 +114,12 @@ struct DecodeParams {
   float* lse;               // may be null
   const int* seqlens_k;     // [B] or null (every sequence has seqlen_k keys)
   const int* block_table;   // null: dense K/V
+  // Varlen (both set, else both null): as in Fa2Params; seqlen_q (<= 16) and seqlen_k are the
+  // longest sequences, lse is [Hq, total_q], and the workspace keeps its [B, Hq, seqlen_q] rows.
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  i64 total_q;
+  i64 total_k;
   float* ws_o;              // [splits, B * Hq * Nq, D] partial outputs (splits > 1)
   float* ws_lse;            // [splits, B * Hq * Nq]
   i64 q_stride[3];          // batch, seq, head — elements
@@ -132,7 +138,7 @@ struct DecodeParams {
   float scale_log2;         // softmax_scale * log2(e)
   int pad;
 };
-static_assert(sizeof(DecodeParams) == 9 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
+static_assert(sizeof(DecodeParams) == 13 * 8 + 13 * 8 + 10 * 4, "DecodeParams layout drifted");
 
 }  // namespace ft_abi
 

@@ -28,6 +28,7 @@ namespace detail {
 
 namespace {
 constexpr int kDefaultSmCount = 132;  // H100/H200: the planning default when the device is unknown
+constexpr int64_t kSmemPerSm = 233472;  // H100/H200 shared memory per SM (the per-block 1 KB reserve aside)
 
 int64_t RowTileCount(const Problem& p, int row_tiles) {
   const int64_t rows = (p.heads_q / p.heads_kv) * p.seqlen_q;
@@ -35,13 +36,18 @@ int64_t RowTileCount(const Problem& p, int row_tiles) {
 }
 }  // namespace
 
-int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm) {
+int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm,
+                 int64_t block_smem_bytes) {
   const int64_t sms = sm_count > 0 ? sm_count : kDefaultSmCount;
   const int64_t base = p.batch * p.heads_kv * RowTileCount(p, row_tiles);
   // As many splits as fit in one wave of `blocks_per_sm` blocks per SM: one block more than a
   // wave holds would run alone in a second wave (measured: B8 x 32k at 63% of the read
-  // bandwidth with 5 splits over 264 slots, where 4 fill one wave).
-  const int64_t want = blocks_per_sm * sms / base;
+  // bandwidth with 5 splits over 264 slots, where 4 fill one wave). A block whose shared memory
+  // lets fewer be resident counts what fits: 4 stages of 64 keys at d128 (143 KB, one per SM)
+  // with cs2 ran two waves (tuner, B1 x 8k: 31.5 us against 24.4 us for cs1).
+  int64_t per_sm = blocks_per_sm;
+  if (block_smem_bytes > 0) per_sm = std::clamp<int64_t>(kSmemPerSm / (block_smem_bytes + 1024), 1, per_sm);
+  const int64_t want = per_sm * sms / base;
   const int64_t steps = (p.seqlen_k + keys_per_step - 1) / keys_per_step;
   return int(std::clamp<int64_t>(std::min<int64_t>(want, steps), 1, kMaxDecodeSplits));
 }
@@ -80,28 +86,41 @@ class DecodeFwd final : public Family {
         {"bn", "keys_per_step (bn)", {32, 64, 128}, {64, 128}},
         {"rm", "row_tiles (rm)", {1, 2, 4}, {1, 2}},
         {"w", "warps (w)", {2, 4, 8}, {4, 8}},
-        {"s", "stages (s)", {2, 3, 4}, {2, 4}},
+        // 3 stages searched too: 3 x 64 keys is the deepest pipeline that keeps two blocks on an
+        // SM at d128 (the default; 93% of the read bandwidth at B64 x 8k where the budgeted tune,
+        // searching 2 and 4, kept 4 stages x 1 block at 76%: bench/data/h200-2026-12-01-decode).
+        {"s", "stages (s)", {2, 3, 4}, {2, 3, 4}},
         {"cs", "blocks_per_sm (cs)", {1, 2, 4}, {1, 2, 4}},
     };
     return kAxes;
   }
 
-  // Decode (at most 16 query rows) on dense or paged K/V; paged prefill too, which no other
-  // family serves. Varlen is not served.
+  // Decode (at most 16 query rows per sequence) on dense, paged or varlen K/V; paged prefill
+  // too, which no other family serves.
   int PreferenceFor(const Problem& p) const override {
-    if (!ServesOperation(p) || p.layout == Layout::kVarlen) return -1;
+    if (!ServesOperation(p)) return -1;
     if (Log2Ceil(p.seqlen_q) <= kDecodeQueryBucket) return 20;  // the decode buckets
     return p.layout == Layout::kPaged ? 0 : -1;
   }
   bool reads_seqlens_k() const override { return true; }
+  bool reads_varlen() const override { return true; }
   std::vector<std::string_view> extra_kernels() const override { return {"combine"}; }
 
   // The most any variant splits: the smallest key step, the most row rows per tile and blocks
-  // per SM of the allowed values.
+  // per SM of the allowed values. Varlen: a bound for any leading part of the batch with up to
+  // 16 query rows per sequence (a mixed call runs that part here; MixedVarlenParts): with more
+  // than one split, splits * blocks <= 4 blocks per SM * sms, and a block holds <= 64 rows.
   int64_t WorkspaceBytes(const Problem& p, int sm_count) const override {
+    const int64_t row_bytes = int64_t(p.head_dim + 1) * 4;
+    if (p.layout == Layout::kVarlen) {
+      const int64_t nq = std::min<int64_t>(p.seqlen_q, int64_t(1) << kDecodeQueryBucket);
+      const int64_t sms = sm_count > 0 ? sm_count : 132;
+      const int64_t rows = std::min(int64_t(detail::kMaxDecodeSplits) * p.batch * p.heads_q * nq, 4 * sms * 64);
+      return rows * row_bytes;
+    }
     const int splits = detail::DecodeSplits(p, sm_count, 32, 4, 4);
     if (splits <= 1) return 0;
-    return int64_t(splits) * p.batch * p.heads_q * p.seqlen_q * (p.head_dim + 1) * 4;
+    return int64_t(splits) * p.batch * p.heads_q * p.seqlen_q * row_bytes;
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
@@ -170,7 +189,7 @@ class DecodeFwd final : public Family {
     const DecodeConfig c(v);
     const Problem& p = a.problem;
     constexpr double kLog2e = 1.4426950408889634074;
-    const int splits = detail::DecodeSplits(p, out->sm_count, c.bn, c.rm, c.cs);
+    const int splits = detail::DecodeSplits(p, out->sm_count, c.bn, c.rm, c.cs, SharedMemoryBytes(v));
     detail::DecodeParams k{};
     k.q = a.q;
     k.k = a.k;
@@ -179,6 +198,12 @@ class DecodeFwd final : public Family {
     k.lse = a.lse;
     k.seqlens_k = a.seqlens_k;
     k.block_table = p.layout == Layout::kPaged ? a.paged.block_table : nullptr;
+    if (p.layout == Layout::kVarlen) {
+      k.cu_seqlens_q = a.varlen.cu_seqlens_q;
+      k.cu_seqlens_k = a.varlen.cu_seqlens_k;
+      k.total_q = a.varlen.total_q;
+      k.total_k = a.varlen.total_k;
+    }
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
     k.ws_o = splits > 1 ? static_cast<float*>(a.workspace) : nullptr;
     k.ws_lse = splits > 1 ? static_cast<float*>(a.workspace) + int64_t(splits) * rows * p.head_dim : nullptr;
@@ -212,10 +237,10 @@ class DecodeFwd final : public Family {
     out->SetArgs(k);
     out->next_steps = 0;
     if (splits > 1) {
-      // The combine: one warp per output row, four rows per block.
+      // The combine: one block of four warps per output row.
       LaunchStep& combine = out->next[0];
       combine.kernel = 0;
-      combine.grid[0] = unsigned((rows + 3) / 4);
+      combine.grid[0] = unsigned(rows);
       combine.grid[1] = combine.grid[2] = 1;
       combine.block[0] = 128;
       combine.block[1] = combine.block[2] = 1;

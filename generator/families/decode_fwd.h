@@ -34,10 +34,13 @@ namespace detail {
 // Both kernels' only parameter: one declaration with the template (templates/ft_kernel_abi.cuh).
 using DecodeParams = ft_abi::DecodeParams;
 
-// Splits of the keys for a call: as many as one wave of `blocks_per_sm` blocks per SM holds,
-// at least one key step per split, at most kMaxDecodeSplits, at least 1. sm_count 0 means 132.
+// Splits of the keys for a call: as many as one wave of `blocks_per_sm` blocks per SM holds
+// (fewer blocks when `block_smem_bytes` of shared memory per block lets fewer be resident on
+// an H100/H200's 228 KB; 0: no such cap), at least one key step per split, at most
+// kMaxDecodeSplits, at least 1. sm_count 0 means 132.
 inline constexpr int kMaxDecodeSplits = 64;
-int DecodeSplits(const Problem& problem, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm);
+int DecodeSplits(const Problem& problem, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm,
+                 int64_t block_smem_bytes = 0);
 
 }  // namespace detail
 }  // namespace flashtune

@@ -114,6 +114,11 @@ typedef struct ft_attention_args {
   int64_t total_k;              /* varlen: rows of k/v */
   void* workspace;              /* device, 16-byte aligned, ft_workspace_size bytes (may be NULL when 0) */
   int64_t workspace_bytes;
+  /* Version 2. Varlen, a mixed prefill + decode batch whose decode sequences come first:
+   * sequences [0, decode_seqs) have at most decode_max_seqlen_q (1..16) queries each and run on
+   * the decode kernel, the rest on a prefill kernel (two launches). 0: one launch. */
+  int64_t decode_seqs;
+  int64_t decode_max_seqlen_q;
 } ft_attention_args;
 
 /* A backward call: the forward call's arguments (o and lse as the forward wrote them; lse is

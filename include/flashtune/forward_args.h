@@ -23,7 +23,11 @@
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.
-//           Served by the prefill families (fa2_fwd, hopper_fwd). On the device, offsets are
+//           Served by the prefill families (fa2_fwd, hopper_fwd) and, when every sequence
+//           has at most 16 queries, by decode_fwd. A mixed prefill + decode batch whose
+//           decode sequences come first (vLLM's order) says how many in
+//           `varlen.decode_seqs`: forward() then runs those on decode_fwd and the rest on a
+//           prefill family, two launches over the same tensors (MixedVarlenParts). On the device, offsets are
 //           clamped to [0, total] and lengths to Nq / Nk: a bad table can give a wrong answer
 //           (rows left unwritten) but never an access outside the tensors. CheckCuSeqlensHost
 //           checks host copies exactly.
@@ -77,6 +81,10 @@ struct Varlen {
   const int32_t* cu_seqlens_k = nullptr;  // device [B + 1] int32
   int64_t total_q = 0;                    // rows of q and o (cu_seqlens_q[B])
   int64_t total_k = 0;                    // rows of k and v (cu_seqlens_k[B])
+  // Mixed prefill + decode: sequences [0, decode_seqs) have at most decode_max_seqlen_q
+  // (1 to 16) queries each and run on the decode kernel; 0 runs the batch as one call.
+  int64_t decode_seqs = 0;
+  int64_t decode_max_seqlen_q = 0;  // required when decode_seqs > 0
 };
 
 struct ForwardArgs {
@@ -108,15 +116,29 @@ struct ForwardArgs {
 
 // Workspace bytes a call of `problem` needs on a device with `sm_count` multiprocessors (0:
 // an H100/H200's 132): the largest any family serving the problem may use, so the answer does
-// not depend on which variant is tuned. 0 when no kernel splits the problem's keys.
+// not depend on which variant is tuned; for varlen, also what its leading decode sequences may
+// need on the decode kernel (any decode_seqs). 0 when no kernel splits the problem's keys.
 int64_t WorkspaceBytes(const Problem& problem, int sm_count);
+
+// The launches of one call. A mixed varlen call (decode_seqs > 0, problem.seqlen_q > 16) is
+// two: its decode sequences [0, decode_seqs) as a varlen problem of decode_seqs sequences and
+// decode_max_seqlen_q queries (decode_fwd's bucket), then the rest as one of B - decode_seqs
+// sequences whose offsets start at cu_seqlens + decode_seqs (the packed tensors, lse and totals
+// unchanged: the kernels index them by absolute rows). A part with no sequence is left out;
+// any other call is itself. Fixed size: forward() allocates nothing. Args must be valid.
+struct CallParts {
+  ForwardArgs part[2];
+  int count = 0;
+};
+CallParts MixedVarlenParts(const ForwardArgs& args);
 
 // Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
 // q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), finite positive
 // scale; for paged: block_table and seqlens_k present and 4-byte aligned, block_size a power
 // of two in [1, 256], max_blocks_per_seq * block_size >= Nk, stride >= max_blocks_per_seq,
 // num_blocks >= 1; for varlen: cu_seqlens present, totals >= the longest sequence and
-// <= B * longest, batch strides 0; workspace aligned and non-null when its size is non-zero.
+// <= B * longest, batch strides 0, decode_seqs in [0, B] and, when not 0, decode_max_seqlen_q
+// in [1, min(16, Nq)]; workspace aligned and non-null when its size is non-zero.
 // OK, or kInvalidArgument whose message names the argument and the allowed values.
 Status ValidateForwardArgs(const ForwardArgs& args);
 

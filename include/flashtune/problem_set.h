@@ -119,6 +119,7 @@ std::string BucketString(const BucketKey& key);
 Result<BucketKey> ParseBucketKey(std::string_view text);
 // Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
 inline constexpr int kDecodeQueryBucket = 4;
+inline constexpr int64_t kDecodeMaxQueries = int64_t(1) << kDecodeQueryBucket;
 // Sum of |exponent differences| when operation, dtype, D and causal match and both or neither are decode
 // buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
 // the problem, and decode and prefill winners are different kernels).

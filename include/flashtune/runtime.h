@@ -136,7 +136,9 @@ class Runtime {
   // Runs attention on `stream` (a CUstream of the current context; nullptr = legacy default
   // stream). OK when the launch was queued; kInvalidArgument naming the argument (nothing is
   // launched); kNoDriver / kNoDevice; kUnsupported when the current context is not a primary
-  // context; kCompileError / kOutOfResources / kDriverError otherwise.
+  // context; kCompileError / kOutOfResources / kDriverError otherwise. A mixed varlen batch
+  // (args.varlen.decode_seqs) is two launches, each planned under its own bucket: the decode
+  // sequences on decode_fwd, then the others on a prefill family (MixedVarlenParts).
   Status forward(const ForwardArgs& args, CUstream stream);
 
   // The backward pass (flashtune/backward_args.h) on `stream`: dq, dk, dv. Planned like

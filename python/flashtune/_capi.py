@@ -98,7 +98,8 @@ class AttentionArgs(ctypes.Structure):
                 ("num_blocks", ctypes.c_int64), ("block_size", ctypes.c_int32),
                 ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
                 ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
-                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)]
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+                ("decode_seqs", ctypes.c_int64), ("decode_max_seqlen_q", ctypes.c_int64)]  # version 2
 
     @classmethod
     def make(cls, layout, problem, **fields):

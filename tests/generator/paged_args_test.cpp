@@ -173,6 +173,86 @@ TEST(VarlenArgs, HostOffsetsAreCheckedExactly) {
   EXPECT_NE(message({0, 5}, 5, 5).find("has 2 entries; batch + 1 = 4 expected"), std::string::npos);
 }
 
+TEST(VarlenArgs, MixedBatchFieldsAreChecked) {
+  ForwardArgs a = GoodVarlen();  // B3, Nq 100
+  a.varlen.decode_seqs = 2;
+  a.varlen.decode_max_seqlen_q = 16;
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  a.varlen.decode_seqs = 4;
+  ExpectInvalid(a, "varlen.decode_seqs (4) must be in [0, batch = 3]");
+  a.varlen.decode_seqs = -1;
+  ExpectInvalid(a, "varlen.decode_seqs (-1)");
+  a.varlen.decode_seqs = 1;
+  a.varlen.decode_max_seqlen_q = 0;
+  ExpectInvalid(a, "varlen.decode_max_seqlen_q (0) must be in [1, 16]");
+  a.varlen.decode_max_seqlen_q = 17;
+  ExpectInvalid(a, "varlen.decode_max_seqlen_q (17) must be in [1, 16]");
+  a.problem.seqlen_q = 8;  // the decode rows cannot be longer than the longest sequence
+  a.varlen.total_q = 24;
+  a.varlen.decode_max_seqlen_q = 9;
+  ExpectInvalid(a, "varlen.decode_max_seqlen_q (9) must be in [1, 8]");
+}
+
+// Decode sequences first: the decode part is the first decode_seqs sequences as a decode-sized
+// problem, the prefill part the rest with offsets from cu_seqlens + decode_seqs; tensors and
+// totals are shared. Calls that are not mixed stay one launch.
+TEST(VarlenArgs, MixedBatchIsTwoLaunchesOverTheSameTensors) {
+  ForwardArgs a = GoodVarlen();  // B3, Nq 100, Nk 200
+  CallParts one = MixedVarlenParts(a);
+  ASSERT_EQ(one.count, 1);
+  EXPECT_EQ(one.part[0].problem.batch, 3);
+  a.varlen.decode_seqs = 2;
+  a.varlen.decode_max_seqlen_q = 4;
+  CallParts two = MixedVarlenParts(a);
+  ASSERT_EQ(two.count, 2);
+  const ForwardArgs& d = two.part[0];
+  EXPECT_EQ(d.problem.batch, 2);
+  EXPECT_EQ(d.problem.seqlen_q, 4);
+  EXPECT_EQ(d.problem.seqlen_k, 200);
+  EXPECT_EQ(d.varlen.cu_seqlens_q, a.varlen.cu_seqlens_q);
+  EXPECT_EQ(d.varlen.total_q, a.varlen.total_q);
+  EXPECT_EQ(d.varlen.decode_seqs, 0);
+  EXPECT_EQ(FamiliesFor(d.problem).front()->name(), "decode_fwd");
+  const ForwardArgs& f = two.part[1];
+  EXPECT_EQ(f.problem.batch, 1);
+  EXPECT_EQ(f.problem.seqlen_q, 100);
+  EXPECT_EQ(f.varlen.cu_seqlens_q, a.varlen.cu_seqlens_q + 2);
+  EXPECT_EQ(f.varlen.cu_seqlens_k, a.varlen.cu_seqlens_k + 2);
+  EXPECT_EQ(f.varlen.total_k, a.varlen.total_k);
+  EXPECT_EQ(f.q, a.q);
+  EXPECT_NE(FamiliesFor(f.problem).front()->name(), "decode_fwd");
+  a.varlen.decode_seqs = 3;  // every sequence a decode one: no prefill launch
+  ASSERT_EQ(MixedVarlenParts(a).count, 1);
+  EXPECT_EQ(MixedVarlenParts(a).part[0].problem.batch, 3);
+  EXPECT_EQ(MixedVarlenParts(a).part[0].problem.seqlen_q, 4);
+  a.problem.seqlen_q = 16;  // already a decode call: decode_fwd takes all of it at once
+  a.varlen.total_q = 48;
+  ASSERT_EQ(MixedVarlenParts(a).count, 1);
+  EXPECT_EQ(MixedVarlenParts(a).part[0].problem.seqlen_q, 16);
+}
+
+// A varlen call's workspace covers its decode part for any decode_seqs, so the caller can size
+// it from the problem before knowing the split.
+TEST(WorkspaceArgs, VarlenWorkspaceCoversAnyDecodePart) {
+  Problem p{DType::kBF16, 128, false, 40, 4096, 8192, 32, 8};
+  p.layout = Layout::kVarlen;
+  const int64_t bytes = WorkspaceBytes(p, 132);
+  ASSERT_GT(bytes, 0);
+  const Family* decode = FindFamily("decode_fwd");
+  for (int64_t d = 1; d <= p.batch; ++d)
+    for (int64_t nq : {1, 2, 5, 16}) {
+      Problem part = p;
+      part.batch = d;
+      part.seqlen_q = nq;
+      for (int rm : {1, 2, 4})
+        for (int cs : {1, 2, 4}) {
+          const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
+          if (splits > 1) EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
+        }
+      EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes);
+    }
+}
+
 TEST(WorkspaceArgs, SizeAndPointerAreChecked) {
   ForwardArgs a = GoodPaged();
   a.workspace_bytes = -1;
@@ -196,12 +276,14 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   a.workspace = storage[7];
   a.workspace_bytes = WorkspaceBytes(p, 132);
   ASSERT_TRUE(PackForward(v, a, &packet).ok()) << PackForward(v, a, &packet).ToString();
-  // 32 blocks, one wave of 2 per SM on 132 SMs: 8 splits, then the combine over B * Hq * Nq rows.
+  // 32 blocks, one wave of 2 per SM on 132 SMs: 8 splits, then the combine: one block per
+  // output row (B * Hq * Nq).
   EXPECT_EQ(packet.grid[0], 32u);
   EXPECT_EQ(packet.grid[1], 8u);
   EXPECT_EQ(packet.grid[2], 1u);
   ASSERT_EQ(packet.next_steps, 1);
-  EXPECT_EQ(packet.next[0].grid[0], unsigned(4 * 32 / 4));
+  EXPECT_EQ(packet.next[0].grid[0], unsigned(4 * 32));
+  EXPECT_EQ(packet.next[0].block[0], 128u);
 }
 
 TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {
@@ -220,6 +302,19 @@ TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {
   p.batch = 1;  // 8 blocks, 66 would fit a wave of 4 per SM: capped
   p.seqlen_k = 1 << 20;
   EXPECT_EQ(detail::DecodeSplits(p, 132, 32, 1, 4), detail::kMaxDecodeSplits);
+}
+
+TEST(WorkspaceArgs, SplitsCountOnlyTheBlocksSharedMemoryLetsReside) {
+  Problem p = DecodeProblem(Layout::kDense);
+  p.batch = 1;
+  p.seqlen_k = 8192;  // 8 blocks before splitting, 128 steps of 64 keys
+  // 4 stages of 64 keys at d128: 143 KB, one block per SM, so cs2 gets one wave of 132 / 8.
+  const Variant s4 = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 4, 2);
+  EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2, SharedMemoryBytes(s4)), 132 / 8);
+  // 3 stages: 109 KB, two fit: as without the cap.
+  const Variant s3 = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2, SharedMemoryBytes(s3)), 2 * 132 / 8);
+  EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2), 2 * 132 / 8);
 }
 
 TEST(FamilyLayouts, PrefillFamiliesRefusePagedAndDecodeServesIt) {
@@ -242,10 +337,15 @@ TEST(FamilyLayouts, PrefillFamiliesRefusePagedAndDecodeServesIt) {
   Status s = PackForward(fa2, a, &packet);
   EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
   EXPECT_NE(s.message().find("fa2_fwd does not serve"), std::string::npos) << s.ToString();
-  // Varlen goes to the prefill families, which read cu_seqlens (hopper_fwd first on sm_90a,
-  // fa2_fwd elsewhere), never to decode_fwd, whose kernels index q by batch.
+  // Varlen decode (at most 16 queries per sequence) goes to decode_fwd, which reads cu_seqlens
+  // too; longer varlen sequences to the prefill families (hopper_fwd first on sm_90a, fa2_fwd
+  // elsewhere).
   Problem varlen = paged;
   varlen.layout = Layout::kVarlen;
+  auto decode = DefaultVariantFor(varlen);
+  ASSERT_TRUE(decode.ok()) << decode.status().ToString();
+  EXPECT_EQ(decode->family, "decode_fwd");
+  varlen.seqlen_q = 17;
   auto prefill = DefaultVariantFor(varlen);
   ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
   EXPECT_EQ(prefill->family, "hopper_fwd");

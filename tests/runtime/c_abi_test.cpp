@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -165,6 +166,37 @@ TEST(CAbi, ForwardExRefusesBadArgumentsNamingThem) {
   a = PagedDecodeArgs();
   a.workspace_bytes = 64;  // and no workspace pointer
   refused(a, "workspace must not be null");
+}
+
+// Version 2 appends the mixed-batch fields; a version-1 caller (struct_size up to
+// decode_seqs) is still served, its missing fields read as zero.
+TEST(CAbi, ForwardExReadsBothArgsVersions) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_v2") + "/absent.db").c_str(), &h.rt), FT_OK);
+  ft_attention_args a = PagedDecodeArgs();
+  a.layout = FT_LAYOUT_VARLEN;
+  a.problem.seqlen_q = 64;
+  a.block_table = nullptr;
+  a.seqlens_k = nullptr;
+  a.q_strides[0] = a.k_strides[0] = a.v_strides[0] = a.o_strides[0] = 0;
+  alignas(16) static int32_t offsets[2][8];
+  a.cu_seqlens_q = offsets[0];
+  a.cu_seqlens_k = offsets[1];
+  a.total_q = 64;
+  a.total_k = 8192;
+  a.decode_seqs = 5;  // more than the batch: version 2 reads it and refuses it
+  a.decode_max_seqlen_q = 1;
+  EXPECT_EQ(ft_forward_ex(h.rt, &a, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("varlen.decode_seqs (5) must be in [0, batch = 4]"), std::string::npos)
+      << ft_last_error();
+  a.struct_size = offsetof(ft_attention_args, decode_seqs);  // version 1: the fields are not read
+  int64_t v1 = -1, v2 = -1;
+  ASSERT_EQ(ft_workspace_size(h.rt, &a, &v1), FT_OK) << ft_last_error();
+  a.struct_size = sizeof a;
+  a.decode_seqs = 2;
+  ASSERT_EQ(ft_workspace_size(h.rt, &a, &v2), FT_OK) << ft_last_error();
+  EXPECT_EQ(v1, v2);  // the workspace covers any decode part: it does not depend on decode_seqs
+  EXPECT_GT(v2, 0);
 }
 
 TEST(CAbi, WorkspaceSizeFollowsTheProblem) {

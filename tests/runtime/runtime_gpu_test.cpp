@@ -20,6 +20,7 @@
 #include "jit/cuda_api.h"
 #include "tests/support/gpu_fixture.h"
 #include "tests/support/replay_fixture.h"
+#include "tests/support/varlen_case.h"
 
 namespace {
 // Allocations made on threads that asked to be counted (ForwardHotPath below).
@@ -231,6 +232,47 @@ TEST(RuntimeGpu, VarlenCallRunsThroughThePlanner) {
   auto plan = (*rt)->plan(v.problem);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_NE(plan->variant.family, "decode_fwd");
+}
+
+// A mixed prefill + decode varlen batch, decode sequences first: with varlen.decode_seqs the
+// runtime runs them on decode_fwd and the prefills on a prefill family (two launches over the
+// same tensors); without it, as one prefill call. Both match the float64 reference, lse too
+// ([Hq, total_q]), and leave the rows past total_q alone.
+TEST(RuntimeGpu, MixedVarlenBatchRoutesDecodeRowsToTheDecodeKernel) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
+  RuntimeOptions options;
+  options.db_path = TempDir("runtime_gpu_mixed") + "/absent.db";
+  auto rt = Runtime::Open(options);
+  ASSERT_TRUE(rt.ok());
+  for (bool causal : {false, true}) {
+    const ProblemClass cls{DType::kBF16, 128, causal};
+    // Six decode sequences (1-4 queries; 0 to 4097 keys), then three prefills (17, 300, 0 rows).
+    VarlenCase c = MakeVarlenCase(**gpu, cls, 16, 2, {1, 1, 4, 1, 2, 1, 17, 300, 0},
+                                  {4097, 0, 1000, 1, 33, 700, 40, 300, 5}, 4000 + causal);
+    for (int64_t decode_seqs : {6, 0}) {
+      ForwardArgs a = c.device;
+      a.varlen.decode_seqs = decode_seqs;
+      a.varlen.decode_max_seqlen_q = decode_seqs > 0 ? 4 : 0;
+      ASSERT_TRUE(PoisonVarlen(c));
+      Status s = (*rt)->forward(a, nullptr);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_TRUE((*gpu)->context->Synchronize().ok());
+      EXPECT_EQ(CheckVarlen(c), "") << "decode_seqs " << decode_seqs;
+    }
+    // The parts are planned under their own buckets: decode_fwd for the decode part.
+    ForwardArgs a = c.device;
+    a.varlen.decode_seqs = 6;
+    a.varlen.decode_max_seqlen_q = 4;
+    const CallParts parts = MixedVarlenParts(a);
+    ASSERT_EQ(parts.count, 2);
+    auto decode = (*rt)->plan(parts.part[0].problem);
+    ASSERT_TRUE(decode.ok()) << decode.status().ToString();
+    EXPECT_EQ(decode->variant.family, "decode_fwd");
+    auto prefill = (*rt)->plan(parts.part[1].problem);
+    ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
+    EXPECT_NE(prefill->variant.family, "decode_fwd");
+  }
 }
 
 // On sm_90a the untuned plan is hopper_fwd; a call whose strides TMA cannot describe (K and V
