@@ -31,8 +31,9 @@ class SearchContext {
   virtual int64_t budget_left() const = 0;
   // The per-problem budget in measurements, -1 when none was given (strategies pick their own).
   virtual int64_t per_problem_budget() const = 0;
-  // Candidates ranked by how they did on the problems of the same class (dtype, head dim,
-  // causal) already tuned on this device and toolchain: geometric mean of time / best time.
+  // Candidates ranked by how they did on the problems of the same class (operation, dtype, head
+  // dim, causal; decode and prefill apart, GQA groups together: problem_set.h's BucketDistance)
+  // already tuned on this device and toolchain: geometric mean of time / best time.
   // Empty when no such problem exists. Winners of one class tend to agree across lengths.
   virtual std::vector<Variant> PriorRanking() const { return {}; }
   // Warps of `variant` one SM of this device holds at once (ResidentCtasPerSm × warps), from
@@ -76,10 +77,13 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
 // than the true best (exhaustive: about 0.5%).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
-// Exhaustive for head dim 128 (what most models run: every candidate measured), budgeted for
-// the others (64, 96, 192, 256, ...), problem by problem, so that the default problem set, all
-// five head dims, stays within ten minutes cold on one H200 (docs/performance.md: about 6
-// minutes; with d64 exhaustive too, about 10). The CLI's default strategy.
+// Exhaustive for the forward prefill of head dim 128 with one K/V head per query head (what
+// most models run: every candidate measured); budgeted, problem by problem, for everything else:
+// the other head dims (64, 96, 192, 256, ...), GQA groups (they follow their MHA shape's
+// ranking), decode buckets and the backward pass (whose first problem per class measures a
+// quarter of its space, not 45%: a backward measurement costs 3-5 forward ones). So the default
+// problem set stays within ten minutes cold on one H200 (docs/performance.md). The CLI's default
+// strategy.
 std::unique_ptr<Strategy> MakeAutoStrategy();
 // "auto" | "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name);
