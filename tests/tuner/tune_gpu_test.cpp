@@ -76,6 +76,17 @@ std::map<std::string, std::string> TuneAndReadStatuses(const Problem& problem, c
   return SearchStatuses(db_path, problem);
 }
 
+// The GPU measurers for device 0, each URI in `planted` compiled from the source given with it
+// instead of its generated one.
+Result<std::vector<std::unique_ptr<Measurer>>> PlantedMeasurers(std::map<std::string, std::string> planted) {
+  GpuMeasurerOptions options;
+  options.source_overrides = std::move(planted);
+  return MakeGpuMeasurers({0}, options);
+}
+
+// Whether `status` (from PlantedMeasurers) says this machine has no GPU; the test then skips.
+bool NoGpu(const Status& status) { return status.code() == Code::kNoDriver || status.code() == Code::kNoDevice; }
+
 // No CUDA call may happen in this process before the measurers fork their worker (CUDA does
 // not survive fork()), so whether there is a GPU is asked of the worker itself.
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
@@ -86,11 +97,8 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   std::vector<Variant> candidates(space->begin(), space->begin() + std::min<size_t>(5, space->size()));
   const Variant planted = candidates[1];  // neither first (trusted default) nor last
 
-  GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[planted.Uri()] = FaultingKernel(planted.Uri());
-  auto measurers = MakeGpuMeasurers({0}, gpu_options);
-  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
-    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  auto measurers = PlantedMeasurers({{planted.Uri(), FaultingKernel(planted.Uri())}});
+  if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
 
   std::string winner;
@@ -121,12 +129,9 @@ TEST(TuneGpu, PlantedWrongAndFaultingHopperVariantsNeverWin) {
   std::vector<Variant> candidates = {fa2->front(), (*hopper)[0], (*hopper)[1], (*hopper)[2]};
   const Variant wrong = (*hopper)[1], faulting = (*hopper)[2];
 
-  GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/true);
-  gpu_options.source_overrides[faulting.Uri()] = FaultingKernel(faulting.Uri());
-  auto measurers = MakeGpuMeasurers({0}, gpu_options);
-  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
-    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  auto measurers = PlantedMeasurers({{wrong.Uri(), TwinSource(wrong, /*twin_causal=*/true)},
+                                     {faulting.Uri(), FaultingKernel(faulting.Uri())}});
+  if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
   if ((*measurers)[0]->Device().cc_major != 9) GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU";
 
@@ -155,11 +160,8 @@ TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
     if (!(v == trusted) && candidates.size() < 3) candidates.push_back(v);
   const Variant wrong = candidates[2];
 
-  GpuMeasurerOptions gpu_options;
-  gpu_options.source_overrides[wrong.Uri()] = TwinSource(wrong, /*twin_causal=*/false);
-  auto measurers = MakeGpuMeasurers({0}, gpu_options);
-  if (!measurers.ok() && (measurers.status().code() == Code::kNoDriver || measurers.status().code() == Code::kNoDevice))
-    GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  auto measurers = PlantedMeasurers({{wrong.Uri(), TwinSource(wrong, /*twin_causal=*/false)}});
+  if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
   ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
 
   std::string winner;
