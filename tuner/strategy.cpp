@@ -202,7 +202,7 @@ class Budgeted final : public Strategy {
     // scheduler: every parameter after the two tiles), best ranked first: a GQA group or another
     // length can move the winner to the persistent scheduler of the same tile (H200, d128 causal
     // GQA-8 N 4k: 5% faster), which the ranking learnt elsewhere puts far down.
-    if (!ranked.empty()) {
+    if (!ranked.empty() && own >= kFlipsFrom) {
       const Variant& lead = ranked[0];
       for (size_t i = 2; i < lead.params.size(); ++i)
         for (const Variant& v : ranked)
@@ -238,7 +238,7 @@ class Budgeted final : public Strategy {
     auto unmeasured = [&ctx](const Variant& v) {
       return std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end();
     };
-    const int64_t ordered = std::max<int64_t>(1, own - kFollowerPolish);
+    const int64_t ordered = own >= kPolishFrom ? own - kFollowerPolish : own;
     for (const Variant& v : order) {
       if (spent >= ordered || ctx.budget_left() == 0) break;
       if (unmeasured(v)) FT_RETURN_IF_ERROR(measure(v));
@@ -262,8 +262,15 @@ class Budgeted final : public Strategy {
     return Status::Ok();
   }
 
-  static constexpr double kPriorFraction = 0.05;
-  static constexpr int64_t kFollowerMinimum = 8;
+  // A follower measures 14% of the space, at least 4: fa2_fwd's spaces and d96-d256 (22-28
+  // candidates) keep the four measurements that sufficed there (two best, B_r and B_c probes);
+  // the larger ones (d128 41, d64 59, decode 65) add the switch flips from 6 measurements on and
+  // the polish around the best from 8 (bench/data/h200-2026-12-01-online2: without them, d64
+  // causal N 8k-16k kept the 64-row tile, 11-14% slower).
+  static constexpr double kPriorFraction = 0.14;
+  static constexpr int64_t kFollowerMinimum = 4;
+  static constexpr int64_t kFlipsFrom = 6;
+  static constexpr int64_t kPolishFrom = 8;
   static constexpr int64_t kFollowerPolish = 2;
   double fraction_;
 };

@@ -73,8 +73,8 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), the prior's
 //   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
 //   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends
-//   its last two measurements on the nearest neighbours of the best so far (default budget: 5%
-//   of the space, at least 8).
+//   its last two measurements on the nearest neighbours of the best so far (default budget: 14%
+//   of the space, at least 4; the switch flips from 6 measurements, the polish from 8).
 // Over the default problem set this measures about a quarter of what exhaustive does.
 // Replaying six H200 recordings (bench/data) with fresh 1.5% lognormal noise on every
 // measurement (10 draws each), about 1% of its winners are more than 3% slower than the true
