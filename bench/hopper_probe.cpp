@@ -11,14 +11,14 @@
 // variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
 // --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead; --short only --time's
 // short-sequence shapes (N 512 and 1k); --d64 the d64 tiles of session 13 (blocks per SM) over
-// N 512 ... 16k.
+// N 512 ... 16k; --ab14 session 14's A/B (persistent tiles with and without a __syncwarp()).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -181,59 +181,15 @@ Status LaunchHopper(Gpu& gpu, const Probe& p, const ForwardArgs& args) {
                 {packet.block[0], packet.block[1], packet.block[2]}, packet.smem_bytes, gpu.stream->get(), params);
 }
 
-struct Shape {
-  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
-  bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]
-};
-
-Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
-  if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
-  return Strides{heads * seqlen * d, d, seqlen * d};
-}
-
-// Host inputs, device buffers and the reference answer of one (dtype, d, causal, shape).
-struct Case {
-  Shape shape;
-  ForwardArgs host, device;
-  std::vector<uint16_t> q, k, v;
-  ReferenceOutput expected;
-  std::optional<DeviceBuffer> dq, dk, dv, dout, dlse;
-};
+// The GPU tests' shapes and cases (tests/support/gpu_fixture.h); here o takes q's strides, so a
+// head-major shape writes a head-major o.
+using flashtune::testing::Shape;
+using Case = flashtune::testing::ForwardCase;
 
 std::unique_ptr<Case> MakeCase(Gpu& gpu, DType dt, int d, bool causal, const Shape& s, uint64_t seed, bool reference) {
-  auto c = std::make_unique<Case>();
-  c->shape = s;
-  ForwardArgs& a = c->host;
-  a = ForwardArgs::Contiguous(Problem{dt, d, causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
-  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, d);
-  a.k_strides = a.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, d);
-  a.o_strides = StridesFor(s, s.seqlen_q, s.heads_q, d);  // o head-major too when asked
-  c->q.resize(size_t(s.batch * s.seqlen_q * s.heads_q * d));
-  c->k.resize(size_t(s.batch * s.seqlen_k * s.heads_kv * d));
-  c->v.resize(c->k.size());
-  FillRandom(c->q, dt, seed);
-  FillRandom(c->k, dt, seed + 1);
-  FillRandom(c->v, dt, seed + 2);
-  a.q = c->q.data();
-  a.k = c->k.data();
-  a.v = c->v.data();
-  if (reference) c->expected = Must(ReferenceForward(a), "reference");
-  auto alloc = [&](std::optional<DeviceBuffer>& buf, size_t bytes, const void* host) {
-    buf.emplace(Must(DeviceBuffer::Allocate(*gpu.context, bytes), "alloc"));
-    if (host) CHECK_OK(buf->CopyFromHost(host, bytes));
-  };
-  alloc(c->dq, c->q.size() * 2, c->q.data());
-  alloc(c->dk, c->k.size() * 2, c->k.data());
-  alloc(c->dv, c->v.size() * 2, c->v.data());
-  alloc(c->dout, c->q.size() * 2, nullptr);
-  alloc(c->dlse, size_t(s.batch * s.heads_q * s.seqlen_q) * 4, nullptr);
-  c->device = a;
-  c->device.q = reinterpret_cast<const void*>(c->dq->get());
-  c->device.k = reinterpret_cast<const void*>(c->dk->get());
-  c->device.v = reinterpret_cast<const void*>(c->dv->get());
-  c->device.o = reinterpret_cast<void*>(c->dout->get());
-  c->device.lse = reinterpret_cast<float*>(c->dlse->get());
-  return c;
+  return Must(flashtune::testing::MakeForwardCase(gpu, ProblemClass{dt, d, causal}, s, seed,
+                                                  {.reference = reference, .o_like_q = true}),
+              "test case");
 }
 
 std::string ShapeText(const Shape& s) {
@@ -423,7 +379,33 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
   };
   const DType dt = DType::kBF16;
   std::vector<Bench> benches;
-  if (mode == "d64") {
+  if (mode == "ab14") {
+    // Session 14: persistent tiles with and without the __syncwarp() that closes a tile
+    // (FT_HOPPER_SYNCWARP_TILE=0 is the template before it: ptxas serialised the wgmmas of every
+    // persistent variant, C7520), next to the non-persistent tile, on the grid's weak shapes and
+    // at N 16k. (Measured and dropped in the same session, docs/perf-notes.md: a share of the
+    // exponentials on the FMA pipe, the overlapped loop without its peeled block 0, one consumer
+    // warpgroup at d128.)
+    const std::string nosync = "FT_HOPPER_SYNCWARP_TILE=0";
+    auto trio = [&](int d, bool causal, int wgs, int bn) {
+      return std::vector<Probe>{Config(dt, d, causal, wgs, bn, 2), Persistent(dt, d, causal, wgs, bn, 2),
+                                Config(dt, d, causal, wgs, bn, 2, nosync, true)};
+    };
+    auto join = [](std::vector<Probe> a, const std::vector<Probe>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    for (bool causal : {true, false}) {
+      for (int64_t n : {512, 1024, 4096})
+        benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal, join(trio(64, causal, 1, 64), trio(64, causal, 3, 128))});
+      benches.push_back({{1, 16384, 16384, 32, 32, false}, 64, causal, trio(64, causal, 3, 128)});
+      for (int64_t n : {512, 1024, 16384})
+        benches.push_back({{16384 / n, n, n, 16, 16, false}, 128, causal, join(trio(128, causal, 2, 128), trio(128, causal, 2, 176))});
+      benches.push_back({{1, 8192, 8192, 32, 32, false}, 128, causal, trio(128, causal, 2, 128)});
+      for (int64_t n : {512, 16384})
+        benches.push_back({{16384 / n, n, n, 8, 8, false}, 256, causal, join(trio(256, causal, 2, 64), trio(256, causal, 2, 80))});
+    }
+  } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
     // stages, next to the grid's winners (64x128 one warpgroup; 192x128 three).
@@ -589,7 +571,7 @@ int main(int argc, char** argv) {
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
-    else if (a == "--sweep" || a == "--short" || a == "--d64") {
+    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -598,7 +580,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }

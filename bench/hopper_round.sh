@@ -8,9 +8,9 @@
 #
 # usage: bench/hopper_round.sh BIN_DIR   (BIN_DIR: bench/pack_for_gpu.sh's folder plus
 #        flashtune_hopper_probe and bench/sdpa_cudnn_calls.py; STEPS picks from "runtime check
-#        sanitize time short d64 gputests ncu tune" (run in that order); CHECK_ONLY,
-#        SANITIZE_ONLY, CHECK_S, TIME_S, TUNE_S, GPUTESTS_S, GPUTESTS_FILTER, GRID_DIMS and
-#        GRID_DTYPES (comma lists for tune and report), GRID_EXTRA=1 (B1 H32 N8192 d128 too),
+#        sanitize time short d64 ab14 gputests ncu tune" (run in that order); CHECK_ONLY,
+#        CHECK_DEFINE (a template knob for --check), SANITIZE_ONLY, SANITIZE_TOOLS, CHECK_S,
+#        TIME_S, TUNE_S, GPUTESTS_S, GPUTESTS_FILTER, GRID_DIMS and GRID_DTYPES (comma lists for tune and report), GRID_EXTRA=1 (B1 H32 N8192 d128 too),
 #        REPORT_S, NCU_VARIANTS (space-separated URIs), NCU_SHAPE (B H N causal, e.g. "32 32 512 1";
 #        d64 bf16) and NCU_CUDNN=1 (cuDNN's kernel on the same shape) override the defaults below)
 set -uo pipefail
@@ -35,7 +35,7 @@ if want runtime; then
 fi
 if want check; then
   start=$(date +%s)
-  timeout ${CHECK_S:-80} "$PROBE" --check --only "${CHECK_ONLY:-_p1_,_pp0_,_ov0_}" >> "$OUT/probe.log" 2>&1
+  timeout ${CHECK_S:-80} "$PROBE" --check --only "${CHECK_ONLY:-_p1_,_pp0_,_ov0_}" ${CHECK_DEFINE:+--define "$CHECK_DEFINE"} >> "$OUT/probe.log" 2>&1
   summary+=("probe --check: exit $?, $(( $(date +%s) - start )) s: $(grep '^check:' "$OUT/probe.log" | tail -n 1)")
 fi
 if want tune; then
@@ -60,14 +60,14 @@ if want tune; then
 fi
 if want sanitize; then
   start=$(date +%s)
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     timeout ${SANITIZE_S:-35} compute-sanitizer --tool $tool --error-exitcode 9 "$PROBE" --small --only "${SANITIZE_ONLY:-d64_bm192_bn128_wg3_s2_p1,d128_bm128_bn176_wg2_s2_p1,d64_bm128_bn128_wg2_s2_p0_pp1_ov0}" \
       >> "$OUT/sanitizer.log" 2>&1
     summary+=("sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far)")
   done
   summary+=("sanitizers: $(( $(date +%s) - start )) s")
 fi
-for mode in time short d64; do
+for mode in time short d64 ab14; do
   want $mode || continue
   start=$(date +%s)
   timeout ${TIME_S:-110} "$PROBE" --$mode >> "$OUT/time.log" 2>&1
@@ -83,7 +83,7 @@ fi
 if want ncu && command -v ncu > /dev/null; then
   start=$(date +%s)
   read -r NB NH NN NC <<< "${NCU_SHAPE:-32 32 512 1}"
-  SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis"
   for VARIANT in ${NCU_VARIANTS:-hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov1_causal}; do
     { echo "==== ncu $VARIANT B$NB H$NH N$NN"; timeout 45 ncu --clock-control none --target-processes all -k regex:hopper_fwd \
         --launch-skip 5 --launch-count 1 $SECTIONS \

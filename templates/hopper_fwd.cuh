@@ -97,6 +97,14 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_LAZY_RESCALE
 #define FT_HOPPER_LAZY_RESCALE 0
 #endif
+// FT_HOPPER_SYNCWARP_TILE=0 (an A/B knob: the template before session 14): no __syncwarp()
+// closing each tile. Without it ptxas cannot prove the warps reconverged after the epilogue's
+// per-thread branches (the one-thread TMA store, the varlen store loop) where a persistent
+// block's loop comes back to the next tile's wgmma: it serialised every wgmma (C7520) and
+// spilled, 1.02-2.17x slower (docs/perf-notes.md, session 14).
+#ifndef FT_HOPPER_SYNCWARP_TILE
+#define FT_HOPPER_SYNCWARP_TILE 1
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -707,6 +715,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
         if (wtid == 0) mbar_arrive(bar_q_empty);
       }
+#if FT_HOPPER_SYNCWARP_TILE
+      __syncwarp();
+#endif
     }
     if constexpr (kPingPong) {
       if (cw == 0) turn_wait();  // the ring's opening arrival

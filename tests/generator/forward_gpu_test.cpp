@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +23,6 @@ namespace {
 using testing::GetGpu;
 using testing::Gpu;
 using testing::Shape;
-using testing::StridesFor;
 
 const Shape kShapes[] = {
     {1, 1, 1, 1, 1, false},       {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},  // GQA 8:1
@@ -35,55 +33,7 @@ const Shape kShapes[] = {
     {4, 700, 300, 16, 4, false},
 };
 
-// One shape's host inputs, device copies and reference answer for one class.
-struct Case {
-  Shape shape;
-  ForwardArgs host, device;
-  std::vector<uint16_t> q, k, v;
-  ReferenceOutput expected;
-  std::optional<DeviceBuffer> dq, dk, dv, dout, dlse;
-};
-
-size_t Span(int64_t b, int64_t n, int64_t h, int64_t d) { return size_t(b * n * h * d); }
-
-std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed) {
-  auto c = std::make_unique<Case>();
-  c->shape = s;
-  ForwardArgs& a = c->host;
-  a = ForwardArgs::Contiguous(
-      Problem{cls.dtype, cls.head_dim, cls.causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
-  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);  // o stays contiguous
-  a.k_strides = a.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
-  c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
-  c->k.resize(Span(s.batch, s.seqlen_k, s.heads_kv, cls.head_dim));
-  c->v.resize(c->k.size());
-  FillRandom(c->q, cls.dtype, seed);
-  FillRandom(c->k, cls.dtype, seed + 1);
-  FillRandom(c->v, cls.dtype, seed + 2);
-  a.q = c->q.data();
-  a.k = c->k.data();
-  a.v = c->v.data();
-  auto expected = ReferenceForward(a);
-  EXPECT_TRUE(expected.ok()) << expected.status().ToString();
-  if (expected.ok()) c->expected = std::move(*expected);
-  auto alloc = [&](std::optional<DeviceBuffer>& buf, size_t bytes, const void* host) {
-    auto b = testing::Upload(gpu, host, bytes);
-    EXPECT_TRUE(b.ok()) << b.status().ToString();
-    if (b.ok()) buf.emplace(std::move(*b));
-  };
-  alloc(c->dq, c->q.size() * 2, c->q.data());
-  alloc(c->dk, c->k.size() * 2, c->k.data());
-  alloc(c->dv, c->v.size() * 2, c->v.data());
-  alloc(c->dout, c->q.size() * 2, nullptr);
-  alloc(c->dlse, size_t(s.batch * s.heads_q * s.seqlen_q) * 4, nullptr);
-  c->device = a;
-  c->device.q = reinterpret_cast<const void*>(c->dq->get());
-  c->device.k = reinterpret_cast<const void*>(c->dk->get());
-  c->device.v = reinterpret_cast<const void*>(c->dv->get());
-  c->device.o = reinterpret_cast<void*>(c->dout->get());
-  c->device.lse = reinterpret_cast<float*>(c->dlse->get());
-  return c;
-}
+using Case = testing::ForwardCase;
 
 // Runs `kernel` on `c` with poisoned outputs; "" when it matches the reference, else why not.
 std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
@@ -109,7 +59,11 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   auto kernels = testing::CompileAndLoad(**gpu, variants);
   std::vector<std::unique_ptr<Case>> cases;
   uint64_t seed = 100;
-  for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, cls, s, seed += 10));
+  for (const Shape& s : kShapes) {
+    auto c = testing::MakeForwardCase(**gpu, cls, s, seed += 10);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cases.push_back(std::move(*c));
+  }
   testing::CheckEveryVariant(cls.ToString(), variants, kernels, cases,
                              [&](const ForwardKernel& k, std::unique_ptr<Case>& c) { return RunAndCompare(**gpu, k, *c); });
 }

@@ -40,6 +40,53 @@ Result<DeviceBuffer> Upload(const Gpu& gpu, const void* host, size_t bytes) {
   return b;
 }
 
+Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed,
+                                                     ForwardCaseOptions options) {
+  auto c = std::make_unique<ForwardCase>();
+  c->shape = s;
+  ForwardArgs& a = c->host;
+  a = ForwardArgs::Contiguous(
+      Problem{cls.dtype, cls.head_dim, cls.causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
+  a.q_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
+  a.k_strides = a.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
+  if (options.o_like_q) a.o_strides = a.q_strides;
+  c->q.resize(size_t(s.batch * s.seqlen_q * s.heads_q * cls.head_dim));
+  c->k.resize(size_t(s.batch * s.seqlen_k * s.heads_kv * cls.head_dim));
+  c->v.resize(c->k.size());
+  FillRandom(c->q, cls.dtype, seed);
+  FillRandom(c->k, cls.dtype, seed + 1);
+  FillRandom(c->v, cls.dtype, seed + 2);
+  a.q = c->q.data();
+  a.k = c->k.data();
+  a.v = c->v.data();
+  if (options.reference) {
+    auto expected = ReferenceForward(a);
+    if (!expected.ok()) return expected.status();
+    c->expected = std::move(*expected);
+  }
+  const struct {
+    std::optional<DeviceBuffer>* buffer;
+    size_t bytes;
+    const void* host;
+  } uploads[] = {{&c->dq, c->q.size() * 2, c->q.data()},
+                 {&c->dk, c->k.size() * 2, c->k.data()},
+                 {&c->dv, c->v.size() * 2, c->v.data()},
+                 {&c->dout, c->q.size() * 2, nullptr},
+                 {&c->dlse, size_t(s.batch * s.heads_q * s.seqlen_q) * 4, nullptr}};
+  for (const auto& u : uploads) {
+    auto b = Upload(gpu, u.host, u.bytes);
+    if (!b.ok()) return b.status();
+    u.buffer->emplace(std::move(*b));
+  }
+  c->device = a;
+  c->device.q = reinterpret_cast<const void*>(c->dq->get());
+  c->device.k = reinterpret_cast<const void*>(c->dk->get());
+  c->device.v = reinterpret_cast<const void*>(c->dv->get());
+  c->device.o = reinterpret_cast<void*>(c->dout->get());
+  c->device.lse = reinterpret_cast<float*>(c->dlse->get());
+  return c;
+}
+
 std::vector<Result<ForwardKernel>> CompileAndLoad(const Gpu& gpu, const std::vector<Variant>& variants) {
   std::vector<Status> generated;  // per variant
   std::vector<CompileRequest> requests;

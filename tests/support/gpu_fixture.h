@@ -1,7 +1,8 @@
 // tests/support/gpu_fixture.h — what the kernel tests against the float64 reference share: the
 // GPU (the driver, device 0 with its primary context made current, and one stream, opened once
-// per process), the test shapes' head-major strides, compiling and loading variants for the
-// GPU, a poisoned launch and the verdict.
+// per process), the test shapes' head-major strides, a forward test case (random inputs, device
+// buffers, the reference), compiling and loading variants for the GPU, a poisoned launch and the
+// verdict. bench/hopper_probe.cpp uses it too.
 //
 // Contract: GetGpu() opens the GPU on the first call and returns the same object (or the same
 // error: no driver, kNoDevice, ...) on every later one, so a test without a GPU can GTEST_SKIP
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,6 +22,8 @@
 #include "flashtune/driver.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/kernel.h"
+#include "flashtune/reference.h"
+#include "flashtune/space.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
@@ -50,6 +54,26 @@ inline Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t
 
 // A device buffer of max(bytes, 16) bytes holding `host` (uninitialised when `host` is null).
 Result<DeviceBuffer> Upload(const Gpu& gpu, const void* host, size_t bytes);
+
+// One shape's random inputs for one class, their device copies, device outputs (o, lse) and,
+// when asked, the float64 reference answer. `host` points at the host vectors, `device` at the
+// device buffers (same problem and strides). The object must stay where MakeForwardCase put it
+// (the args point into it).
+struct ForwardCase {
+  Shape shape;
+  ForwardArgs host, device;
+  std::vector<uint16_t> q, k, v;
+  ReferenceOutput expected;  // empty without `reference`
+  std::optional<DeviceBuffer> dq, dk, dv, dout, dlse;
+};
+struct ForwardCaseOptions {
+  bool reference = true;   // compute the float64 reference (slow for big shapes)
+  bool o_like_q = false;   // o takes q's (possibly head-major) strides; else contiguous
+};
+// Inputs from FillRandom(seed, seed + 1, seed + 2) for q, k, v; the reference's or an upload's
+// error when one fails.
+Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed,
+                                                     ForwardCaseOptions options = {});
 
 // Compiles every variant for the GPU's arch (NVRTC, all at once) and loads it: one result per
 // variant, in order; a generation, compile or load error is that variant's status.
