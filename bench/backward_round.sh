@@ -14,6 +14,10 @@
 #               (default 4096; the other lengths then plan the nearest tuned bucket) into
 #               $OUT/bwd.db
 #   bench       bench/backward_bench.py on that database vs SDPA flash and cuDNN backward
+#   ncu         Nsight Compute (--clock-control none) on one launch of the main kernel of each
+#               NCU_VARIANTS URI (B4 N4096, hidden 2048), then on SDPA flash's backward kernel
+#               (NCU_SDPA=0 skips it): speed of light, occupancy, warp stalls, pipes, memory;
+#               NCU_SKIP launches of the kernel skipped first (bench verifies on small shapes)
 # Logs go to $OUT (or ./backward-round); a summary prints last.
 #
 # usage: [STEPS="tests_bwd ..."] bench/backward_round.sh BIN_DIR
@@ -32,10 +36,14 @@ BIN=$(cd "${1:?usage: backward_round.sh BIN_DIR}" && pwd)
 OUT=${OUT:-$PWD/backward-round}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=$(mktemp -d)  # shared by the steps: later steps reuse the cubins
+# Shared by the steps (later steps reuse the cubins); a caller's folder may bring cubins compiled
+# elsewhere (`flashtune tune --compile-only` for sm_90a with the same NVRTC).
+export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-$(mktemp -d)}
 export FLASHTUNE_WORKER=$BIN/flashtune FLASHTUNE_CLI=$BIN/flashtune FLASHTUNE_LIB=$BIN/libflashtune.so
 export PYTHONPATH=$BIN/python:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 STEPS=${STEPS:-tests_bwd tests_fwd sanitize autograd ab tune bench}
+NCU_SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+  --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables"
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 step() {  # name seconds command...
   local name=$1 secs=$2
@@ -79,6 +87,32 @@ want tune && step tune "${TUNE_S:-60}" "$BIN/flashtune" tune --operation bwd --d
   --dtypes bf16,f16 --head-dims 64,128 --seqlens-q "${TUNE_SEQLENS:-4096}" --strategy budgeted ${TUNE_ARGS:-}
 want bench && step bench "${BENCH_S:-70}" python3 "$BIN/backward_bench.py" --db "$OUT/bwd.db" \
   --dtypes bf16,f16 --reps "${BENCH_REPS:-10}" ${BENCH_ARGS:-}
+if want ncu; then
+  ncu_all() {
+    for u in ${NCU_VARIANTS//,/ }; do
+      local dt=${u#fa2_bwd_} d=${u#*_d} c=0
+      dt=${dt%%_*} d=${d%%_*}
+      [[ $u == *_causal ]] && c=1
+      echo "== $u"
+      ncu --clock-control none --target-processes all --kernel-name regex:'_main$' \
+        --launch-skip "${NCU_SKIP:-0}" --launch-count 1 $NCU_SECTIONS \
+        "$BIN/flashtune" bench --operation bwd --dtype "$dt" --head-dim "$d" --causal "$c" --batch 4 \
+        --seqlen-q 4096 --heads-q $((2048 / d)) --variant "$u"
+    done
+    [ "${NCU_SDPA:-1}" = 1 ] || return 0
+    echo "== SDPA flash backward, bf16 d128 B4 N4096 full"
+    ncu --clock-control none --kernel-name regex:flash_bwd_dq_dk_dv --launch-count 1 $NCU_SECTIONS python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(4, 16, 4096, 128, device='cuda', dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    F.scaled_dot_product_attention(q, k, v).backward(torch.randn_like(q))
+torch.cuda.synchronize()"
+  }
+  export -f ncu_all
+  export BIN NCU_SECTIONS
+  step ncu "${NCU_S:-60}" bash -c ncu_all
+fi
 echo "== summary"; cat "$OUT/summary.txt"
 for t in tests_bwd tests_fwd; do
   [ -f "$OUT/$t.log" ] || continue
@@ -95,6 +129,7 @@ if [ -f "$OUT/tune.log" ]; then
   cut -c1-120 "$OUT/winners.txt" | head -12
 fi
 [ -f "$OUT/bench.log" ] && { echo "== bench"; tail -28 "$OUT/bench.log"; }
+[ -f "$OUT/ncu.log" ] && { echo "== ncu"; grep -E "^== |Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall" "$OUT/ncu.log" | cut -c1-100 | head -40; }
 # PACK=1: one archive instead of the files (the device tool brings back at most 8 files).
 if [ "${PACK:-0}" = 1 ]; then
   (cd "$OUT" && tar czf backward-round.tgz --exclude backward-round.tgz ./* && find . -type f ! -name backward-round.tgz -delete)

@@ -6,7 +6,11 @@
 // block order, bit-reproducible; the runtime sets it from BackwardArgs::deterministic, the
 // tuner searches 0), dqc (dQ columns per warp item: 16, 32, 64; 32 searched only where 64
 // does not divide D), dqv (floats per dQ reduction: 1, or 2 with red.add.v2 on sm_90; 2 is
-// searched).
+// searched), dqs (1: the dQ tile staged in shared memory and added a row at a time by bulk
+// reduction on sm_90, by coalesced red.add before; 0: each thread adds its own dQ values), lay
+// (warp layout: 1 rows — each warp owns whole 16-key rows of every GEMM; 2 FA-2's 2-D warp
+// grids with P and dS through shared memory: bc 128, w 8, D 64 or 128, br 64 or 128 at D 64,
+// dqc 64, which the layout does not use).
 #include <algorithm>
 #include <cmath>
 
@@ -24,7 +28,7 @@ namespace {
 constexpr int kPreRows = 16;  // query rows per preprocess / convert block (the template's kPreRows)
 
 struct BwdParams {
-  int block_n, block_m, warps, stages, det, dq_cols, dq_vec;
+  int block_n, block_m, warps, stages, det, dq_cols, dq_vec, dq_staged, layout;
   explicit BwdParams(const Variant& v)
       : block_n(v.Param("bc")),
         block_m(v.Param("br")),
@@ -32,21 +36,28 @@ struct BwdParams {
         stages(v.Param("s")),
         det(v.Param("det")),
         dq_cols(v.Param("dqc", 16)),
-        dq_vec(v.Param("dqv", 1)) {}
+        dq_vec(v.Param("dqv", 1)),
+        dq_staged(v.Param("dqs", 0)),
+        layout(v.Param("lay", 1)) {}
 };
 
-// K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), and the dSᵀ tile.
-int64_t BwdSharedMemoryBytes(int block_n, int block_m, int head_dim, int stages) {
-  return int64_t(2 * block_n + 2 * stages * block_m) * (head_dim + 8) * 2 + int64_t(block_n) * (block_m + 8) * 2;
+// K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), the 16-bit dSᵀ tile (rows
+// layout) or P and dS tiles (2-D layout), and with dqs the fp32 dQ tile (rows padded by 32 bytes).
+int64_t BwdSharedMemoryBytes(const BwdParams& p, int head_dim) {
+  const int64_t scratch = p.layout == 2 ? int64_t(2) * p.block_m * (p.block_n + 8) * 2
+                                        : int64_t(p.block_n) * (p.block_m + 8) * 2;
+  return int64_t(2 * p.block_n + 2 * p.stages * p.block_m) * (head_dim + 8) * 2 + scratch +
+         (p.dq_staged ? int64_t(p.block_m) * (head_dim + 8) * 4 : 0);
 }
 
-Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv) {
+Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv, int dqs, int lay) {
   Variant v;
   v.family = "fa2_bwd";
   v.dtype = cls.dtype;
   v.head_dim = cls.head_dim;
   v.causal = cls.causal;
-  v.params = {{"bc", bn}, {"br", bm}, {"w", w}, {"s", s}, {"det", det}, {"dqc", dqc}, {"dqv", dqv}};
+  v.params = {{"bc", bn},   {"br", bm},   {"w", w},     {"s", s},    {"det", det},
+              {"dqc", dqc}, {"dqv", dqv}, {"dqs", dqs}, {"lay", lay}};
   return v;
 }
 
@@ -76,6 +87,8 @@ class Fa2Bwd final : public Family {
         {"det", "deterministic (det)", {0, 1}, {0}},
         {"dqc", "dQ columns per warp item (dqc)", {16, 32, 64}, {16, 32, 64}},
         {"dqv", "floats per dQ reduction (dqv)", {1, 2}, {2}},
+        {"dqs", "dQ staged in shared memory (dqs)", {0, 1}, {0, 1}},
+        {"lay", "warp layout (lay)", {1, 2}, {1, 2}},
     };
     return kAxes;
   }
@@ -88,7 +101,7 @@ class Fa2Bwd final : public Family {
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
     const BwdParams p(v);
-    return BwdSharedMemoryBytes(p.block_n, p.block_m, v.head_dim, p.stages);
+    return BwdSharedMemoryBytes(p, v.head_dim);
   }
   int Threads(const Variant& v) const override { return v.Param("w") * 32; }
 
@@ -102,6 +115,14 @@ class Fa2Bwd final : public Family {
       return Status(Code::kInvalidArgument, "block_n (" + std::to_string(p.block_n) +
                                                 ") must be a multiple of warps * 16 (" + std::to_string(p.warps * 16) +
                                                 "): each warp owns whole 16-key tiles");
+    }
+    if (p.layout == 2 && !(p.block_n == 128 && p.warps == 8 && (v.head_dim == 64 || v.head_dim == 128) &&
+                           (p.block_m == 64 || (p.block_m == 128 && v.head_dim == 64)) && p.dq_cols == 64)) {
+      return Status(Code::kInvalidArgument,
+                    "layout 2 (FA-2's warp grids) needs block_n 128, warps 8, head_dim 64 or 128, block_m 64 "
+                    "(or 128 at head_dim 64) and dq_cols 64; got block_n " + std::to_string(p.block_n) + ", warps " +
+                        std::to_string(p.warps) + ", head_dim " + std::to_string(v.head_dim) + ", block_m " +
+                        std::to_string(p.block_m) + ", dq_cols " + std::to_string(p.dq_cols));
     }
     const int64_t smem = SharedMemoryBytes(v);
     if (smem > max_smem_bytes) {
@@ -120,21 +141,25 @@ class Fa2Bwd final : public Family {
     return !(v.Param("dqc") == 32 && v.head_dim % 64 == 0);
   }
 
-  // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d64, 64 × 64 with 4 warps
-  // up to d128, 64 × 32 beyond (each warp's dK and dV accumulators grow with D); two stages,
-  // downgraded until the shared memory fits. dQ: the widest items that divide D, added in
-  // pairs (the A/B of docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1).
+  // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d128 (6% faster than
+  // 64 × 64 with 4 warps at d128), 64 × 32 beyond (each warp's dK and dV accumulators grow
+  // with D), in FA-2's 2-D warp layout where it exists (d64, d128: 1.07-1.21x the rows
+  // layout), with 128 queries per step at d64 (1.09-1.13x over 64); two stages, downgraded
+  // until the shared memory fits. dQ: the widest items that divide D, added in pairs
+  // (docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1); staged through shared
+  // memory above d64, where it was as fast and made the deterministic mode cheaper (1.17-1.22x
+  // the default instead of 1.28-1.43x, "fa2_bwd round 3"; at d64 staging was 1.12-1.18x slower).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
     const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
-    if (cls.head_dim <= 64) {
+    const int dqs = cls.head_dim > 64 && cls.head_dim <= 128 ? 1 : 0;
+    const int lay = cls.head_dim == 64 || cls.head_dim == 128 ? 2 : 1;
+    if (cls.head_dim <= 128) {
       bn = 128;
-      bm = 64;
+      bm = cls.head_dim == 64 ? 128 : 64;
       w = 8;
-    } else if (cls.head_dim <= 128) {
-      bm = 64;
     }
-    Variant v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
+    Variant v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2, dqs, lay);
     while (SharedMemoryBytes(v) > target.max_smem_bytes) {
       if (s > 1) {
         --s;
@@ -146,7 +171,7 @@ class Fa2Bwd final : public Family {
       } else {
         break;  // nothing smaller exists; Check reports it
       }
-      v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2);
+      v = BwdVariant(cls, bn, bm, w, s, 0, dqc, 2, dqs, bn == 128 && w == 8 && bm >= 64 ? lay : 1);
     }
     return v;
   }
@@ -164,6 +189,8 @@ class Fa2Bwd final : public Family {
         .Bool("kCausal", v.causal)
         .Int("kDqCols", p.dq_cols)
         .Int("kDqVec", p.dq_vec)
+        .Bool("kDqStaged", p.dq_staged != 0)
+        .Bool("kGrid2d", p.layout == 2)
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -240,6 +267,7 @@ class Fa2Bwd final : public Family {
     const BwdParams p(v);
     return std::to_string(p.block_n) + "x" + std::to_string(p.block_m) + " w" + std::to_string(p.warps) + " s" +
            std::to_string(p.stages) + " dq" + std::to_string(p.dq_cols) + "x" + std::to_string(p.dq_vec) +
+           (p.dq_staged ? " staged" : "") + (p.layout == 2 ? " grid2d" : "") +
            (p.det ? " deterministic" : "");
   }
 
@@ -249,7 +277,10 @@ class Fa2Bwd final : public Family {
   double PriorScore(const Problem& problem, const Variant& v) const override {
     const BwdParams p(v);
     const int k_tiles = p.block_n / p.warps / 16;
-    const int regs = k_tiles * (v.head_dim / 8) * 4 * 2 + k_tiles * (p.block_m / 8) * 4 * 3 + p.block_m / 2 + 48;
+    // 2-D layout: 32 keys × D/2 of dK and dV, 32 queries × 256 / block_m keys of S and dP.
+    const int regs = p.layout == 2
+                         ? 2 * (v.head_dim / 16) * 4 * 2 + 2 * (256 / p.block_m) * 4 * 2 + 56
+                         : k_tiles * (v.head_dim / 8) * 4 * 2 + k_tiles * (p.block_m / 8) * 4 * 3 + p.block_m / 2 + 48;
     double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
     score -= 0.25 * std::log2(p.block_m / 32.0);  // longer query steps amortise barriers
     if (p.stages == 1) score += 0.3;

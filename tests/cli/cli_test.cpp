@@ -226,8 +226,8 @@ TEST(Cli, BenchRejectsBadVariantListsAndRoundsBeforeMeasuring) {
 // backward problem's; a forward variant is not of the backward class, and the pass is named.
 TEST(Cli, BenchOperationBwdTimesBackwardVariants) {
   flashtune::testing::TempDir dir;
-  const std::string a = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc16_dqv1_full";
-  const std::string b = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc64_dqv2_full";
+  const std::string a = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc16_dqv1_dqs0_lay1_full";
+  const std::string b = "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc64_dqv2_dqs0_lay1_full";
   const std::string p = "bf16,64,0,4,4096,4096,32,32,";
   const std::string path = dir.path() + "/bwd.csv";
   std::ofstream(path) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,"

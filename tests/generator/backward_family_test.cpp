@@ -147,17 +147,30 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
 }
 
 TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
-  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
+  auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs0_lay1_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_causal");
-  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_dqc16_dqv1_causal");  // 64 keys over 8 warps
+  EXPECT_EQ(v->Uri(), "fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs0_lay1_causal");
+  auto bad = Variant::FromUri("fa2_bwd_bf16_d128_bc64_br64_w8_s2_det0_dqc16_dqv1_dqs0_lay1_causal");  // 64 keys over 8 warps
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("block_n (64) must be a multiple of warps * 16"), std::string::npos)
       << bad.status().message();
-  auto wide = Variant::FromUri("fa2_bwd_bf16_d96_bc64_br64_w4_s2_det0_dqc64_dqv2_full");  // 64 columns of 96
+  auto wide = Variant::FromUri("fa2_bwd_bf16_d96_bc64_br64_w4_s2_det0_dqc64_dqv2_dqs0_lay1_full");  // 64 columns of 96
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("dq_cols (64) must divide head_dim (96)"), std::string::npos)
       << wide.status().message();
+  // FA-2's 2-D warp grids exist for 128 keys over 8 warps at d64 / d128 only.
+  EXPECT_TRUE(Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det0_dqc64_dqv2_dqs1_lay2_full").ok());
+  EXPECT_TRUE(Variant::FromUri("fa2_bwd_f16_d64_bc128_br128_w8_s1_det1_dqc64_dqv2_dqs0_lay2_causal").ok());
+  for (const char* uri : {"fa2_bwd_bf16_d128_bc64_br64_w4_s2_det0_dqc64_dqv2_dqs0_lay2_full",
+                          "fa2_bwd_bf16_d128_bc128_br128_w8_s1_det0_dqc64_dqv2_dqs0_lay2_full",
+                          "fa2_bwd_bf16_d96_bc128_br64_w8_s2_det0_dqc32_dqv2_dqs0_lay2_full",
+                          "fa2_bwd_bf16_d64_bc128_br64_w8_s2_det0_dqc16_dqv2_dqs0_lay2_full"}) {
+    auto grid = Variant::FromUri(uri);
+    ASSERT_FALSE(grid.ok()) << uri;
+    EXPECT_NE(grid.status().message().find("layout 2 (FA-2's warp grids) needs block_n 128, warps 8"),
+              std::string::npos)
+        << grid.status().message();
+  }
 }
 
 TEST(Fa2BwdFamily, PacksThreeKernelsIntoOnePacket) {
@@ -203,13 +216,21 @@ TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
   std::vector<CompileRequest> requests;
   const ProblemClass classes[] = {{DType::kBF16, 128, true, Operation::kBackward},
                                   {DType::kF16, 64, false, Operation::kBackward}};
-  // Each class's default and deterministic variants, one on each arch (4 compiles: the main
-  // kernel is the slow one for ptxas).
+  // Each class's default and deterministic variants (128 keys over 8 warps), one on each arch
+  // (4 compiles: the main kernel is the slow one for ptxas); each arch gets both warp layouts
+  // and the staged dQ tile on and off: its bulk reductions (sm_90a, under the deterministic
+  // counter) and its red.add fallback (sm_80).
   bool sm80 = true;
+  const int kStaged[] = {0, 1, 1, 0}, kLayout[] = {1, 2, 2, 1};  // per request, in order
   for (const ProblemClass& cls : classes) {
     Variant det = DefaultVariant(cls);
     det.SetParam("det", 1);
-    for (const Variant& v : {DefaultVariant(cls), det}) {
+    for (Variant v : {DefaultVariant(cls), det}) {
+      v.SetParam("bc", 128);
+      v.SetParam("br", 64);
+      v.SetParam("w", 8);
+      v.SetParam("dqs", kStaged[requests.size()]);
+      v.SetParam("lay", kLayout[requests.size()]);
       auto source = GenerateSource(v);
       ASSERT_TRUE(source.ok()) << source.status().ToString();
       requests.push_back({source->uri, source->text, sm80 ? "sm_80" : "sm_90a", {}});

@@ -1,7 +1,8 @@
 // fa2_bwd on the GPU: dq, dk, dv against the float64 CPU reference (ReferenceBackward) on the
 // shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
 // MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
-// and the default variant of the others; the deterministic mode bit-identical over 3 runs.
+// (both warp layouts, dQ staged and not) and the default variant of the others; the
+// deterministic mode bit-identical over 3 runs for every way of adding dQ.
 // Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
 // the reference forward's (o rounded to the dtype), so only the backward is under test.
 // Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
@@ -18,11 +19,9 @@
 #include <vector>
 
 #include "flashtune/backward_args.h"
-#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
-#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tests/support/gpu_fixture.h"
 
@@ -32,13 +31,7 @@ namespace {
 using testing::GetGpu;
 using testing::Gpu;
 using testing::Shape;
-using testing::StridesFor;
 
-const Shape kShapes[] = {
-    {1, 1, 1, 1, 1, false},     {2, 17, 17, 2, 2, false},     {1, 127, 127, 8, 1, false},  // GQA 8:1
-    {1, 128, 128, 4, 1, true},  {1, 1000, 1000, 2, 2, true},  // MQA, head-major
-    {1, 127, 1000, 2, 1, false}, {2, 1000, 127, 2, 2, false},  // Nq < Nk, Nq > Nk (masked rows)
-};
 const Shape kLong = {1, 4097, 4097, 1, 1, false};
 
 // One shape's inputs, device buffers and reference gradients for one class.
@@ -60,8 +53,8 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
   BackwardArgs& a = c->host;
   a = BackwardArgs::Contiguous(problem);
   ForwardArgs& f = a.forward;
-  f.q_strides = a.d_o_strides = StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
-  f.k_strides = f.v_strides = StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
+  f.q_strides = a.d_o_strides = testing::StridesFor(s, s.seqlen_q, s.heads_q, cls.head_dim);
+  f.k_strides = f.v_strides = testing::StridesFor(s, s.seqlen_k, s.heads_kv, cls.head_dim);
   a.dk_strides = f.k_strides;  // dv stays contiguous: strides may differ between tensors
   c->q.resize(Span(s.batch, s.seqlen_q, s.heads_q, cls.head_dim));
   c->d_o.resize(c->q.size());
@@ -91,7 +84,9 @@ std::unique_ptr<Case> MakeCase(Gpu& gpu, const ProblemClass& cls, const Shape& s
     EXPECT_TRUE(b.ok()) << b.status().ToString();
     if (!b.ok()) return nullptr;
     c->buffers[size_t(slot)].emplace(std::move(*b));
-    if (host) EXPECT_TRUE(c->buffers[size_t(slot)]->CopyFromHost(host, bytes).ok());
+    if (host) {
+      EXPECT_TRUE(c->buffers[size_t(slot)]->CopyFromHost(host, bytes).ok());
+    }
     return reinterpret_cast<void*>(c->buffers[size_t(slot)]->get());
   };
   c->device = a;
@@ -163,14 +158,7 @@ std::string Compare(const Case& c, const Outputs& got) {
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&)) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  Compiler compiler(Compiler::Options{});
-  std::vector<CompileRequest> requests;
-  for (const Variant& v : variants) {
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    requests.push_back(GeneratedSourceRequest(source->uri, source->text, (*gpu)->info.Arch()));
-  }
-  auto cubins = compiler.CompileMany(requests);
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
   std::optional<ProblemClass> cls;
   std::vector<std::unique_ptr<Case>> cases;
   uint64_t seed = 500;
@@ -178,13 +166,12 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
     if (!cls || !(ClassOf(variants[i]) == *cls)) {  // variants come grouped by class
       cls = ClassOf(variants[i]);
       cases.clear();
-      for (const Shape& s : kShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
+      for (const Shape& s : testing::kEdgeShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
       if (with_long(*cls)) cases.push_back(MakeCase(**gpu, *cls, kLong, seed += 10));
     }
-    ASSERT_TRUE(cubins[i].ok()) << cubins[i].status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubins[i], variants[i]);
+    const Result<ForwardKernel>& kernel = kernels[i];
     if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    ASSERT_TRUE(kernel.ok()) << variants[i].Uri() << ": " << kernel.status().ToString();
     for (auto& c : cases) {
       Outputs out;
       Status run = RunBackward(**gpu, *kernel, *c, &out);
@@ -223,23 +210,36 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  // Both ways of adding under the counter: a plain load and store (dqv 1) and red.add.v2 (dqv 2,
-  // whose order the counter alone must keep).
-  for (const auto [causal, dq_vec] : {std::pair{false, 1}, std::pair{true, 1}, std::pair{false, 2}, std::pair{true, 2}}) {
-    const ProblemClass cls = Bwd(DType::kBF16, 128, causal);
-    Variant v = DefaultVariant(cls);
+  // Every way of adding under the counter: a plain load and store (dqv 1), red.add.v2 (dqv 2,
+  // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1), in
+  // both warp layouts (128 keys over 8 warps, d128: the defaults' tile).
+  struct Mode {
+    bool causal;
+    int dq_vec, dq_staged, layout;
+  };
+  const Mode kModes[] = {{false, 1, 0, 2}, {true, 1, 0, 2}, {false, 2, 0, 2}, {true, 2, 0, 2},
+                         {false, 2, 1, 2}, {true, 2, 1, 2}, {false, 2, 1, 1}, {true, 2, 0, 1}};
+  std::vector<Variant> variants;
+  for (const Mode& m : kModes) {
+    Variant v = DefaultVariant(Bwd(DType::kBF16, 128, m.causal));
+    v.SetParam("bc", 128);
+    v.SetParam("br", 64);
+    v.SetParam("w", 8);
+    v.SetParam("dqc", 64);
     v.SetParam("det", 1);
-    v.SetParam("dqv", dq_vec);
+    v.SetParam("dqv", m.dq_vec);
+    v.SetParam("dqs", m.dq_staged);
+    v.SetParam("lay", m.layout);
+    variants.push_back(v);
+  }
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
     SCOPED_TRACE(v.Uri());
-    auto source = GenerateSource(v);
-    ASSERT_TRUE(source.ok());
-    Compiler compiler(Compiler::Options{});
-    auto cubin = compiler.Compile({source->uri, source->text, (*gpu)->info.Arch(), {}});
-    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
-    auto kernel = ForwardKernel::Load(*(*gpu)->context, *cubin, v);
+    const Result<ForwardKernel>& kernel = kernels[i];
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
     // Many key blocks add into each dq row: the order matters for the bits.
-    auto c = MakeCase(**gpu, cls, Shape{2, 1000, 1000, 4, 2, false}, 77);
+    auto c = MakeCase(**gpu, ClassOf(v), Shape{2, 1000, 1000, 4, 2, false}, 77);
     Outputs first;
     ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
     EXPECT_EQ(Compare(*c, first), "");

@@ -24,10 +24,10 @@ using testing::GetGpu;
 using testing::Gpu;
 using testing::Shape;
 
+// The edge shapes (testing::kEdgeShapes), then a long one and a grid wider than the GPU.
 const Shape kShapes[] = {
-    {1, 1, 1, 1, 1, false},       {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},  // GQA 8:1
-    {1, 128, 128, 4, 1, true},    {1, 1000, 1000, 2, 2, true}, {1, 4097, 4097, 1, 1, false},
-    {1, 127, 1000, 2, 1, false},  {2, 1000, 127, 2, 2, false},  // Nq < Nk and Nq > Nk (masked rows)
+    testing::kEdgeShapes[0], testing::kEdgeShapes[1], testing::kEdgeShapes[2], testing::kEdgeShapes[3],
+    testing::kEdgeShapes[4], testing::kEdgeShapes[5], testing::kEdgeShapes[6], {1, 4097, 4097, 1, 1, false},
     // More tiles than an H200 has SMs (384 of 128 rows): a persistent block walks several, with
     // an odd number of K/V blocks per tile and, when causal, tiles that see no key.
     {4, 700, 300, 16, 4, false},

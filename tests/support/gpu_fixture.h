@@ -46,6 +46,14 @@ struct Shape {
   bool head_major;  // memory [B, H, N, D] viewed as [B, N, H, D]: non-contiguous strides
 };
 
+// The shapes every kernel test against the reference runs: N 1 and 17, GQA 8:1, MQA and a
+// ragged N with head-major strides, Nq < Nk and Nq > Nk (masked rows).
+inline constexpr Shape kEdgeShapes[] = {
+    {1, 1, 1, 1, 1, false},      {2, 17, 17, 2, 2, false},    {1, 127, 127, 8, 1, false},
+    {1, 128, 128, 4, 1, true},   {1, 1000, 1000, 2, 2, true}, {1, 127, 1000, 2, 1, false},
+    {2, 1000, 127, 2, 2, false},
+};
+
 // Strides of a [B, seqlen, heads, d] view of `s`'s layout.
 inline Strides StridesFor(const Shape& s, int64_t seqlen, int64_t heads, int64_t d) {
   if (!s.head_major) return Strides::Contiguous(seqlen, heads, d);
