@@ -131,7 +131,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch, model, shard, decode, operation = "fwd";
+      devices, replay, arch, model, shard, decode, operation;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
@@ -151,8 +151,9 @@ int RunTune(const std::vector<std::string>& args) {
        "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
        "given, with the GQA-8 d128 causal buckets of DefaultGqaProblems), only, none")
       ("operation", po::value(&operation),
-       "fwd (the forward pass, default), bwd (the backward pass: dq, dk, dv) or both: which pass each shape is "
-       "tuned for (decode and GQA buckets are forward only)")
+       "fwd (the forward pass), bwd (the backward pass: dq, dk, dv) or both: which pass each shape is tuned for "
+       "(decode and GQA buckets are forward only). Default: fwd, and the default set (no shape option) adds "
+       "the backward buckets of DefaultBackwardProblems")
       ("problem-set", po::value(&set_file), "problem-set file (one problem per line; see problem_set.h)")
       ("model", po::value(&model),
        "a Hugging Face config.json: tune that model's heads, K/V heads and head dim over the sequence "
@@ -161,7 +162,7 @@ int RunTune(const std::vector<std::string>& args) {
        "K/N: tune only the K-th of N deterministic parts of the problem set (join the databases with "
        "`flashtune db merge`)")
       ("strategy", po::value(&strategy)->default_value("auto"),
-       "auto (exhaustive for head dim 128, budgeted for the others) | exhaustive | budgeted")
+       "auto (exhaustive for d128 forward prefill without GQA, budgeted for the rest) | exhaustive | budgeted")
       ("budget-per-problem", po::value(&per_problem), "N measurements, P% of the space, or Ns/Nm")
       ("budget-total", po::value(&total), "N measurements or Ns/Nm over the whole run")
       ("devices", po::value(&devices)->default_value("all"), "all | comma list of device indices")
@@ -257,6 +258,9 @@ int RunTune(const std::vector<std::string>& args) {
 
   if (decode != "auto" && decode != "only" && decode != "none")
     return Fail(Status(Code::kInvalidArgument, "--decode '" + decode + "' is not allowed; allowed: auto, only, none"));
+  // The default set (no shape option, no --operation) carries its own backward buckets.
+  const bool default_backward = !vm.count("operation");
+  if (operation.empty()) operation = "fwd";
   if (operation != "fwd" && operation != "bwd" && operation != "both")
     return Fail(Status(Code::kInvalidArgument, "--operation '" + operation + "' is not allowed; allowed: fwd, bwd, both"));
   if (operation == "bwd" && decode == "only")
@@ -347,6 +351,10 @@ int RunTune(const std::vector<std::string>& args) {
     if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
       const std::vector<Problem> d = DefaultDecodeProblems();
       options.problems.insert(options.problems.end(), d.begin(), d.end());
+    }
+    if (default_backward && decode != "only" && !shape_given) {
+      const std::vector<Problem> b = DefaultBackwardProblems();
+      options.problems.insert(options.problems.end(), b.begin(), b.end());
     }
   }
 

@@ -137,6 +137,21 @@ std::vector<Problem> DefaultGqaProblems() {
   return out;
 }
 
+std::vector<Problem> DefaultBackwardProblems() {
+  std::vector<Problem> out;
+  const ProblemSetOptions defaults;
+  for (DType dtype : defaults.dtypes)
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int64_t n : {2048, 8192}) {
+          const int64_t heads = defaults.hidden / d;
+          Problem p{dtype, d, causal, std::max<int64_t>(1, defaults.tokens / n), n, n, heads, heads};
+          p.operation = Operation::kBackward;
+          out.push_back(p);
+        }
+  return out;
+}
+
 Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_view source,
                                              std::vector<std::string>* notices) {
   // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.

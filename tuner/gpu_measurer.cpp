@@ -111,7 +111,10 @@ class GpuMeasurer final : public Measurer {
   // compilation on background threads: NVRTC then works while the GPU measures, and a
   // candidate needed before its turn is compiled at once (CompileQueue::Get).
   void CompileClass(const ProblemClass& cls) {
-    const std::string key = std::string(DTypeName(cls.dtype)) + std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
+    // The operation too: a backward class shares dtype, head dim and mask with a forward one
+    // but none of its variants (keyed without it, fa2_bwd compiled one candidate at a time).
+    const std::string key = std::string(OperationName(cls.operation)) + std::string(DTypeName(cls.dtype)) +
+                            std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
     if (!compiled_classes_.insert(key).second) return;
     SpaceOptions space_options;
     space_options.arch = device_.Arch();

@@ -73,7 +73,7 @@ Status ProblemTuner::Tune(size_t index, const Problem& problem, const Problem* n
   auto admitted = Admit(w, s);
   if (!admitted.ok() || !*admitted) return admitted.status();
   // Only when this one is measured (a rerun compiles nothing), and never a class Admit refuses.
-  if (next_class && next_class->operation == Operation::kForward) measurer_.Prefetch(*next_class);
+  if (next_class) measurer_.Prefetch(*next_class);
   auto gathered = Gather(w, s);
   if (!gathered.ok() || !*gathered) return gathered.status();
   std::vector<CandidateResult> passing;

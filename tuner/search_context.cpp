@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "flashtune/occupancy.h"
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 #include "generator/family.h"
 
@@ -89,23 +90,30 @@ std::vector<Variant> ProblemSearch::PriorRanking() const {
   std::map<std::string, std::pair<double, double>> score;  // uri -> (sum w*log(t / best), sum w)
   std::map<std::string, Variant> by_uri;
   auto octaves = [](double a, double b) { return std::abs(std::log2(a / b)); };
+  // Only this pass's trials count: a problems row is a shape, and its trials hold the forward
+  // and the backward variants measured on it.
+  auto same_pass = [this](const TrialRow& t) {
+    return t.trial.phase == "search" && t.trial.status == Code::kOk && t.trial.median_us > 0 &&
+           ClassOf(t.trial.variant).operation == problem_.operation;
+  };
   for (const ProblemRow& row : *problems) {
-    const Problem& p = row.problem;
-    if (p == problem_ || p.dtype != problem_.dtype || p.head_dim != problem_.head_dim || p.causal != problem_.causal)
-      continue;
+    Problem p = row.problem;
+    p.operation = problem_.operation;
+    // Same class and kind of call: BucketDistance is -1 between decode and prefill buckets
+    // (decode's winners are another family), whose trials would make a class's first problem
+    // look tuned; GQA groups count as the same class.
+    if (p == problem_ || BucketDistance(BucketOf(p), BucketOf(problem_)) < 0) continue;
     auto trials = db_.TrialsForProblem(row.id, device_id_, toolchain_id_);
     if (!trials.ok()) continue;
     double best = 0;
     for (const TrialRow& t : *trials)
-      if (t.trial.phase == "search" && t.trial.status == Code::kOk && t.trial.median_us > 0 &&
-          (best == 0 || t.trial.median_us < best))
-        best = t.trial.median_us;
+      if (same_pass(t) && (best == 0 || t.trial.median_us < best)) best = t.trial.median_us;
     if (best == 0) continue;
     const double distance = octaves(p.seqlen_q, problem_.seqlen_q) + octaves(p.seqlen_k, problem_.seqlen_k) +
                             octaves(double(p.batch) * p.heads_q, double(problem_.batch) * problem_.heads_q);
     const double weight = std::exp2(-distance);
     for (const TrialRow& t : *trials) {
-      if (t.trial.phase != "search" || t.trial.status != Code::kOk || !(t.trial.median_us > 0)) continue;
+      if (!same_pass(t)) continue;
       auto& e = score[t.variant_uri];
       e.first += weight * std::log(t.trial.median_us / best);
       e.second += weight;

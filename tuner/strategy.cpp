@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "flashtune/problem_set.h"
 #include "flashtune/tuner.h"
 #include "generator/family.h"
 
@@ -93,7 +94,18 @@ class Budgeted final : public Strategy {
       if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
       return Status::Ok();
     };
-    // Seed: the cost model's top picks (a third of the budget, at least 2).
+    // Seed: the cost model's best variant of each query tile of each family (which tile wins
+    // turns on the shape's parallelism, and an additive model cannot reach a tile it never saw:
+    // H200 bf16 d64 causal N 512 never timed hopper_fwd's 64-row tiles, 29% faster, when the
+    // seeds were the cost model's top picks alone), then its top picks, a third of the budget
+    // (at least 2) in all.
+    std::vector<Variant> tiles;
+    for (const Variant& v : pending)
+      if (std::none_of(tiles.begin(), tiles.end(),
+                       [&](const Variant& t) { return t.family == v.family && QueryTile(t) == QueryTile(v); }))
+        tiles.push_back(v);
+    for (const Variant& v : tiles)
+      if (allowed()) FT_RETURN_IF_ERROR(measure(v));
     const int64_t seeds = std::max<int64_t>(2, own / 3);
     while (allowed() && spent < seeds) FT_RETURN_IF_ERROR(measure(pending.front()));
     // Model-guided search: an additive model of log(time) with one effect per parameter value
@@ -186,6 +198,24 @@ class Budgeted final : public Strategy {
                          [&](const Variant& o) { return o.family == v.family && field(o) == field(v); });
     };
     for (size_t i = 0; i < ranked.size() && i < 2; ++i) order.push_back(ranked[i]);
+    // The prior's best tile with each other value of its switches (stages, warps, the tile
+    // scheduler: every parameter after the two tiles), best ranked first: a GQA group or another
+    // length can move the winner to the persistent scheduler of the same tile (H200, d128 causal
+    // GQA-8 N 4k: 5% faster), which the ranking learnt elsewhere puts far down.
+    if (!ranked.empty() && own >= kFlipsFrom) {
+      const Variant& lead = ranked[0];
+      for (size_t i = 2; i < lead.params.size(); ++i)
+        for (const Variant& v : ranked)
+          if (v.family == lead.family && v.params.size() == lead.params.size() && QueryTile(v) == QueryTile(lead) &&
+              KeyTile(v) == KeyTile(lead) && v.params[i].value != lead.params[i].value &&
+              std::none_of(order.begin(), order.end(), [&](const Variant& o) {
+                return o.family == v.family && o.params.size() > i && QueryTile(o) == QueryTile(v) &&
+                       KeyTile(o) == KeyTile(v) && o.params[i].value == v.params[i].value;
+              })) {
+            add_if_new(v);
+            break;
+          }
+    }
     for (const Variant& v : ranked)
       if (!covers(order, QueryTile, v)) add_if_new(v);
     for (const Variant& v : ranked)
@@ -196,17 +226,52 @@ class Budgeted final : public Strategy {
     for (const Variant& v : ranked) add_if_new(v);
     // Candidates the prior problems never measured come after, in cost-model order.
     for (const Variant& v : by_cost) add_if_new(v);
-    for (const Variant& v : order) {
-      if (spent >= own || ctx.budget_left() == 0) break;
+    // The last kFollowerPolish measurements go to the nearest unmeasured neighbours of the best
+    // so far (Steps; ties in the order above): the best key tile drifts with the length (d128:
+    // 128 keys at N 1k, 176-192 from N 2k on), one step at a time.
+    auto measure = [&](const Variant& v) -> Status {
       ++spent;
       auto r = ctx.Measure(v);
       if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
+      return Status::Ok();
+    };
+    auto unmeasured = [&ctx](const Variant& v) {
+      return std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end();
+    };
+    const int64_t ordered = own >= kPolishFrom ? own - kFollowerPolish : own;
+    for (const Variant& v : order) {
+      if (spent >= ordered || ctx.budget_left() == 0) break;
+      if (unmeasured(v)) FT_RETURN_IF_ERROR(measure(v));
+    }
+    while (spent < own && ctx.budget_left() != 0) {
+      const CandidateResult* best = nullptr;
+      for (const auto& r : ctx.results())
+        if (r.ok() && r.measurement.median_us > 0 && (!best || r.measurement.median_us < best->measurement.median_us))
+          best = &r;
+      const Variant* next = nullptr;
+      double next_steps = 1e30;
+      for (const Variant& v : order)
+        if (unmeasured(v)) {
+          const double steps = best ? Steps(best->variant, v) : 0;
+          if (steps < next_steps - 1e-12) next_steps = steps, next = &v;
+        }
+      if (!next) break;
+      const Variant chosen = *next;  // Measure erases it from the unmeasured list
+      FT_RETURN_IF_ERROR(measure(chosen));
     }
     return Status::Ok();
   }
 
-  static constexpr double kPriorFraction = 0.05;
+  // A follower measures 14% of the space, at least 4: fa2_fwd's spaces and d96-d256 (22-28
+  // candidates) keep the four measurements that sufficed there (two best, B_r and B_c probes);
+  // the larger ones (d128 41, d64 59, decode 65) add the switch flips from 6 measurements on and
+  // the polish around the best from 8 (bench/data/h200-2026-12-01-online2: without them, d64
+  // causal N 8k-16k kept the 64-row tile, 11-14% slower).
+  static constexpr double kPriorFraction = 0.14;
   static constexpr int64_t kFollowerMinimum = 4;
+  static constexpr int64_t kFlipsFrom = 6;
+  static constexpr int64_t kPolishFrom = 8;
+  static constexpr int64_t kFollowerPolish = 2;
   double fraction_;
 };
 
@@ -219,11 +284,15 @@ std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction) {
 
 namespace {
 
-// The head dim most models use (Llama, Mistral, Qwen), searched exhaustively under "auto". d64's
-// space (59 candidates a problem on sm_90a) would take the default set past ten minutes.
-bool AutoSearchesExhaustively(int head_dim) { return head_dim == 128; }
+// The calls most models make (Llama, Mistral, Qwen: d128 prefill), searched exhaustively under
+// "auto". d64's space (59 candidates a problem on sm_90a), the GQA and decode buckets' (41 and 65
+// at d128) and the backward pass's would take the default set past ten minutes.
+bool AutoSearchesExhaustively(const Problem& p) {
+  return p.head_dim == 128 && p.operation == Operation::kForward && p.heads_q == p.heads_kv &&
+         Log2Ceil(p.seqlen_q) > kDecodeQueryBucket;
+}
 
-// Exhaustive or budgeted, problem by problem, by head dim. Each keeps its own state.
+// Exhaustive or budgeted, problem by problem. Each keeps its own state.
 class Auto final : public Strategy {
  public:
   std::string name() const override { return "auto"; }
@@ -233,10 +302,12 @@ class Auto final : public Strategy {
 
  private:
   Strategy& For(const Problem& problem) const {
-    return AutoSearchesExhaustively(problem.head_dim) ? *exhaustive_ : *budgeted_;
+    if (AutoSearchesExhaustively(problem)) return *exhaustive_;
+    return problem.operation == Operation::kBackward ? *backward_ : *budgeted_;
   }
   std::unique_ptr<Strategy> exhaustive_ = MakeExhaustiveStrategy();
   std::unique_ptr<Strategy> budgeted_ = MakeBudgetedStrategy();
+  std::unique_ptr<Strategy> backward_ = MakeBudgetedStrategy(0.25);
 };
 
 }  // namespace

@@ -74,6 +74,13 @@ std::vector<Problem> DefaultDecodeProblems();
 // target (N 1k: 3.3%, 4k: 5.5%; d128 non-causal and d64 within 1.2%).
 std::vector<Problem> DefaultGqaProblems();
 
+// The default set's backward buckets (`flashtune tune` adds them, like the GQA ones, when no
+// shape option or --operation is given): dq, dk, dv for d64 and d128, both dtypes, causal or
+// not, at N 2k and 8k sized like the forward grid (hidden 2048, B = 16384 / N); the other
+// lengths take the nearest bucket. Two lengths, budgeted, keep the default tune within its ten
+// minutes (a backward measurement costs 3-5 forward ones).
+std::vector<Problem> DefaultBackwardProblems();
+
 // Hq for head dim `head_dim` under options.hidden / heads_kv / exact_hidden (the rule above);
 // kInvalidArgument naming what to pass when there is none.
 Result<int64_t> HeadsFor(const ProblemSetOptions& options, int head_dim);

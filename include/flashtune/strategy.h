@@ -31,8 +31,9 @@ class SearchContext {
   virtual int64_t budget_left() const = 0;
   // The per-problem budget in measurements, -1 when none was given (strategies pick their own).
   virtual int64_t per_problem_budget() const = 0;
-  // Candidates ranked by how they did on the problems of the same class (dtype, head dim,
-  // causal) already tuned on this device and toolchain: geometric mean of time / best time.
+  // Candidates ranked by how they did on the problems of the same class (operation, dtype, head
+  // dim, causal; decode and prefill apart, GQA groups together: problem_set.h's BucketDistance)
+  // already tuned on this device and toolchain: geometric mean of time / best time.
   // Empty when no such problem exists. Winners of one class tend to agree across lengths.
   virtual std::vector<Variant> PriorRanking() const { return {}; }
   // Warps of `variant` one SM of this device holds at once (ResidentCtasPerSm × warps), from
@@ -63,23 +64,30 @@ class Strategy {
 std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // Spends most of its budget on the first problem of each class and little on the rest:
 // - with no tuned problem of the class yet: ranks by a cost model (FA-2's known-good tiles per
-//   head dim, warps, stages), measures the top few, then follows an additive model of the
+//   head dim, warps, stages), measures the cost model's best for each query tile of each family
+//   and its top few, then follows an additive model of the
 //   measured times — one effect per B_r, B_c, warps, stages and per resident warps per SM
 //   (SearchContext::ResidentWarpsPerSm, from the compiled registers) — and finally the
 //   neighbours of the best, alternating with those of the best with the other B_r when it is
 //   within 5% (default budget: 45% of the space);
-// - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), then the
-//   prior's best for each B_r and B_c not yet covered, then B_c values never measured in the
-//   class (default budget: 5% of the space, at least 4).
-// Over the default problem set this measures under a quarter of what exhaustive does (17% of
-// its kernel time). Replaying six H200 recordings (bench/data) with fresh 1.5% lognormal
-// noise on every measurement (10 draws each), 1.2% of its winners are more than 3% slower
-// than the true best (exhaustive: about 0.5%).
+// - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), the prior's
+//   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
+//   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends
+//   its last two measurements on the nearest neighbours of the best so far (default budget: 14%
+//   of the space, at least 4; the switch flips from 6 measurements, the polish from 8).
+// Over the default problem set this measures about a quarter of what exhaustive does.
+// Replaying six H200 recordings (bench/data) with fresh 1.5% lognormal noise on every
+// measurement (10 draws each), about 1% of its winners are more than 3% slower than the true
+// best (exhaustive: about 0.5%); on the current kernels' bf16 d64 causal grid every winner is
+// the exhaustive one (docs/perf-notes.md, issue 17's closing round).
 std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction = 0.45);
-// Exhaustive for head dim 128 (what most models run: every candidate measured), budgeted for
-// the others (64, 96, 192, 256, ...), problem by problem, so that the default problem set, all
-// five head dims, stays within ten minutes cold on one H200 (docs/performance.md: about 6
-// minutes; with d64 exhaustive too, about 10). The CLI's default strategy.
+// Exhaustive for the forward prefill of head dim 128 with one K/V head per query head (what
+// most models run: every candidate measured); budgeted, problem by problem, for everything else:
+// the other head dims (64, 96, 192, 256, ...), GQA groups (they follow their MHA shape's
+// ranking), decode buckets and the backward pass (whose first problem per class measures a
+// quarter of its space, not 45%: a backward measurement costs 3-5 forward ones). So the default
+// problem set stays within ten minutes cold on one H200 (docs/performance.md). The CLI's default
+// strategy.
 std::unique_ptr<Strategy> MakeAutoStrategy();
 // "auto" | "exhaustive" | "budgeted"; kInvalidArgument naming the allowed values.
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace flashtune {
 namespace {
 
@@ -194,6 +196,24 @@ TEST(ProblemSet, DefaultGqaProblemsAreD128CausalGqa8) {
     EXPECT_EQ(p.batch * p.seqlen_q, 16384);
     EXPECT_EQ(BucketOf(p).kv_group_bucket, 3);
   }
+}
+
+TEST(ProblemSet, DefaultBackwardProblemsAreD64AndD128AtTwoLengths) {
+  const std::vector<Problem> bwd = DefaultBackwardProblems();
+  ASSERT_EQ(bwd.size(), 16u);  // two dtypes x d64, d128 x causal or not x N 2k, 8k
+  std::set<std::string> buckets;
+  for (const Problem& p : bwd) {
+    EXPECT_TRUE(ValidateProblem(p).ok()) << p.ToString();
+    EXPECT_EQ(p.operation, Operation::kBackward) << p.ToString();
+    EXPECT_TRUE(p.head_dim == 64 || p.head_dim == 128) << p.ToString();
+    EXPECT_TRUE(p.seqlen_q == 2048 || p.seqlen_q == 8192) << p.ToString();
+    EXPECT_EQ(p.heads_q * p.head_dim, 2048);
+    EXPECT_EQ(p.heads_kv, p.heads_q);
+    EXPECT_EQ(p.batch * p.seqlen_q, 16384);
+    buckets.insert(BucketString(BucketOf(p)));
+  }
+  EXPECT_EQ(buckets.size(), 16u) << "one bucket each";
+  EXPECT_EQ(buckets.count("bwd/f16/d128/causal/q13/k13/bh5"), 1u);
 }
 
 TEST(Bucket, DistanceOnlyWithinClass) {

@@ -160,6 +160,42 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnAFifthRecordingOfTheCurrentTemplate) {
   ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run5.csv", 48);
 }
 
+// The current kernels (both families, hopper_fwd with one to three consumer warpgroups) on the
+// H200, 2026-12-01 (bench/data/h200-2026-12-01-online2/grid-exhaustive-trials.csv): every
+// candidate of bf16 d64 causal and bf16 d128 causal and not at the six default lengths, from the
+// default tune and its exhaustive completion. Under `auto` (d128 exhaustive, d64 budgeted) every
+// winner is within 3% of the exhaustive one, and d64's search measures under a quarter of its
+// space. Before the budgeted search seeded every query tile, its d64 winners there were 7-29%
+// slower (N 512: fa2_fwd, never having timed hopper_fwd's 64-row tiles).
+TEST(Tuner, AutoMatchesExhaustiveOnTheGridOfTheCurrentKernels) {
+  const std::string file =
+      std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/h200-2026-12-01-online2/grid-exhaustive-trials.csv";
+  const std::string text = ReadFile(file);
+  const TuneSummary automatic = TuneReplayed(text, "auto", TempDir("grid_auto") + "/a.db");
+  const TuneSummary exhaustive = TuneReplayed(text, "exhaustive", TempDir("grid_exhaustive") + "/e.db");
+  ASSERT_EQ(automatic.problems.size(), 18u);
+  ASSERT_EQ(exhaustive.problems.size(), automatic.problems.size());
+  const std::map<std::string, double> speed = MeanRecordedTimes(file);
+  int64_t budgeted_measured = 0, budgeted_space = 0;
+  double worst = 0;
+  for (size_t i = 0; i < automatic.problems.size(); ++i) {
+    const ProblemSummary& a = automatic.problems[i];
+    const ProblemSummary& e = exhaustive.problems[i];
+    ASSERT_EQ(a.outcome, ProblemOutcome::kTuned) << a.message;
+    const double ta = speed.at(RecordedKey(a.problem, a.winner_uri)), te = speed.at(RecordedKey(e.problem, e.winner_uri));
+    worst = std::max(worst, ta / te);
+    EXPECT_LE(ta, te * 1.03) << a.problem.ToString() << ": " << a.winner_uri << " vs " << e.winner_uri;
+    if (a.problem.head_dim == 64) {
+      budgeted_measured += a.measured;
+      budgeted_space += a.space;
+    }
+  }
+  EXPECT_GT(budgeted_space, 0);
+  EXPECT_LE(budgeted_measured * 4, budgeted_space) << budgeted_measured << " of " << budgeted_space;
+  std::printf("[ auto ] current kernels' grid: worst winner %+.1f%%; d64 budgeted %lld of %lld candidates\n",
+              100.0 * (worst - 1), (long long)budgeted_measured, (long long)budgeted_space);
+}
+
 // The recorded H200 timings with fresh measurement noise: per variant of each problem, one
 // search row and three re-timing rows, each its mean over the recording times
 // exp(N(0, sigma)), seeded; failed rows as recorded. Returns the CSV text.

@@ -1,5 +1,5 @@
-// The auto strategy: every candidate of d128, the budgeted search elsewhere, problem by problem
-// within one run.
+// The auto strategy: every candidate of d128 MHA prefill, the budgeted search elsewhere, problem
+// by problem within one run.
 #include "flashtune/strategy.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +24,16 @@ TEST(AutoStrategy, SaysWhichSearchEachHeadDimGets) {
     const Problem p{DType::kBF16, d, false, 4, 4096, 4096, 8, 8};
     EXPECT_FALSE((*strategy)->MeasuresEverything(p)) << d;
     EXPECT_EQ((*strategy)->RetimeRounds(p), 1) << d;
+  }
+  // d128 calls other than MHA prefill forward: GQA groups, decode rows, the backward pass.
+  Problem gqa = d128;
+  gqa.heads_kv = 2;
+  Problem decode{DType::kBF16, 128, false, 8, 1, 8192, 32, 8};
+  Problem backward = d128;
+  backward.operation = Operation::kBackward;
+  for (const Problem& p : {gqa, decode, backward}) {
+    EXPECT_FALSE((*strategy)->MeasuresEverything(p)) << p.ToString();
+    EXPECT_EQ((*strategy)->RetimeRounds(p), 1) << p.ToString();
   }
   auto bad = MakeStrategy("fastest");
   ASSERT_FALSE(bad.ok());

@@ -46,6 +46,25 @@ TEST(TuneShapesCli, DefaultSetHasTheGqaBucketsWhereTheyChangeTheWinner) {
   EXPECT_EQ(Read(out).find("Hkv2 "), std::string::npos) << Read(out);
 }
 
+// The default set carries backward buckets (DefaultBackwardProblems); --operation or a shape
+// option names the passes itself and drops them.
+TEST(TuneShapesCli, DefaultSetHasTheBackwardBuckets) {
+  const std::string dir = TempDir("cli_default_bwd");
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db > " + out + " 2>&1"), 0) << Read(out);
+  std::string text = Read(out);
+  EXPECT_NE(text.find("bf16 d64 full B8 Nq2048 Nk2048 Hq32 Hkv32 bwd  [bwd/bf16/d64/full/q11/k11/bh8]"),
+            std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(text.find("f16 d128 causal B2 Nq8192 Nk8192 Hq16 Hkv16 bwd  [bwd/f16/d128/causal/q13/k13/bh5]"),
+            std::string::npos);
+  EXPECT_NE(text.find("159 problem(s)"), std::string::npos) << "120 + 12 GQA + 11 decode + 16 backward";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --operation fwd > " + out + " 2>&1"), 0);
+  EXPECT_EQ(Read(out).find(" bwd "), std::string::npos) << "--operation fwd: forward only";
+  EXPECT_NE(Read(out).find("143 problem(s)"), std::string::npos);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --head-dims 64 > " + out + " 2>&1"), 0);
+  EXPECT_EQ(Read(out).find(" bwd "), std::string::npos) << "a shape option: forward only";
+}
+
 TEST(TuneShapesCli, ModelConfigGivesTheProblemSet) {
   const std::string dir = TempDir("cli_model");
   const std::string out = dir + "/out.txt";
