@@ -549,7 +549,11 @@ Status DeviceBuffer::CopyToHostAsync(void* destination, size_t bytes, CUstream s
 
 Status DeviceBuffer::Memset(uint8_t value) {
   FT_RETURN_IF_ERROR(MakeCurrent());
-  return driver_->Check(driver_->api().cuMemsetD8(pointer_, value, size_), "cuMemsetD8");
+  FT_RETURN_IF_ERROR(driver_->Check(driver_->api().cuMemsetD8(pointer_, value, size_), "cuMemsetD8"));
+  // cuMemsetD8 on device memory may still be running when it returns, on the legacy stream,
+  // which a non-blocking stream does not wait for: a kernel launched next could see its
+  // writes land afterwards (poisoned outputs overwriting results). Finish it here.
+  return driver_->Check(driver_->api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
 Status DeviceBuffer::MemsetAsync(uint8_t value, CUstream stream) {

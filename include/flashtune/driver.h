@@ -291,7 +291,8 @@ class DeviceBuffer {
   Status CopyToHost(void* destination, size_t bytes) const;
   Status CopyFromHostAsync(const void* source, size_t bytes, CUstream stream);
   Status CopyToHostAsync(void* destination, size_t bytes, CUstream stream) const;
-  // Sets every byte to `value`.
+  // Sets every byte to `value`; done when it returns (the context is synchronised), so work
+  // on any stream launched afterwards sees it. MemsetAsync is ordered on `stream` only.
   Status Memset(uint8_t value);
   Status MemsetAsync(uint8_t value, CUstream stream);
 
