@@ -89,10 +89,7 @@ class Budgeted final : public Strategy {
     auto allowed = [&] { return spent < own && ctx.budget_left() != 0 && !pending.empty(); };
     auto measure = [&](Variant v) -> Status {  // by value: erasing from pending must not move it
       pending.erase(std::find(pending.begin(), pending.end(), v));
-      ++spent;
-      auto r = ctx.Measure(v);
-      if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
-      return Status::Ok();
+      return MeasureCounted(ctx, v, &spent);
     };
     // Seed: the cost model's best variant of each query tile of each family (which tile wins
     // turns on the shape's parallelism, and an additive model cannot reach a tile it never saw:
@@ -162,6 +159,19 @@ class Budgeted final : public Strategy {
   }
 
  private:
+  // Measures v and counts it against the budget; a variant out of resources is a result (recorded
+  // by Measure), not a reason to stop the search.
+  static Status MeasureCounted(SearchContext& ctx, const Variant& v, int64_t* spent) {
+    ++*spent;
+    auto r = ctx.Measure(v);
+    if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
+    return Status::Ok();
+  }
+
+  static bool Unmeasured(const SearchContext& ctx, const Variant& v) {
+    return std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end();
+  }
+
   // The fastest ok result whose B_r differs from `best`'s, when within `within` times its time.
   static const CandidateResult* BestWithOtherBlockM(const SearchContext& ctx, const CandidateResult& best,
                                                     double within) {
@@ -182,7 +192,7 @@ class Budgeted final : public Strategy {
     int64_t spent = 0;
     std::vector<Variant> ranked;
     for (const Variant& v : prior)
-      if (std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end()) ranked.push_back(v);
+      if (Unmeasured(ctx, v)) ranked.push_back(v);
     // The prior's two best first (winners of one class are often near-ties between stage counts
     // or B_c 32/64 at d64, whose order flips with the length and with noise), then its best
     // variant for each B_r and each B_c not yet covered: which tile wins moves with the sequence
@@ -229,19 +239,10 @@ class Budgeted final : public Strategy {
     // The last kFollowerPolish measurements go to the nearest unmeasured neighbours of the best
     // so far (Steps; ties in the order above): the best key tile drifts with the length (d128:
     // 128 keys at N 1k, 176-192 from N 2k on), one step at a time.
-    auto measure = [&](const Variant& v) -> Status {
-      ++spent;
-      auto r = ctx.Measure(v);
-      if (!r.ok() && r.status().code() != Code::kOutOfResources) return r.status();
-      return Status::Ok();
-    };
-    auto unmeasured = [&ctx](const Variant& v) {
-      return std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end();
-    };
     const int64_t ordered = own >= kPolishFrom ? own - kFollowerPolish : own;
     for (const Variant& v : order) {
       if (spent >= ordered || ctx.budget_left() == 0) break;
-      if (unmeasured(v)) FT_RETURN_IF_ERROR(measure(v));
+      if (Unmeasured(ctx, v)) FT_RETURN_IF_ERROR(MeasureCounted(ctx, v, &spent));
     }
     while (spent < own && ctx.budget_left() != 0) {
       const CandidateResult* best = nullptr;
@@ -251,13 +252,13 @@ class Budgeted final : public Strategy {
       const Variant* next = nullptr;
       double next_steps = 1e30;
       for (const Variant& v : order)
-        if (unmeasured(v)) {
+        if (Unmeasured(ctx, v)) {
           const double steps = best ? Steps(best->variant, v) : 0;
           if (steps < next_steps - 1e-12) next_steps = steps, next = &v;
         }
       if (!next) break;
       const Variant chosen = *next;  // Measure erases it from the unmeasured list
-      FT_RETURN_IF_ERROR(measure(chosen));
+      FT_RETURN_IF_ERROR(MeasureCounted(ctx, chosen, &spent));
     }
     return Status::Ok();
   }
