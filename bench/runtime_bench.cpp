@@ -160,6 +160,7 @@ void BM_PackAndEncodeTensorMaps(benchmark::State& state) {
   for (auto _ : state) {
     LaunchPacket packet;
     packet.sm_count = call->device.sm_count;
+    packet.cc_major = call->device.cc_major;
     Status s = PackForward(call->variant, call->args, &packet);
     if (s.ok()) s = EncodeTensorMaps(*g.driver, &packet, cached);
     benchmark::DoNotOptimize(s);
@@ -184,6 +185,7 @@ void BM_DriverLaunchBaseline(benchmark::State& state) {
   if (!kernel.ok()) return state.SkipWithError(kernel.status().ToString().c_str());
   LaunchPacket packet;
   packet.sm_count = call->device.sm_count;
+  packet.cc_major = call->device.cc_major;
   if (!PackForward(call->variant, call->args, &packet).ok()) return state.SkipWithError("cannot pack the call");
   // Tensor maps (hopper_fwd) encoded once here: the floor excludes them; forward() pays them.
   if (!EncodeTensorMaps(*g.driver, &packet, /*cached=*/false).ok())

@@ -34,11 +34,15 @@ struct TensorMapRequest {
 
 // A further kernel of the same module, launched after the first on the same stream with the
 // same parameter bytes (e.g. a split-key combine). `kernel` indexes Family::extra_kernels().
+// `overlap`: launched as a programmatic dependent of the kernel before it (compute capability
+// 9.0+ only; the family checks LaunchPacket::cc_major): its blocks may start while that kernel
+// runs, so the kernel must begin with griddepcontrol.wait (jit/driver.h, LaunchDependent).
 struct LaunchStep {
   int kernel = 0;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   uint32_t smem_bytes = 0;
+  bool overlap = false;
 };
 
 struct LaunchPacket {
@@ -48,6 +52,9 @@ struct LaunchPacket {
 
   // Input to Family::Pack: the device's multiprocessors (persistent grids); 0 when unknown.
   int sm_count = 0;
+  // Input to Family::Pack: the device's compute capability major (what a launch may ask of
+  // the driver, e.g. LaunchStep::overlap from 9 on); 0 when unknown.
+  int cc_major = 0;
 
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};

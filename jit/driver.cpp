@@ -357,14 +357,14 @@ Result<int> Function::MaxDynamicSharedBytes() const {
                    "cuFuncGetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
-Status Launch(const Function& function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-              unsigned shared_memory_bytes, CUstream stream, void** args) {
-  const Driver& driver = function.driver();
-  FT_RETURN_IF_ERROR(driver.Check(driver.api().cuCtxSetCurrent(function.context()), "cuCtxSetCurrent"));
-  const CUresult r = driver.api().cuLaunchKernel(function.get(), grid[0], grid[1], grid[2], block[0], block[1],
-                                                 block[2], shared_memory_bytes, stream, args, nullptr);
+namespace {
+
+// The driver's answer to a launch as a Status: `what` names the call.
+Status LaunchStatus(const Function& function, CUresult r, const char* what, std::array<unsigned, 3> block,
+                    unsigned shared_memory_bytes) {
   if (r == CUDA_SUCCESS) return Status::Ok();
-  Status s = driver.Check(r, "cuLaunchKernel");
+  const Driver& driver = function.driver();
+  Status s = driver.Check(r, what);
   if (r == CUDA_ERROR_INVALID_VALUE) {
     // The driver says INVALID_VALUE, not OUT_OF_RESOURCES, for a block that asks for more
     // threads or dynamic shared memory than the kernel allows: report it as what it is.
@@ -381,6 +381,35 @@ Status Launch(const Function& function, std::array<unsigned, 3> grid, std::array
     }
   }
   return s.WithVariant(function.name());
+}
+
+}  // namespace
+
+Status Launch(const Function& function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+              unsigned shared_memory_bytes, CUstream stream, void** args) {
+  const Driver& driver = function.driver();
+  FT_RETURN_IF_ERROR(driver.Check(driver.api().cuCtxSetCurrent(function.context()), "cuCtxSetCurrent"));
+  const CUresult r = driver.api().cuLaunchKernel(function.get(), grid[0], grid[1], grid[2], block[0], block[1],
+                                                 block[2], shared_memory_bytes, stream, args, nullptr);
+  return LaunchStatus(function, r, "cuLaunchKernel", block, shared_memory_bytes);
+}
+
+Status LaunchDependent(const Function& function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                       unsigned shared_memory_bytes, CUstream stream, void** args) {
+  const Driver& driver = function.driver();
+  FT_RETURN_IF_ERROR(driver.Check(driver.api().cuCtxSetCurrent(function.context()), "cuCtxSetCurrent"));
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0], config.gridDimY = grid[1], config.gridDimZ = grid[2];
+  config.blockDimX = block[0], config.blockDimY = block[1], config.blockDimZ = block[2];
+  config.sharedMemBytes = shared_memory_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const CUresult r = driver.api().cuLaunchKernelEx(&config, function.get(), args, nullptr);
+  return LaunchStatus(function, r, "cuLaunchKernelEx", block, shared_memory_bytes);
 }
 
 // ---- Stream ----

@@ -13,7 +13,8 @@ Result<ForwardKernel> ForwardKernel::Load(const Context& context, const Cubin& c
   auto kernel = Kernel::Load(context, cubin, variant.Uri(), (*family)->SharedMemoryBytes(variant), next);
   if (!kernel.ok()) return kernel.status();
   auto device = context.driver().Device(context.ordinal());
-  return ForwardKernel(variant, std::move(*kernel), device.ok() ? device->sm_count : 0);
+  return ForwardKernel(variant, std::move(*kernel), device.ok() ? device->sm_count : 0,
+                       device.ok() ? device->cc_major : 0);
 }
 
 Status ForwardKernel::Launch(const ForwardArgs& args, CUstream stream) const {
@@ -24,6 +25,7 @@ Status ForwardKernel::Launch(const ForwardArgs& args, CUstream stream) const {
 Status ForwardKernel::LaunchValidated(const ForwardArgs& args, CUstream stream) const {
   LaunchPacket packet;
   packet.sm_count = sm_count_;
+  packet.cc_major = cc_major_;
   FT_RETURN_IF_ERROR(PackValidatedForward(variant_, args, &packet));
   return kernel_.Launch(&packet, stream);
 }
@@ -36,6 +38,7 @@ Status ForwardKernel::LaunchBackward(const BackwardArgs& args, CUstream stream) 
 Status ForwardKernel::LaunchBackwardValidated(const BackwardArgs& args, CUstream stream) const {
   LaunchPacket packet;
   packet.sm_count = sm_count_;
+  packet.cc_major = cc_major_;
   FT_RETURN_IF_ERROR(PackValidatedBackward(variant_, args, &packet));
   return kernel_.Launch(&packet, stream);
 }

@@ -108,8 +108,11 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   if (!status.ok()) return status.WithVariant(name_);
   for (int i = 0; i < packet->next_steps; ++i) {
     const LaunchStep& step = packet->next[i];
-    status = flashtune::Launch(next_[size_t(step.kernel)], {step.grid[0], step.grid[1], step.grid[2]},
-                               {step.block[0], step.block[1], step.block[2]}, step.smem_bytes, stream, kernel_args);
+    const std::array<unsigned, 3> grid{step.grid[0], step.grid[1], step.grid[2]};
+    const std::array<unsigned, 3> block{step.block[0], step.block[1], step.block[2]};
+    const Function& function = next_[size_t(step.kernel)];
+    status = step.overlap ? flashtune::LaunchDependent(function, grid, block, step.smem_bytes, stream, kernel_args)
+                          : flashtune::Launch(function, grid, block, step.smem_bytes, stream, kernel_args);
     if (!status.ok()) return status.WithVariant(name_);
   }
   return status;

@@ -153,6 +153,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The combine is launched as this grid's programmatic dependent (sm_90+): once every block
+  // has passed this point its blocks may be scheduled and wait in griddepcontrol.wait, so its
+  // launch latency hides under this kernel instead of following it.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const Work w = plan_work(p);
   const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
 
@@ -392,15 +398,18 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 }
 
 // Merges the splits' partials: one block of four warps per output row (b, hq, i). Each warp
-// takes every fourth split and keeps up to eight of its partial rows in flight at once (the
-// loads are independent; the merge is latency-bound: at B1 a row has 32-64 splits and one
-// dependent load per split cost a DRAM round trip each), then the warps add through shared
-// memory. Rows past a varlen sequence's queries are left alone.
+// takes every fourth split; the whole row's partials (up to 64 splits at D <= 128) are loaded at
+// once, together with the splits' lse, so the merge costs one round trip to L2 (at B1 a row
+// has 32-64 splits; one dependent load per split cost a round trip each), then the warps add
+// through shared memory. Rows past a varlen sequence's queries are left alone. On sm_90 the
+// kernel is a programmatic dependent of the split kernel and first waits for it to finish.
 namespace ftd {
 
 constexpr int kCombineThreads = 128;
 constexpr int kCombineWarps = kCombineThreads / 32;
-constexpr int kCombineDepth = 8;  // partial rows in flight per warp
+// Partial rows in flight per warp: 16 (64 splits over 4 warps) while a lane's share of a row,
+// D / 32 floats, stays <= 4 (<= 64 registers of loads), else 8.
+constexpr int kCombineDepth = kHeadDim <= 128 ? 16 : 8;
 
 // kN consecutive floats of a partial row (kN = D / 32), in the widest loads their alignment allows.
 template <int kN>
@@ -427,6 +436,11 @@ __device__ __forceinline__ void load_floats(float (&dst)[kN], const float* src) 
 
 extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KERNEL_NAME, _combine)(const ftd::FtDecodeParams p) {
   using namespace ftd;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched while the split kernel may still run: wait for it (and its writes) before anything,
+  // early exits included, so that this grid's end implies the split kernel's.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   __shared__ float s_lse[64];  // base 2; at most 64 splits
   __shared__ __align__(16) float s_acc[kCombineWarps][kHeadDim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -437,6 +451,27 @@ extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KER
   const int b = int(row / ((i64)p.seqlen_q * p.heads_q));
   i64 q_row0;
   if (i >= query_span(p, b, &q_row0)) return;  // the whole block: past this sequence's queries
+
+  constexpr int kPer = kHeadDim / 32;  // columns per lane
+  constexpr int kBatch = kCombineWarps * kCombineDepth;  // splits per round of loads
+  const float* part = p.ws_o + row * kHeadDim + lane * kPer;
+  const i64 split_stride = total_rows * kHeadDim;
+  float x[kCombineDepth][kPer];
+  // One round of partial rows, splits s0 + u * warps; the loads do not depend on the lse.
+  auto load_round = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < kCombineDepth; ++u) {
+      const int sp = s0 + u * kCombineWarps;
+      if (sp < p.splits) {
+        load_floats<kPer>(x[u], part + (i64)sp * split_stride);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) x[u][e] = 0.f;
+      }
+    }
+  };
+  // The first round is in flight while the lse are read and reduced.
+  load_round(warp);
   if ((int)threadIdx.x < p.splits) s_lse[threadIdx.x] = p.ws_lse[(i64)threadIdx.x * total_rows + row] * kLog2e;
   __syncthreads();
   // Every warp: lse = log2 sum_s 2^lse_s over the splits (two per lane).
@@ -452,24 +487,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KER
   const float lse2 = sum > 0.f ? m_base + fast_log2(sum) : kNegInf;
   const float lse_base = sum > 0.f ? lse2 : 0.f;  // weights 2^(lse_s - lse): 0 for empty splits
 
-  constexpr int kPer = kHeadDim / 32;  // columns per lane
   float acc[kPer];
 #pragma unroll
   for (int e = 0; e < kPer; ++e) acc[e] = 0.f;
-  const float* part = p.ws_o + row * kHeadDim + lane * kPer;
-  const i64 split_stride = total_rows * kHeadDim;
-  for (int s0 = warp; s0 < p.splits; s0 += kCombineWarps * kCombineDepth) {
-    float x[kCombineDepth][kPer];
-#pragma unroll
-    for (int u = 0; u < kCombineDepth; ++u) {
-      const int sp = s0 + u * kCombineWarps;
-      if (sp < p.splits) {
-        load_floats<kPer>(x[u], part + (i64)sp * split_stride);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) x[u][e] = 0.f;
-      }
-    }
+  for (int s0 = warp;;) {
 #pragma unroll
     for (int u = 0; u < kCombineDepth; ++u) {
       const int sp = s0 + u * kCombineWarps;
@@ -477,16 +498,19 @@ extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KER
 #pragma unroll
       for (int e = 0; e < kPer; ++e) acc[e] += wt * x[u][e];
     }
+    s0 += kBatch;
+    if (s0 >= p.splits) break;
+    load_round(s0);  // more splits than one round holds (D > 128 with more than 32 splits)
   }
 #pragma unroll
   for (int e = 0; e < kPer; ++e) s_acc[warp][lane * kPer + e] = acc[e];
   __syncthreads();
   u16* o = static_cast<u16*>(p.o) + (i64)b * p.o_stride[0] + (q_row0 + i) * p.o_stride[1] + (i64)hq * p.o_stride[2];
   for (int c = threadIdx.x; c < kHeadDim; c += kCombineThreads) {
-    float x = 0.f;
+    float total = 0.f;
 #pragma unroll
-    for (int w = 0; w < kCombineWarps; ++w) x += s_acc[w][c];
-    o[c] = (u16)(pack2(x, 0.f) & 0xffffu);
+    for (int w = 0; w < kCombineWarps; ++w) total += s_acc[w][c];
+    o[c] = (u16)(pack2(total, 0.f) & 0xffffu);
   }
   if (threadIdx.x == 0 && p.lse != nullptr) p.lse[lse_index(p, b, hq, i, q_row0)] = lse2 * kLn2;
 }

@@ -237,8 +237,11 @@ class DecodeFwd final : public Family {
     out->SetArgs(k);
     out->next_steps = 0;
     if (splits > 1) {
-      // The combine: one block of four warps per output row.
+      // The combine: one block of four warps per output row; on sm_90 and newer launched as
+      // the split kernel's programmatic dependent (its launch gap hidden under that kernel;
+      // the template waits with griddepcontrol.wait).
       LaunchStep& combine = out->next[0];
+      combine.overlap = out->cc_major >= 9;
       combine.kernel = 0;
       combine.grid[0] = unsigned(rows);
       combine.grid[1] = combine.grid[2] = 1;

@@ -317,6 +317,14 @@ class DeviceBuffer {
 // shared memory than the function allows); kFault when an earlier kernel already faulted.
 Status Launch(const Function& function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
               unsigned shared_memory_bytes, CUstream stream, void** args);
+// Launches like Launch, as a programmatic dependent of the kernel queued before it on `stream`
+// (cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; compute
+// capability 9.0 and newer): its blocks may start before that kernel has finished, so the
+// kernel must execute griddepcontrol.wait before it reads anything that kernel writes (and
+// before it exits, so that its completion implies the earlier kernel's). Saves the launch gap
+// between two dependent kernels; valid in stream capture. Errors as Launch.
+Status LaunchDependent(const Function& function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                       unsigned shared_memory_bytes, CUstream stream, void** args);
 inline Status Launch(const Function& function, std::array<unsigned, 3> grid,
                      std::array<unsigned, 3> block, unsigned shared_memory_bytes,
                      const Stream& stream, void** args) {

@@ -47,11 +47,11 @@ class Kernel {
                              int64_t smem_bytes, const std::vector<std::string>& next_names = {});
 
   // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
-  // without synchronising or allocating, then the packet's next steps in order. OK when
-  // queued; kInvalidArgument when the packet (or a step) asks for more shared memory than the
-  // kernel was loaded with or a tensor map is refused; kInternal when a step names a kernel
-  // the module was not loaded with; kOutOfResources or kFault from the driver. Nothing is
-  // launched when the packet is refused.
+  // without synchronising or allocating, then the packet's next steps in order (a step with
+  // `overlap` through LaunchDependent). OK when queued; kInvalidArgument when the packet (or a
+  // step) asks for more shared memory than the kernel was loaded with or a tensor map is
+  // refused; kInternal when a step names a kernel the module was not loaded with;
+  // kOutOfResources or kFault from the driver. Nothing is launched when the packet is refused.
   Status Launch(LaunchPacket* packet, CUstream stream) const;
 
   const std::string& name() const { return name_; }
@@ -100,11 +100,12 @@ class ForwardKernel {
   const Function& function() const { return kernel_.function(); }
 
  private:
-  ForwardKernel(Variant variant, Kernel kernel, int sm_count)
-      : variant_(std::move(variant)), kernel_(std::move(kernel)), sm_count_(sm_count) {}
+  ForwardKernel(Variant variant, Kernel kernel, int sm_count, int cc_major)
+      : variant_(std::move(variant)), kernel_(std::move(kernel)), sm_count_(sm_count), cc_major_(cc_major) {}
   Variant variant_;
   Kernel kernel_;
   int sm_count_ = 0;  // the device's, for families with persistent grids
+  int cc_major_ = 0;  // the device's, for what a launch may ask of the driver
 };
 
 }  // namespace flashtune

@@ -18,6 +18,7 @@
 #include "flashtune/reference.h"
 #include "flashtune/space.h"
 #include "generator/families/decode_fwd.h"
+#include "jit/cuda_api.h"
 #include "generator/family.h"
 #include "tests/support/gpu_fixture.h"
 #include "tests/support/variant_checks.h"
@@ -182,6 +183,51 @@ TEST_P(DecodeClasses, VariantsMatchTheReference) {
   if (head_dim == 64) variants.push_back(DecodeVariant(dtype, head_dim, causal, 64, 4, 4, 4, 2));
   for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   CheckDecode(cls, variants);
+}
+
+// Split calls back to back in a CUDA graph, two inputs sharing one workspace: each combine is
+// a programmatic dependent of its split kernel (sm_90+), so a broken order (a combine reading
+// partials before its split kernel is done, or the next call's split kernel overwriting them
+// while the combine reads) changes the outputs. They must equal the eager calls' bit for bit.
+TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
+  auto gpu = testing::GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  const ProblemClass cls{DType::kBF16, 128, false};
+  const Variant v = FindFamily("decode_fwd")->Default(cls, Target{});
+  auto kernels = testing::CompileAndLoad(**gpu, {v});
+  ASSERT_TRUE(kernels[0].ok()) << kernels[0].status().ToString();
+  const ForwardKernel& kernel = *kernels[0];
+  // B1 x 8192 keys, Hq 32 on Hkv 8: 8 blocks before splitting, so every split count is > 1.
+  std::vector<DecodeCase> cases;
+  for (uint64_t seed : {901, 902}) cases.push_back(MakeDecodeCase(**gpu, cls.dtype, 128, false, 1, 32, 8, {8192}, 0, seed));
+  ASSERT_GT(detail::DecodeSplits(cases[0].device.problem, (*gpu)->info.sm_count, 64, 1, 2), 1);
+  cases[1].device.workspace = cases[0].device.workspace;  // shared: calls must not overlap
+  std::vector<std::vector<uint16_t>> eager;
+  for (DecodeCase& c : cases) {
+    ASSERT_EQ(RunDecode(**gpu, kernel, c), "");
+    eager.emplace_back(c.q.size());
+    ASSERT_TRUE(c.buffers[3].CopyToHost(eager.back().data(), eager.back().size() * 2).ok());
+  }
+  const detail::CudaApi& api = (*gpu)->driver->api();
+  CUstream stream = (*gpu)->stream->get();
+  for (DecodeCase& c : cases) ASSERT_TRUE(c.buffers[3].Memset(0xFF).ok());
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  Status captured = Status::Ok();
+  for (int i = 0; i < 8 && captured.ok(); ++i) captured = kernel.Launch(cases[size_t(i % 2)].device, stream);
+  ASSERT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_TRUE(captured.ok()) << captured.ToString();
+  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+  ASSERT_TRUE((*gpu)->stream->Synchronize().ok());
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<uint16_t> o(cases[i].q.size());
+    ASSERT_TRUE(cases[i].buffers[3].CopyToHost(o.data(), o.size() * 2).ok());
+    EXPECT_EQ(o, eager[i]) << cases[i].name << ": the graph's output differs from the eager call's";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DecodeGpu, DecodeClasses,

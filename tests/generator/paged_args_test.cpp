@@ -284,6 +284,23 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   ASSERT_EQ(packet.next_steps, 1);
   EXPECT_EQ(packet.next[0].grid[0], unsigned(4 * 32));
   EXPECT_EQ(packet.next[0].block[0], 128u);
+  EXPECT_FALSE(packet.next[0].overlap) << "compute capability unknown: a plain launch";
+}
+
+TEST(WorkspaceArgs, CombineOverlapsTheSplitKernelFromComputeCapability9) {
+  ForwardArgs a = GoodPaged();
+  a.workspace = storage[7];
+  a.workspace_bytes = WorkspaceBytes(a.problem, 132);
+  const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  for (int cc : {0, 8, 9, 10}) {
+    LaunchPacket packet;
+    packet.sm_count = 132;
+    packet.cc_major = cc;
+    ASSERT_TRUE(PackForward(v, a, &packet).ok());
+    ASSERT_EQ(packet.next_steps, 1);
+    // griddepcontrol (the template's wait) and the launch attribute exist from sm_90 on.
+    EXPECT_EQ(packet.next[0].overlap, cc >= 9) << "cc " << cc;
+  }
 }
 
 TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {
