@@ -98,36 +98,6 @@ __device__ __forceinline__ void cp_async16_zero(u32 dst, const void* any_global)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(dst), "l"(any_global));
 }
 
-// sm_90 and newer load K/V rows with the bulk-copy engine instead: one cp.async.bulk per row
-// (D * 2 contiguous bytes) into its padded shared-memory row, each stage's rows counted by an
-// mbarrier's transaction bytes (every thread arrives once per step with the bytes it issued),
-// so no thread issues 16-byte copies or waits on cp.async groups for K/V. (hopper_fwd.cuh has
-// its own wrappers: each template is self-contained.)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define FT_DECODE_BULK 1
-__device__ __forceinline__ void bar_init(u32 bar, u32 count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_arrive_expect(u32 bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// Waits until the phase with parity `parity` has completed.
-__device__ __forceinline__ void bar_wait(u32 bar, u32 parity) {
-  u32 done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-#else
-#define FT_DECODE_BULK 0
-#endif
-
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -212,66 +182,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   }
   const int page_mask = (1 << p.block_shift) - 1;
 
-#if FT_DECODE_BULK
-  // Static: 8 bytes per stage beside the dynamic pipeline (no variant's dynamic size is within
-  // 1 KB of the opt-in limit, so the two always fit together).
-  __shared__ __align__(8) unsigned long long kv_bars[kStages];  // stage s: its K and V rows landed
-  const u32 bar0 = smem_address(kv_bars);
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) bar_init(bar0 + 8 * s, kThreads);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  // One step's K and V rows: thread t copies rows t, t + threads, ... of the step's 2 * bn (K
-  // rows first, then V); keys past n_k or on a bad page are zeroed in place instead.
-  auto issue_step = [&](int it) {
-    if (it >= w.steps) return;
-    const int n0 = (w.step0 + it) * kBlockN;
-    const u32 stage = (u32)(it % kStages) * kStageBytes;
-    const u32 bar = bar0 + 8 * (it % kStages);
-    constexpr int kRowBytes = kHeadDim * 2;
-    constexpr int kPerThread = 2 * kBlockN / kThreads;  // bn >= 16 * warps: at least 1
-    const u16* src[kPerThread];
-    u32 dst[kPerThread];
-    u32 bytes = 0;
-#pragma unroll
-    for (int x = 0; x < kPerThread; ++x) {
-      const int row = tid + x * kThreads;
-      const bool is_v = row >= kBlockN;
-      const int r = is_v ? row - kBlockN : row;
-      const int key = n0 + r;
-      const u16* base = is_v ? vbase : kbase;
-      const i64 page_stride = is_v ? p.v_stride[0] : p.k_stride[0];
-      const i64 key_stride = is_v ? p.v_stride[1] : p.k_stride[1];
-      src[x] = nullptr;
-      if (key < w.n_k) {
-        if (table != nullptr) {
-          const int page = table[key >> p.block_shift];
-          if (page >= 0 && page < p.num_blocks) src[x] = base + (i64)page * page_stride + (i64)(key & page_mask) * key_stride;
-        } else {
-          src[x] = base + (i64)key * key_stride;
-        }
-      }
-      dst[x] = (is_v ? sV_addr : sK_addr) + stage + (u32)(r * kRowStride * 2);
-      if (src[x] != nullptr) bytes += kRowBytes;
-    }
-    bar_arrive_expect(bar, bytes);  // before the copies: the phase cannot complete without them
-    bool zeroed = false;
-#pragma unroll
-    for (int x = 0; x < kPerThread; ++x) {
-      if (src[x] != nullptr) {
-        bulk_load(dst[x], src[x], kRowBytes, bar);
-      } else {
-        for (int c = 0; c < kChunksPerRow; ++c)
-          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst[x] + 16 * c), "r"(0) : "memory");
-        zeroed = true;
-      }
-    }
-    // The zeros are generic-proxy writes to a buffer the bulk copies (async proxy) fill again
-    // kStages steps later: order them first.
-    if (zeroed) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  };
-#else
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
   auto issue_step = [&](int it) {
     if (it < w.steps) {
@@ -312,7 +222,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
     cp_async_commit();  // empty groups keep the wait counts uniform
   };
-#endif
 
   float acc_o[kRowTiles][kDTiles][4];
   float row_max[kRowTiles][2];
@@ -347,15 +256,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const float scale_log2 = p.scale_log2;
     const int wn0 = warp * kWarpN;
     const int diag = w.n_k - Nq;  // token i sees keys j <= i + diag
-#if FT_DECODE_BULK
-    cp_async_wait<0>();  // Q (its copies are the only cp.async group)
-#endif
     for (int it = 0; it < w.steps; ++it) {
-#if FT_DECODE_BULK
-      bar_wait(bar0 + 8 * (it % kStages), (u32)(it / kStages) & 1u);  // this step's K/V have landed
-#else
       cp_async_wait<kStages - 2>();  // Q and this step's K/V have landed
-#endif
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
       issue_step(it + kStages - 1);
       const int n0 = (w.step0 + it) * kBlockN;
