@@ -89,13 +89,8 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
 // CUTLASS's SM80 copies do): the K/V stream is read once, line by line. Measured against the
 // plain copy in one run: 1-4% faster on every decode shape (ncu, B64 x 32k: 88.6 -> 90.4% of
 // DRAM peak; cuDNN 95%); docs/perf-notes.md, "Decode speed and mixed prefill + decode".
-// In-range chunks take the form without a source size (no zero-fill operand), as FA-2's copies
-// do; only a key past the sequence or on a bad page takes the zero-filling form.
-__device__ __forceinline__ void cp_async16_line(u32 dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async16_zero(u32 dst, const void* any_global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(dst), "l"(any_global));
+__device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
 constexpr float kLn2 = 0.69314718055994531f;
@@ -210,13 +205,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
             }
           }
           const u32 dst = (u32)((r * kRowStride + col) * 2) + stage;
-          if (valid) {
-            cp_async16_line(sK_addr + dst, kbase + koff + col);
-            cp_async16_line(sV_addr + dst, vbase + voff + col);
-          } else {
-            cp_async16_zero(sK_addr + dst, kbase);
-            cp_async16_zero(sV_addr + dst, vbase);
-          }
+          cp_async16_line(sK_addr + dst, valid ? kbase + koff + col : kbase, valid ? 16 : 0);
+          cp_async16_line(sV_addr + dst, valid ? vbase + voff + col : vbase, valid ? 16 : 0);
         }
       }
     }
