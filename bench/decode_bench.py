@@ -9,13 +9,14 @@ CUDA graph, so the host's launch overhead is out, as in engines that run graphs;
 are in the JSON) and its fraction of the streaming
 read bandwidth measured here: the faster of torch.sum over a 4 GiB fp32 tensor and a plain
 read kernel (CuPy, when present: 16-byte loads, grid-stride, 4 in flight per thread), reads only.
---baseline LIB times another libflashtune (e.g. main's, before a change) on the same dense
-inputs right after this one, for an A/B in one run (its plan is its own). K/V copies are
+--baseline LIB[,LIB...] times other libflashtunes (e.g. main's, before a change; each named by
+its folder) on the same dense inputs right after this one, for an A/B in one run (each plan is
+its own). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
-       [--layouts dense,paged16,paged256] [--baseline LIB]
+       [--layouts dense,paged16,paged256] [--baseline LIB[,LIB...]]
 (the C ABI through the Python package's ctypes layer, python/flashtune/_capi.py)
 """
 import argparse
@@ -215,7 +216,8 @@ def main():
     ap.add_argument("--seqlen-q", type=int, default=1)
     ap.add_argument("--layouts", default="dense,paged16,paged256")
     ap.add_argument("--max-kv-gib", type=float, default=20.0, help="skip shapes whose K+V exceed this")
-    ap.add_argument("--baseline", default="", help="another libflashtune timed on the dense inputs (A/B)")
+    ap.add_argument("--baseline", default="",
+                    help="other libflashtunes (comma-separated; each named by its folder) timed on the dense inputs (A/B)")
     a = ap.parse_args()
     torch.manual_seed(0)
     random.seed(0)
@@ -225,7 +227,9 @@ def main():
     stream = torch.cuda.current_stream().cuda_stream
     read_tbps, reads = stream_read_tbps()
     print("streaming read (4 GiB): " + ", ".join(f"{k} {v:.2f} TB/s" for k, v in reads.items()), flush=True)
-    base = Baseline(a.baseline, rt.capi) if a.baseline else None
+    # (name, Baseline): the first keeps the JSON's base_* keys; every one gets base_<name>_*.
+    bases = [(os.path.basename(os.path.dirname(os.path.abspath(x))), Baseline(x, rt.capi))
+             for x in a.baseline.split(",") if x]
     hq, hkv, d, nq = a.heads_q, a.heads_kv, a.head_dim, a.seqlen_q
     rows, results = [], []
     for B in (int(x) for x in a.batches.split(",")):
@@ -311,22 +315,25 @@ def main():
                     if rc != 0:
                         rt.check(rc, "ft_forward_ex")
                 timed(call, copies, row, layout)
-                if base is not None and layout == "dense":
+                for bi, (bname, base) in enumerate(bases if layout == "dense" else []):
                     pairs = [base.args(x) for x in args_list]
                     base_ws = torch.empty(max(pairs[0][1], 16), device=dev, dtype=torch.uint8)
                     for x, size in pairs:
                         x.workspace, x.workspace_bytes = base_ws.data_ptr(), size
                     base_refs = [ctypes.byref(x) for x, _ in pairs]
 
-                    def base_call(i):
+                    def base_call(i, base=base, base_refs=base_refs):
                         base.check(base.lib.ft_forward_ex(base.handle, base_refs[i],
                                                           ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)),
                                    "ft_forward_ex")
                     o.fill_(float("nan"))
                     base_call(0)
                     torch.cuda.synchronize()
-                    row["base_err"] = ((o.float() - ref).norm() / ref.norm()).item()
-                    timed(base_call, copies, row, "base")
+                    key = "base_" + bname
+                    row[key + "_err"] = ((o.float() - ref).norm() / ref.norm()).item()
+                    timed(base_call, copies, row, key)
+                    if bi == 0:
+                        row["base_err"], row["base_us"] = row[key + "_err"], row[key + "_us"]
                     del pairs, base_ws
                 row[layout + "_err"] = err
                 row[layout + "_ws"] = ws_bytes
@@ -342,8 +349,9 @@ def main():
                 line += f" | {name} {tb(us):5.2f}"
             cudnn = tb(row["cudnn_us"])
             line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}" if cudnn == cudnn else ""
-            if "base_us" in row:
-                line += f" | base {row['base_us']:8.1f} us {tb(row['base_us']):5.2f} TB/s, new/base time {row['dense_us'] / row['base_us']:.3f}"
+            for bname, _ in bases:
+                us = row[f"base_{bname}_us"]
+                line += f" | {bname} {us:8.1f} us {tb(us):5.2f} TB/s, new/{bname} time {row['dense_us'] / us:.3f}"
             rows.append(line)
             print(line, flush=True)
             del q, o, lse, dense, ref
@@ -353,6 +361,7 @@ def main():
     for line in rows:
         print(line)
     bad = [r for r in results for layout in a.layouts.split(",") if not (r[layout + "_err"] < 2e-2)]
+    bad += [r for r in results for bname, _ in bases if not (r[f"base_{bname}_err"] < 2e-2)]
     print(f"output check vs SDPA flash: {'all within 2e-2' if not bad else f'{len(bad)} outside 2e-2'}")
     return 1 if bad else 0
 

@@ -6,10 +6,12 @@
 # baseline, bench/varlen_bench.py --mixed-only, and Nsight Compute on three shapes
 # (bench/decode_profile.py); step `sweep` times a few decode_fwd variants through `flashtune
 # bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k. Logs go to $OUT; a short
-# summary is printed last. BASELINE: the library decode_bench.py compares against.
-# usage: [STEPS=...] [BASELINE=LIB] bash bench/decode_round.sh DIR   (DIR: bench/pack_for_gpu.sh's
-#        folder, with bench/ and python/flashtune/ copied beside it; BASELINE, default
-#        DIR/main/libflashtune.so when present: the library the benchmark compares against)
+# summary is printed last. BASELINE: the libraries decode_bench.py compares against.
+# usage: [STEPS=...] [BASELINE=LIB[,LIB...]] [FALLBACK=LIB] bash bench/decode_round.sh DIR
+#        (DIR: bench/pack_for_gpu.sh's folder, with bench/ and python/flashtune/ copied beside
+#        it; BASELINE, default DIR/main/libflashtune.so when present: the libraries the
+#        benchmark compares against, each named by its folder; FALLBACK: the library benchmarked
+#        instead of DIR/libflashtune.so when the GPU tests fail)
 set -uo pipefail
 C=$(cd "${1:?usage: decode_round.sh DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,14 +23,17 @@ export FLASHTUNE_CACHE_DIR=/tmp/ft-cache
 STEPS=${STEPS:-tests sanitize bench mixed ncu}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 summary=()
+LIB=$C/libflashtune.so  # the library benchmarked and profiled
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 if want tests; then
   s=$(date +%s)
   timeout ${TESTS_S:-75} "$C/flashtune_gpu_tests" \
     --gtest_filter="${TEST_FILTER:-VarlenGpu/VarlenDecodeClasses.*:RuntimeGpu.MixedVarlen*:RuntimeGpu.VarlenCall*:DecodeGpu*}" \
     > "$OUT/gpu_tests.log" 2>&1
-  summary+=("gpu tests: exit $? in $(( $(date +%s) - s )) s; $(grep -c '^\[       OK' "$OUT/gpu_tests.log") ok, $(grep -c '^\[  FAILED  \] [A-Z]' "$OUT/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$OUT/gpu_tests.log") skipped")
+  rc=$?
+  summary+=("gpu tests: exit $rc in $(( $(date +%s) - s )) s; $(grep -c '^\[       OK' "$OUT/gpu_tests.log") ok, $(grep -c '^\[  FAILED  \] [A-Z]' "$OUT/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$OUT/gpu_tests.log") skipped")
   grep -E "FAILED|Failure|wrote past" "$OUT/gpu_tests.log" | head -20
+  if [ $rc -ne 0 ] && [ -n "${FALLBACK:-}" ]; then LIB=$FALLBACK; summary+=("tests failed: benchmarking $LIB"); fi
 fi
 if want sanitize; then
   s=$(date +%s)
@@ -39,14 +44,15 @@ fi
 if want bench; then
   s=$(date +%s)
   base=${BASELINE:-$C/main/libflashtune.so}
-  [ -e "$base" ] && base_args="--baseline $base" || base_args=""
-  timeout ${BENCH_S:-55} python3 "$ROOT/bench/decode_bench.py" "$C/libflashtune.so" --out "$OUT" \
+  [ -e "${base%%,*}" ] && base_args="--baseline $base" || base_args=""
+  timeout ${BENCH_S:-55} python3 "$ROOT/bench/decode_bench.py" "$LIB" --out "$OUT" \
     $base_args ${BENCH_ARGS:-} > "$OUT/decode_bench.log" 2>&1
   summary+=("decode bench: exit $? in $(( $(date +%s) - s )) s")
+  python3 "$ROOT/bench/decode_table.py" "$OUT/decode_bench.json" > "$OUT/decode_table.md" 2>&1
 fi
 if want mixed; then
   s=$(date +%s)
-  timeout ${MIXED_S:-25} python3 "$ROOT/bench/varlen_bench.py" "$C/libflashtune.so" --out "$OUT" --mixed-only \
+  timeout ${MIXED_S:-25} python3 "$ROOT/bench/varlen_bench.py" "$LIB" --out "$OUT" --mixed-only \
     > "$OUT/varlen_mixed_bench.log" 2>&1
   summary+=("mixed bench: exit $? in $(( $(date +%s) - s )) s")
 fi
@@ -54,7 +60,7 @@ if want ncu; then
   s=$(date +%s)
   timeout ${NCU_S:-35} ncu --clock-control none --profile-from-start off --csv --page raw --metrics \
 gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,launch__shared_mem_per_block_dynamic,lts__t_sector_hit_rate.pct \
-    python3 "$ROOT/bench/decode_profile.py" "$C/libflashtune.so" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    python3 "$ROOT/bench/decode_profile.py" "$LIB" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
   summary+=("ncu: exit $? in $(( $(date +%s) - s )) s")
 fi
 if want sweep; then
@@ -69,10 +75,12 @@ if want sweep; then
   done
   summary+=("sweep: in $(( $(date +%s) - s )) s")
 fi
-echo "=== decode bench"; sed -n '/^streaming read .* TB\/s; /,$p' "$OUT/decode_bench.log" | cut -c1-400; tail -2 "$OUT/decode_bench.log"
-echo "=== sweep"; grep -E "decode_fwd|exit" "$OUT/sweep.log" 2>/dev/null | cut -c1-150
-echo "=== mixed"; grep -E "^(full|causal)|output check" "$OUT/varlen_mixed_bench.log" | tail -14
-echo "=== ncu"; python3 - "$OUT/ncu.csv" <<'PY' 2>&1 | tail -24
+echo "=== decode bench"
+if [ -s "$OUT/decode_table.md" ] && [ -s "$OUT/decode_bench.json" ]; then cat "$OUT/decode_table.md"
+else grep -E "^B|^stream|rror" "$OUT/decode_bench.log" 2>/dev/null | cut -c1-300 | tail -14; fi
+want sweep && echo "=== sweep" && grep -E "decode_fwd|exit" "$OUT/sweep.log" 2>/dev/null | cut -c1-150
+want mixed && echo "=== mixed" && grep -E "^(full|causal)|output check" "$OUT/varlen_mixed_bench.log" | tail -14
+want ncu && echo "=== ncu" && python3 - "$OUT/ncu.csv" <<'PY' 2>&1 | tail -24
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 if not rows: print("no ncu rows"); sys.exit()
