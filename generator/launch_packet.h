@@ -59,6 +59,9 @@ struct LaunchPacket {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   uint32_t smem_bytes = 0;
+  // Launched as a programmatic dependent of whatever kernel precedes it on the stream (as
+  // LaunchStep::overlap; the kernel must begin with griddepcontrol.wait).
+  bool overlap = false;
   uint32_t arg_bytes = 0;
   int tensor_maps = 0;
   TensorMapRequest maps[kMaxTensorMaps];

@@ -102,9 +102,12 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   Status encoded = EncodeTensorMaps(function_.driver(), packet);
   if (!encoded.ok()) return encoded.WithVariant(name_);
   void* kernel_args[] = {packet->args};
-  Status status = flashtune::Launch(function_, {packet->grid[0], packet->grid[1], packet->grid[2]},
-                                    {packet->block[0], packet->block[1], packet->block[2]}, packet->smem_bytes,
-                                    stream, kernel_args);
+  const std::array<unsigned, 3> first_grid{packet->grid[0], packet->grid[1], packet->grid[2]};
+  const std::array<unsigned, 3> first_block{packet->block[0], packet->block[1], packet->block[2]};
+  Status status =
+      packet->overlap
+          ? flashtune::LaunchDependent(function_, first_grid, first_block, packet->smem_bytes, stream, kernel_args)
+          : flashtune::Launch(function_, first_grid, first_block, packet->smem_bytes, stream, kernel_args);
   if (!status.ok()) return status.WithVariant(name_);
   for (int i = 0; i < packet->next_steps; ++i) {
     const LaunchStep& step = packet->next[i];

@@ -154,9 +154,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const int warp = tid / 32;
   const int lane = tid % 32;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The combine is launched as this grid's programmatic dependent (sm_90+): once every block
-  // has passed this point its blocks may be scheduled and wait in griddepcontrol.wait, so its
-  // launch latency hides under this kernel instead of following it.
+  // sm_90+: this kernel is launched as a programmatic dependent of whatever kernel precedes it
+  // on the stream (it may have written q, the cache or the tables, or read this call's
+  // workspace): wait for it to finish before any global memory access. Then let the combine,
+  // this grid's own programmatic dependent, be scheduled: its blocks wait in
+  // griddepcontrol.wait, so its launch latency hides under this kernel instead of following it.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   const Work w = plan_work(p);
@@ -438,8 +441,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KER
   using namespace ftd;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched while the split kernel may still run: wait for it (and its writes) before anything,
-  // early exits included, so that this grid's end implies the split kernel's.
+  // early exits included, so that this grid's end implies the split kernel's. Then the next
+  // call's split kernel may be scheduled (it waits for this grid the same way).
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   __shared__ float s_lse[64];  // base 2; at most 64 splits
   __shared__ __align__(16) float s_acc[kCombineWarps][kHeadDim];

@@ -233,6 +233,10 @@ class DecodeFwd final : public Family {
     out->block[0] = unsigned(c.warps * 32);
     out->block[1] = out->block[2] = 1;
     out->smem_bytes = uint32_t(SharedMemoryBytes(v));
+    // sm_90+: a programmatic dependent of the kernel before it on the stream (the previous
+    // call's combine in a decode loop): its launch and block scheduling overlap that kernel's
+    // tail; the template waits (griddepcontrol.wait) before touching global memory.
+    out->overlap = out->cc_major >= 9;
     out->tensor_maps = 0;
     out->SetArgs(k);
     out->next_steps = 0;

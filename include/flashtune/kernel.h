@@ -47,8 +47,8 @@ class Kernel {
                              int64_t smem_bytes, const std::vector<std::string>& next_names = {});
 
   // Encodes the packet's tensor maps into its parameter bytes and launches on `stream`
-  // without synchronising or allocating, then the packet's next steps in order (a step with
-  // `overlap` through LaunchDependent). OK when queued; kInvalidArgument when the packet (or a
+  // without synchronising or allocating, then the packet's next steps in order (the packet or
+  // a step with `overlap` through LaunchDependent). OK when queued; kInvalidArgument when the packet (or a
   // step) asks for more shared memory than the kernel was loaded with or a tensor map is
   // refused; kInternal when a step names a kernel the module was not loaded with;
   // kOutOfResources or kFault from the driver. Nothing is launched when the packet is refused.

@@ -185,10 +185,11 @@ TEST_P(DecodeClasses, VariantsMatchTheReference) {
   CheckDecode(cls, variants);
 }
 
-// Split calls back to back in a CUDA graph, two inputs sharing one workspace: each combine is
-// a programmatic dependent of its split kernel (sm_90+), so a broken order (a combine reading
-// partials before its split kernel is done, or the next call's split kernel overwriting them
-// while the combine reads) changes the outputs. They must equal the eager calls' bit for bit.
+// Split calls back to back in a CUDA graph, each kernel a programmatic dependent of the one
+// before it (sm_90+): the second call's queries are the first call's output and both share one
+// workspace, so a broken order (a split kernel reading q before the previous combine wrote it,
+// overwriting partials the previous combine still reads, or a combine reading partials before
+// its split kernel is done) changes the outputs. They must equal the eager calls' bit for bit.
 TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -197,20 +198,22 @@ TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
   auto kernels = testing::CompileAndLoad(**gpu, {v});
   ASSERT_TRUE(kernels[0].ok()) << kernels[0].status().ToString();
   const ForwardKernel& kernel = *kernels[0];
-  // B1 x 8192 keys, Hq 32 on Hkv 8: 8 blocks before splitting, so every split count is > 1.
+  // B1 x 8192 keys, Hq 32 on Hkv 8: 8 blocks before splitting, so the keys are split.
   std::vector<DecodeCase> cases;
   for (uint64_t seed : {901, 902}) cases.push_back(MakeDecodeCase(**gpu, cls.dtype, 128, false, 1, 32, 8, {8192}, 0, seed));
   ASSERT_GT(detail::DecodeSplits(cases[0].device.problem, (*gpu)->info.sm_count, 64, 1, 2), 1);
+  cases[1].device.q = cases[0].device.o;                  // call 2 reads what call 1 wrote
   cases[1].device.workspace = cases[0].device.workspace;  // shared: calls must not overlap
+  ASSERT_EQ(RunDecode(**gpu, kernel, cases[0]), "");
+  ASSERT_TRUE(kernel.Launch(cases[1].device, (*gpu)->stream->get()).ok());
+  ASSERT_TRUE((*gpu)->stream->Synchronize().ok());
   std::vector<std::vector<uint16_t>> eager;
   for (DecodeCase& c : cases) {
-    ASSERT_EQ(RunDecode(**gpu, kernel, c), "");
     eager.emplace_back(c.q.size());
     ASSERT_TRUE(c.buffers[3].CopyToHost(eager.back().data(), eager.back().size() * 2).ok());
   }
   const detail::CudaApi& api = (*gpu)->driver->api();
   CUstream stream = (*gpu)->stream->get();
-  for (DecodeCase& c : cases) ASSERT_TRUE(c.buffers[3].Memset(0xFF).ok());
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -219,6 +222,7 @@ TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
   ASSERT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
   ASSERT_TRUE(captured.ok()) << captured.ToString();
   ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  for (DecodeCase& c : cases) ASSERT_TRUE(c.buffers[3].Memset(0xFF).ok());  // NaN until written
   for (int r = 0; r < 3; ++r) ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS);
   ASSERT_TRUE((*gpu)->stream->Synchronize().ok());
   api.cuGraphExecDestroy(exec);
@@ -226,7 +230,7 @@ TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
   for (size_t i = 0; i < cases.size(); ++i) {
     std::vector<uint16_t> o(cases[i].q.size());
     ASSERT_TRUE(cases[i].buffers[3].CopyToHost(o.data(), o.size() * 2).ok());
-    EXPECT_EQ(o, eager[i]) << cases[i].name << ": the graph's output differs from the eager call's";
+    EXPECT_EQ(o, eager[i]) << "call " << i + 1 << " (" << cases[i].name << "): the graph's output differs from the eager call's";
   }
 }
 

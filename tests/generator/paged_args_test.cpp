@@ -284,10 +284,11 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   ASSERT_EQ(packet.next_steps, 1);
   EXPECT_EQ(packet.next[0].grid[0], unsigned(4 * 32));
   EXPECT_EQ(packet.next[0].block[0], 128u);
-  EXPECT_FALSE(packet.next[0].overlap) << "compute capability unknown: a plain launch";
+  EXPECT_FALSE(packet.overlap) << "compute capability unknown: plain launches";
+  EXPECT_FALSE(packet.next[0].overlap) << "compute capability unknown: plain launches";
 }
 
-TEST(WorkspaceArgs, CombineOverlapsTheSplitKernelFromComputeCapability9) {
+TEST(WorkspaceArgs, KernelsAreProgrammaticDependentsFromComputeCapability9) {
   ForwardArgs a = GoodPaged();
   a.workspace = storage[7];
   a.workspace_bytes = WorkspaceBytes(a.problem, 132);
@@ -298,7 +299,9 @@ TEST(WorkspaceArgs, CombineOverlapsTheSplitKernelFromComputeCapability9) {
     packet.cc_major = cc;
     ASSERT_TRUE(PackForward(v, a, &packet).ok());
     ASSERT_EQ(packet.next_steps, 1);
-    // griddepcontrol (the template's wait) and the launch attribute exist from sm_90 on.
+    // griddepcontrol (the template's wait) and the launch attribute exist from sm_90 on: the
+    // split kernel overlaps whatever precedes it, the combine overlaps the split kernel.
+    EXPECT_EQ(packet.overlap, cc >= 9) << "cc " << cc;
     EXPECT_EQ(packet.next[0].overlap, cc >= 9) << "cc " << cc;
   }
 }
