@@ -5,7 +5,8 @@
 # 16 and 256) against SDPA flash/cuDNN and a streaming read with main's library as the A/B
 # baseline, bench/varlen_bench.py --mixed-only, and Nsight Compute on three shapes
 # (bench/decode_profile.py); step `sweep` times a few decode_fwd variants through `flashtune
-# bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k. Logs go to $OUT; a short
+# bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k (SWEEP_LIST, SWEEP_SHAPES: other
+# URIs, "B Nk" pairs). Logs go to $OUT; a short
 # summary is printed last. BASELINE: the libraries decode_bench.py compares against.
 # usage: [STEPS=...] [BASELINE=LIB[,LIB...]] [FALLBACK=LIB] bash bench/decode_round.sh DIR
 #        (DIR: bench/pack_for_gpu.sh's folder, with bench/ and python/flashtune/ copied beside
@@ -66,8 +67,9 @@ fi
 if want sweep; then
   s=$(date +%s)
   V=decode_fwd_bf16_d128_; F=_full
-  list=${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn128_rm1_w4_s2_cs2$F
-  for shape in "1 8192" "64 32768"; do
+  list=${SWEEP_LIST:-${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn128_rm1_w4_s2_cs2$F}
+  IFS=, read -ra shapes <<< "${SWEEP_SHAPES:-1 8192,64 32768}"  # "B Nk" pairs
+  for shape in "${shapes[@]}"; do
     set -- $shape
     timeout ${SWEEP_S:-20} "$C/flashtune" bench --batch $1 --seqlen-q 1 --seqlen-k $2 --heads-q 32 --heads-kv 8 \
       --variant "$list" --rounds 3 >> "$OUT/sweep.log" 2>&1
