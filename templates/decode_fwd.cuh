@@ -249,24 +249,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const float scale_log2 = p.scale_log2;
     const int wn0 = warp * kWarpN;
     const int diag = w.n_k - Nq;  // token i sees keys j <= i + diag
-    // Q's A fragments stay in registers across the key steps (rm * D / 4 registers) when they
-    // fit beside the accumulators: a step's QK^T then reads only K from shared memory.
-    constexpr bool kQInRegs = kRowTiles * kHeadDim <= 128;
-    u32 qf[kQInRegs ? kRowTiles : 1][kQInRegs ? kHeadDim / 16 : 1][4];
     for (int it = 0; it < w.steps; ++it) {
       cp_async_wait<kStages - 2>();  // Q and this step's K/V have landed
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
       issue_step(it + kStages - 1);
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
-      if (kQInRegs && it == 0) {
-#pragma unroll
-        for (int mi = 0; mi < kRowTiles; ++mi)
-#pragma unroll
-          for (int ks = 0; ks < kHeadDim / 16; ++ks)
-            ldmatrix_x4(qf[kQInRegs ? mi : 0][kQInRegs ? ks : 0],
-                        sQ_addr + (u32)(((mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2));
-      }
 
       float acc_s[kRowTiles][kNTiles][4];
 #pragma unroll
@@ -279,14 +267,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       for (int ks = 0; ks < kHeadDim / 16; ++ks) {
         u32 a[kRowTiles][4];
 #pragma unroll
-        for (int mi = 0; mi < kRowTiles; ++mi) {
-          if (kQInRegs) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) a[mi][e] = qf[kQInRegs ? mi : 0][kQInRegs ? ks : 0][e];
-          } else {
-            ldmatrix_x4(a[mi], sQ_addr + (u32)(((mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2));
-          }
-        }
+        for (int mi = 0; mi < kRowTiles; ++mi)
+          ldmatrix_x4(a[mi], sQ_addr + (u32)(((mi * 16 + (lane % 16)) * kRowStride + ks * 16 + (lane / 16) * 8) * 2));
 #pragma unroll
         for (int nj = 0; nj < kNTiles; nj += 2) {
           u32 b[4];
