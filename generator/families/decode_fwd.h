@@ -7,7 +7,9 @@
 // split across `splits` blocks (a rule from the SM count, tuned through `cs`); each writes a
 // partial (o, lse) to the workspace and a second kernel of the module ("<uri>_combine")
 // merges them: lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s. With one split
-// the first kernel writes o and lse itself and the combine is not launched.
+// the first kernel writes o and lse itself and the combine is not launched. From compute
+// capability 9.0 both kernels are programmatic dependents of the kernel before them (the
+// packet's `overlap`): their launches overlap it, and the template waits for it first.
 //
 // Parameters, in URI order: bn (keys per pipeline step: 32, 64, 128), rm (16-row MMA tiles per
 // block: 1, 2, 4; rm * D <= 256 keeps the accumulator in registers), w (warps: 2, 4, 8; each
