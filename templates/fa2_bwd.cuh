@@ -324,10 +324,20 @@ __device__ __forceinline__ void put_dq_pair(const FtParams& p, const StepArgs& s
   }
 }
 
-// After a step's dQ values are put: the staged tile's adds, then (deterministic) the turn
-// passed on. Without staging, deterministic mode took its turn before the dQ GEMM.
+// Staged and not deterministic: a step's tile is added after the next step's first barrier
+// (or after the walk), which every thread reaches with its tile writes fenced, so the step
+// needs no barrier of its own between the dQ GEMM and the adds. The tile is next written
+// after the following step's P / dS barrier, which each issuing lane passes only once its bulk
+// reads are done (staged_dq_read).
+constexpr bool kDqAddsDeferred = kDqStaged && !kDeterministic;
+
+// After a step's dQ values are put: the staged tile's adds (deferred: only the fence), then
+// (deterministic) the turn passed on. Without staging, deterministic mode took its turn before
+// the dQ GEMM.
 __device__ __forceinline__ void finish_dq_step(const FtParams& p, const StepArgs& s) {
-  if constexpr (kDqStaged) {
+  if constexpr (kDqAddsDeferred) {
+    fence_staged();
+  } else if constexpr (kDqStaged) {
     fence_staged();
     __syncthreads();  // the dQ tile is complete
     if constexpr (kDeterministic) wait_turn(s.counter, s.n_block);
@@ -649,6 +659,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
       __syncthreads();
       issue(it + 1);
     }
+    if constexpr (kDqAddsDeferred) {
+      if (it > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));  // the last step's tile
+    }
     const int hq = at.head;
     s.m0 = m0_of(at);
     advance(at);
@@ -661,6 +674,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
     work.step(p, s);
   }
   cp_async_wait<0>();
+  if constexpr (kDqAddsDeferred) {
+    __syncthreads();  // the last step's tile is complete
+    if (total > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));
+  }
   if constexpr (kDqStaged) staged_dq_done();  // bulk reads of the tile end before the block exits
   work.store(p, s);
 }
