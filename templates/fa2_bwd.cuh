@@ -21,7 +21,8 @@
 //     kDqStaged: the block's dQ tile goes to shared memory (fp32) first and is added a row at a
 //     time by the bulk-copy engine (`cp.reduce.async.bulk .add.f32`, sm_90; before sm_90 by
 //     coalesced `red.add` from the tile): 16 × fewer L2 reduction requests than per-thread
-//     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn.
+//     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn;
+//     outside deterministic mode a step's tile is added after the next step's first barrier.
 //     Warp layouts: rows (kGrid2d false) — each warp owns kBlockN / kWarps keys (whole 16-row
 //     MMA tiles) of every GEMM; 2-D (kGrid2d, fa2_bwd_2d.cuh) — FA-2's warp grids, P and dS
 //     through shared memory. Causal: query blocks that see none of the block's keys are
