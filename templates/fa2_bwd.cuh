@@ -21,7 +21,8 @@
 //     kDqStaged: the block's dQ tile goes to shared memory (fp32) first and is added a row at a
 //     time by the bulk-copy engine (`cp.reduce.async.bulk .add.f32`, sm_90; before sm_90 by
 //     coalesced `red.add` from the tile): 16 × fewer L2 reduction requests than per-thread
-//     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn.
+//     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn;
+//     outside deterministic mode a step's tile is added after the next step's first barrier.
 //     Warp layouts: rows (kGrid2d false) — each warp owns kBlockN / kWarps keys (whole 16-row
 //     MMA tiles) of every GEMM; 2-D (kGrid2d, fa2_bwd_2d.cuh) — FA-2's warp grids, P and dS
 //     through shared memory. Causal: query blocks that see none of the block's keys are
@@ -106,9 +107,30 @@ static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in li
 
 // Copies rows [row0, row0 + kRows) of a [N, D] slice into a padded shared tile; rows at or past
 // `rows_valid` are zero-filled.
+// Runs every query step: a loop counted from threadIdx.x compiled to a remainder-handled loop
+// with a 64-bit row multiply per chunk (about 300 of the 2-D layout's 1520 instructions per
+// step at d128), so where whole rows tile the block's threads each thread keeps one column and
+// walks its rows by a fixed pointer step instead (static trip count, no division).
 template <int kRows>
 __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, int row0, int rows_valid) {
   constexpr int kChunks = kRows * kChunksPerRow;
+  if constexpr (kThreads % kChunksPerRow == 0) {
+    constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+    constexpr int kPasses = (kRows + kRowsPerPass - 1) / kRowsPerPass;
+    const int r0 = threadIdx.x / kChunksPerRow, col = (threadIdx.x % kChunksPerRow) * 8;
+    const u16* g = src + (i64)(row0 + r0) * row_stride + col;
+    const i64 pass_step = (i64)kRowsPerPass * row_stride;
+    const u32 d = dst + (u32)((r0 * kRowStride + col) * 2);
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int r = r0 + i * kRowsPerPass;
+      if (kRows % kRowsPerPass == 0 || r < kRows) {
+        const bool valid = row0 + r < rows_valid;
+        cp_async16(d + (u32)(i * kRowsPerPass * kRowStride * 2), valid ? g + i * pass_step : src, valid ? 16 : 0);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int c = threadIdx.x; c < kChunks; c += kThreads) {
     const int r = c / kChunksPerRow;
@@ -196,15 +218,19 @@ __device__ __forceinline__ void fence_staged() {
 #endif
 }
 // Adds rows [0, rows) of the tile at `tile` (row stride kDqStride floats) to `dst` (row
-// stride kHeadDim floats): thread r issues row r's bulk reduction (sm_90), or all threads add
-// float4 chunks with red.add in row order (coalesced).
+// stride kHeadDim floats): lane 0 of warp w issues the bulk reductions of rows w, w + kWarps,
+// ... (sm_90), or all threads add float4 chunks with red.add in row order (coalesced). One lane
+// per warp because a bulk copy takes its operands from uniform registers: rows issued by 32
+// lanes of one warp run one lane after another (ptxas's elect loop, ~10 instructions each),
+// which made warps 0-1 arrive at the next barrier ~300 instructions after the others.
 __device__ __forceinline__ void add_staged_dq(float* dst, const float* tile, int rows) {
 #if __CUDA_ARCH__ >= 900
-  for (int r = threadIdx.x; r < rows; r += kThreads)
-    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+  if (threadIdx.x % 32 == 0)
+    for (int r = threadIdx.x / 32; r < rows; r += kWarps)
+      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
                      dst + (i64)r * kHeadDim),
-                 "r"(smem_address(tile + r * kDqStride)), "n"(kHeadDim * 4)
-                 : "memory");
+                   "r"(smem_address(tile + r * kDqStride)), "n"(kHeadDim * 4)
+                   : "memory");
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 #else
   constexpr int kChunks = kHeadDim / 4;
@@ -299,10 +325,20 @@ __device__ __forceinline__ void put_dq_pair(const FtParams& p, const StepArgs& s
   }
 }
 
-// After a step's dQ values are put: the staged tile's adds, then (deterministic) the turn
-// passed on. Without staging, deterministic mode took its turn before the dQ GEMM.
+// Staged and not deterministic: a step's tile is added after the next step's first barrier
+// (or after the walk), which every thread reaches with its tile writes fenced, so the step
+// needs no barrier of its own between the dQ GEMM and the adds. The tile is next written
+// after the following step's P / dS barrier, which each issuing lane passes only once its bulk
+// reads are done (staged_dq_read).
+constexpr bool kDqAddsDeferred = kDqStaged && !kDeterministic;
+
+// After a step's dQ values are put: the staged tile's adds (deferred: only the fence), then
+// (deterministic) the turn passed on. Without staging, deterministic mode took its turn before
+// the dQ GEMM.
 __device__ __forceinline__ void finish_dq_step(const FtParams& p, const StepArgs& s) {
-  if constexpr (kDqStaged) {
+  if constexpr (kDqAddsDeferred) {
+    fence_staged();
+  } else if constexpr (kDqStaged) {
     fence_staged();
     __syncthreads();  // the dQ tile is complete
     if constexpr (kDeterministic) wait_turn(s.counter, s.n_block);
@@ -576,23 +612,33 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   load_tile<kBlockN>(s.v, v, p.v_stride[1], n0, Nk);
   cp_async_commit();
 
-  auto head_of = [&](int it) { return kv_head * group + it / steps_per_head; };
+  // The walk: query head by query head of the group, query step by step within a head. Its
+  // positions advance one step at a time (a division by steps_per_head per step cost ~30
+  // instructions): `at` is the step being computed, `ahead` the next Q / d_o tile to issue.
+  struct Walk {
+    int head, step;
+  };
+  auto advance = [&](Walk& w) {
+    if (++w.step == steps_per_head) {
+      w.step = 0;
+      ++w.head;
+    }
+  };
+  Walk at{kv_head * group, 0}, ahead = at;
   // Deterministic mode walks the query blocks last to first: every key block then reaches a
   // query block at the same step, so each waits only for its predecessor's dQ adds there.
   // First to last, a causal block n would start at query block m_begin(n), which block n-1
   // reaches only m_begin(n) - m_begin(n-1) steps later: the blocks would run one after another.
-  auto m0_of = [&](int it) {
-    const int step = it % steps_per_head;
-    return (kDeterministic ? m_blocks - 1 - step : m_begin + step) * kBlockM;
-  };
+  auto m0_of = [&](const Walk& w) { return (kDeterministic ? m_blocks - 1 - w.step : m_begin + w.step) * kBlockM; };
   auto issue = [&](int it) {
     if (it < total) {
-      const int hq = head_of(it), m0 = m0_of(it);
+      const int hq = ahead.head, m0 = m0_of(ahead);
       const u32 stage = (u32)(it % kStages) * kTileBytes;
       const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + hq * p.q_stride[2];
       const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + hq * p.do_stride[2];
       load_tile<kBlockM>(sQ_addr + stage, q, p.q_stride[1], m0, Nq);
       load_tile<kBlockM>(sdO_addr + stage, d_o, p.do_stride[1], m0, Nq);
+      advance(ahead);
     }
     cp_async_commit();
   };
@@ -614,8 +660,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
       __syncthreads();
       issue(it + 1);
     }
-    const int hq = head_of(it);
-    s.m0 = m0_of(it);
+    if constexpr (kDqAddsDeferred) {
+      if (it > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));  // the last step's tile
+    }
+    const int hq = at.head;
+    s.m0 = m0_of(at);
+    advance(at);
     const u32 stage = (u32)(it % kStages) * kTileBytes;
     s.q = sQ_addr + stage;
     s.d_o = sdO_addr + stage;
@@ -625,6 +675,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
     work.step(p, s);
   }
   cp_async_wait<0>();
+  if constexpr (kDqAddsDeferred) {
+    __syncthreads();  // the last step's tile is complete
+    if (total > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));
+  }
   if constexpr (kDqStaged) staged_dq_done();  // bulk reads of the tile end before the block exits
   work.store(p, s);
 }

@@ -147,12 +147,13 @@ class Fa2Bwd final : public Family {
   // layout), with 128 queries per step at d64 (1.09-1.13x over 64); two stages, downgraded
   // until the shared memory fits. dQ: the widest items that divide D, added in pairs
   // (docs/perf-notes.md, "fa2_bwd round 2": 1.3-1.5x over dqc16 dqv1); staged through shared
-  // memory above d64, where it was as fast and made the deterministic mode cheaper (1.17-1.22x
-  // the default instead of 1.28-1.43x, "fa2_bwd round 3"; at d64 staging was 1.12-1.18x slower).
+  // memory from d64 to d128: at d128 as fast and a cheaper deterministic mode ("fa2_bwd round
+  // 3"), and since its adds wait for no barrier of their own 1.03-1.07x faster than direct
+  // reductions at d128 and 1.02-1.03x at d64, deterministic d64 1.01-1.07x ("fa2_bwd round 4").
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int bn = 64, bm = 32, w = 4, s = 2;
     const int dqc = cls.head_dim % 64 == 0 ? 64 : 32;
-    const int dqs = cls.head_dim > 64 && cls.head_dim <= 128 ? 1 : 0;
+    const int dqs = cls.head_dim >= 64 && cls.head_dim <= 128 ? 1 : 0;
     const int lay = cls.head_dim == 64 || cls.head_dim == 128 ? 2 : 1;
     if (cls.head_dim <= 128) {
       bn = 128;

@@ -2,7 +2,7 @@
 // shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
 // MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
 // (both warp layouts, dQ staged and not) and the default variant of the others; the
-// deterministic mode bit-identical over 3 runs for every way of adding dQ.
+// deterministic mode bit-identical over 3 runs for every way of adding dQ (d128 and d64).
 // Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
 // the reference forward's (o rounded to the dtype), so only the backward is under test.
 // Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
@@ -212,18 +212,21 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   // Every way of adding under the counter: a plain load and store (dqv 1), red.add.v2 (dqv 2,
   // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1), in
-  // both warp layouts (128 keys over 8 warps, d128: the defaults' tile).
+  // both warp layouts (128 keys over 8 warps, d128: the defaults' tile); and d64's default tile
+  // (128 queries per step) with and without staging.
   struct Mode {
+    int head_dim;
     bool causal;
     int dq_vec, dq_staged, layout;
   };
-  const Mode kModes[] = {{false, 1, 0, 2}, {true, 1, 0, 2}, {false, 2, 0, 2}, {true, 2, 0, 2},
-                         {false, 2, 1, 2}, {true, 2, 1, 2}, {false, 2, 1, 1}, {true, 2, 0, 1}};
+  const Mode kModes[] = {{128, false, 1, 0, 2}, {128, true, 1, 0, 2}, {128, false, 2, 0, 2}, {128, true, 2, 0, 2},
+                         {128, false, 2, 1, 2}, {128, true, 2, 1, 2}, {128, false, 2, 1, 1}, {128, true, 2, 0, 1},
+                         {64, false, 2, 0, 2},  {64, true, 2, 0, 2},  {64, false, 2, 1, 2},  {64, true, 2, 1, 2}};
   std::vector<Variant> variants;
   for (const Mode& m : kModes) {
-    Variant v = DefaultVariant(Bwd(DType::kBF16, 128, m.causal));
+    Variant v = DefaultVariant(Bwd(DType::kBF16, m.head_dim, m.causal));
     v.SetParam("bc", 128);
-    v.SetParam("br", 64);
+    v.SetParam("br", m.head_dim == 64 ? 128 : 64);
     v.SetParam("w", 8);
     v.SetParam("dqc", 64);
     v.SetParam("det", 1);
