@@ -11,14 +11,15 @@
 // variants next to the library's FA-2 default (CUDA events, interleaved rounds, median of 30);
 // --sweep times hidden 2048, B * N = 16k for N = 512 ... 16k instead; --short only --time's
 // short-sequence shapes (N 512 and 1k); --d64 the d64 tiles of session 13 (blocks per SM) over
-// N 512 ... 16k; --ab14 session 14's A/B (persistent tiles with and without a __syncwarp()).
+// N 512 ... 16k; --ab14 session 14's A/B (persistent tiles with and without a __syncwarp());
+// --ab15 session 15's d64 A/B (one consumer warpgroup without the overlap, four blocks per SM).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE compiles
 // every variant with that template knob (its name gets the knob appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -295,7 +296,8 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       classes.push_back({dt, 64, causal,
                          {Config(dt, 64, causal, 2, 128, 2), Persistent(dt, 64, causal, 3, 128, 2),
                           NoOverlap(dt, 64, causal, 2, 128, 2), NoOverlap(dt, 64, causal, 3, 112, 2, true),
-                          Persistent(dt, 64, causal, 1, 128, 2), Persistent(dt, 64, causal, 1, 64, 2)}});
+                          Persistent(dt, 64, causal, 1, 128, 2), Persistent(dt, 64, causal, 1, 64, 2),
+                          NoOverlap(dt, 64, causal, 1, 64, 2)}});  // four blocks per SM (session 15)
       classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
       if (!small) {
@@ -308,6 +310,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 80, 2));
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 48, 2));
         classes[classes.size() - 3].configs.push_back(Persistent(dt, 64, causal, 1, 48, 2));
+        classes[classes.size() - 3].configs.push_back(NoOverlap(dt, 64, causal, 1, 80, 2));  // three, no longer four
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 2, 176, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 1, 96, 4));
         classes[classes.size() - 2].configs.push_back(Persistent(dt, 128, causal, 1, 96, 4));
@@ -405,6 +408,24 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
       for (int64_t n : {512, 16384})
         benches.push_back({{16384 / n, n, n, 8, 8, false}, 256, causal, join(trio(256, causal, 2, 64), trio(256, causal, 2, 80))});
     }
+  } else if (mode == "ab15") {
+    // Session 15, d64 (hidden 2048, B * N = 16k): one consumer warpgroup without the
+    // intra-warpgroup overlap (never in the tuned space): S and P of two blocks no longer
+    // coexist, so 64x64 and 64x48 fit four blocks per SM (ptxas allocates the launch bound's 64
+    // registers, not setmaxnreg's 104) and 64x96 three; the other resident blocks' GEMMs fill the
+    // tensor cores during a block's softmax instead. Next to the tiles the tuner picks at d64
+    // (64x64/64x80 at three blocks, 64x128 at two, 128x128, 192x128).
+    const std::string lazy = "FT_HOPPER_LAZY_RESCALE=1";
+    for (bool causal : {true, false})
+      for (int64_t n : causal ? std::vector<int64_t>{512, 1024, 2048, 4096, 8192} : std::vector<int64_t>{512, 1024, 4096}) {
+        std::vector<Probe> configs = {Config(dt, 64, causal, 1, 64, 2), Config(dt, 64, causal, 1, 80, 2),
+                                      Config(dt, 64, causal, 1, 128, 2), Config(dt, 64, causal, 2, 128, 2),
+                                      Config(dt, 64, causal, 3, 128, 2)};
+        for (int bn : {48, 64, 96}) configs.push_back(NoOverlap(dt, 64, causal, 1, bn, 2));
+        configs.push_back(NoOverlap(dt, 64, causal, 1, 64, 2, true));
+        configs.push_back(Config(dt, 64, causal, 1, 64, 2, lazy, false, true, false));
+        benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal, configs});
+      }
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
@@ -571,7 +592,7 @@ int main(int argc, char** argv) {
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
-    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14") {
+    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14" || a == "--ab15") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -580,7 +601,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--compile-only] [--template FILE]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--compile-only] [--template FILE]"
                            " [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE]\n");
       return 2;
     }
@@ -609,7 +630,7 @@ int main(int argc, char** argv) {
     for (DType dt : {DType::kBF16, DType::kF16})
       for (bool causal : {false, true})
         for (auto [d, wgs, bn, st] : std::vector<std::array<int, 4>>{
-                 {64, 2, 128, 2}, {64, 3, 128, 2}, {64, 1, 64, 3}, {64, 2, 192, 2}, {64, 3, 96, 3}, {128, 2, 128, 2},
+                 {64, 2, 128, 2}, {64, 3, 128, 2}, {64, 1, 64, 3}, {64, 1, 48, 2}, {64, 1, 64, 2}, {64, 1, 96, 2}, {64, 2, 192, 2}, {64, 3, 96, 3}, {128, 2, 128, 2},
                  {128, 2, 176, 2}, {128, 1, 96, 4}, {128, 2, 128, 3}, {128, 2, 112, 3}, {128, 3, 128, 2}, {192, 2, 112, 2},
                  {256, 2, 80, 2}, {256, 2, 64, 2}})
           for (bool pers : {false, true})

@@ -89,15 +89,21 @@ namespace {
 // The register file (64K) split among `blocks` resident blocks: the launch bound gives each
 // thread floor(65536 / (blocks * threads)) registers, rounded down to 8; the producer
 // warpgroup keeps 24 and the consumers share the rest, at most 240 each (setmaxnreg's unit is 8).
+int LaunchRegsAt(const HopperConfig& c, int blocks) { return 65536 / (blocks * HopperThreads(c)) / 8 * 8; }
 int ConsumerRegsAt(const HopperConfig& c, int blocks) {
   const int threads = HopperThreads(c);
-  const int per_thread = 65536 / (blocks * threads) / 8 * 8;
-  return std::min(240, (threads * per_thread - 128 * 24) / (128 * c.consumer_wgs) / 8 * 8);
+  return std::min(240, (threads * LaunchRegsAt(c, blocks) - 128 * 24) / (128 * c.consumer_wgs) / 8 * 8);
 }
 // S, P and O accumulators of one consumer thread; with overlap, S of one block and P of the
 // previous one are live together. 32 registers stay for addresses, row statistics and loop state.
-bool AccumulatorsFit(const HopperConfig& c, int regs) {
-  return c.block_n / 2 + c.head_dim / 2 + (c.overlap ? c.block_n / 4 : 0) <= regs - 32;
+// Besides, ptxas (NVRTC 13.0) compiles the S wgmma with O live only when S and O fit the launch
+// bound's registers, not setmaxnreg's: 64x80 and 64x112 without overlap stop with C7602
+// ("insufficient registers (64)" at four blocks, "(80)" at three) though their accumulators fit
+// 104 and 136; every variant that compiles satisfies this (docs/perf-notes.md, session 15).
+bool AccumulatorsFit(const HopperConfig& c, int blocks) {
+  const int s_and_o = c.block_n / 2 + c.head_dim / 2;
+  return s_and_o + (c.overlap ? c.block_n / 4 : 0) <= ConsumerRegsAt(c, blocks) - 32 &&
+         (blocks == 1 || s_and_o <= LaunchRegsAt(c, blocks));
 }
 }  // namespace
 
@@ -108,7 +114,7 @@ int HopperBlocksPerSm(const HopperConfig& c) {
   // reserved per block). More resident blocks hide the load latency of short tiles.
   const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
   for (int blocks = 4; blocks > 2; --blocks)
-    if (by_smem >= blocks && AccumulatorsFit(c, ConsumerRegsAt(c, blocks))) return blocks;
+    if (by_smem >= blocks && AccumulatorsFit(c, blocks)) return blocks;
   return 2;
 }
 
@@ -128,10 +134,11 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
     return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
   if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
   // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
-  const int consumer_regs = HopperConsumerRegs(c);
-  if (!AccumulatorsFit(c, consumer_regs))
+  const int blocks = HopperBlocksPerSm(c);
+  if (!AccumulatorsFit(c, blocks))
     return Invalid(uri + ": block_n and head_dim need more accumulator registers than " +
-                   std::to_string(consumer_regs) + " per consumer thread allow");
+                   std::to_string(ConsumerRegsAt(c, blocks)) + " per consumer thread (" +
+                   std::to_string(LaunchRegsAt(c, blocks)) + " at launch) allow");
   const int64_t smem = HopperSmemBytes(c);
   if (smem > max_smem_bytes)
     return Invalid(uri + ": needs " + std::to_string(smem) + " bytes of shared memory; the limit is " +

@@ -65,7 +65,8 @@ int HopperThreads(const HopperConfig& config);
 // Blocks per SM the kernel is built for (its launch bounds; the template's kBlocksPerSm): one
 // with two or three consumer warpgroups; with one, the most of 4 and 3 for which the
 // accumulators fit the registers that share of the register file leaves a consumer thread
-// (104, 136) and that many blocks' shared memory fits an SM, else two.
+// (104, 136), S and O fit the launch bound's registers (64, 80: what ptxas compiles the S
+// wgmma in), and that many blocks' shared memory fits an SM, else two.
 int HopperBlocksPerSm(const HopperConfig& config);
 // Registers per consumer thread after setmaxnreg (the producer keeps 24): 240 (two consumer
 // warpgroups), 160 (three), 232, 136 or 104 (one, at two, three or four blocks per SM).

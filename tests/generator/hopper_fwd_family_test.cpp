@@ -28,10 +28,17 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
   for (bool causal : {false, true}) {
     const std::vector<Variant> d64 = HopperSpace(64, causal);
     ASSERT_FALSE(d64.empty());
-    // Persistent (longest-first when causal) and not, both searched, causal included.
-    EXPECT_EQ(CountWith(d64, "p", 1), CountWith(d64, "p", 0));
-    // No overlap lost 20-30% everywhere; no ping-pong lost at d64: neither is searched.
-    EXPECT_EQ(CountWith(d64, "ov", 0), 0);
+    // Persistent (longest-first when causal) and not, both searched, causal included (the one
+    // no-overlap tile below only without).
+    EXPECT_EQ(CountWith(d64, "p", 1) + 1, CountWith(d64, "p", 0));
+    // No overlap lost 20-30% where it kept the blocks per SM; no ping-pong lost at d64. No
+    // overlap is searched only where it buys a block per SM: one warpgroup 64x64, four blocks.
+    std::vector<std::string> no_overlap;
+    for (const Variant& v : d64)
+      if (v.Param("ov") == 0) no_overlap.push_back(v.Uri());
+    EXPECT_EQ(no_overlap, std::vector<std::string>{std::string("hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_") +
+                                                   (causal ? "causal" : "full")});
+    EXPECT_EQ(CountWith(HopperSpace(128, causal), "ov", 0), 0);
     EXPECT_EQ(CountWith(d64, "pp", 0), 0);
     // One consumer warpgroup (two blocks per SM) won at d64 for short and causal sequences ...
     EXPECT_GT(CountWith(d64, "wg", 1), 0);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -205,6 +206,15 @@ TEST(HopperPack, BlocksPerSmFollowRegistersAndSharedMemory) {
   EXPECT_EQ(HopperBlocksPerSm(c), 2);
   c = {DType::kBF16, 128, false, 64, 96, 1, 2};  // d128: 48 + 64 + 24 > 104
   EXPECT_EQ(HopperBlocksPerSm(c), 2);
+  // Without the overlap, S and O must also fit the launch bound's registers (64 at four
+  // blocks, 80 at three): what ptxas compiles the S wgmma in.
+  c = {DType::kBF16, 64, true, 64, 64, 1, 2};
+  c.overlap = false;  // S 32 + O 32 = 64 <= 64
+  EXPECT_EQ(HopperBlocksPerSm(c), 4);
+  c.block_n = 80;  // 72 > 64 (though 72 <= 104 - 32): three blocks
+  EXPECT_EQ(HopperBlocksPerSm(c), 3);
+  c.block_n = 128;  // 96 > 80 (though 96 <= 136 - 32): two blocks
+  EXPECT_EQ(HopperBlocksPerSm(c), 2);
   EXPECT_EQ(HopperBlocksPerSm(Default()), 1);
   EXPECT_EQ(HopperConsumerRegs(Default()), 240);
   EXPECT_EQ(HopperConsumerRegs({DType::kBF16, 64, false, 192, 128, 3, 2}), 160);
@@ -223,6 +233,23 @@ TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
   EXPECT_EQ(cubin->resources.spill_store_bytes, 0);
   EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
   EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+}
+
+// Without the overlap, one warpgroup at four blocks (64x64) and three (64x80) compiles without
+// spilling; built for four blocks, 64x80 stopped ptxas (C7602: insufficient registers (64)).
+TEST(HopperPack, NoOverlapTilesCompileAtTheirBlocksPerSm) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  for (const auto& [bn, blocks, registers] : {std::array<int, 3>{64, 4, 64}, std::array<int, 3>{80, 3, 80}}) {
+    HopperConfig c = {DType::kBF16, 64, true, 64, bn, 1, 2};
+    c.overlap = false;
+    ASSERT_EQ(HopperBlocksPerSm(c), blocks) << bn;
+    auto cubin = compiler.Compile(
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+    EXPECT_EQ(cubin->resources.registers, registers) << bn;
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << bn;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
 }
 
 // A persistent block loops from its epilogue's per-thread branches back to the next tile's
