@@ -19,6 +19,8 @@ ARCH=${3:-sm_90a}
 DTYPES=${4:-bf16}
 DIMS=${5:-64 128 256}
 REPEAT=${REPEAT:-2}
+OPERATION=fwd
+case $FAMILY in *_bwd) OPERATION=bwd ;; esac  # the backward families' spaces are listed apart
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; $REPEAT run(s) per variant, least CPU kept"
@@ -26,7 +28,7 @@ printf '# cpu_s\twall_s\tfe_ms\tnvvm_ms\tptxas_ms\tload\tregisters\t\tspill\turi
 for dt in $DTYPES; do
   for d in $DIMS; do
     for c in 0 1; do
-      for uri in $("$CLI" generate --dtype "$dt" --head-dim "$d" --causal $c --arch "$ARCH" 2>/dev/null | grep "^$FAMILY"); do
+      for uri in $("$CLI" generate --dtype "$dt" --head-dim "$d" --causal $c --operation $OPERATION --arch "$ARCH" 2>/dev/null | grep "^$FAMILY"); do
         "$CLI" generate --variant "$uri" -o "$tmp/k.cu" || exit 1
         best=""
         for ((r = 0; r < REPEAT; ++r)); do
