@@ -15,6 +15,7 @@
 #include "flashtune/space.h"
 #include "tuner/compile_queue.h"
 #include "tuner/gpu_protocol.h"
+#include "tuner/prefetch.h"
 
 namespace flashtune {
 namespace {
@@ -83,7 +84,7 @@ class GpuMeasurer final : public Measurer {
     return out;
   }
 
-  void Prefetch(const Problem& problem) override { CompileClass(ClassOf(problem)); }
+  void Prefetch(const Problem& problem) override { QueueSpaces(ClassOf(problem), detail::PrefetchFamilies(problem)); }
 
   Result<int> CompiledRegisters(const Variant& variant) override {
     const Compiled& c = CompiledFor(variant);
@@ -107,25 +108,29 @@ class GpuMeasurer final : public Measurer {
     return Source{v, v.Uri(), v.Uri(), it->second, Sha256Hex(it->second)};
   }
 
-  // The first time a class is seen, queues its whole space (the trusted variant first) for
-  // compilation on background threads: NVRTC then works while the GPU measures, and a
-  // candidate needed before its turn is compiled at once (CompileQueue::Get).
-  void CompileClass(const ProblemClass& cls) {
+  // Queues, the first time each (class, family) is seen, that family's space in `cls` for
+  // compilation on the background threads (the class's trusted variant first), so NVRTC works
+  // while the GPU measures; a candidate needed before its turn is compiled at once
+  // (CompileQueue::Get). Only the families the caller names: those that serve the problem at
+  // hand (tuner/prefetch.h says why), or the one family of a variant asked for by itself.
+  void QueueSpaces(const ProblemClass& cls, const std::vector<std::string>& families) {
     // The operation too: a backward class shares dtype, head dim and mask with a forward one
-    // but none of its variants (keyed without it, fa2_bwd compiled one candidate at a time).
-    const std::string key = std::string(OperationName(cls.operation)) + std::string(DTypeName(cls.dtype)) +
-                            std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
-    if (!compiled_classes_.insert(key).second) return;
-    SpaceOptions space_options;
-    space_options.arch = device_.Arch();
-    space_options.max_smem_bytes = device_.max_smem_per_block_optin;
-    std::vector<Variant> variants{DefaultVariant(cls, device_.max_smem_per_block_optin, device_.Arch())};
-    if (auto space = EnumerateSpace(cls, space_options); space.ok())
-      variants.insert(variants.end(), space->begin(), space->end());
+    // but none of its variants.
+    const std::string class_key = std::string(OperationName(cls.operation)) + std::string(DTypeName(cls.dtype)) +
+                                  std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
+    std::vector<Variant> variants;
+    for (const std::string& family : families) {
+      if (!queued_spaces_.insert(class_key + " " + family).second) continue;
+      std::vector<Variant> space =
+          detail::FamilySpace(cls, family, device_.Arch(), device_.max_smem_per_block_optin);
+      variants.insert(variants.end(), space.begin(), space.end());
+    }
+    if (variants.empty()) return;
+    variants.insert(variants.begin(), DefaultVariant(cls, device_.max_smem_per_block_optin, device_.Arch()));
     std::vector<CompileRequest> requests;
     for (const Variant& v : variants)
       if (const Compiled& c = Prepare(v); c.request) requests.push_back(*c.request);
-    compile_queue_.Enqueue(requests);
+    compile_queue_.Enqueue(requests);  // a name already queued, running or done is skipped
   }
 
   // The variant's source and compile request, generated once; a source error is final.
@@ -144,7 +149,7 @@ class GpuMeasurer final : public Measurer {
   }
 
   const Compiled& CompiledFor(const Variant& v) {
-    CompileClass(ClassOf(v));
+    QueueSpaces(ClassOf(v), {v.family});
     Compiled& c = Prepare(v);  // also a hand-picked variant outside the enumerated space
     if (c.request && !c.fetched) {
       c.cubin = compile_queue_.Get(*c.request);
@@ -156,6 +161,7 @@ class GpuMeasurer final : public Measurer {
   Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify) {
     Measurement m;
     const auto t0 = std::chrono::steady_clock::now();
+    QueueSpaces(ClassOf(problem), detail::PrefetchFamilies(problem));  // the rest of this problem's candidates
     const Compiled& candidate = CompiledFor(variant);
     m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     m.source_hash = candidate.source_hash;
@@ -215,7 +221,7 @@ class GpuMeasurer final : public Measurer {
   std::unique_ptr<WorkerProcess> worker_;
   DeviceInfo device_;
   std::string driver_version_;
-  std::set<std::string> compiled_classes_;
+  std::set<std::string> queued_spaces_;  // "<class> <family>" whose space is queued
   std::map<std::string, Compiled> compiled_;
 };
 

@@ -1,9 +1,10 @@
 // flashtune/gpu_measurer.h — the tuner's real Measurer: compiles a variant with NVRTC (through
 // the cubin cache), then verifies and times it on one GPU inside a supervised worker process.
-// The first candidate of a class queues the class's whole space for compilation on background
-// threads (lower CPU priority), so NVRTC works while the GPU measures; a candidate needed
-// before its turn is compiled at once. Prefetch(problem) queues another class's space early:
-// the tuner announces the next class while the current one measures.
+// The first candidate of a problem queues the problem's candidates (the class's space of each
+// family that serves the problem, tuner/prefetch.h) for compilation on background threads
+// (lower CPU priority), so NVRTC works while the GPU measures; a candidate needed before its
+// turn is compiled at once. Prefetch(problem) queues another problem's candidates early: the
+// tuner announces the next class while the current one measures.
 //
 // Per candidate, in the worker: load the cubin; run it on two ragged verification shapes of
 // the problem's class (GQA, Nq != Nk, rows that see no key when causal) and compare with the

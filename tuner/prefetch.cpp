@@ -1,0 +1,26 @@
+// What the GPU measurer compiles ahead; see tuner/prefetch.h.
+#include "tuner/prefetch.h"
+
+#include "generator/family.h"
+
+namespace flashtune::detail {
+
+std::vector<std::string> PrefetchFamilies(const Problem& problem) {
+  std::vector<std::string> names;
+  for (const Family* f : FamiliesFor(problem)) names.emplace_back(f->name());
+  return names;
+}
+
+std::vector<Variant> FamilySpace(const ProblemClass& cls, const std::string& family, const std::string& arch,
+                                 int64_t max_smem_bytes) {
+  SpaceOptions options;
+  options.arch = arch;
+  options.max_smem_bytes = max_smem_bytes;
+  options.families = {family};
+  auto space = EnumerateSpace(cls, options);
+  // An error here means no variant of this family fits (or no such family): nothing to queue;
+  // the candidate that asked for it is compiled, and fails, on its own.
+  return space.ok() ? std::move(*space) : std::vector<Variant>{};
+}
+
+}  // namespace flashtune::detail

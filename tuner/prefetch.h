@@ -1,0 +1,29 @@
+// What the GPU measurer compiles ahead, on its background threads, for a problem: the variants
+// of the families the tuner will search for that problem, and only those. A class's space
+// holds every family of its operation, but a family serves only some problems
+// (Family::PreferenceFor): decode_fwd's variants (half of a d64 or d96 class's space) never
+// run on a prefill problem, so compiling them ahead only made the candidates that do run wait
+// behind them (on a cold tune's first class, about one second per candidate on the H200).
+//
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flashtune/space.h"
+
+namespace flashtune::detail {
+
+// The families that serve `problem`, most preferred first (FamiliesFor's order: the ones the
+// search is likely to try first), as names.
+std::vector<std::string> PrefetchFamilies(const Problem& problem);
+
+// The variants of `family` in `cls`'s space on `arch` with `max_smem_bytes` of shared
+// memory, in the space's order; empty where the family has none there (e.g. hopper_fwd
+// below sm_90a).
+std::vector<Variant> FamilySpace(const ProblemClass& cls, const std::string& family, const std::string& arch,
+                                 int64_t max_smem_bytes);
+
+}  // namespace flashtune::detail
