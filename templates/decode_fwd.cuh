@@ -307,10 +307,11 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the dependent (the combine, or the next call's kernel) be scheduled once every block is
-  // past its key loop: its launch latency hides under the merge and the epilogue. Triggering at
-  // the start instead kept its blocks resident and waiting for the whole main kernel (B8 x 128k
-  // 3.5% slower). Correctness does not depend on the place: the dependent's griddepcontrol.wait
-  // waits for this grid's completion and its memory flush.
+  // past its key loop: its launch latency hides under the merge and the epilogue, and its blocks
+  // do not sit on the SMs waiting through the whole key loop (a trigger at the start: B8 x 128k
+  // 2.4-2.9% slower in eager calls, docs/perf-notes.md "Decode round 4"). Correctness does not
+  // depend on the place: the dependent's griddepcontrol.wait waits for this grid's completion
+  // and its memory flush.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   __syncthreads();  // the K/V buffers become the merge area
