@@ -6,7 +6,8 @@
 # baseline, bench/varlen_bench.py --mixed-only, and Nsight Compute on three shapes
 # (bench/decode_profile.py); step `sweep` times a few decode_fwd variants through `flashtune
 # bench` (checked, interleaved rounds) on B1 x 8k and B64 x 32k (SWEEP_LIST, SWEEP_SHAPES: other
-# URIs, "B Nk" pairs). Logs go to $OUT; a short
+# URIs, "B Nk" pairs); step `tune` tunes the decode buckets (budgeted; TUNE_ARGS) into
+# $OUT/tuned.db and step `tuned` runs the benchmark through it. Logs go to $OUT; a short
 # summary is printed last. BASELINE: the libraries decode_bench.py compares against.
 # usage: [STEPS=...] [BASELINE=LIB[,LIB...]] [FALLBACK=LIB] bash bench/decode_round.sh DIR
 #        (DIR: bench/pack_for_gpu.sh's folder, with bench/ and python/flashtune/ copied beside
@@ -51,6 +52,21 @@ if want bench; then
   summary+=("decode bench: exit $? in $(( $(date +%s) - s )) s")
   python3 "$ROOT/bench/decode_table.py" "$OUT/decode_bench.json" > "$OUT/decode_table.md" 2>&1
 fi
+if want tune; then  # the issue's decode buckets (bf16 d128 GQA-8 by default), budgeted, into $OUT/tuned.db
+  s=$(date +%s)
+  timeout ${TUNE_S:-120} "$C/flashtune" tune --db "$OUT/tuned.db" --decode only --dtypes bf16 --head-dims 128 \
+    --strategy budgeted ${TUNE_ARGS:-} > "$OUT/tune.log" 2>&1
+  summary+=("tune: exit $? in $(( $(date +%s) - s )) s")
+  "$C/flashtune" db export --format csv --db "$OUT/tuned.db" --table winners > "$OUT/tuned_winners.csv" 2>&1
+fi
+if want tuned; then  # the primary library through the tuned database (what the issue's speed is measured by)
+  s=$(date +%s)
+  mkdir -p "$OUT/tuned"
+  timeout ${TUNED_S:-40} python3 "$ROOT/bench/decode_bench.py" "$LIB" --db "$OUT/tuned.db" --out "$OUT/tuned" \
+    ${TUNED_ARGS:-} > "$OUT/tuned/decode_bench.log" 2>&1
+  summary+=("tuned decode bench: exit $? in $(( $(date +%s) - s )) s")
+  python3 "$ROOT/bench/decode_table.py" "$OUT/tuned/decode_bench.json" > "$OUT/tuned/decode_table.md" 2>&1
+fi
 if want mixed; then
   s=$(date +%s)
   timeout ${MIXED_S:-25} python3 "$ROOT/bench/varlen_bench.py" "$LIB" --out "$OUT" --mixed-only \
@@ -80,6 +96,7 @@ fi
 echo "=== decode bench"
 if [ -s "$OUT/decode_table.md" ] && [ -s "$OUT/decode_bench.json" ]; then cat "$OUT/decode_table.md"
 else grep -E "^B|^stream|rror" "$OUT/decode_bench.log" 2>/dev/null | cut -c1-300 | tail -14; fi
+want tuned && echo "=== tuned (--db)" && cat "$OUT/tuned/decode_table.md" 2>/dev/null
 want sweep && echo "=== sweep" && grep -E "decode_fwd|exit" "$OUT/sweep.log" 2>/dev/null | cut -c1-150
 want mixed && echo "=== mixed" && grep -E "^(full|causal)|output check" "$OUT/varlen_mixed_bench.log" | tail -14
 want ncu && echo "=== ncu" && python3 - "$OUT/ncu.csv" <<'PY' 2>&1 | tail -24

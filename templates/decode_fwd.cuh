@@ -156,11 +156,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // sm_90+: this kernel is launched as a programmatic dependent of whatever kernel precedes it
   // on the stream (it may have written q, the cache or the tables, or read this call's
-  // workspace): wait for it to finish before any global memory access. Then let the combine,
-  // this grid's own programmatic dependent, be scheduled: its blocks wait in
-  // griddepcontrol.wait, so its launch latency hides under this kernel instead of following it.
+  // workspace): wait for it to finish before any global memory access. The trigger for this
+  // grid's own dependent comes after the key loop (below).
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   const Work w = plan_work(p);
   const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
@@ -307,6 +305,15 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
     cp_async_wait<0>();
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Let the dependent (the combine, or the next call's kernel) be scheduled once every block is
+  // past its key loop: its launch latency hides under the merge and the epilogue, and its blocks
+  // do not sit on the SMs waiting through the whole key loop (a trigger at the start: B8 x 128k
+  // 2.4-2.9% slower in eager calls, docs/perf-notes.md "Decode round 4"). Correctness does not
+  // depend on the place: the dependent's griddepcontrol.wait waits for this grid's completion
+  // and its memory flush.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   __syncthreads();  // the K/V buffers become the merge area
 
   // Merge the warps: each publishes its rows' max and sum, then adds its rescaled O in turn.

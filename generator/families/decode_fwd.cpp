@@ -242,8 +242,9 @@ class DecodeFwd final : public Family {
     out->next_steps = 0;
     if (splits > 1) {
       // The combine: one block of four warps per output row; on sm_90 and newer launched as
-      // the split kernel's programmatic dependent (its launch gap hidden under that kernel;
-      // the template waits with griddepcontrol.wait).
+      // the split kernel's programmatic dependent (the split kernel triggers after its key
+      // loop, so the launch hides under its merge and epilogue; the template waits with
+      // griddepcontrol.wait).
       LaunchStep& combine = out->next[0];
       combine.overlap = out->cc_major >= 9;
       combine.kernel = 0;
