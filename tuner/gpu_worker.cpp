@@ -20,6 +20,7 @@
 #include "flashtune/space.h"
 #include "tuner/gpu_protocol.h"
 #include "tuner/gpu_worker_backward.h"
+#include "tuner/launch_timing.h"
 
 namespace flashtune::detail {
 
@@ -160,7 +161,7 @@ class GpuWorker {
     auto stream = Stream::Create(*context_);
     if (!stream.ok()) return stream.status();
     stream_ = std::make_unique<Stream>(std::move(*stream));
-    for (int i = 0; i < 2 * kMaxEvents; ++i) {
+    for (int i = 0; i < kEvents; ++i) {
       auto event = Event::Create(*context_);
       if (!event.ok()) return event.status();
       events_.push_back(std::move(*event));
@@ -352,7 +353,8 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  // Times `launch(i)` (input set i): warm-up by time, then CUDA events around each launch.
+  // Times `launch(i)` (input set i): warm-up by time, then groups of back-to-back launches
+  // between single events (launch_timing.h says why: PDL overlap and tails as users get them).
   Status Time(const std::function<Status(size_t)>& launch, const GpuMeasurerOptions& o, MeasureReply& reply) {
     // Warm up by time: clocks ramp, caches and TLBs settle.
     const auto start = std::chrono::steady_clock::now();
@@ -361,30 +363,25 @@ class GpuWorker {
       FT_RETURN_IF_ERROR(launch(n++));
       FT_RETURN_IF_ERROR(stream_->Synchronize());
     }
-    const int max_reps = std::clamp(o.max_reps, 1, kMaxEvents);
-    const int min_reps = std::clamp(o.min_reps, 1, max_reps);
-    std::vector<double> times;
-    double total_ms = 0;
-    while (int(times.size()) < max_reps && (int(times.size()) < min_reps || total_ms < o.timing_ms)) {
-      const size_t batch = std::min<size_t>(std::max(min_reps, 10), max_reps - times.size());
-      for (size_t i = 0; i < batch; ++i) {
-        FT_RETURN_IF_ERROR(events_[2 * i].Record(stream_->get()));
-        FT_RETURN_IF_ERROR(launch(n++));
-        FT_RETURN_IF_ERROR(events_[2 * i + 1].Record(stream_->get()));
-      }
-      FT_RETURN_IF_ERROR(stream_->Synchronize());
-      for (size_t i = 0; i < batch; ++i) {
-        auto ms = Event::ElapsedMs(events_[2 * i], events_[2 * i + 1]);
+    struct WorkerClock final : LaunchClock {
+      GpuWorker& w;
+      const std::function<Status(size_t)>& launch;
+      WorkerClock(GpuWorker& worker, const std::function<Status(size_t)>& l) : w(worker), launch(l) {}
+      int EventCount() const override { return int(w.events_.size()); }
+      Status Record(int event) override { return w.events_[event].Record(w.stream_->get()); }
+      Status Launch(size_t input) override { return launch(input); }
+      Status Synchronize() override { return w.stream_->Synchronize(); }
+      Result<double> ElapsedMs(int from, int to) override {
+        auto ms = Event::ElapsedMs(w.events_[from], w.events_[to]);
         if (!ms.ok()) return ms.status();
-        times.push_back(*ms * 1000.0);
-        total_ms += *ms;
+        return double(*ms);
       }
-    }
-    std::sort(times.begin(), times.end());
-    auto quantile = [&](double f) { return times[std::min(times.size() - 1, size_t(f * (times.size() - 1) + 0.5))]; };
-    reply.median_us = quantile(0.5);
-    reply.iqr_us = quantile(0.75) - quantile(0.25);
-    reply.reps = int(times.size());
+    } clock(*this, launch);
+    auto timing = TimeLaunchGroups(clock, n, o.min_reps, std::min(o.max_reps, kMaxLaunches), o.timing_ms);
+    if (!timing.ok()) return timing.status();
+    reply.median_us = timing->median_us;
+    reply.iqr_us = timing->iqr_us;
+    reply.reps = timing->reps;
     return Status::Ok();
   }
 
@@ -399,7 +396,8 @@ class GpuWorker {
     }
   };
 
-  static constexpr int kMaxEvents = 128;
+  static constexpr int kMaxLaunches = 128;  // timed launches per candidate, at most (as before groups)
+  static constexpr int kEvents = 129;        // one per group boundary: 128 groups per batch
   const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int ordinal_;
   Driver* driver_ = nullptr;

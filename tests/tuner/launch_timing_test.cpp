@@ -1,0 +1,121 @@
+// The GPU worker's launch timing (tuner/launch_timing.h) against a recording clock: a simulated
+// stream where a launch that directly follows another overlaps with it (as programmatic
+// dependent launches do) and one after an event record or a synchronisation does not.
+#include "tuner/launch_timing.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace flashtune::detail {
+namespace {
+
+// Launch costs kIsolatedUs after an event or sync, kChainedUs right after another launch.
+constexpr double kIsolatedUs = 12.0, kChainedUs = 10.0;
+
+class RecordingClock final : public LaunchClock {
+ public:
+  explicit RecordingClock(int events) : stamps_(events, -1.0) {}
+  int EventCount() const override { return int(stamps_.size()); }
+  Status Record(int event) override {
+    ops_ += 'E';
+    stamps_[event] = now_us_;
+    last_was_launch_ = false;
+    return Status::Ok();
+  }
+  Status Launch(size_t input) override {
+    ops_ += 'L';
+    inputs_.push_back(input);
+    now_us_ += (last_was_launch_ ? kChainedUs : kIsolatedUs) + jitter_us_ * double(inputs_.size() % 3);
+    last_was_launch_ = true;
+    return Status::Ok();
+  }
+  Status Synchronize() override {
+    ops_ += 'S';
+    last_was_launch_ = false;
+    return Status::Ok();
+  }
+  Result<double> ElapsedMs(int from, int to) override {
+    if (stamps_[from] < 0 || stamps_[to] < 0) return Status(Code::kInternal, "event not recorded");
+    return (stamps_[to] - stamps_[from]) / 1000.0;
+  }
+
+  std::string ops_;  // E record, L launch, S synchronise, in order
+  std::vector<size_t> inputs_;
+  double jitter_us_ = 0;
+
+ private:
+  std::vector<double> stamps_;
+  double now_us_ = 0;
+  bool last_was_launch_ = false;
+};
+
+TEST(LaunchTiming, LaunchesOfAGroupRunBackToBackBetweenSingleEvents) {
+  RecordingClock clock(129);
+  auto t = TimeLaunchGroups(clock, 7, /*min_reps=*/20, /*max_reps=*/100, /*timing_ms=*/1e9);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const int k = LaunchesPerGroup(100);
+  ASSERT_EQ(k, 10);
+  EXPECT_EQ(t->reps, 100);
+  // Every batch: a lead launch, then E followed by groups of exactly k launches each closed by E.
+  const std::string group = std::string(size_t(k), 'L') + "E";
+  size_t pos = 0, groups = 0;
+  while (pos < clock.ops_.size()) {
+    ASSERT_EQ(clock.ops_.substr(pos, 2), "LE") << "at " << pos << " in " << clock.ops_;
+    pos += 2;
+    while (clock.ops_.compare(pos, group.size(), group) == 0) {
+      pos += group.size();
+      ++groups;
+    }
+    ASSERT_EQ(clock.ops_[pos], 'S') << "at " << pos << " in " << clock.ops_;
+    ++pos;
+  }
+  EXPECT_EQ(groups, 10u);
+  // The group's time over its launches: one unoverlapped launch (after the event) and k-1
+  // chained ones. Per-launch event pairs would have measured kIsolatedUs.
+  EXPECT_DOUBLE_EQ(t->median_us, (kIsolatedUs + (k - 1) * kChainedUs) / k);
+  EXPECT_DOUBLE_EQ(t->iqr_us, 0.0);
+  // Input sets rotate from the caller's next index, lead launches included.
+  ASSERT_FALSE(clock.inputs_.empty());
+  for (size_t i = 0; i < clock.inputs_.size(); ++i) EXPECT_EQ(clock.inputs_[i], 7 + i);
+}
+
+TEST(LaunchTiming, RepsCountLaunchesWithinMinAndMaxInWholeGroups) {
+  RecordingClock quick(129);  // timing_ms reached at once: stops after min_reps, rounded up
+  auto t = TimeLaunchGroups(quick, 0, 25, 100, 0.0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->reps, 30);
+  RecordingClock small(129);  // few reps: smaller groups so that max_reps still gives 4 samples
+  t = TimeLaunchGroups(small, 0, 4, 8, 1e9);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(LaunchesPerGroup(8), 2);
+  EXPECT_EQ(t->reps, 8);
+  RecordingClock one(129);
+  t = TimeLaunchGroups(one, 0, 1, 1, 1e9);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->reps, 1);
+  EXPECT_DOUBLE_EQ(t->median_us, kIsolatedUs);
+}
+
+TEST(LaunchTiming, IqrSpreadsOverGroupMeans) {
+  RecordingClock clock(129);
+  clock.jitter_us_ = 3.0;  // launches cost 0, 3 or 6 us extra in turn: group means differ
+  auto t = TimeLaunchGroups(clock, 0, 40, 40, 1e9);  // groups of 10, 4 samples
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->reps, 40);
+  EXPECT_GT(t->iqr_us, 0.0);
+  EXPECT_GT(t->median_us, kChainedUs);
+  EXPECT_LT(t->median_us, kIsolatedUs + 6.0);
+}
+
+TEST(LaunchTiming, TooFewEventsIsAnError) {
+  RecordingClock clock(1);
+  auto t = TimeLaunchGroups(clock, 0, 10, 10, 1e9);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("2 events"), std::string::npos);
+  EXPECT_TRUE(clock.ops_.empty());
+}
+
+}  // namespace
+}  // namespace flashtune::detail
