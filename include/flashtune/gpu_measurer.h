@@ -11,8 +11,10 @@
 // float64 CPU reference (‖o−ref‖/‖ref‖ ≤ 1e-2 bf16, 2e-3 fp16; lse within 1e-3); run it on the
 // timed shape and compare with the trusted variant's output (DefaultVariant of the class,
 // itself checked against the reference); then time it: warm-up by time, at least 20 launches
-// bracketed by CUDA events, inputs rotated across enough copies to exceed the L2 three times,
-// median and IQR. Outputs are poisoned (NaN) before every checked run.
+// queued back to back in groups of up to 10 with one CUDA event between groups (so consecutive
+// launches overlap as in a user's stream or graph: programmatic dependent launch), inputs rotated
+// across enough copies to exceed the L2 three times, median and IQR of the groups' per-launch
+// means. Outputs are poisoned (NaN) before every checked run.
 // A compile error, an out-of-resources launch, a wrong result, a fault and a timeout each
 // come back as a Measurement whose status says so; after a fault or a timeout the worker is
 // restarted, so the run goes on.
@@ -41,8 +43,8 @@ namespace flashtune {
 struct GpuMeasurerOptions {
   std::string cache_dir;      // cubin cache ("" = default, "-" = off)
   int compile_threads = 0;    // background compile threads; 0 = all cores
-  int min_reps = 20;          // timed launches, at least
-  int max_reps = 100;         // and at most
+  int min_reps = 20;          // timed launches, at least (rounded up to whole groups)
+  int max_reps = 100;         // and at most (and at most 128)
   double warmup_ms = 25;      // warm-up by time before timing
   double timing_ms = 150;     // stop adding reps past this much kernel time (after min_reps)
   double timeout_s = 60;      // per candidate, in the worker; then it is killed: kTimeout
