@@ -96,12 +96,32 @@ TEST(Space, IsDeterministicAndOrdered) {
   auto b = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
-  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn64_rm1_w4_s2_cs1_full");  // families in name order
+  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn32_rm1_w2_s2_cs2_full");  // families in name order
   for (const Variant& v : *a) {
     EXPECT_EQ(v.dtype, DType::kBF16);
     EXPECT_EQ(v.head_dim, 96);
     EXPECT_FALSE(v.causal);
   }
+}
+
+// decode_fwd's default space holds 32-key steps (round 3's fastest at B1 x 2k) only as the
+// two-warp, one-tile configurations that have run on the GPU, and no other two-warp variant:
+// 42 + 4 candidates at d128.
+TEST(DecodeSpace, SearchesBn32OnlyAsTwoWarpsOneTile) {
+  SpaceOptions o;
+  o.families = {"decode_fwd"};
+  auto space = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, o);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  EXPECT_EQ(space->size(), 46u);
+  std::vector<std::string> bn32;
+  for (const Variant& v : *space) {
+    if (v.Param("w") == 2) bn32.push_back(v.Uri());
+    if (v.Param("bn") == 32) EXPECT_EQ(v.Param("w"), 2) << v.Uri();
+  }
+  EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_full"}));
 }
 
 TEST(Space, RespectsNarrowedOptions) {
