@@ -49,7 +49,7 @@ double Median(std::vector<double> v) {
 
 // The variants the --variant argument names: "all" (the class's space) or a comma list of URIs.
 Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem& problem) {
-  if (arg == "all") return EnumerateSpaceFor(problem);  // the families that serve this shape
+  if (arg == "all") return EnumerateSpaceFor(problem);  // what the tuner searches for this shape
   std::vector<Variant> out;
   std::stringstream list(arg);
   std::string uri;
@@ -128,7 +128,8 @@ int RunBench(const std::vector<std::string>& args) {
       ("operation", po::value(&operation_text), "fwd (the forward pass, default) | bwd (the backward pass: "
                                                 "dq, dk, dv, checked against the float64 reference too)")
       ("variant", po::value(&variant_arg),
-       "a variant URI, a comma list of URIs, or all (default): the whole space of the class")
+       "a variant URI, a comma list of URIs, or all (default): the space the tuner searches for the "
+       "shape (a decode shape's prefill variants are named by URI)")
       ("rounds", po::value(&rounds), "time every variant this many times, alternating the order (default 1); "
                                      "the reported median is the median of the rounds' medians")
       ("device", po::value(&device), "GPU index (default 0)")

@@ -188,6 +188,17 @@ int ThreadsPerBlock(const Variant& v) {
   return f ? f->Threads(v) : 0;
 }
 
+std::vector<const Family*> FamiliesSearchedFor(const Problem& problem, const Target& target) {
+  const ProblemClass cls = ClassOf(problem);
+  std::vector<const Family*> serving, alone;
+  for (const Family* f : FamiliesFor(problem)) {
+    if (!f->Serves(cls, target)) continue;
+    serving.push_back(f);
+    if (f->SearchedAloneFor(problem)) alone.push_back(f);
+  }
+  return alone.empty() ? serving : alone;
+}
+
 std::vector<const Family*> FamiliesFor(const Problem& problem) {
   std::vector<const Family*> out;
   for (const Family* f : Families())

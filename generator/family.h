@@ -85,6 +85,14 @@ class Family {
     const bool layout = problem.layout == Layout::kDense || (problem.layout == Layout::kVarlen && reads_varlen());
     return ServesOperation(problem) && layout ? preference() : -1;
   }
+  // Whether the tuner searches this family alone for `problem` (which it serves): its A/Bs
+  // showed every other family that serves such a problem losing by a wide margin, so their
+  // candidates would only spend a budgeted search's measurements. Only the search narrows: the
+  // planner still falls back to the other families (PreferenceFor). Default: no.
+  virtual bool SearchedAloneFor(const Problem& problem) const {
+    (void)problem;
+    return false;
+  }
   // Whether its kernels read packed varlen batches (ForwardArgs::varlen's cu_seqlens).
   virtual bool reads_varlen() const { return false; }
   // Whether `problem` asks for the operation the family computes.
@@ -207,6 +215,11 @@ int ThreadsPerBlock(const Variant& v);
 
 // The families that can serve `problem` (PreferenceFor >= 0), most preferred first.
 std::vector<const Family*> FamiliesFor(const Problem& problem);
+
+// The families the tuner searches for `problem` on `target`: those of FamiliesFor that serve the
+// class there, in its order; only those among them that are searched alone for the problem
+// (SearchedAloneFor) when any is.
+std::vector<const Family*> FamiliesSearchedFor(const Problem& problem, const Target& target);
 
 // Validates args for `v` (ValidateForwardArgs, CheckArgsMatchVariant, the workspace the
 // family needs, the family's CanRun) and packs them. On error nothing is written that a launch could use.

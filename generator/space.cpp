@@ -89,10 +89,14 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& pc, const SpaceO
 Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const SpaceOptions& opt) {
   auto all = EnumerateSpace(ClassOf(problem), opt);
   if (!all.ok()) return all;
+  // Families the caller named are searched as named; otherwise the tuner's choice.
+  const std::vector<const Family*> searched = FamiliesSearchedFor(problem, Target{opt.arch, opt.max_smem_bytes});
   std::vector<Variant> out;
   for (Variant& v : *all) {
     const Family* f = FindFamily(v.family);
-    if (f != nullptr && f->PreferenceFor(problem) >= 0) out.push_back(std::move(v));
+    if (f == nullptr || f->PreferenceFor(problem) < 0) continue;
+    if (opt.families.empty() && std::find(searched.begin(), searched.end(), f) == searched.end()) continue;
+    out.push_back(std::move(v));
   }
   if (out.empty()) return Invalid("no kernel family serves " + problem.ToString() + " on " + opt.arch);
   return out;

@@ -5,9 +5,9 @@
 
 namespace flashtune::detail {
 
-std::vector<std::string> PrefetchFamilies(const Problem& problem) {
+std::vector<std::string> PrefetchFamilies(const Problem& problem, const std::string& arch) {
   std::vector<std::string> names;
-  for (const Family* f : FamiliesFor(problem)) names.emplace_back(f->name());
+  for (const Family* f : FamiliesSearchedFor(problem, Target{arch})) names.emplace_back(f->name());
   return names;
 }
 

@@ -16,9 +16,9 @@
 
 namespace flashtune::detail {
 
-// The families that serve `problem`, most preferred first (FamiliesFor's order: the ones the
-// search is likely to try first), as names.
-std::vector<std::string> PrefetchFamilies(const Problem& problem);
+// The families the tuner searches for `problem` on `arch` (FamiliesSearchedFor), most preferred
+// first (the ones the search is likely to try first), as names.
+std::vector<std::string> PrefetchFamilies(const Problem& problem, const std::string& arch = "sm_90a");
 
 // The variants of `family` in `cls`'s space on `arch` with `max_smem_bytes` of shared
 // memory, in the space's order; empty where the family has none there (e.g. hopper_fwd

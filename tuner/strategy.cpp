@@ -265,9 +265,10 @@ class Budgeted final : public Strategy {
 
   // A follower measures 14% of the space, at least 4: fa2_fwd's spaces and d96-d256 (22-28
   // candidates) keep the four measurements that sufficed there (two best, B_r and B_c probes);
-  // the larger ones (d128 41, d64 59, decode 65) add the switch flips from 6 measurements on and
-  // the polish around the best from 8 (bench/data/h200-2026-12-01-online2: without them, d64
-  // causal N 8k-16k kept the 64-row tile, 11-14% slower).
+  // the larger ones (d128 41, d64 59) add the switch flips from 6 measurements on and the polish
+  // around the best from 8 (bench/data/h200-2026-12-01-online2: without them, d64 causal N
+  // 8k-16k kept the 64-row tile, 11-14% slower). A d128 decode bucket (46 candidates, decode_fwd
+  // alone) gets 7: the flips, no polish.
   static constexpr double kPriorFraction = 0.14;
   static constexpr int64_t kFollowerMinimum = 4;
   static constexpr int64_t kFlipsFrom = 6;
@@ -286,7 +287,7 @@ std::unique_ptr<Strategy> MakeBudgetedStrategy(double default_fraction) {
 namespace {
 
 // The calls most models make (Llama, Mistral, Qwen: d128 prefill), searched exhaustively under
-// "auto". d64's space (59 candidates a problem on sm_90a), the GQA and decode buckets' (41 and 65
+// "auto". d64's space (59 candidates a problem on sm_90a), the GQA and decode buckets' (41 and 46
 // at d128) and the backward pass's would take the default set past ten minutes.
 bool AutoSearchesExhaustively(const Problem& p) {
   return p.head_dim == 128 && p.operation == Operation::kForward && p.heads_q == p.heads_kv &&

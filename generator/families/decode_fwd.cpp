@@ -115,6 +115,27 @@ class DecodeFwd final : public Family {
     if (Log2Ceil(p.seqlen_q) <= kDecodeQueryBucket) return 20;  // the decode buckets
     return p.layout == Layout::kPaged ? 0 : -1;
   }
+  // Searched alone (no prefill family) where it was measured to win by far: decode_tune_check's
+  // budgeted tunes of the 11 decode buckets (bf16 d128 dense, Hq 32 Hkv 8, one query row, B 1-64
+  // x 2k-128k keys) timed hopper_fwd and fa2_fwd at 2.0-11x decode_fwd's best, never better
+  // (bench/data/h200-2026-12-02-decode4/tune.log, docs/perf-notes.md "Decode round 6"). The rule
+  // covers what follows from those runs without new measurements:
+  //  - every row sharing a K/V head in one 16-row MMA tile (Hq/Hkv * Nq <= 16): decode_fwd then
+  //    runs the same instructions as at one row, and a prefill tile (>= 64 rows of one query
+  //    head) the same as at Nq 1, so the measured ratio holds;
+  //  - GQA groups of 4 or more: a prefill kernel runs a block per query head, decode_fwd one per
+  //    K/V head, so a larger group only widens the gap; with MHA or pairs a prefill tile reads
+  //    no more than decode_fwd does and was not measured (at B64 it may come close);
+  //  - 1025 keys or more (the 2k bucket on): shorter caches were not measured, and there a
+  //    single prefill launch may beat decode's split and combine;
+  //  - d128, either dtype, causal or not (bottom-right causal with <= 16 rows masks only the last
+  //    key block); the dense layout. Other head dims and varlen were not measured.
+  bool SearchedAloneFor(const Problem& p) const override {
+    if (!ServesOperation(p) || p.layout != Layout::kDense || p.head_dim != 128) return false;
+    if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return false;
+    const int64_t group = p.heads_q / p.heads_kv;
+    return group >= 4 && group * p.seqlen_q <= 16 && Log2Ceil(p.seqlen_k) >= 11;
+  }
   bool reads_seqlens_k() const override { return true; }
   bool reads_varlen() const override { return true; }
   std::vector<std::string_view> extra_kernels() const override { return {"combine"}; }

@@ -70,8 +70,11 @@ Status CheckVariant(const Variant& variant, int64_t max_smem_bytes = kDefaultMax
 Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
                                             const SpaceOptions& options = {});
 
-// EnumerateSpace restricted to the families that can serve `problem` (its layout and sizes:
-// Family::PreferenceFor), e.g. no decode variants for a long prefill.
+// The tuner's candidates for `problem`: EnumerateSpace restricted to the families that can serve
+// it (its layout and sizes: Family::PreferenceFor), e.g. no decode variants for a long prefill,
+// and, unless `options.families` names them, to the family searched alone for it where one is
+// (Family::SearchedAloneFor: decode_fwd for few query rows per K/V head, where the prefill
+// families measured 2-11x slower). The runtime may still fall back to the others.
 Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const SpaceOptions& options = {});
 
 // The untuned choice for `problem` on `arch`: the default of the family that fits the problem

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include <string>
 
+#include "generator/family.h"
 #include "generator/kernel_abi.h"
 
 namespace flashtune {
@@ -116,12 +118,69 @@ TEST(DecodeSpace, SearchesBn32OnlyAsTwoWarpsOneTile) {
   std::vector<std::string> bn32;
   for (const Variant& v : *space) {
     if (v.Param("w") == 2) bn32.push_back(v.Uri());
-    if (v.Param("bn") == 32) EXPECT_EQ(v.Param("w"), 2) << v.Uri();
+    if (v.Param("bn") == 32) {
+      EXPECT_EQ(v.Param("w"), 2) << v.Uri();
+    }
   }
   EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_full",
                                             "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full",
                                             "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_full",
                                             "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_full"}));
+}
+
+// The decode buckets' search leaves the prefill families out only where decode_fwd was measured
+// to win by 2-11x (GQA group >= 4, every row of a K/V head in one 16-row tile, >= 1025 keys,
+// d128, dense); the planner may still fall back to them there.
+TEST(DecodeSpace, PrefillFamiliesAreSearchedOnlyWhereNotMeasuredToLose) {
+  auto families = [](const Problem& p, const SpaceOptions& o = {}) {
+    std::set<std::string> out;
+    auto space = EnumerateSpaceFor(p, o);
+    EXPECT_TRUE(space.ok()) << p.ToString() << ": " << space.status().ToString();
+    if (space.ok())
+      for (const Variant& v : *space) out.insert(v.family);
+    return out;
+  };
+  const std::set<std::string> decode_only{"decode_fwd"};
+  const std::set<std::string> all{"decode_fwd", "fa2_fwd", "hopper_fwd"};
+  const Problem measured{DType::kBF16, 128, false, 8, 1, 8192, 32, 8};  // a default decode bucket
+  EXPECT_EQ(families(measured), decode_only);
+  auto space = EnumerateSpaceFor(measured);
+  ASSERT_TRUE(space.ok());
+  EXPECT_EQ(space->size(), 46u);  // was 83 with hopper_fwd's 16 and fa2_fwd's 25
+  Problem p = measured;
+  p.seqlen_q = 4;  // 4 x 4 = 16 rows: still one tile (speculative decoding)
+  EXPECT_EQ(families(p), decode_only);
+  p.dtype = DType::kF16;
+  p.causal = true;
+  p.heads_kv = 4;  // GQA 8, 2 query rows
+  p.seqlen_q = 2;
+  EXPECT_EQ(families(p), decode_only);
+  p = measured;
+  p.seqlen_q = 8;  // 32 rows: two tiles, not measured
+  EXPECT_EQ(families(p), all);
+  p = measured;
+  p.heads_kv = 32;  // MHA: a prefill tile reads no more than decode_fwd, not measured
+  EXPECT_EQ(families(p), all);
+  p.heads_kv = 16;  // GQA 2
+  EXPECT_EQ(families(p), all);
+  p = measured;
+  p.seqlen_k = 1024;  // below the measured 2k bucket
+  EXPECT_EQ(families(p), all);
+  p.seqlen_k = 1025;
+  EXPECT_EQ(families(p), decode_only);
+  p = measured;
+  p.head_dim = 64;  // not measured
+  EXPECT_EQ(families(p), all);
+  // Named families are searched as named.
+  SpaceOptions named;
+  named.families = {"hopper_fwd", "decode_fwd"};
+  EXPECT_EQ(families(measured, named), (std::set<std::string>{"decode_fwd", "hopper_fwd"}));
+  named.families = {"fa2_fwd"};
+  EXPECT_EQ(families(measured, named), std::set<std::string>{"fa2_fwd"});
+  // The planner keeps its fallbacks: every family still serves the problem.
+  std::set<std::string> serving;
+  for (const Family* f : FamiliesFor(measured)) serving.insert(std::string(f->name()));
+  EXPECT_EQ(serving, all);
 }
 
 TEST(Space, RespectsNarrowedOptions) {

@@ -27,7 +27,7 @@ std::set<std::string> Uris(const std::vector<Variant>& variants) {
 // Everything the measurer queues for `problem`: each prefetch family's space.
 std::vector<Variant> Queued(const Problem& problem, const std::string& arch) {
   std::vector<Variant> all;
-  for (const std::string& family : PrefetchFamilies(problem)) {
+  for (const std::string& family : PrefetchFamilies(problem, arch)) {
     std::vector<Variant> space = FamilySpace(ClassOf(problem), family, arch, kH200Smem);
     all.insert(all.end(), space.begin(), space.end());
   }
@@ -46,6 +46,17 @@ TEST(PrefetchFamilies, ADecodeProblemPutsTheDecodeFamilyFirst) {
   const std::vector<std::string> families = PrefetchFamilies(Decode(128));
   ASSERT_FALSE(families.empty());
   EXPECT_EQ(families.front(), "decode_fwd");
+}
+
+// Where the tuner searches decode_fwd alone (Family::SearchedAloneFor), nothing else is
+// compiled ahead: Decode(128) is a default decode bucket (GQA 4, one row, 8k keys).
+TEST(PrefetchFamilies, ADecodeBucketSearchedAloneQueuesOnlyTheDecodeFamily) {
+  EXPECT_EQ(PrefetchFamilies(Decode(128)), std::vector<std::string>{"decode_fwd"});
+  EXPECT_EQ(PrefetchFamilies(Decode(128), "sm_80"), std::vector<std::string>{"decode_fwd"});
+  const std::vector<std::string> d64 = PrefetchFamilies(Decode(64));  // not measured at d64
+  EXPECT_EQ(std::count(d64.begin(), d64.end(), "fa2_fwd"), 1);
+  EXPECT_EQ(std::count(d64.begin(), d64.end(), "hopper_fwd"), 1);
+  EXPECT_EQ(PrefetchFamilies(Prefill(64), "sm_80"), std::vector<std::string>{"fa2_fwd"});
 }
 
 TEST(PrefetchFamilies, ABackwardProblemGetsOnlyTheBackwardFamily) {
