@@ -5,7 +5,8 @@
 //    by default, pruned by the target's limits (Space, Check);
 //  - its source: a constexpr prologue prepended to its template (Prologue, template_name);
 //  - which problems it is for (PreferenceFor: layouts, e.g. decode's few query rows), so the
-//    tuner searches and the planner picks only families that fit the problem;
+//    tuner searches and the planner picks only families that fit the problem; and where the
+//    tuner searches it alone (SearchedAloneFor: the others measured far slower there);
 //  - its launch: geometry, dynamic shared memory and argument packing for one call (Pack),
 //    and whether a given call is one its kernel can serve at all (CanRun: e.g. TMA needs
 //    16-byte-aligned strides), so the runtime can fall back to another family and say why;
