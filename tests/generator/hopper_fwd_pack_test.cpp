@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "flashtune/source.h"
 #include "flashtune/compiler.h"
@@ -250,6 +251,47 @@ TEST(HopperPack, NoOverlapTilesCompileAtTheirBlocksPerSm) {
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << bn;
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
   }
+}
+
+// FT_HOPPER_SPLIT_S (an A/B knob, off by default): a no-overlap block's S wgmma in two halves.
+// 64x128 without overlap built for three blocks per SM (FT_HOPPER_BLOCKS=3, against the
+// generator's two) stops ptxas at the S wgmma (C7602: insufficient registers (80)); with the
+// split it compiles at the launch bound's 80 registers, without spilling or serialised wgmmas.
+TEST(HopperPack, SplitSLetsNoOverlap64x128CompileAtThreeBlocks) {
+  HopperConfig c = {DType::kBF16, 64, true, 64, 128, 1, 2};
+  c.overlap = false;
+  ASSERT_EQ(HopperBlocksPerSm(c), 2);  // the knob is the template's: the generator's rule stands
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto request = [&](std::vector<std::string> defines) {
+    CompileRequest r =
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a");
+    for (auto& d : defines) r.options.push_back("-D" + d);
+    return r;
+  };
+  auto unsplit = compiler.Compile(request({"FT_HOPPER_BLOCKS=3"}));
+  ASSERT_FALSE(unsplit.ok());
+  EXPECT_NE(unsplit.status().log().find("C7602"), std::string::npos) << unsplit.status().log();
+  for (int bn : {128, 112}) {
+    c.block_n = bn;
+    auto split = compiler.Compile(request({"FT_HOPPER_BLOCKS=3", "FT_HOPPER_SPLIT_S=1"}));
+    ASSERT_TRUE(split.ok()) << split.status().ToString() << split.status().log();
+    EXPECT_EQ(split->resources.registers, 80) << bn;
+    EXPECT_EQ(split->resources.spill_store_bytes, 0) << bn;
+    EXPECT_EQ(split->log.find("C7520"), std::string::npos) << split->log;
+    EXPECT_EQ(split->log.find("C7515"), std::string::npos) << split->log;
+  }
+  // The knobs refuse what they were not made for, by name: the split with the overlap, a
+  // persistent variant's launch bound (the host sizes its grid by kBlocksPerSm).
+  c.overlap = true;
+  auto overlapped = compiler.Compile(request({"FT_HOPPER_SPLIT_S=1"}));
+  ASSERT_FALSE(overlapped.ok());
+  EXPECT_NE(overlapped.status().log().find("FT_HOPPER_SPLIT_S: variants without overlap"), std::string::npos)
+      << overlapped.status().log();
+  c.persistent = true;
+  auto persistent = compiler.Compile(request({"FT_HOPPER_BLOCKS=3"}));
+  ASSERT_FALSE(persistent.ok());
+  EXPECT_NE(persistent.status().log().find("FT_HOPPER_BLOCKS: 1-4 blocks per SM"), std::string::npos)
+      << persistent.status().log();
 }
 
 // A persistent block loops from its epilogue's per-thread branches back to the next tile's
