@@ -113,6 +113,14 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_SPLIT_S
 #define FT_HOPPER_SPLIT_S 0
 #endif
+// FT_HOPPER_DESC_ADD=1 (an A/B knob): each wgmma's shared-memory descriptor as the operand's
+// base descriptor plus the k-step's byte offset / 16 (one 64-bit add), instead of a new
+// descriptor from the address (mask, shift, or: 3-4 instructions each, which ptxas recomputes
+// in every K/V block under a tight launch bound). Exact: shared addresses stay below 2^18, so
+// the 14-bit start-address field never carries into the next field.
+#ifndef FT_HOPPER_DESC_ADD
+#define FT_HOPPER_DESC_ADD 0
+#endif
 // FT_HOPPER_BLOCKS=N (an A/B knob, non-persistent variants only: the host sizes persistent grids
 // by kBlocksPerSm): the launch bound's blocks per SM instead of the generator's kBlocksPerSm.
 #ifndef FT_HOPPER_BLOCKS
@@ -319,12 +327,21 @@ FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132",
 // memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
 // [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
 __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<kBlockN>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + kk * 32) / 16, (c | kk) != 0);
+#else
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
       Wgmma<kBlockN>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
                          make_desc(k_addr + c * kKVChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
+#endif
 }
 
 // FT_HOPPER_SPLIT_S: S's columns [N0, N0 + N) (keys N0.. of the block) into s, this thread's
@@ -332,21 +349,37 @@ __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32
 // column group i of 8 is s[4i .. 4i + 3]). K's key rows are 128 bytes apart in each chunk.
 template <int N, int N0>
 __device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 k_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<N>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + N0 * 128 + kk * 32) / 16,
+                   (c | kk) != 0);
+#else
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
       Wgmma<N>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
                    make_desc(k_addr + c * kKVChunkBytes + N0 * 128 + kk * 32, 16, 1024), (c | kk) != 0);
+#endif
 }
 
 // O[64 x D] += P[64 x kBlockN] V: kBlockN / 16 wgmmas, P from registers, V MN-major (its rows
 // are keys = the k dimension). Leading byte offset: the next 64 output columns (next chunk);
 // stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes.
 __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dv = make_desc(v_addr, kKVChunkBytes, 1024);
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDim>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
+#else
 #pragma unroll
   for (int kk = 0; kk < kBlockN / 16; ++kk)
     Wgmma<kHeadDim>::rs(o, p[kk], make_desc(v_addr + kk * 2048, kKVChunkBytes, 1024), 1);
+#endif
 }
 
 }  // namespace ft
