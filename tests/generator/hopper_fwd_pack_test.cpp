@@ -294,6 +294,26 @@ TEST(HopperPack, SplitSLetsNoOverlap64x128CompileAtThreeBlocks) {
       << persistent.status().log();
 }
 
+// FT_HOPPER_DESC_ADD (an A/B knob, off by default): wgmma descriptors as base + offset. One
+// tile of each kind compiles with it without spilling or serialised wgmmas (d256 128x80 spills
+// 24 bytes without it, docs/perf-notes.md).
+TEST(HopperPack, DescAddCompilesEveryKindOfTile) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  HopperConfig one = {DType::kBF16, 64, true, 64, 64, 1, 2};
+  HopperConfig persistent = {DType::kF16, 128, false, 128, 176, 2, 2};
+  persistent.persistent = true;
+  for (const HopperConfig& c : {one, persistent, HopperConfig{DType::kBF16, 256, true, 128, 80, 2, 2}}) {
+    CompileRequest r =
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a");
+    r.options.push_back("-DFT_HOPPER_DESC_ADD=1");
+    auto cubin = compiler.Compile(r);
+    ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
+}
+
 // A persistent block loops from its epilogue's per-thread branches back to the next tile's
 // wgmma; without a proven warp reconvergence there (the __syncwarp() closing a tile) ptxas
 // serialises every wgmma of the kernel (C7520), which cost 1.3-1.9x on the H200.
