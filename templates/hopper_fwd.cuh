@@ -107,9 +107,9 @@ constexpr int kTurnBarrier = 4;
 #endif
 // FT_HOPPER_SPLIT_S=1 (an A/B knob, not in the tuned space): without the overlap, issue a block's
 // S = Q K^T as two wgmma chains over the first kSplitN0 and the other keys of the block, two
-// commit groups (the softmax still waits for both). ptxas
-// (NVRTC 13.0) compiles an S wgmma with O live only when that wgmma's S and O fit the launch
-// bound's registers: halves let a 64x128 tile without overlap fit three blocks per SM (80).
+// commit groups (the softmax still waits for both). ptxas (NVRTC 13.0) compiles an S wgmma with
+// O live only when that wgmma's S and O fit the launch bound's registers: halves let a 64x128
+// tile without overlap fit three blocks per SM (80; with FT_HOPPER_BLOCKS=3).
 #ifndef FT_HOPPER_SPLIT_S
 #define FT_HOPPER_SPLIT_S 0
 #endif
