@@ -105,6 +105,27 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_SYNCWARP_TILE
 #define FT_HOPPER_SYNCWARP_TILE 1
 #endif
+// FT_HOPPER_SPLIT_S=1 (an A/B knob, not in the tuned space): without the overlap, issue a block's
+// S = Q K^T as two wgmma chains over the first kSplitN0 and the other keys of the block, two
+// commit groups (the softmax still waits for both). ptxas (NVRTC 13.0) compiles an S wgmma with
+// O live only when that wgmma's S and O fit the launch bound's registers: halves let a 64x128
+// tile without overlap fit three blocks per SM (80; with FT_HOPPER_BLOCKS=3).
+#ifndef FT_HOPPER_SPLIT_S
+#define FT_HOPPER_SPLIT_S 0
+#endif
+// FT_HOPPER_DESC_ADD=1 (an A/B knob): each wgmma's shared-memory descriptor as the operand's
+// base descriptor plus the k-step's byte offset / 16 (one 64-bit add), instead of a new
+// descriptor from the address (mask, shift, or: 3-4 instructions each, which ptxas recomputes
+// in every K/V block under a tight launch bound). Exact: shared addresses stay below 2^18, so
+// the 14-bit start-address field never carries into the next field.
+#ifndef FT_HOPPER_DESC_ADD
+#define FT_HOPPER_DESC_ADD 0
+#endif
+// FT_HOPPER_BLOCKS=N (an A/B knob, non-persistent variants only: the host sizes persistent grids
+// by kBlocksPerSm): the launch bound's blocks per SM instead of the generator's kBlocksPerSm.
+#ifndef FT_HOPPER_BLOCKS
+#define FT_HOPPER_BLOCKS 0
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -123,7 +144,8 @@ constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBytes + 2 * kStages 
 #ifndef FT_HOPPER_MAX_BLOCKS
 #define FT_HOPPER_MAX_BLOCKS 4
 #endif
-constexpr int kMinBlocks = kBlocksPerSm < FT_HOPPER_MAX_BLOCKS ? kBlocksPerSm : FT_HOPPER_MAX_BLOCKS;
+constexpr int kBlocksWanted = FT_HOPPER_BLOCKS > 0 ? FT_HOPPER_BLOCKS : kBlocksPerSm;
+constexpr int kMinBlocks = kBlocksWanted < FT_HOPPER_MAX_BLOCKS ? kBlocksWanted : FT_HOPPER_MAX_BLOCKS;
 constexpr int kProducerRegs = 24;
 constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
 constexpr int kConsumerRegsUncapped = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
@@ -140,6 +162,13 @@ static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
 static_assert(kBlocksPerSm >= 1 && kBlocksPerSm <= 4 && (kBlocksPerSm == 1 || kConsumerWarpgroups == 1),
               "blocks per SM must be 1, or 2-4 with one consumer warpgroup");
 static_assert(!kPingPong || kConsumerWarpgroups > 1, "ping-pong needs two or more consumer warpgroups");
+static_assert(FT_HOPPER_BLOCKS == 0 || (!kPersistent && kConsumerWarpgroups == 1 && FT_HOPPER_BLOCKS <= 4),
+              "FT_HOPPER_BLOCKS: 1-4 blocks per SM, one consumer warpgroup, non-persistent only");
+// The split's first half: half the keys rounded up to a whole wgmma k-step of K rows (16; an
+// 8-row swizzle atom divides it), so that both halves are valid wgmma widths.
+constexpr int kSplitN0 = (kBlockN / 2 + 15) / 16 * 16;
+static_assert(!FT_HOPPER_SPLIT_S || (!kOverlap && kBlockN >= 32),
+              "FT_HOPPER_SPLIT_S: variants without overlap and block_n >= 32 only");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
@@ -298,21 +327,59 @@ FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132",
 // memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
 // [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
 __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<kBlockN>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + kk * 32) / 16, (c | kk) != 0);
+#else
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
       Wgmma<kBlockN>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
                          make_desc(k_addr + c * kKVChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
+#endif
+}
+
+// FT_HOPPER_SPLIT_S: S's columns [N0, N0 + N) (keys N0.. of the block) into s, this thread's
+// N / 2 accumulators of them (the wgmma layout keeps a column range's accumulators contiguous:
+// column group i of 8 is s[4i .. 4i + 3]). K's key rows are 128 bytes apart in each chunk.
+template <int N, int N0>
+__device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 k_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<N>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + N0 * 128 + kk * 32) / 16,
+                   (c | kk) != 0);
+#else
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<N>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
+                   make_desc(k_addr + c * kKVChunkBytes + N0 * 128 + kk * 32, 16, 1024), (c | kk) != 0);
+#endif
 }
 
 // O[64 x D] += P[64 x kBlockN] V: kBlockN / 16 wgmmas, P from registers, V MN-major (its rows
 // are keys = the k dimension). Leading byte offset: the next 64 output columns (next chunk);
 // stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes.
 __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
+#if FT_HOPPER_DESC_ADD
+  const u64 dv = make_desc(v_addr, kKVChunkBytes, 1024);
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDim>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
+#else
 #pragma unroll
   for (int kk = 0; kk < kBlockN / 16; ++kk)
     Wgmma<kHeadDim>::rs(o, p[kk], make_desc(v_addr + kk * 2048, kKVChunkBytes, 1024), 1);
+#endif
 }
 
 }  // namespace ft
@@ -579,6 +646,21 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       gemm_qk(s_acc, sQw, sK + (j % kStages) * kKVBytes);
       wgmma_commit();
     };
+#if FT_HOPPER_SPLIT_S
+    // Two commit groups: keys [0, kSplitN0) of the block, then the rest.
+    auto issue_qk_split = [&](float (&s_acc)[kBlockN / 2], int j) {
+      constexpr int kN1 = kBlockN - kSplitN0;
+      mbar_wait(bar_k_full(j % kStages), (u32)(j / kStages) & 1u);
+      const u32 k_addr = sK + (j % kStages) * kKVBytes;
+      float(&lo)[kSplitN0 / 2] = *reinterpret_cast<float(*)[kSplitN0 / 2]>(&s_acc[0]);
+      float(&hi)[kN1 / 2] = *reinterpret_cast<float(*)[kN1 / 2]>(&s_acc[kSplitN0 / 2]);
+      wgmma_fence();
+      gemm_qk_part<kSplitN0, 0>(lo, sQw, k_addr);
+      wgmma_commit();
+      gemm_qk_part<kN1, kSplitN0>(hi, sQw, k_addr);
+      wgmma_commit();
+    };
+#endif
     auto issue_pv = [&](const u32 (&pf)[kBlockN / 16][4], int j, bool fence) {
       mbar_wait(bar_v_full(j % kStages), (u32)(j / kStages) & 1u);
       if (fence) wgmma_fence();
@@ -616,7 +698,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           float correction[2];
           const int j = kv + it;
           turn_wait();
+#if FT_HOPPER_SPLIT_S
+          issue_qk_split(acc_s, j);
+#else
           issue_qk(acc_s, j);
+#endif
           turn_pass();
           wgmma_wait<0>();
           s_landed(acc_s, j);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "flashtune/source.h"
 #include "flashtune/compiler.h"
@@ -248,6 +249,67 @@ TEST(HopperPack, NoOverlapTilesCompileAtTheirBlocksPerSm) {
     ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
     EXPECT_EQ(cubin->resources.registers, registers) << bn;
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << bn;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
+}
+
+// FT_HOPPER_SPLIT_S (an A/B knob, off by default): a no-overlap block's S wgmma in two halves.
+// 64x128 without overlap built for three blocks per SM (FT_HOPPER_BLOCKS=3, against the
+// generator's two) stops ptxas at the S wgmma (C7602: insufficient registers (80)); with the
+// split it compiles at the launch bound's 80 registers, without spilling or serialised wgmmas.
+TEST(HopperPack, SplitSLetsNoOverlap64x128CompileAtThreeBlocks) {
+  HopperConfig c = {DType::kBF16, 64, true, 64, 128, 1, 2};
+  c.overlap = false;
+  ASSERT_EQ(HopperBlocksPerSm(c), 2);  // the knob is the template's: the generator's rule stands
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto request = [&](std::vector<std::string> defines) {
+    CompileRequest r =
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a");
+    for (auto& d : defines) r.options.push_back("-D" + d);
+    return r;
+  };
+  auto unsplit = compiler.Compile(request({"FT_HOPPER_BLOCKS=3"}));
+  ASSERT_FALSE(unsplit.ok());
+  EXPECT_NE(unsplit.status().log().find("C7602"), std::string::npos) << unsplit.status().log();
+  for (int bn : {128, 112}) {
+    c.block_n = bn;
+    auto split = compiler.Compile(request({"FT_HOPPER_BLOCKS=3", "FT_HOPPER_SPLIT_S=1"}));
+    ASSERT_TRUE(split.ok()) << split.status().ToString() << split.status().log();
+    EXPECT_EQ(split->resources.registers, 80) << bn;
+    EXPECT_EQ(split->resources.spill_store_bytes, 0) << bn;
+    EXPECT_EQ(split->log.find("C7520"), std::string::npos) << split->log;
+    EXPECT_EQ(split->log.find("C7515"), std::string::npos) << split->log;
+  }
+  // The knobs refuse what they were not made for, by name: the split with the overlap, a
+  // persistent variant's launch bound (the host sizes its grid by kBlocksPerSm).
+  c.overlap = true;
+  auto overlapped = compiler.Compile(request({"FT_HOPPER_SPLIT_S=1"}));
+  ASSERT_FALSE(overlapped.ok());
+  EXPECT_NE(overlapped.status().log().find("FT_HOPPER_SPLIT_S: variants without overlap"), std::string::npos)
+      << overlapped.status().log();
+  c.persistent = true;
+  auto persistent = compiler.Compile(request({"FT_HOPPER_BLOCKS=3"}));
+  ASSERT_FALSE(persistent.ok());
+  EXPECT_NE(persistent.status().log().find("FT_HOPPER_BLOCKS: 1-4 blocks per SM"), std::string::npos)
+      << persistent.status().log();
+}
+
+// FT_HOPPER_DESC_ADD (an A/B knob, off by default): wgmma descriptors as base + offset. One
+// tile of each kind compiles with it without spilling or serialised wgmmas (d256 128x80 spills
+// 24 bytes without it, docs/perf-notes.md).
+TEST(HopperPack, DescAddCompilesEveryKindOfTile) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  HopperConfig one = {DType::kBF16, 64, true, 64, 64, 1, 2};
+  HopperConfig persistent = {DType::kF16, 128, false, 128, 176, 2, 2};
+  persistent.persistent = true;
+  for (const HopperConfig& c : {one, persistent, HopperConfig{DType::kBF16, 256, true, 128, 80, 2, 2}}) {
+    CompileRequest r =
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a");
+    r.options.push_back("-DFT_HOPPER_DESC_ADD=1");
+    auto cubin = compiler.Compile(r);
+    ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
   }
 }
