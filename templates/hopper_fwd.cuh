@@ -323,28 +323,7 @@ FT_DEFINE_WGMMA(224, FT_REGS_112, FT_OPS_112, "112", "113", "114", "115", "116",
 FT_DEFINE_WGMMA(240, FT_REGS_120, FT_OPS_120, "120", "121", "122", "123", "124", "125")
 FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132", "133")
 
-// S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
-// memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
-// [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
-__device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
-#if FT_HOPPER_DESC_ADD
-  const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      Wgmma<kBlockN>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + kk * 32) / 16, (c | kk) != 0);
-#else
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      Wgmma<kBlockN>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
-                         make_desc(k_addr + c * kKVChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
-#endif
-}
-
-// FT_HOPPER_SPLIT_S: S's columns [N0, N0 + N) (keys N0.. of the block) into s, this thread's
+// S's columns [N0, N0 + N) (keys N0.. of the block; FT_HOPPER_SPLIT_S issues two such halves) into s, this thread's
 // N / 2 accumulators of them (the wgmma layout keeps a column range's accumulators contiguous:
 // column group i of 8 is s[4i .. 4i + 3]). K's key rows are 128 bytes apart in each chunk.
 template <int N, int N0>
@@ -365,6 +344,13 @@ __device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 
       Wgmma<N>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
                    make_desc(k_addr + c * kKVChunkBytes + N0 * 128 + kk * 32, 16, 1024), (c | kk) != 0);
 #endif
+}
+
+// S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
+// memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
+// [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
+__device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
+  gemm_qk_part<kBlockN, 0>(s, q_addr, k_addr);
 }
 
 // O[64 x D] += P[64 x kBlockN] V: kBlockN / 16 wgmmas, P from registers, V MN-major (its rows
