@@ -52,6 +52,14 @@ TensorMapSpec SpecOf(const TensorMapRequest& r) {
   return s;
 }
 
+// One kernel of a packet: plainly, or as a programmatic dependent of the kernel before it.
+Status LaunchOne(const Function& function, const unsigned (&grid)[3], const unsigned (&block)[3],
+                 uint32_t smem_bytes, bool overlap, CUstream stream, void** args) {
+  const std::array<unsigned, 3> g{grid[0], grid[1], grid[2]}, b{block[0], block[1], block[2]};
+  return overlap ? LaunchDependent(function, g, b, smem_bytes, stream, args)
+                 : flashtune::Launch(function, g, b, smem_bytes, stream, args);
+}
+
 }  // namespace
 
 Status EncodeTensorMaps(const Driver& driver, LaunchPacket* packet, bool cached) {
@@ -102,20 +110,13 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   Status encoded = EncodeTensorMaps(function_.driver(), packet);
   if (!encoded.ok()) return encoded.WithVariant(name_);
   void* kernel_args[] = {packet->args};
-  const std::array<unsigned, 3> first_grid{packet->grid[0], packet->grid[1], packet->grid[2]};
-  const std::array<unsigned, 3> first_block{packet->block[0], packet->block[1], packet->block[2]};
-  Status status =
-      packet->overlap
-          ? flashtune::LaunchDependent(function_, first_grid, first_block, packet->smem_bytes, stream, kernel_args)
-          : flashtune::Launch(function_, first_grid, first_block, packet->smem_bytes, stream, kernel_args);
+  Status status = LaunchOne(function_, packet->grid, packet->block, packet->smem_bytes, packet->overlap, stream,
+                            kernel_args);
   if (!status.ok()) return status.WithVariant(name_);
   for (int i = 0; i < packet->next_steps; ++i) {
     const LaunchStep& step = packet->next[i];
-    const std::array<unsigned, 3> grid{step.grid[0], step.grid[1], step.grid[2]};
-    const std::array<unsigned, 3> block{step.block[0], step.block[1], step.block[2]};
-    const Function& function = next_[size_t(step.kernel)];
-    status = step.overlap ? flashtune::LaunchDependent(function, grid, block, step.smem_bytes, stream, kernel_args)
-                          : flashtune::Launch(function, grid, block, step.smem_bytes, stream, kernel_args);
+    status = LaunchOne(next_[size_t(step.kernel)], step.grid, step.block, step.smem_bytes, step.overlap, stream,
+                       kernel_args);
     if (!status.ok()) return status.WithVariant(name_);
   }
   return status;

@@ -161,7 +161,7 @@ class GpuMeasurer final : public Measurer {
   Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify) {
     Measurement m;
     const auto t0 = std::chrono::steady_clock::now();
-    QueueSpaces(ClassOf(problem), detail::PrefetchFamilies(problem, device_.Arch()));  // the rest of this problem's candidates
+    Prefetch(problem);  // the rest of this problem's candidates
     const Compiled& candidate = CompiledFor(variant);
     m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     m.source_hash = candidate.source_hash;

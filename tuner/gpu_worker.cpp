@@ -397,7 +397,7 @@ class GpuWorker {
   };
 
   static constexpr int kMaxLaunches = 128;  // timed launches per candidate, at most (as before groups)
-  static constexpr int kEvents = 129;        // one per group boundary: 128 groups per batch
+  static constexpr int kEvents = kMaxLaunches + 1;  // one per group boundary: up to 128 groups of one per batch
   const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int ordinal_;
   Driver* driver_ = nullptr;
