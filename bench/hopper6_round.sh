@@ -11,8 +11,8 @@
 #
 # usage: OUT=DIR bench/hopper6_round.sh BIN_DIR
 #        BIN_DIR: bench/pack_for_gpu.sh's folder plus build/bench/flashtune_hopper_probe, e.g.
-#          bench/pack_for_gpu.sh build /work/main/.devcarry-NAME
-#          cp build/bench/flashtune_hopper_probe bench/hopper6_round.sh /work/main/.devcarry-NAME/
+#          bench/pack_for_gpu.sh build .devcarry-NAME
+#          cp build/bench/flashtune_hopper_probe bench/hopper6_round.sh .devcarry-NAME/
 #        then on the GPU (run tool, carry [".devcarry-NAME"], timeout_s 200):
 #          OUT=$OUT bash .devcarry-NAME/hopper6_round.sh .devcarry-NAME
 set -uo pipefail
