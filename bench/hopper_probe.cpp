@@ -13,8 +13,10 @@
 // short-sequence shapes (N 512 and 1k); --d64 the d64 tiles of session 13 (blocks per SM) over
 // N 512 ... 16k; --ab14 session 14's A/B (persistent tiles with and without a __syncwarp());
 // --ab15 session 15's d64 A/B (one consumer warpgroup without the overlap, four blocks per SM);
-// --ab16 the d64 A/B prepared in session 15 (FT_HOPPER_SPLIT_S: 64x128 / 64x112 without the
-// overlap at three blocks per SM, against the shipped d64 tiles; FT_HOPPER_DESC_ADD on both).
+// --ab16 session 16's d64 tiles without the overlap (64x80 at four blocks per SM, 64x112 and
+// 64x128 at three: S in two wgmma halves) against the shipped d64 tiles, and the d128 / d256
+// winners at N 16k. (Session 16 ran it with the knobs FT_HOPPER_SPLIT_S and FT_HOPPER_DESC_ADD,
+// at commit b74e67e; both are now the template's own.)
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
@@ -102,19 +104,6 @@ Probe NoPingPong(DType dt, int d, bool causal, int wgs, int bn, int stages) {
 }
 Probe NoOverlap(DType dt, int d, bool causal, int wgs, int bn, int stages, bool persistent = false) {
   return Config(dt, d, causal, wgs, bn, stages, "", persistent, true, false);
-}
-// One consumer warpgroup without the overlap, its S wgmma in two halves (FT_HOPPER_SPLIT_S) and a
-// launch bound of `blocks` per SM (FT_HOPPER_BLOCKS; 0 = the generator's HopperBlocksPerSm).
-constexpr const char* kSplitS = "FT_HOPPER_SPLIT_S=1";
-Probe SplitS(DType dt, bool causal, int bn, int blocks) {
-  std::string define = kSplitS;
-  if (blocks > 0) define += ",FT_HOPPER_BLOCKS=" + std::to_string(blocks);
-  return Config(dt, 64, causal, 1, bn, 2, define, false, true, false);
-}
-// The same probe with FT_HOPPER_DESC_ADD=1 (wgmma descriptors as base + offset).
-Probe DescAdd(Probe p) {
-  p.define = p.define.empty() ? "FT_HOPPER_DESC_ADD=1" : p.define + ",FT_HOPPER_DESC_ADD=1";
-  return p;
 }
 
 // The kernel name: the URI, plus the knob when there is one ("..._FT_HOPPER_LAZY_RESCALE_1").
@@ -319,8 +308,9 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
                           NoOverlap(dt, 64, causal, 2, 128, 2), NoOverlap(dt, 64, causal, 3, 112, 2, true),
                           Persistent(dt, 64, causal, 1, 128, 2), Persistent(dt, 64, causal, 1, 64, 2),
                           NoOverlap(dt, 64, causal, 1, 64, 2),  // four blocks per SM (session 15)
-                          SplitS(dt, causal, 128, 3), SplitS(dt, causal, 112, 3),  // FT_HOPPER_SPLIT_S, three
-                          DescAdd(SplitS(dt, causal, 128, 3)), DescAdd(Config(dt, 64, causal, 1, 64, 2))}});
+                          // S in two wgmma halves: 64x128 and 64x112 at three blocks, 64x80 at four
+                          NoOverlap(dt, 64, causal, 1, 128, 2), NoOverlap(dt, 64, causal, 1, 112, 2),
+                          NoOverlap(dt, 64, causal, 1, 80, 2)}});
       classes.push_back({dt, 128, causal, {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       classes.push_back({dt, 256, causal, {Config(dt, 256, causal, 2, 80, 2), Persistent(dt, 256, causal, 2, 80, 2)}});
       if (!small) {
@@ -333,12 +323,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 80, 2));
         classes[classes.size() - 3].configs.push_back(Config(dt, 64, causal, 1, 48, 2));
         classes[classes.size() - 3].configs.push_back(Persistent(dt, 64, causal, 1, 48, 2));
-        classes[classes.size() - 3].configs.push_back(NoOverlap(dt, 64, causal, 1, 80, 2));  // three, no longer four
-        classes[classes.size() - 3].configs.push_back(SplitS(dt, causal, 96, 3));  // 48 + 48 (bn112 above: 64 + 48)
-        classes[classes.size() - 3].configs.push_back(SplitS(dt, causal, 128, 0));  // the split at two blocks
-        classes[classes.size() - 3].configs.push_back(DescAdd(Config(dt, 64, causal, 3, 128, 2)));
-        classes[classes.size() - 2].configs.push_back(DescAdd(Config(dt, 128, causal, 2, 128, 2)));
-        classes[classes.size() - 1].configs.push_back(DescAdd(Config(dt, 256, causal, 2, 80, 2)));
+        classes[classes.size() - 3].configs.push_back(NoOverlap(dt, 64, causal, 1, 96, 2));  // three, S whole
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 2, 176, 2));
         classes[classes.size() - 2].configs.push_back(Config(dt, 128, causal, 1, 96, 4));
         classes[classes.size() - 2].configs.push_back(Persistent(dt, 128, causal, 1, 96, 4));
@@ -455,34 +440,23 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
         benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal, configs});
       }
   } else if (mode == "ab16") {
-    // Prepared in session 15 (no GPU), d64 (hidden 2048, B * N = 16k) where the grid is under
-    // 1.5x flash and under cuDNN: one consumer warpgroup without the overlap, S in two wgmma
-    // halves (FT_HOPPER_SPLIT_S), so that 64x128 and 64x112 fit three blocks per SM (cuDNN's d64
-    // shape per warpgroup; without the split ptxas stops with C7602 at 80 registers). Against
-    // the tiles the tuner picks there (64x64/64x80 at three, 64x64 without overlap at four,
-    // 64x128 at two, 192x128) and two controls: 64x128 without overlap at two blocks (the
-    // generator's rule: does the third block pay?) and 64x96 without overlap at three with and
-    // without the split (what the split itself costs at equal blocks). Each of the shipped tiles
-    // and the 128-key split also with FT_HOPPER_DESC_ADD (6-12% fewer loop instructions in SASS).
+    // d64 (hidden 2048, B * N = 16k) where the grid is under 1.5x flash: one consumer warpgroup
+    // without the overlap at the generator's blocks per SM (64x128 and 64x112 at three and 64x80
+    // at four, S in two wgmma halves; 64x96 at three, whole) against the tiles the tuner picks
+    // there (64x64 / 64x80 at three, 64x64 without overlap at four, 64x128 at two, 192x128).
     for (bool causal : {true, false})
       for (int64_t n : causal ? std::vector<int64_t>{1024, 2048, 4096} : std::vector<int64_t>{1024}) {
         std::vector<Probe> configs = {Config(dt, 64, causal, 1, 64, 2),    Config(dt, 64, causal, 1, 80, 2),
                                       NoOverlap(dt, 64, causal, 1, 64, 2), Config(dt, 64, causal, 1, 128, 2),
-                                      Config(dt, 64, causal, 3, 128, 2),   SplitS(dt, causal, 128, 3)};
-        for (size_t i = 0, shipped = configs.size(); i < shipped; ++i) configs.push_back(DescAdd(configs[i]));
-        for (const Probe& p : {SplitS(dt, causal, 112, 3), NoOverlap(dt, 64, causal, 1, 128, 2),
-                               NoOverlap(dt, 64, causal, 1, 96, 2), SplitS(dt, causal, 96, 3)})
-          configs.push_back(p);
+                                      Config(dt, 64, causal, 3, 128, 2)};
+        for (int bn : {80, 96, 112, 128}) configs.push_back(NoOverlap(dt, 64, causal, 1, bn, 2));
         benches.push_back({{16384 / n, n, n, 32, 32, false}, 64, causal, configs});
       }
-    // FT_HOPPER_DESC_ADD is not d64's alone (SASS: d128 128x176 p1 -11%, d256 128x80 -15% of
-    // the loop, and d256's 24 bytes of spill gone): the grid's d128 and d256 winners at N 16k.
+    // The grid's d128 and d256 winners at N 16k.
     for (bool causal : {true, false}) {
       benches.push_back({{1, 16384, 16384, 16, 16, false}, 128, causal,
-                         {Config(dt, 128, causal, 2, 128, 2), DescAdd(Config(dt, 128, causal, 2, 128, 2)),
-                          Persistent(dt, 128, causal, 2, 176, 2), DescAdd(Persistent(dt, 128, causal, 2, 176, 2))}});
-      benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal,
-                         {Config(dt, 256, causal, 2, 80, 2), DescAdd(Config(dt, 256, causal, 2, 80, 2))}});
+                         {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
+      benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal, {Config(dt, 256, causal, 2, 80, 2)}});
     }
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
@@ -696,19 +670,11 @@ int main(int argc, char** argv) {
               const Probe probe = Config(dt, d, causal, wgs, bn, st, "", pers, true, ov);
               if (Wanted(only, Name(probe)) && detail::CheckHopperConfig(probe.config).ok()) all.push_back(probe);
             }
-    // FT_HOPPER_SPLIT_S (--ab16): d64 without the overlap, S in two halves, at three blocks per SM.
+    // d64 without the overlap at three and four blocks per SM (S in two wgmma halves).
     for (DType dt : {DType::kBF16, DType::kF16})
       for (bool causal : {false, true})
-        for (int bn : {96, 112, 128})
-          for (const Probe& probe : {SplitS(dt, causal, bn, 3), DescAdd(SplitS(dt, causal, bn, 3))})
-            if (Wanted(only, Name(probe))) all.push_back(probe);
-    // FT_HOPPER_DESC_ADD on the shipped d64 tiles and one d128/d256 tile of each kind.
-    for (DType dt : {DType::kBF16, DType::kF16})
-      for (bool causal : {false, true})
-        for (auto [d, wgs, bn, pers] : std::vector<std::array<int, 4>>{
-                 {64, 1, 64, 0}, {64, 1, 80, 0}, {64, 1, 128, 0}, {64, 3, 128, 0}, {128, 2, 128, 0}, {128, 2, 176, 1}, {256, 2, 80, 0}})
-          if (const Probe probe = DescAdd(Config(dt, d, causal, wgs, bn, 2, "", pers != 0)); Wanted(only, Name(probe)))
-            all.push_back(probe);
+        for (int bn : {80, 96, 112, 128})
+          if (const Probe probe = NoOverlap(dt, 64, causal, 1, bn, 2); Wanted(only, Name(probe))) all.push_back(probe);
     LoadAll(gpu, all);
     return 0;
   }

@@ -94,16 +94,20 @@ int ConsumerRegsAt(const HopperConfig& c, int blocks) {
   const int threads = HopperThreads(c);
   return std::min(240, (threads * LaunchRegsAt(c, blocks) - 128 * 24) / (128 * c.consumer_wgs) / 8 * 8);
 }
+// Without the overlap, the template issues S in two wgmma halves where the whole S and O do not
+// fit the launch bound (kSplitS); the larger half is kSplitN0 keys, half the block rounded up to 16.
+int SplitN0(int block_n) { return (block_n / 2 + 15) / 16 * 16; }
 // S, P and O accumulators of one consumer thread; with overlap, S of one block and P of the
 // previous one are live together. 32 registers stay for addresses, row statistics and loop state.
-// Besides, ptxas (NVRTC 13.0) compiles the S wgmma with O live only when S and O fit the launch
-// bound's registers, not setmaxnreg's: 64x80 and 64x112 without overlap stop with C7602
-// ("insufficient registers (64)" at four blocks, "(80)" at three) though their accumulators fit
-// 104 and 136; every variant that compiles satisfies this (docs/perf-notes.md, session 15).
+// Besides, ptxas (NVRTC 13.0) compiles the S wgmma with O live only when that wgmma's S and O fit
+// the launch bound's registers, not setmaxnreg's: 64x80 and 64x112 without overlap stopped with
+// C7602 ("insufficient registers (64)" at four blocks, "(80)" at three) though their accumulators
+// fit 104 and 136 (docs/perf-notes.md, session 15); S in halves (no overlap) fits them.
 bool AccumulatorsFit(const HopperConfig& c, int blocks) {
   const int s_and_o = c.block_n / 2 + c.head_dim / 2;
+  const int wgmma_s = !c.overlap && c.block_n >= 32 ? SplitN0(c.block_n) : c.block_n;
   return s_and_o + (c.overlap ? c.block_n / 4 : 0) <= ConsumerRegsAt(c, blocks) - 32 &&
-         (blocks == 1 || s_and_o <= LaunchRegsAt(c, blocks));
+         (blocks == 1 || wgmma_s / 2 + c.head_dim / 2 <= LaunchRegsAt(c, blocks));
 }
 }  // namespace
 

@@ -105,22 +105,6 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_SYNCWARP_TILE
 #define FT_HOPPER_SYNCWARP_TILE 1
 #endif
-// FT_HOPPER_SPLIT_S=1 (an A/B knob, not in the tuned space): without the overlap, issue a block's
-// S = Q K^T as two wgmma chains over the first kSplitN0 and the other keys of the block, two
-// commit groups (the softmax still waits for both). ptxas (NVRTC 13.0) compiles an S wgmma with
-// O live only when that wgmma's S and O fit the launch bound's registers: halves let a 64x128
-// tile without overlap fit three blocks per SM (80; with FT_HOPPER_BLOCKS=3).
-#ifndef FT_HOPPER_SPLIT_S
-#define FT_HOPPER_SPLIT_S 0
-#endif
-// FT_HOPPER_DESC_ADD=1 (an A/B knob): each wgmma's shared-memory descriptor as the operand's
-// base descriptor plus the k-step's byte offset / 16 (one 64-bit add), instead of a new
-// descriptor from the address (mask, shift, or: 3-4 instructions each, which ptxas recomputes
-// in every K/V block under a tight launch bound). Exact: shared addresses stay below 2^18, so
-// the 14-bit start-address field never carries into the next field.
-#ifndef FT_HOPPER_DESC_ADD
-#define FT_HOPPER_DESC_ADD 0
-#endif
 // FT_HOPPER_BLOCKS=N (an A/B knob, non-persistent variants only: the host sizes persistent grids
 // by kBlocksPerSm): the launch bound's blocks per SM instead of the generator's kBlocksPerSm.
 #ifndef FT_HOPPER_BLOCKS
@@ -164,11 +148,18 @@ static_assert(kBlocksPerSm >= 1 && kBlocksPerSm <= 4 && (kBlocksPerSm == 1 || kC
 static_assert(!kPingPong || kConsumerWarpgroups > 1, "ping-pong needs two or more consumer warpgroups");
 static_assert(FT_HOPPER_BLOCKS == 0 || (!kPersistent && kConsumerWarpgroups == 1 && FT_HOPPER_BLOCKS <= 4),
               "FT_HOPPER_BLOCKS: 1-4 blocks per SM, one consumer warpgroup, non-persistent only");
-// The split's first half: half the keys rounded up to a whole wgmma k-step of K rows (16; an
-// 8-row swizzle atom divides it), so that both halves are valid wgmma widths.
+// Without the overlap, S = Q K^T may be issued as two wgmma chains over the first kSplitN0 and
+// the other keys of the block (two commit groups; the softmax waits for both): ptxas (NVRTC
+// 13.0) compiles an S wgmma with O live only when that wgmma's S and O fit the launch bound's
+// registers, so halves let 64x128 without overlap fit three blocks per SM (80 registers) and
+// 64x80 four (64). Split only where the whole S does not fit: the halves cost a commit group.
+// The generator's blocks per SM (HopperBlocksPerSm) counts the same way. kSplitN0 is half the
+// keys rounded up to a whole wgmma k-step of K rows (16), so both halves are valid wgmma widths.
 constexpr int kSplitN0 = (kBlockN / 2 + 15) / 16 * 16;
-static_assert(!FT_HOPPER_SPLIT_S || (!kOverlap && kBlockN >= 32),
-              "FT_HOPPER_SPLIT_S: variants without overlap and block_n >= 32 only");
+constexpr int kSplitN1 = kBlockN > kSplitN0 ? kBlockN - kSplitN0 : 16;  // (a valid width where unused)
+constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDim / 2 > kLaunchRegs;
+static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
+              "S halves and O do not fit the launch bound's registers");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
@@ -323,12 +314,15 @@ FT_DEFINE_WGMMA(224, FT_REGS_112, FT_OPS_112, "112", "113", "114", "115", "116",
 FT_DEFINE_WGMMA(240, FT_REGS_120, FT_OPS_120, "120", "121", "122", "123", "124", "125")
 FT_DEFINE_WGMMA(256, FT_REGS_128, FT_OPS_128, "128", "129", "130", "131", "132", "133")
 
-// S's columns [N0, N0 + N) (keys N0.. of the block; FT_HOPPER_SPLIT_S issues two such halves) into s, this thread's
+// S's columns [N0, N0 + N) (keys N0.. of the block; kSplitS issues two such halves) into s, this thread's
 // N / 2 accumulators of them (the wgmma layout keeps a column range's accumulators contiguous:
 // column group i of 8 is s[4i .. 4i + 3]). K's key rows are 128 bytes apart in each chunk.
+// Each wgmma's descriptor is the operand's base descriptor plus the k-step's byte offset / 16 (one
+// 64-bit add; building each from its address took 3-4 instructions that ptxas recomputed in every
+// K/V block: 1-5% slower, session 16's A/B). Exact: shared addresses stay below 2^18, so the
+// 14-bit start-address field never carries into the next field.
 template <int N, int N0>
 __device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 k_addr) {
-#if FT_HOPPER_DESC_ADD
   const u64 dq = make_desc(q_addr, 16, 1024), dk = make_desc(k_addr, 16, 1024);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
@@ -336,14 +330,6 @@ __device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 
     for (int kk = 0; kk < 4; ++kk)
       Wgmma<N>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + N0 * 128 + kk * 32) / 16,
                    (c | kk) != 0);
-#else
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      Wgmma<N>::ss(s, make_desc(q_addr + c * kQChunkBytes + kk * 32, 16, 1024),
-                   make_desc(k_addr + c * kKVChunkBytes + N0 * 128 + kk * 32, 16, 1024), (c | kk) != 0);
-#endif
 }
 
 // S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
@@ -357,15 +343,9 @@ __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32
 // are keys = the k dimension). Leading byte offset: the next 64 output columns (next chunk);
 // stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes.
 __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
-#if FT_HOPPER_DESC_ADD
   const u64 dv = make_desc(v_addr, kKVChunkBytes, 1024);
 #pragma unroll
   for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDim>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
-#else
-#pragma unroll
-  for (int kk = 0; kk < kBlockN / 16; ++kk)
-    Wgmma<kHeadDim>::rs(o, p[kk], make_desc(v_addr + kk * 2048, kKVChunkBytes, 1024), 1);
-#endif
 }
 
 }  // namespace ft
@@ -632,21 +612,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       gemm_qk(s_acc, sQw, sK + (j % kStages) * kKVBytes);
       wgmma_commit();
     };
-#if FT_HOPPER_SPLIT_S
     // Two commit groups: keys [0, kSplitN0) of the block, then the rest.
     auto issue_qk_split = [&](float (&s_acc)[kBlockN / 2], int j) {
-      constexpr int kN1 = kBlockN - kSplitN0;
       mbar_wait(bar_k_full(j % kStages), (u32)(j / kStages) & 1u);
       const u32 k_addr = sK + (j % kStages) * kKVBytes;
       float(&lo)[kSplitN0 / 2] = *reinterpret_cast<float(*)[kSplitN0 / 2]>(&s_acc[0]);
-      float(&hi)[kN1 / 2] = *reinterpret_cast<float(*)[kN1 / 2]>(&s_acc[kSplitN0 / 2]);
+      float(&hi)[kSplitN1 / 2] = *reinterpret_cast<float(*)[kSplitN1 / 2]>(&s_acc[kSplitN0 / 2]);
       wgmma_fence();
       gemm_qk_part<kSplitN0, 0>(lo, sQw, k_addr);
       wgmma_commit();
-      gemm_qk_part<kN1, kSplitN0>(hi, sQw, k_addr);
+      gemm_qk_part<kSplitN1, kSplitN0>(hi, sQw, k_addr);
       wgmma_commit();
     };
-#endif
     auto issue_pv = [&](const u32 (&pf)[kBlockN / 16][4], int j, bool fence) {
       mbar_wait(bar_v_full(j % kStages), (u32)(j / kStages) & 1u);
       if (fence) wgmma_fence();
@@ -684,11 +661,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           float correction[2];
           const int j = kv + it;
           turn_wait();
-#if FT_HOPPER_SPLIT_S
-          issue_qk_split(acc_s, j);
-#else
-          issue_qk(acc_s, j);
-#endif
+          if constexpr (kSplitS)
+            issue_qk_split(acc_s, j);
+          else
+            issue_qk(acc_s, j);
           turn_pass();
           wgmma_wait<0>();
           s_landed(acc_s, j);

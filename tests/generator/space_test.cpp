@@ -177,10 +177,11 @@ TEST(DecodeSpace, PrefillFamiliesAreSearchedOnlyWhereNotMeasuredToLose) {
   EXPECT_EQ(families(measured, named), (std::set<std::string>{"decode_fwd", "hopper_fwd"}));
   named.families = {"fa2_fwd"};
   EXPECT_EQ(families(measured, named), std::set<std::string>{"fa2_fwd"});
-  // The planner keeps its fallbacks: every family still serves the problem.
+  // The planner keeps its fallbacks: every family still serves the problem (a superset: other
+  // tests of this binary may have registered a family for testing).
   std::set<std::string> serving;
   for (const Family* f : FamiliesFor(measured)) serving.insert(std::string(f->name()));
-  EXPECT_EQ(serving, all);
+  EXPECT_TRUE(std::includes(serving.begin(), serving.end(), all.begin(), all.end()));
 }
 
 TEST(Space, RespectsNarrowedOptions) {
