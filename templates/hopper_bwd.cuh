@@ -22,9 +22,10 @@
 //       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: at d128
 //       consumer cw computes output columns 64cw .. 64cw + 63 over all 128 keys (after a
 //       barrier of both consumers: the dSᵀ tile is complete); at d64 each consumer the whole
-//       row over its own 64 keys into a tile of its own. The fp32 tile(s) [64 queries][D] are
-//       added to the accumulator by cp.reduce.async.bulk (lane 0 of each consumer warp issues
-//       a contiguous slab of rows), whose reads must end before the next step's barrier.
+//       row over its own 64 keys into a tile of its own. The fp32 tile(s) [64 queries][D] (rows
+//       padded by 32 bytes) are added to the accumulator by cp.reduce.async.bulk, a row each
+//       (lane 0 of each consumer warp issues a slab of rows), whose reads must end before the
+//       next step's first barrier.
 //     - dK (times the softmax scale) and dV: plain 16-bit stores from the accumulators.
 //     GQA/MQA: the block walks every query head of its group, summing dK and dV in registers.
 //     Causal (bottom-right): query blocks that see none of the block's keys are skipped.
@@ -48,7 +49,7 @@ constexpr int kBlockN = 128;
 constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
 constexpr int kSmemBytes =
-    1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 + 2 * 64 * 64 * 4 + 4 * kBlockM * 4 + 5 * 8;
+    1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 + (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -81,7 +82,11 @@ constexpr u32 kDsBytes = kBlockN * kBlockM * 2;  // dSᵀ [key][query], one 128-
 // [64][128] tile, consumer cw writing columns 64cw .. (N split).
 constexpr bool kDqSplitK = kHeadDim == 64;
 constexpr int kDqTileCols = kDqSplitK ? 64 : kHeadDim;  // row length of a dQ tile (floats)
-constexpr u32 kDqBytes = 2u * 64 * 64 * 4;               // 32 KB either way
+// Tile rows padded by 8 floats (32 bytes): the float2 writes of a warp's 8 rows x 4 lanes then
+// fall on distinct banks (unpadded, rows 256 or 512 bytes apart are 8-way conflicts); each row
+// is added by a bulk reduction of its own.
+constexpr int kDqStride = kDqTileCols + 8;
+constexpr u32 kDqBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;
 constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
 constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
 constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
@@ -314,10 +319,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     // consumer's keys into its own tile.
     const u32 dq_a = kDqSplitK ? sdS + cw * 64 * 128 : sdS;
     const u32 dq_b = kDqSplitK ? sKw : sK + cw * kKVChunkBytes;
-    const u32 dq_tile = kDqSplitK ? sdQ + cw * (64 * 64 * 4) : sdQ;
+    const u32 dq_tile = kDqSplitK ? sdQ + cw * (64 * kDqStride * 4) : sdQ;
     const int dq_col0 = kDqSplitK ? 0 : cw * 64;
-    // Bulk adds: lane 0 of each warp adds a contiguous slab of tile rows (d128: 8 rows of each
-    // of the 8 consumer warps; d64: 16 rows of this consumer's tile per warp).
+    // Bulk adds: lane 0 of each warp adds a slab of tile rows, one row at a time (d128: 8 rows
+    // for each of the 8 consumer warps; d64: 16 rows of this consumer's tile per warp).
     constexpr int kSlabRows = kDqSplitK ? 16 : 8;
     const int slab_row0 = kDqSplitK ? warp * 16 : (cw * 4 + warp) * 8;
 
@@ -410,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + g + 8 * h;
-          const u32 addr = dq_tile + (u32)(r * kDqTileCols + dq_col0 + 8 * i + 2 * t) * 4;
+          const u32 addr = dq_tile + (u32)(r * kDqStride + dq_col0 + 8 * i + 2 * t) * 4;
           asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq[4 * i + 2 * h]),
                        "f"(acc_dq[4 * i + 2 * h + 1])
                        : "memory");
@@ -421,9 +426,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       if (lane == 0 && slab_row0 < rows) {
         const int n = min(kSlabRows, rows - slab_row0);
         float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDim;
-        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-                     "r"(dq_tile + (u32)(slab_row0 * kDqTileCols) * 4), "r"((u32)(n * kDqTileCols * 4))
-                     : "memory");
+        for (int r = 0; r < n; ++r)
+          asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                         dst + (i64)r * kHeadDim),
+                       "r"(dq_tile + (u32)((slab_row0 + r) * kDqStride) * 4), "n"(kDqTileCols * 4)
+                       : "memory");
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         adds_pending = true;
       }

@@ -30,10 +30,11 @@ constexpr int kThreads = 384;     // main kernel: producer + two consumer warpgr
 Status Unsupported(std::string message) { return Status(Code::kUnsupported, std::move(message)); }
 
 // The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
-// dSᵀ tile, 32 KB of fp32 dQ tiles, lse / delta stages, five mbarriers.
+// dSᵀ tile, the fp32 dQ tile(s) (64 rows padded by 8 floats: d64 two tiles of 64 columns, d128
+// one of 128), lse / delta stages, five mbarriers.
 int64_t BwdSmemBytes(int head_dim, int block_n, int block_m) {
   return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
-         2 * 64 * 64 * 4 + 4 * block_m * 4 + 5 * 8;
+         int64_t(128 / head_dim) * 64 * (head_dim + 8) * 4 + 4 * block_m * 4 + 5 * 8;
 }
 
 void Strides3(const Strides& s, ft_abi::i64* out) {

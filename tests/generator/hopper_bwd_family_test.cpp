@@ -81,9 +81,10 @@ TEST(HopperBwdFamily, StaysOutOfTheDefaultSpaceAndTheUntunedDefault) {
 }
 
 TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
-  // 1 KB slack + K, V + 2 Q + 2 d_o stages + dSᵀ (16 KB) + dQ tiles (32 KB) + lse / delta + barriers.
-  EXPECT_EQ(SharedMemoryBytes(V(DType::kBF16, 128, false)), 1024 + 65536 + 65536 + 16384 + 32768 + 1024 + 40);
-  EXPECT_EQ(SharedMemoryBytes(V(DType::kF16, 64, true)), 1024 + 32768 + 32768 + 16384 + 32768 + 1024 + 40);
+  // 1 KB slack + K, V + 2 Q + 2 d_o stages + dSᵀ (16 KB) + dQ tile(s) (rows padded by 8 floats:
+  // d128 one [64][136], d64 two [64][72]) + lse / delta + barriers.
+  EXPECT_EQ(SharedMemoryBytes(V(DType::kBF16, 128, false)), 1024 + 65536 + 65536 + 16384 + 64 * 136 * 4 + 1024 + 40);
+  EXPECT_EQ(SharedMemoryBytes(V(DType::kF16, 64, true)), 1024 + 32768 + 32768 + 16384 + 2 * 64 * 72 * 4 + 1024 + 40);
   Variant bad = V(DType::kBF16, 128, false);
   Status s = Hopper().CheckRules(bad, 100000);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
