@@ -13,18 +13,44 @@
 # are only read (nvidia-smi.log).
 #
 # usage: OUT=DIR bash bench/hbwd_round.sh BIN_DIR
-#   BIN_DIR: bench/pack_for_gpu.sh's folder plus this script:
-#     bench/pack_for_gpu.sh build .devcarry-hbwd && cp bench/hbwd_round.sh .devcarry-hbwd/
-#   then on the GPU (run tool, carry [".devcarry-hbwd"]):
+#   BIN_DIR: bench/pack_for_gpu.sh's folder plus this script and a cubin cache of the round's 12
+#   variants compiled here (same NVRTC as the GPU machine), all made by
+#     bash bench/hbwd_round.sh --pack build .devcarry-hbwd
+#   (= bench/pack_for_gpu.sh build .devcarry-hbwd; cp bench/hbwd_round.sh .devcarry-hbwd/; then
+#   for each URI `flashtune generate --variant URI -o URI` and `FLASHTUNE_CACHE_DIR=
+#   .devcarry-hbwd/cache flashtune compile URI --arch sm_90a --option=--minimal` in a scratch
+#   folder), then on the GPU (run tool, carry [".devcarry-hbwd"]):
 #     OUT=$OUT bash .devcarry-hbwd/hbwd_round.sh .devcarry-hbwd
 # Prints last: per shape, fa2_bwd's and hopper_bwd's status and TFLOP/s (backward FLOPs = 2.5x
 # the forward's) and the ratio hopper / fa2 (> 1: hopper_bwd faster).
 set -uo pipefail
+# The round's variants: fa2_bwd's bf16 defaults at d128 / d64 (what `flashtune plan` picks
+# untuned) and hopper_bwd of every class the GPU test checks.
+FA2_128=fa2_bwd_bf16_d128_bc128_br64_w8_s2_det0_dqc64_dqv2_dqs1_lay2
+FA2_64=fa2_bwd_bf16_d64_bc128_br128_w8_s2_det0_dqc64_dqv2_dqs1_lay2
+if [ "${1:-}" = --pack ]; then
+  BUILD=$(cd "${2:?--pack BUILD_DIR CARRY_DIR}" && pwd)
+  CARRY=${3:?--pack BUILD_DIR CARRY_DIR}
+  bash "$(dirname "$0")/pack_for_gpu.sh" "$BUILD" "$CARRY" && cp "$0" "$CARRY/" || exit 1
+  CACHE=$(cd "$CARRY" && mkdir -p cache && cd cache && pwd)
+  scratch=$(mktemp -d)
+  for u in ${FA2_128}_full ${FA2_128}_causal ${FA2_64}_full ${FA2_64}_causal \
+    hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det0_{full,causal}; do
+    (cd "$scratch" && "$BUILD/flashtune" generate --variant "$u" -o "$u" &&
+      FLASHTUNE_CACHE_DIR=$CACHE "$BUILD/flashtune" compile "$u" --arch sm_90a --option=--minimal >/dev/null) ||
+      { echo "cannot compile $u" >&2; exit 1; }
+  done
+  rm -rf "$scratch"
+  echo "packed $CARRY: $(ls "$CACHE" | wc -l) cubins; run: OUT=\$OUT bash $CARRY/hbwd_round.sh $CARRY"
+  exit 0
+fi
 BIN=$(cd "${1:?usage: hbwd_round.sh BIN_DIR}" && pwd)
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-$(mktemp -d)}  # the A/B reuses the tests' cubins
+# The carried cubins (a copy: the cache is written to), else a fresh folder the A/B shares with the tests.
+export FLASHTUNE_CACHE_DIR=$(mktemp -d)
+[ -d "$BIN/cache" ] && cp "$BIN"/cache/* "$FLASHTUNE_CACHE_DIR/" 2>/dev/null
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/nvidia-smi.log" 2>&1
 s=()
 t=$(date +%s)
@@ -35,7 +61,7 @@ t=$(date +%s)
 
 : >"$OUT/ab.log"
 for d in 128 64; do
-  if [ "$d" = 128 ]; then fa2=fa2_bwd_bf16_d128_bc128_br64_w8_s2_det0_dqc64_dqv2_dqs1_lay2; else fa2=fa2_bwd_bf16_d64_bc128_br128_w8_s2_det0_dqc64_dqv2_dqs1_lay2; fi
+  if [ "$d" = 128 ]; then fa2=$FA2_128; else fa2=$FA2_64; fi
   for c in 0 1; do
     suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
     echo "== d$d causal$c" >>"$OUT/ab.log"
