@@ -4,13 +4,16 @@
 #  1. correctness: HopperBwdGpu.EveryClassMatchesTheReference — dq, dk, dv of hopper_bwd against
 #     the float64 reference for bf16 and f16, d64 and d128, causal and not, on N 1, 17, 127,
 #     1000, Nq != Nk both ways (masked rows), GQA 8:1, MQA, head-major strides (tests.log);
+#     then compute-sanitizer memcheck on one small GQA causal call of each head dim (bf16,
+#     B1 Nq 200 Nk 300, Hq 4 Hkv 2: a ragged key block, masked rows, two query heads per K/V
+#     head) through `flashtune bench` (sanitizer.log);
 #  2. the A/B in one run per shape: fa2_bwd's default against hopper_bwd, bf16 d128 and d64,
 #     B4 N4096 hidden 2048, full and causal, `flashtune bench --operation bwd --rounds 5` (the
 #     order alternates every round; median of the rounds' medians of 20 CUDA-event-timed
 #     launches after warm-up; each variant verified against the float64 reference first) (ab.log).
 # A failed check still times (the A/B is data) but its status shows in the table. Every step has
-# its own time limit (a hung kernel costs only its step): at most 30 + 4 x 14 s. The GPU's clocks
-# are only read (nvidia-smi.log).
+# its own time limit (a hung kernel costs only its step): at most 26 + 2 x 7 + 4 x 11 s. The
+# GPU's clocks are only read (nvidia-smi's line heads ab.log).
 #
 # usage: OUT=DIR bash bench/hbwd_round.sh BIN_DIR
 #   BIN_DIR: bench/pack_for_gpu.sh's folder plus this script and a cubin cache of the round's 12
@@ -48,24 +51,34 @@ BIN=$(cd "${1:?usage: hbwd_round.sh BIN_DIR}" && pwd)
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_WORKER=$BIN/flashtune  # bench's GPU worker: this build's CLI
 # The carried cubins (a copy: the cache is written to), else a fresh folder the A/B shares with the tests.
 export FLASHTUNE_CACHE_DIR=$(mktemp -d)
 [ -d "$BIN/cache" ] && cp "$BIN"/cache/* "$FLASHTUNE_CACHE_DIR/" 2>/dev/null
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/nvidia-smi.log" 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/ab.log" 2>&1
 s=()
 t=$(date +%s)
 
-timeout -k 3 "${TESTS_S:-30}" "$BIN/flashtune_gpu_tests" --gtest_filter='HopperBwdGpu*' >"$OUT/tests.log" 2>&1
+timeout -k 3 "${TESTS_S:-26}" "$BIN/flashtune_gpu_tests" --gtest_filter='HopperBwdGpu*' >"$OUT/tests.log" 2>&1
 s+=("tests: exit $?, $(($(date +%s) - t)) s: $(grep -cE '^\[ errors' "$OUT/tests.log") shapes compared, $(grep -cE 'Failure' "$OUT/tests.log") failures")
 t=$(date +%s)
 
-: >"$OUT/ab.log"
+: >"$OUT/sanitizer.log"
+for d in 128 64; do
+  echo "== memcheck d$d" >>"$OUT/sanitizer.log"
+  timeout -k 2 "${SANITIZE_S:-7}" compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
+    --operation bwd --dtype bf16 --head-dim "$d" --causal 1 --batch 1 --seqlen-q 200 --seqlen-k 300 --heads-q 4 \
+    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det0_causal" >>"$OUT/sanitizer.log" 2>&1
+  s+=("memcheck d$d: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
+  t=$(date +%s)
+done
+
 for d in 128 64; do
   if [ "$d" = 128 ]; then fa2=$FA2_128; else fa2=$FA2_64; fi
   for c in 0 1; do
     suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
     echo "== d$d causal$c" >>"$OUT/ab.log"
-    timeout -k 3 "${AB_S:-14}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
+    timeout -k 3 "${AB_S:-11}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
       --batch 4 --seqlen-q 4096 --heads-q $((2048 / d)) --rounds "${AB_ROUNDS:-5}" \
       --variant "$fa2$suffix,hopper_bwd_bf16_d${d}_bn128_bm64_det0$suffix" >>"$OUT/ab.log" 2>&1
     s+=("ab d$d causal$c: exit $?, $(($(date +%s) - t)) s")
