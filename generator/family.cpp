@@ -270,6 +270,8 @@ Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchP
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args.forward));
   auto f = FamilyForCall(v, args.problem(), args.forward.workspace_bytes, out->sm_count);
   if (!f.ok()) return f.status();
+  Status can = (*f)->CanRunBackward(v, args);
+  if (!can.ok()) return can.WithVariant(v.Uri());
   out->next_steps = 0;
   (*f)->PackBackward(v, args, out);
   return Status::Ok();

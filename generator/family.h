@@ -139,6 +139,14 @@ class Family {
     (void)args;
     return Status::Ok();
   }
+  // The same for one backward call (already validated and matching the variant's class):
+  // kUnsupported saying why the variant's kernel cannot run it (e.g. deterministic mode or
+  // strides TMA cannot describe), so the caller can use another family's variant.
+  virtual Status CanRunBackward(const Variant& v, const BackwardArgs& args) const {
+    (void)v;
+    (void)args;
+    return Status::Ok();
+  }
   // Fills geometry, shared memory and parameter bytes for one forward call. Precondition:
   // CanRun OK. Only asked of forward families (PackValidatedForward refuses the others), so a
   // family of another operation leaves it as is.
@@ -229,7 +237,7 @@ Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out)
 // kInvalidArgument when `v`'s family does not compute the forward pass.
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out);
 // Validates a backward call for `v` (ValidateBackwardArgs, CheckArgsMatchVariant, `v`'s family
-// computes the backward pass) and packs it.
+// computes the backward pass, the family's CanRunBackward) and packs it.
 Status PackBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);
 // PackBackward for callers that have already run ValidateBackwardArgs.
 Status PackValidatedBackward(const Variant& v, const BackwardArgs& args, LaunchPacket* out);

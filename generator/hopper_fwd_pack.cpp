@@ -16,8 +16,9 @@ Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std:
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kSwizzleColumns = 64;  // 128 bytes of 16-bit elements: one swizzle atom row
 
-// One [B, N, H, D] tensor as the kernel's rank-4 map {D, H, N, B} with a {64, 1, rows, 1} box.
-TensorMapRequest MapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch, int64_t seqlen,
+}  // namespace
+
+TensorMapRequest HopperTensorMapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch, int64_t seqlen,
                         int64_t heads, int head_dim, int box_rows) {
   TensorMapRequest m;
   m.offset = uint32_t(offset);
@@ -42,7 +43,8 @@ TensorMapRequest MapFor(size_t offset, DType dtype, const void* base, const Stri
   return m;
 }
 
-Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_t seqlen, int64_t heads) {
+Status CheckHopperTmaStrides(std::string_view family, const char* name, const Strides& s, int64_t batch,
+                             int64_t seqlen, int64_t heads) {
   const struct {
     const char* dim;
     int64_t stride, extent;
@@ -51,11 +53,13 @@ Status CheckTmaStrides(const char* name, const Strides& s, int64_t batch, int64_
     if (d.extent == 1) continue;
     const int64_t bytes = d.stride * 2;
     if (d.stride <= 0 || bytes % 16 != 0 || bytes >= (int64_t(1) << 40))
-      return Invalid(std::string("hopper_fwd: TMA cannot describe ") + name + "_strides." + d.dim + " (" +
+      return Invalid(std::string(family) + ": TMA cannot describe " + name + "_strides." + d.dim + " (" +
                      std::to_string(d.stride) + " elements): it must be a nonzero multiple of 8 elements below 2^39");
   }
   return Status::Ok();
 }
+
+namespace {
 
 // The extents the tensor maps describe: dense [B, N, H, D]; varlen one batch of the packed
 // rows (at least 1: a map's dimensions are nonzero, and an empty batch loads nothing).
@@ -180,10 +184,10 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
 
 Status CheckTmaDescribable(const ForwardArgs& a) {
   const TmaExtents e = TmaExtentsOf(a);
-  FT_RETURN_IF_ERROR(CheckTmaStrides("q", a.q_strides, e.batch, e.rows_q, a.problem.heads_q));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("k", a.k_strides, e.batch, e.rows_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("v", a.v_strides, e.batch, e.rows_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckTmaStrides("o", a.o_strides, e.batch, e.rows_q, a.problem.heads_q));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "q", a.q_strides, e.batch, e.rows_q, a.problem.heads_q));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "k", a.k_strides, e.batch, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "v", a.v_strides, e.batch, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "o", a.o_strides, e.batch, e.rows_q, a.problem.heads_q));
   return Status::Ok();
 }
 
@@ -217,13 +221,13 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   out->smem_bytes = unsigned(HopperSmemBytes(c));
   out->tensor_maps = 4;
   const TmaExtents e = TmaExtentsOf(a);
-  out->maps[0] = MapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, e.batch, e.rows_q, a.problem.heads_q,
+  out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, e.batch, e.rows_q, a.problem.heads_q,
                         a.problem.head_dim, c.block_m);
-  out->maps[1] = MapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, e.batch, e.rows_k, a.problem.heads_kv,
+  out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, e.batch, e.rows_k, a.problem.heads_kv,
                         a.problem.head_dim, c.block_n);
-  out->maps[2] = MapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, e.batch, e.rows_k, a.problem.heads_kv,
+  out->maps[2] = HopperTensorMapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, e.batch, e.rows_k, a.problem.heads_kv,
                         a.problem.head_dim, c.block_n);
-  out->maps[3] = MapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, e.batch, e.rows_q, a.problem.heads_q,
+  out->maps[3] = HopperTensorMapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, e.batch, e.rows_q, a.problem.heads_q,
                         a.problem.head_dim, kRowsPerWarpgroup);
   HopperParams p{};
   p.o = a.o;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flashtune/forward_args.h"
@@ -82,6 +83,18 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 // The TMA part of CanServe alone, for callers that have validated the call and matched its
 // class already (the family's CanRun, on every launch): no second ValidateForwardArgs.
 Status CheckTmaDescribable(const ForwardArgs& args);
+
+// One 16-bit [B, N, H, D] tensor (`seqlen` rows of `heads` heads, `batch` batches, with strides
+// `s` in elements) as a rank-4 TMA map {D, H, N, B} with a {64, 1, box_rows, 1} box, 128-byte
+// swizzle and zero fill, written at byte `offset` of the kernel's parameters (the Hopper
+// families' tensor maps: hopper_fwd's q / k / v / o, hopper_bwd's q / k / v / d_o).
+TensorMapRequest HopperTensorMapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch,
+                                    int64_t seqlen, int64_t heads, int head_dim, int box_rows);
+// OK when TMA can describe tensor `name` with strides `s` of those extents (each stride of a
+// dimension longer than 1 a nonzero multiple of 8 elements below 2^39); else kInvalidArgument
+// "<family>: TMA cannot describe <name>_strides.<dim> ...".
+Status CheckHopperTmaStrides(std::string_view family, const char* name, const Strides& s, int64_t batch,
+                             int64_t seqlen, int64_t heads);
 
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
 // {min(tiles, sm_count x HopperBlocksPerSm), 1, 1}, fewer per SM when shared memory holds

@@ -105,6 +105,18 @@ static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(H
               "HopperParams layout drifted");
 #endif
 
+// hopper_bwd (templates/hopper_bwd.cuh): its three kernels (preprocess, main, convert). The
+// tensor maps describe q, k, v and d_o as hopper_fwd's ({D, H, N, B}, 128-byte swizzle; box
+// rows 64 for q / d_o, 128 for k / v); everything else is fa2_bwd's struct.
+struct HopperBwdParams {
+  TensorMap tmap_q;
+  TensorMap tmap_k;
+  TensorMap tmap_v;
+  TensorMap tmap_do;
+  Fa2BwdParams base;
+};
+static_assert(sizeof(HopperBwdParams) == 4 * 128 + sizeof(Fa2BwdParams), "HopperBwdParams layout drifted");
+
 // decode_fwd (templates/decode_fwd.cuh): both of its kernels (the split and the combine).
 struct DecodeParams {
   const void* q;

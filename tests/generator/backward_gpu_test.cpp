@@ -1,4 +1,4 @@
-// fa2_bwd on the GPU: dq, dk, dv against the float64 CPU reference (ReferenceBackward) on the
+// fa2_bwd (and hopper_bwd, named by URI: sm_90a only) on the GPU: dq, dk, dv against the float64 CPU reference (ReferenceBackward) on the
 // shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
 // MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
 // (both warp layouts, dQ staged and not) and the default variant of the others; the
@@ -205,6 +205,26 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
     for (DType dtype : {DType::kBF16, DType::kF16})
       for (bool causal : {false, true}) all.push_back(DefaultVariant(Bwd(dtype, d, causal)));
   CheckVariants(all, [](const ProblemClass& cls) { return cls.head_dim == 128; });
+}
+
+// hopper_bwd (wgmma, sm_90a only; not in the default space, so named by URI): both dtypes, d64
+// and d128, causal and not, on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA
+// 8:1, MQA, head-major strides); the same tolerances as fa2_bwd (P and dS are
+// rounded to 16 bits before their GEMMs likewise).
+TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
+  std::vector<Variant> all;
+  for (DType dtype : {DType::kBF16, DType::kF16})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
+                                  "_bn128_bm64_det0" + (causal ? "_causal" : "_full"));
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        all.push_back(*v);
+      }
+  CheckVariants(all, [](const ProblemClass&) { return false; });
 }
 
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {

@@ -1,0 +1,220 @@
+// The hopper_bwd family: space, prologue and launch packing of templates/hopper_bwd.cuh, a
+// wgmma backward pass for sm_90a (TMA loads, a producer warpgroup and two consumer warpgroups;
+// preprocess, main and convert kernels of one module, fa2_bwd's workspace layout).
+// Parameters, in URI order: bn (keys per thread block: 128, 64 per consumer warpgroup), bm
+// (queries per step: 64), det (0 only: dQ tiles are added by bulk reduction in whatever order
+// blocks run; deterministic calls are refused by CanRunBackward, so fa2_bwd serves them).
+// Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
+//
+// Not in the default space, never the untuned default (fa2_bwd comes first by name at equal
+// preference): a first correct wgmma backward, reachable by URI (`flashtune bench --operation
+// bwd --variant hopper_bwd_...`) until an A/B decides (docs/perf-notes.md, "fa2_bwd round 4").
+#include <string>
+
+#include "flashtune/arch.h"
+#include "flashtune/space.h"
+#include "generator/backward_workspace.h"
+#include "generator/family.h"
+#include "generator/hopper_fwd_pack.h"
+#include "generator/prologue.h"
+#include "templates/ft_kernel_abi.cuh"
+
+namespace flashtune {
+
+namespace {
+
+constexpr int kPreRows = 16;     // query rows per preprocess / convert block (the template's kPreRows)
+constexpr int kPreThreads = 128;  // their threads (the template's kPreThreads)
+constexpr int kThreads = 384;     // main kernel: producer + two consumer warpgroups
+
+Status Unsupported(std::string message) { return Status(Code::kUnsupported, std::move(message)); }
+
+// The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
+// dSᵀ tile, the fp32 dQ tile(s) (64 rows padded by 8 floats: d64 two tiles of 64 columns, d128
+// one of 128), lse / delta stages, five mbarriers.
+int64_t BwdSmemBytes(int head_dim, int block_n, int block_m) {
+  return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
+         int64_t(128 / head_dim) * 64 * (head_dim + 8) * 4 + 4 * block_m * 4 + 5 * 8;
+}
+
+void Strides3(const Strides& s, ft_abi::i64* out) {
+  out[0] = s.batch;
+  out[1] = s.seq;
+  out[2] = s.head;
+}
+
+class HopperBwd final : public Family {
+ public:
+  std::string_view name() const override { return "hopper_bwd"; }
+  std::string_view template_name() const override { return "hopper_bwd.cuh"; }
+  Operation operation() const override { return Operation::kBackward; }
+  std::vector<std::string_view> extra_kernels() const override { return {"main", "convert"}; }
+  int64_t WorkspaceBytes(const Problem& problem, int sm_count) const override {
+    (void)sm_count;
+    return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
+  }
+  const std::vector<ParamAxis>& axes() const override {
+    static const std::vector<ParamAxis> kAxes = {
+        {"bn", "block_n (bn)", {128}, {128}},
+        {"bm", "block_m (bm)", {64}, {64}},
+        {"det", "deterministic (det)", {0}, {0}},
+    };
+    return kAxes;
+  }
+
+  // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs.
+  bool Serves(const ProblemClass& cls, const Target& target) const override {
+    auto arch = ParseGpuArch(target.arch);
+    return cls.operation == Operation::kBackward && arch.ok() && arch->wgmma && target.arch.ends_with('a') &&
+           (cls.head_dim == 64 || cls.head_dim == 128);
+  }
+  // Out of the tuned space until its A/B against fa2_bwd decides.
+  bool InDefaultSpace(const Variant& v) const override {
+    (void)v;
+    return false;
+  }
+
+  int64_t SharedMemoryBytes(const Variant& v) const override {
+    return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"));
+  }
+  int Threads(const Variant& v) const override {
+    (void)v;
+    return kThreads;
+  }
+
+  Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
+    if (v.head_dim != 64 && v.head_dim != 128)
+      return Status(Code::kInvalidArgument,
+                    "hopper_bwd: head_dim (" + std::to_string(v.head_dim) + ") must be 64 or 128");
+    const int64_t smem = SharedMemoryBytes(v);
+    if (smem > max_smem_bytes)
+      return Status(Code::kInvalidArgument, "hopper_bwd: shared memory (" + std::to_string(smem) + " bytes at head_dim " +
+                                                std::to_string(v.head_dim) + ") exceeds max_smem_bytes (" +
+                                                std::to_string(max_smem_bytes) + ")");
+    return Status::Ok();
+  }
+
+  Variant Default(const ProblemClass& cls, const Target& target) const override {
+    (void)target;
+    const int values[] = {128, 64, 0};
+    return MakeVariant(cls, values);
+  }
+
+  std::string Prologue(const Variant& v) const override {
+    return detail::PrologueBuilder(v.Uri())
+        .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
+        .Int("kHeadDim", v.head_dim)
+        .Int("kBlockN", v.Param("bn"))
+        .Int("kBlockM", v.Param("bm"))
+        .Bool("kCausal", v.causal)
+        .Int("kSmemBytes", SharedMemoryBytes(v))
+        .Finish(template_name());
+  }
+
+  // No deterministic mode, and TMA reads q, k, v and d_o: each stride of a dimension longer
+  // than 1 a nonzero multiple of 16 bytes. o, dq, dk, dv go through plain loads and stores.
+  Status CanRunBackward(const Variant& v, const BackwardArgs& a) const override {
+    (void)v;
+    if (a.deterministic)
+      return Unsupported("hopper_bwd has no deterministic mode (its dQ tiles are added in run order); "
+                         "fa2_bwd serves deterministic calls");
+    const Problem& f = a.forward.problem;
+    for (Status s : {detail::CheckHopperTmaStrides("hopper_bwd", "q", a.forward.q_strides, f.batch, f.seqlen_q, f.heads_q),
+                     detail::CheckHopperTmaStrides("hopper_bwd", "k", a.forward.k_strides, f.batch, f.seqlen_k, f.heads_kv),
+                     detail::CheckHopperTmaStrides("hopper_bwd", "v", a.forward.v_strides, f.batch, f.seqlen_k, f.heads_kv),
+                     detail::CheckHopperTmaStrides("hopper_bwd", "d_o", a.d_o_strides, f.batch, f.seqlen_q, f.heads_q)}) {
+      if (!s.ok()) return Unsupported(s.message());
+    }
+    return Status::Ok();
+  }
+
+  // Three launches: preprocess (the URI kernel), main, convert; one parameter struct whose
+  // four tensor maps the JIT layer encodes before the first.
+  void PackBackward(const Variant& v, const BackwardArgs& a, LaunchPacket* out) const override {
+    constexpr double kLog2e = 1.4426950408889634074;
+    const ForwardArgs& fa = a.forward;
+    const Problem& f = fa.problem;
+    const int block_n = v.Param("bn"), block_m = v.Param("bm");
+    const detail::BackwardWorkspaceLayout layout = detail::BackwardWorkspaceLayoutFor(a.problem());
+    ft_abi::HopperBwdParams hp{};
+    ft_abi::Fa2BwdParams& p = hp.base;
+    p.q = fa.q;
+    p.k = fa.k;
+    p.v = fa.v;
+    p.o = fa.o;
+    p.d_o = a.d_o;
+    p.lse = fa.lse;
+    p.dq = a.dq;
+    p.dk = a.dk;
+    p.dv = a.dv;
+    auto* ws = static_cast<unsigned char*>(fa.workspace);
+    p.dq_accum = reinterpret_cast<float*>(ws);
+    p.delta = reinterpret_cast<float*>(ws + layout.delta_offset);
+    p.counters = reinterpret_cast<int*>(ws + layout.counters_offset);
+    Strides3(fa.q_strides, p.q_stride);
+    Strides3(fa.k_strides, p.k_stride);
+    Strides3(fa.v_strides, p.v_stride);
+    Strides3(fa.o_strides, p.o_stride);
+    Strides3(a.d_o_strides, p.do_stride);
+    Strides3(a.dq_strides, p.dq_stride);
+    Strides3(a.dk_strides, p.dk_stride);
+    Strides3(a.dv_strides, p.dv_stride);
+    p.batch = int(f.batch);
+    p.seqlen_q = int(f.seqlen_q);
+    p.seqlen_k = int(f.seqlen_k);
+    p.heads_q = int(f.heads_q);
+    p.heads_kv = int(f.heads_kv);
+    p.counters_per_head = int(layout.counters_per_head);
+    p.scale = fa.EffectiveScale();
+    p.scale_log2 = float(double(p.scale) * kLog2e);
+
+    out->tensor_maps = 4;
+    out->maps[0] = detail::HopperTensorMapFor(offsetof(ft_abi::HopperBwdParams, tmap_q), f.dtype, fa.q, fa.q_strides,
+                                              f.batch, f.seqlen_q, f.heads_q, f.head_dim, block_m);
+    out->maps[1] = detail::HopperTensorMapFor(offsetof(ft_abi::HopperBwdParams, tmap_k), f.dtype, fa.k, fa.k_strides,
+                                              f.batch, f.seqlen_k, f.heads_kv, f.head_dim, block_n);
+    out->maps[2] = detail::HopperTensorMapFor(offsetof(ft_abi::HopperBwdParams, tmap_v), f.dtype, fa.v, fa.v_strides,
+                                              f.batch, f.seqlen_k, f.heads_kv, f.head_dim, block_n);
+    out->maps[3] = detail::HopperTensorMapFor(offsetof(ft_abi::HopperBwdParams, tmap_do), f.dtype, a.d_o, a.d_o_strides,
+                                              f.batch, f.seqlen_q, f.heads_q, f.head_dim, block_m);
+
+    const unsigned row_blocks = unsigned((f.seqlen_q + kPreRows - 1) / kPreRows);
+    out->grid[0] = row_blocks;
+    out->grid[1] = unsigned(f.heads_q);
+    out->grid[2] = unsigned(f.batch);
+    out->block[0] = kPreThreads;
+    out->block[1] = out->block[2] = 1;
+    out->smem_bytes = 0;
+    out->next_steps = 2;
+    LaunchStep& main = out->next[0];
+    main.kernel = 0;
+    main.grid[0] = unsigned((f.seqlen_k + block_n - 1) / block_n);
+    main.grid[1] = unsigned(f.heads_kv);
+    main.grid[2] = unsigned(f.batch);
+    main.block[0] = kThreads;
+    main.block[1] = main.block[2] = 1;
+    main.smem_bytes = uint32_t(SharedMemoryBytes(v));
+    LaunchStep& convert = out->next[1];
+    convert.kernel = 1;
+    convert.grid[0] = row_blocks;
+    convert.grid[1] = unsigned(f.heads_q);
+    convert.grid[2] = unsigned(f.batch);
+    convert.block[0] = kPreThreads;
+    convert.block[1] = convert.block[2] = 1;
+    convert.smem_bytes = 0;
+    out->SetArgs(hp);
+  }
+
+  std::string Describe(const Variant& v) const override {
+    return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma";
+  }
+};
+
+}  // namespace
+
+const Family& FamilyEntry_hopper_bwd() {
+  static const HopperBwd family;
+  return family;
+}
+
+}  // namespace flashtune

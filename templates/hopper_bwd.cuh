@@ -1,0 +1,458 @@
+// Hopper (sm_90a) attention backward kernel template (flashtune): dq, dk, dv from q, k, v, o,
+// lse, d_o with wgmma, TMA and mbarriers (FlashAttention-3's backward layout). Not
+// deterministic: blocks add their dQ tiles to the fp32 accumulator in whatever order they run.
+//
+// Three kernels of one module, launched in order on one stream with the same parameters:
+//  1. FT_KERNEL_NAME (preprocess): delta = rowsum(d_o ∘ o) per query row; zeroes the fp32 dq
+//     accumulator (fa2_bwd's preprocess, on this family's parameter struct).
+//  2. FT_KERNEL_NAME_main: one thread block per (key block of kBlockN = 128 keys, K/V head,
+//     batch); a producer warpgroup and two consumer warpgroups, consumer cw owning keys
+//     64cw .. 64cw + 63 of the block (every wgmma has M = 64).
+//     - the producer's first warp: lane 0 loads the block's K and V tiles once, then for each
+//       query step the Q and d_o tiles (kBlockM = 64 queries) into a two-stage ring by TMA;
+//       all 32 lanes copy the step's lse (in the exp2 domain; +inf for rows past the end or
+//       with no visible key, so their P is exactly 0) and delta into shared memory. A stage's
+//       "full" mbarrier completes with the TMA bytes and the 32 lanes' arrivals; its "empty"
+//       one with one arrival per consumer warp once its wgmmas have read the stage.
+//     - per step, each consumer: Sᵀ = K_cw Qᵀ and dPᵀ = V_cw d_oᵀ (64 keys × 64 queries, SS
+//       wgmma, K-major operands); Pᵀ = exp2(Sᵀ·scale·log2e − lse2) (masked: keys past the end,
+//       causal), dSᵀ = Pᵀ ∘ (dPᵀ − delta), both packed to 16 bits in the accumulator layout,
+//       which is the register-A layout; dV += Pᵀ d_o and dK += dSᵀ Q (RS wgmma, d_o / Q
+//       MN-major); dSᵀ also to a shared [key][query] tile (128-byte swizzle).
+//       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: at d128
+//       consumer cw computes output columns 64cw .. 64cw + 63 over all 128 keys (after a
+//       barrier of both consumers: the dSᵀ tile is complete); at d64 each consumer the whole
+//       row over its own 64 keys into a tile of its own. The fp32 tile(s) [64 queries][D] (rows
+//       padded by 32 bytes) are added to the accumulator by cp.reduce.async.bulk, a row each
+//       (lane 0 of each consumer warp issues a slab of rows), whose reads must end before the
+//       next step's first barrier.
+//     - dK (times the softmax scale) and dV: plain 16-bit stores from the accumulators.
+//     GQA/MQA: the block walks every query head of its group, summing dK and dV in registers.
+//     Causal (bottom-right): query blocks that see none of the block's keys are skipped.
+//  3. FT_KERNEL_NAME_convert: dq = dq_accum · scale in the caller's dtype and strides.
+//
+// Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
+// kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
+// generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
+//
+// Semantics: as fa2_bwd's: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], d_o like o, dq like q, dk/dv
+// like k/v (any batch/seq/head strides TMA can describe for q, k, v, d_o: the tensor maps the
+// host encodes), lse [B, Hq, Nq] fp32 as the forward wrote it; query i sees keys
+// j <= i + Nk - Nq when causal; rows that see no key get dq = 0.
+
+#ifndef FT_CONFIG_PROVIDED
+#define FT_KERNEL_NAME hopper_bwd_bf16_d128_bn128_bm64_det0_full
+namespace ft_config {
+constexpr bool kBf16 = true;
+constexpr int kHeadDim = 128;
+constexpr int kBlockN = 128;
+constexpr int kBlockM = 64;
+constexpr bool kCausal = false;
+constexpr int kSmemBytes =
+    1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 + (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
+}  // namespace ft_config
+#endif
+
+#define FT_CAT2(a, b) a##b
+#define FT_CAT(a, b) FT_CAT2(a, b)
+
+#include "ft_kernel_abi.cuh"
+
+namespace ft {
+
+using namespace ft_config;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned long long u64;
+typedef long long i64;
+
+using FtParams = ft_abi::HopperBwdParams;
+using FtBase = ft_abi::Fa2BwdParams;
+
+constexpr int kThreads = 384;                  // producer warpgroup + two consumer warpgroups
+constexpr int kPreThreads = 128;               // preprocess / convert blocks
+constexpr int kPreRows = 16;                   // query rows per preprocess / convert block
+constexpr int kChunks = kHeadDim / 64;         // 64-column, 128-byte-swizzled chunks
+constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;
+constexpr u32 kKVChunkBytes = kBlockN * 128;
+constexpr u32 kQBytes = kBlockM * kHeadDim * 2;  // one Q (or d_o) stage
+constexpr u32 kQChunkBytes = kBlockM * 128;
+constexpr u32 kDsBytes = kBlockN * kBlockM * 2;  // dSᵀ [key][query], one 128-byte row per key
+// d64: each consumer's dQ over its own keys, a [64][64] fp32 tile each (K split); d128: one
+// [64][128] tile, consumer cw writing columns 64cw .. (N split).
+constexpr bool kDqSplitK = kHeadDim == 64;
+constexpr int kDqTileCols = kDqSplitK ? 64 : kHeadDim;  // row length of a dQ tile (floats)
+// Tile rows padded by 8 floats (32 bytes): the float2 writes of a warp's 8 rows x 4 lanes then
+// fall on distinct banks (unpadded, rows 256 or 512 bytes apart are 8-way conflicts); each row
+// is added by a bulk reduction of its own.
+constexpr int kDqStride = kDqTileCols + 8;
+constexpr u32 kDqBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;
+constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
+constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
+constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;  // (384 * 168 - 128 * 24) / 256
+constexpr float kLog2e = 1.4426950408889634f;
+
+static_assert(kHeadDim == 64 || kHeadDim == 128, "hopper_bwd: head dim must be 64 or 128");
+static_assert(kBlockN == 128, "hopper_bwd: block_n must be 128 (two consumer warpgroups of 64 keys)");
+static_assert(kBlockM == 64, "hopper_bwd: block_m must be 64 (one wgmma N of queries)");
+static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
+static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
+
+#include "ft_device.cuh"
+#include "ft_hopper.cuh"
+
+__device__ __forceinline__ float to_float(u16 x) {
+  if constexpr (kBf16) {
+    return __uint_as_float(u32(x) << 16);
+  } else {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
+    return f;
+  }
+}
+
+// `x`, opaque to the compiler: a shared address made opaque inside the step loop keeps ptxas from
+// hoisting the loop-invariant wgmma descriptors built from it (up to 64 registers at d128),
+// which spilled; rebuilding them costs a few integer instructions per k-step.
+__device__ __forceinline__ u32 opaque(u32 x) {
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(x));
+  return x;
+}
+
+template <int R>
+__device__ __forceinline__ void zero(float (&r)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) r[i] = 0.f;
+}
+
+// Sᵀ (or dPᵀ) [64 keys x 64 queries] = A B^T over the head dim: A = 64 key rows of K (or V)
+// starting at byte `a_rows` of each chunk, B = the stage's Q (or d_o) tile; both K-major, as
+// hopper_fwd's S = Q K^T (k-steps 32 bytes apart within a chunk, 8-row atoms 1024 bytes apart).
+__device__ __forceinline__ void gemm_t(float (&acc)[kBlockM / 2], u32 a_addr, u32 b_addr) {
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      Wgmma<kBlockM>::ss(acc, make_desc(a_addr + c * kKVChunkBytes + kk * 32, 16, 1024),
+                         make_desc(b_addr + c * kQChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
+}
+
+// acc [64 keys x D] += A [64 keys x 64 queries] (registers) · B [64 queries x D]: B is a Q or
+// d_o stage, MN-major (rows = queries = the k dimension), as hopper_fwd's P V: leading byte
+// offset = the next 64 columns (chunk), stride = 8 rows (1024 B), a 16-query k-step 2048 B.
+__device__ __forceinline__ void gemm_rs(float (&acc)[kHeadDim / 2], const u32 (&a)[kBlockM / 16][4], u32 b_addr) {
+#pragma unroll
+  for (int kk = 0; kk < kBlockM / 16; ++kk)
+    Wgmma<kHeadDim>::rs(acc, a[kk], make_desc(b_addr + kk * 2048, kQChunkBytes, 1024), 1);
+}
+
+// dQ [64 queries x 64 columns] = dS · K over kSteps 16-key steps: A = rows of the dSᵀ tile
+// ([key][query], 64 queries = one 128-byte swizzle row: MN-major), B = one 64-column chunk of
+// K ([key][d]: MN-major). Both step 16 key rows (2048 B) per k-step.
+template <int kSteps>
+__device__ __forceinline__ void gemm_dq(float (&acc)[32], u32 ds_addr, u32 k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+    Wgmma<64>::ss_mn(acc, make_desc(ds_addr + kk * 2048, 8192, 1024), make_desc(k_addr + kk * 2048, kKVChunkBytes, 1024),
+                     kk != 0);
+}
+
+}  // namespace ft
+
+// 1. delta = rowsum(d_o ∘ o); zero the dq accumulator. Grid (ceil(Nq / 16), Hq, B), 128
+// threads: one warp per row at a time.
+extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(const __grid_constant__ ft::FtParams params) {
+  using namespace ft;
+  const FtBase& p = params.base;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int Nq = p.seqlen_q;
+  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
+  for (int r = warp; r < kPreRows; r += kPreThreads / 32) {
+    const int row = blockIdx.x * kPreRows + r;
+    if (row >= Nq) break;
+    const u16* o = static_cast<const u16*>(p.o) + batch * p.o_stride[0] + (i64)row * p.o_stride[1] + head * p.o_stride[2];
+    const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + (i64)row * p.do_stride[1] +
+                     head * p.do_stride[2];
+    float sum = 0.f;
+    for (int d = lane; d < kHeadDim; d += 32) sum += to_float(o[d]) * to_float(d_o[d]);
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    if (lane == 0) p.delta[row_base + row] = sum;
+    float* acc = p.dq_accum + (row_base + row) * kHeadDim;
+    for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
+  }
+}
+
+// 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
+extern "C" __global__ void __launch_bounds__(ft::kPreThreads)
+    FT_CAT(FT_KERNEL_NAME, _convert)(const __grid_constant__ ft::FtParams params) {
+  using namespace ft;
+  const FtBase& p = params.base;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int Nq = p.seqlen_q;
+  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
+  for (int r = warp; r < kPreRows; r += kPreThreads / 32) {
+    const int row = blockIdx.x * kPreRows + r;
+    if (row >= Nq) break;
+    const float* acc = p.dq_accum + (row_base + row) * kHeadDim;
+    u16* dq = static_cast<u16*>(p.dq) + batch * p.dq_stride[0] + (i64)row * p.dq_stride[1] + head * p.dq_stride[2];
+    for (int d = 2 * lane; d < kHeadDim; d += 64)
+      *reinterpret_cast<u32*>(dq + d) = pack2(acc[d] * p.scale, acc[d + 1] * p.scale);
+  }
+}
+
+// 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B), kThreads threads.
+extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
+    FT_CAT(FT_KERNEL_NAME, _main)(const __grid_constant__ ft::FtParams params) {
+  using namespace ft;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const FtBase& p = params.base;
+
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128;
+  const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int group = p.heads_q / p.heads_kv;
+  const int Nq = p.seqlen_q, Nk = p.seqlen_k;
+  const int diag = Nk - Nq;  // query i sees keys j <= i + diag
+  const int n0 = n_block * kBlockN;
+  // Query blocks that see a key of this block (causal: from the first query that sees key n0).
+  const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
+  int m_begin = 0;
+  if (kCausal && n0 - diag > 0) m_begin = min(m_blocks, (n0 - diag) / kBlockM);
+  const int steps_per_head = m_blocks - m_begin;
+  const int total = group * steps_per_head;
+
+  // Shared memory, every tile 1024-byte aligned: K, V, Q stages, d_o stages, dSᵀ, dQ tile(s),
+  // lse2 / delta stages, barriers.
+  const u32 base = (smem_address(smem) + 1023u) & ~1023u;
+  const u32 sK = base;
+  const u32 sV = sK + kKVBytes;
+  const u32 sQ = sV + kKVBytes;
+  const u32 sdO = sQ + 2 * kQBytes;
+  const u32 sdS = sdO + 2 * kQBytes;
+  const u32 sdQ = sdS + kDsBytes;
+  const u32 sLse = sdQ + kDqBytes;           // [2][kBlockM] floats
+  const u32 sDelta = sLse + 2 * kBlockM * 4;  // [2][kBlockM] floats
+  const u32 bars = sDelta + 2 * kBlockM * 4;
+  const u32 bar_kv = bars;
+  auto bar_full = [&](int s) { return bars + 8u * (1 + s); };
+  auto bar_empty = [&](int s) { return bars + 8u * (3 + s); };
+
+  if (tid == 0) {
+    mbar_init(bar_kv, 1);
+    for (int s = 0; s < 2; ++s) {
+      mbar_init(bar_full(s), 1 + 32);  // the TMA bytes' arrival and the producer warp's 32 lanes
+      mbar_init(bar_empty(s), 8);      // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  // The walk over query steps: head by head of the group, query block by query block.
+  auto step_head = [&](int it) { return kv_head * group + it / steps_per_head; };
+  auto step_m0 = [&](int it) { return (m_begin + it % steps_per_head) * kBlockM; };
+
+  if (warpgroup == 0) {
+    // ---- producer ---------------------------------------------------------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    if (tid < 32) {
+      const int lane = tid;
+      if (lane == 0) {
+        prefetch_tensormap(&params.tmap_q);
+        prefetch_tensormap(&params.tmap_k);
+        prefetch_tensormap(&params.tmap_v);
+        prefetch_tensormap(&params.tmap_do);
+        mbar_expect_tx(bar_kv, 2 * kKVBytes);
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          tma_load_4d(sK + c * kKVChunkBytes, &params.tmap_k, c * 64, kv_head, n0, batch, bar_kv);
+          tma_load_4d(sV + c * kKVChunkBytes, &params.tmap_v, c * 64, kv_head, n0, batch, bar_kv);
+        }
+      }
+      for (int it = 0; it < total; ++it) {
+        const int s = it & 1;
+        const u32 phase = (u32)(it >> 1) & 1u;
+        const int hq = step_head(it), m0 = step_m0(it);
+        mbar_wait(bar_empty(s), phase ^ 1u);
+        if (lane == 0) {
+          mbar_expect_tx(bar_full(s), 2 * kQBytes);
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c) {
+            tma_load_4d(sQ + s * kQBytes + c * kQChunkBytes, &params.tmap_q, c * 64, hq, m0, batch, bar_full(s));
+            tma_load_4d(sdO + s * kQBytes + c * kQChunkBytes, &params.tmap_do, c * 64, hq, m0, batch, bar_full(s));
+          }
+        }
+        const i64 row_base = ((i64)batch * p.heads_q + hq) * Nq;
+#pragma unroll
+        for (int j = 0; j < kBlockM / 32; ++j) {
+          const int r = lane + 32 * j, q = m0 + r;
+          float l2 = __int_as_float(0x7f800000), dl = 0.f;
+          if (q < Nq) {
+            const float l = p.lse[row_base + q];
+            if (l != kNegInf) l2 = l * kLog2e;
+            dl = p.delta[row_base + q];
+          }
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sLse + (u32)(s * kBlockM + r) * 4), "f"(l2) : "memory");
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sDelta + (u32)(s * kBlockM + r) * 4), "f"(dl) : "memory");
+        }
+        mbar_arrive(bar_full(s));  // release: the stores above are visible to the waiting consumers
+      }
+    }
+  } else {
+    // ---- consumers --------------------------------------------------------------------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int cw = warpgroup - 1;
+    const int wtid = tid % 128;
+    const int warp = wtid / 32;  // within the warpgroup: rows 16*warp .. 16*warp + 15 of each tile
+    const int lane = tid % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    const float scale_log2 = p.scale_log2;
+    const int key_base = n0 + cw * 64 + warp * 16 + g;  // this thread's keys: key_base, key_base + 8
+    const u32 sKw = sK + cw * 64 * 128;                 // this consumer's 64 key rows of each chunk
+    const u32 sVw = sV + cw * 64 * 128;
+    // dQ: d128 columns 64cw.. over all keys into the shared tile; d64 all columns over this
+    // consumer's keys into its own tile.
+    const u32 dq_a = kDqSplitK ? sdS + cw * 64 * 128 : sdS;
+    const u32 dq_b = kDqSplitK ? sKw : sK + cw * kKVChunkBytes;
+    const u32 dq_tile = kDqSplitK ? sdQ + cw * (64 * kDqStride * 4) : sdQ;
+    const int dq_col0 = kDqSplitK ? 0 : cw * 64;
+    // Bulk adds: lane 0 of each warp adds a slab of tile rows, one row at a time (d128: 8 rows
+    // for each of the 8 consumer warps; d64: 16 rows of this consumer's tile per warp).
+    constexpr int kSlabRows = kDqSplitK ? 16 : 8;
+    const int slab_row0 = kDqSplitK ? warp * 16 : (cw * 4 + warp) * 8;
+
+    float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
+    zero(acc_dk);
+    zero(acc_dv);
+    bool adds_pending = false;
+
+    mbar_wait(bar_kv, 0);
+    for (int it = 0; it < total; ++it) {
+      const int s = it & 1;
+      const u32 phase = (u32)(it >> 1) & 1u;
+      const int hq = step_head(it), m0 = step_m0(it);
+      const u32 q_addr = sQ + s * kQBytes, do_addr = sdO + s * kQBytes;
+
+      float acc_s[kBlockM / 2], acc_dp[kBlockM / 2];
+      mbar_wait(bar_full(s), phase);
+      wgmma_fence();
+      gemm_t(acc_s, opaque(sKw), q_addr);
+      gemm_t(acc_dp, opaque(sVw), do_addr);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(acc_s);
+      fence_regs(acc_dp);
+
+      // Pᵀ and dSᵀ per accumulator: key row key_base + 8h, query column m0 + 8i + 2t + c; packed
+      // to 16 bits as soon as a k-step's 16 columns are done (the fp32 values die there), and
+      // dSᵀ stored to the shared tile: key row r, 16-byte unit u of the row at u ^ (r % 8) (as
+      // TMA's 128-byte swizzle), query columns 8i + 2t, +1 in one 32-bit store.
+      const bool need_mask = n0 + kBlockN > Nk || (kCausal && n0 + cw * 64 + 63 > m0 + diag);
+      u32 p_frag[kBlockM / 16][4], ds_frag[kBlockM / 16][4];
+#pragma unroll
+      for (int i = 0; i < kBlockM / 8; ++i) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int col = 8 * i + 2 * t + c;
+          float l2, dl;
+          asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(l2) : "r"(sLse + (u32)(s * kBlockM + col) * 4));
+          asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(dl) : "r"(sDelta + (u32)(s * kBlockM + col) * 4));
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int e = 4 * i + 2 * h + c;
+            float pr = fast_exp2(fmaf(acc_s[e], scale_log2, -l2));
+            if (need_mask) {
+              const int key = key_base + 8 * h;
+              if (key >= Nk || (kCausal && key > m0 + col + diag)) pr = 0.f;
+            }
+            acc_s[e] = pr;
+            acc_dp[e] = pr * (acc_dp[e] - dl);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int j = (i % 2) * 2 + h;  // A-fragment register: rows g / g + 8, k columns 2t / 2t + 8
+          p_frag[i / 2][j] = pack2(acc_s[4 * i + 2 * h], acc_s[4 * i + 2 * h + 1]);
+          ds_frag[i / 2][j] = pack2(acc_dp[4 * i + 2 * h], acc_dp[4 * i + 2 * h + 1]);
+          const int r = cw * 64 + warp * 16 + g + 8 * h;
+          const u32 addr = sdS + r * 128 + (((i ^ (r % 8)) * 16)) + t * 4;
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(ds_frag[i / 2][j]) : "memory");
+        }
+      }
+
+      // dV += Pᵀ d_o, dK += dSᵀ Q.
+      wgmma_fence();
+      gemm_rs(acc_dv, p_frag, do_addr);
+      gemm_rs(acc_dk, ds_frag, q_addr);
+      wgmma_commit();
+
+      // The dSᵀ tile is complete (both consumers' rows, written by the generic proxy, visible
+      // to wgmma's async proxy), and the last step's bulk adds have read the dQ tile(s).
+      if (adds_pending && lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      fence_proxy_async_shared();
+      named_barrier_sync(1, 256);
+
+      float acc_dq[32];
+      wgmma_fence();
+      gemm_dq<kDqSplitK ? 4 : kBlockN / 16>(acc_dq, opaque(dq_a), opaque(dq_b));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(acc_dk);
+      fence_regs(acc_dv);
+      fence_regs(acc_dq);
+      // This warp's wgmmas have read the stage's Q and d_o (its lse / delta were read before).
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bar_empty(s));
+
+      // dQ to the fp32 tile: query row 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1.
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + g + 8 * h;
+          const u32 addr = dq_tile + (u32)(r * kDqStride + dq_col0 + 8 * i + 2 * t) * 4;
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq[4 * i + 2 * h]),
+                       "f"(acc_dq[4 * i + 2 * h + 1])
+                       : "memory");
+        }
+      fence_proxy_async_shared();
+      named_barrier_sync(2, 256);  // the tile(s) complete; every dQ wgmma has read dSᵀ
+      const int rows = min(kBlockM, Nq - m0);
+      if (lane == 0 && slab_row0 < rows) {
+        const int n = min(kSlabRows, rows - slab_row0);
+        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDim;
+        for (int r = 0; r < n; ++r)
+          asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                         dst + (i64)r * kHeadDim),
+                       "r"(dq_tile + (u32)((slab_row0 + r) * kDqStride) * 4), "n"(kDqTileCols * 4)
+                       : "memory");
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        adds_pending = true;
+      }
+    }
+    // The bulk adds have finished reading shared memory before the block exits.
+    if (adds_pending) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+
+    // dK (times the softmax scale) and dV: key rows key_base + 8h, columns 8i + 2t, +1.
+    u16* dk = static_cast<u16*>(p.dk) + batch * p.dk_stride[0] + kv_head * p.dk_stride[2];
+    u16* dv = static_cast<u16*>(p.dv) + batch * p.dv_stride[0] + kv_head * p.dv_stride[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_base + 8 * h;
+      if (key < Nk) {
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 8; ++i) {
+          const int col = 8 * i + 2 * t;
+          *reinterpret_cast<u32*>(dk + (i64)key * p.dk_stride[1] + col) =
+              pack2(acc_dk[4 * i + 2 * h] * p.scale, acc_dk[4 * i + 2 * h + 1] * p.scale);
+          *reinterpret_cast<u32*>(dv + (i64)key * p.dv_stride[1] + col) = pack2(acc_dv[4 * i + 2 * h], acc_dv[4 * i + 2 * h + 1]);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,206 @@
+// CPU tests of the hopper_bwd family (generator/families/hopper_bwd.cpp, templates/hopper_bwd.cuh):
+// what it serves, that it stays out of the default space and the untuned default, its URI, its
+// three-kernel launch packet with four tensor maps, the calls it refuses (deterministic, strides
+// TMA cannot describe), and its sources compiling for sm_90a with NVRTC without spills or
+// serialised wgmmas (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "flashtune/backward_args.h"
+#include "flashtune/compiler.h"
+#include "flashtune/source.h"
+#include "flashtune/space.h"
+#include "generator/embedded_templates.h"
+#include "generator/family.h"
+#include "templates/ft_kernel_abi.cuh"
+
+namespace flashtune {
+namespace {
+
+ProblemClass Bwd(DType dtype, int head_dim, bool causal) { return ProblemClass{dtype, head_dim, causal, Operation::kBackward}; }
+
+const Family& Hopper() {
+  const Family* f = FindFamily("hopper_bwd");
+  EXPECT_NE(f, nullptr);
+  return *f;
+}
+
+Variant V(DType dtype, int head_dim, bool causal) { return Hopper().Default(Bwd(dtype, head_dim, causal), Target{}); }
+
+// Device-looking pointers: only their values matter to the pack.
+BackwardArgs Args(const Problem& shape) {
+  BackwardArgs a = BackwardArgs::Contiguous(shape);
+  auto at = [](uintptr_t x) { return reinterpret_cast<void*>(x); };
+  a.forward.q = at(0x100000);
+  a.forward.k = at(0x200000);
+  a.forward.v = at(0x300000);
+  a.forward.o = at(0x400000);
+  a.forward.lse = static_cast<float*>(at(0x500000));
+  a.d_o = at(0x600000);
+  a.dq = at(0x700000);
+  a.dk = at(0x800000);
+  a.dv = at(0x900000);
+  a.forward.workspace = at(0x1000000);
+  a.forward.workspace_bytes = BackwardWorkspaceBytes(a.problem());
+  return a;
+}
+
+TEST(HopperBwdFamily, ServesBackwardD64AndD128OnSm90aOnly) {
+  const Family& f = Hopper();
+  EXPECT_EQ(f.operation(), Operation::kBackward);
+  for (int d : {64, 128}) {
+    EXPECT_TRUE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
+    EXPECT_TRUE(f.Serves(Bwd(DType::kF16, d, true), Target{"sm_90a"})) << d;
+    EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90"})) << d;  // no wgmma without "a"
+    EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_80"})) << d;
+  }
+  for (int d : {32, 96, 192, 256}) EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
+  EXPECT_FALSE(f.Serves(ProblemClass{DType::kBF16, 128, false}, Target{"sm_90a"}));  // the forward pass
+}
+
+TEST(HopperBwdFamily, StaysOutOfTheDefaultSpaceAndTheUntunedDefault) {
+  const ProblemClass cls = Bwd(DType::kBF16, 128, true);
+  EXPECT_TRUE(Hopper().Space(cls, Target{}).empty());
+  auto space = EnumerateSpace(cls);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_FALSE(space->empty());
+  for (const Variant& v : *space) EXPECT_EQ(v.family, "fa2_bwd") << v.Uri();
+  EXPECT_EQ(DefaultVariant(cls).family, "fa2_bwd");
+  // Named by URI it is valid (what `flashtune bench --variant` and the GPU tests use).
+  auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_causal");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, V(DType::kBF16, 128, true));
+  EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_causal");
+  EXPECT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
+  EXPECT_EQ(ThreadsPerBlock(*v), 384);
+}
+
+TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
+  // 1 KB slack + K, V + 2 Q + 2 d_o stages + dSᵀ (16 KB) + dQ tile(s) (rows padded by 8 floats:
+  // d128 one [64][136], d64 two [64][72]) + lse / delta + barriers.
+  EXPECT_EQ(SharedMemoryBytes(V(DType::kBF16, 128, false)), 1024 + 65536 + 65536 + 16384 + 64 * 136 * 4 + 1024 + 40);
+  EXPECT_EQ(SharedMemoryBytes(V(DType::kF16, 64, true)), 1024 + 32768 + 32768 + 16384 + 2 * 64 * 72 * 4 + 1024 + 40);
+  Variant bad = V(DType::kBF16, 128, false);
+  Status s = Hopper().CheckRules(bad, 100000);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("exceeds max_smem_bytes (100000)"), std::string::npos) << s.message();
+}
+
+TEST(HopperBwdFamily, PacksThreeKernelsAndFourTensorMaps) {
+  const Problem shape{DType::kBF16, 128, true, 2, 1000, 1500, 8, 2, Operation::kBackward};
+  const Variant v = V(DType::kBF16, 128, true);
+  const BackwardArgs a = Args(shape);
+  LaunchPacket packet;
+  Status s = PackBackward(v, a, &packet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // Preprocess: 16 query rows per block of 128 threads; main: one block per 128-key block and
+  // K/V head; convert as the preprocess.
+  EXPECT_EQ(packet.grid[0], 63u);
+  EXPECT_EQ(packet.grid[1], 8u);
+  EXPECT_EQ(packet.grid[2], 2u);
+  EXPECT_EQ(packet.block[0], 128u);
+  ASSERT_EQ(packet.next_steps, 2);
+  EXPECT_EQ(packet.next[0].kernel, 0);
+  EXPECT_EQ(packet.next[0].grid[0], 12u);
+  EXPECT_EQ(packet.next[0].grid[1], 2u);
+  EXPECT_EQ(packet.next[0].grid[2], 2u);
+  EXPECT_EQ(packet.next[0].block[0], 384u);
+  EXPECT_EQ(packet.next[0].smem_bytes, uint32_t(SharedMemoryBytes(v)));
+  EXPECT_EQ(packet.next[1].kernel, 1);
+  EXPECT_EQ(packet.next[1].grid[0], 63u);
+  EXPECT_EQ(packet.arg_bytes, sizeof(ft_abi::HopperBwdParams));
+  ASSERT_EQ(packet.tensor_maps, 4);
+  const void* bases[] = {a.forward.q, a.forward.k, a.forward.v, a.d_o};
+  const uint32_t offsets[] = {0, 128, 256, 384};
+  const uint32_t rows[] = {64, 128, 128, 64};
+  const uint64_t seqlen[] = {1000, 1500, 1500, 1000}, heads[] = {8, 2, 2, 8};
+  for (int i = 0; i < 4; ++i) {
+    const TensorMapRequest& m = packet.maps[i];
+    EXPECT_EQ(m.base, bases[i]) << i;
+    EXPECT_EQ(m.offset, offsets[i]) << i;
+    EXPECT_EQ(m.box[2], rows[i]) << i;
+    EXPECT_EQ(m.box[0], 64u) << i;
+    EXPECT_EQ(m.dims[0], 128u) << i;
+    EXPECT_EQ(m.dims[1], heads[i]) << i;
+    EXPECT_EQ(m.dims[2], seqlen[i]) << i;
+    EXPECT_EQ(m.dims[3], 2u) << i;
+    EXPECT_EQ(m.strides_bytes[1], heads[i] * 128 * 2) << i;  // seq stride of a dense tensor
+    EXPECT_EQ(m.swizzle, TensorMapRequest::Swizzle::k128B) << i;
+  }
+  ft_abi::HopperBwdParams p;
+  std::memcpy(&p, packet.args, sizeof p);
+  EXPECT_EQ(p.base.d_o, a.d_o);
+  EXPECT_EQ(p.base.dq_accum, static_cast<float*>(a.forward.workspace));
+  EXPECT_EQ(p.base.seqlen_q, 1000);
+  EXPECT_EQ(p.base.seqlen_k, 1500);
+  EXPECT_EQ(p.base.heads_q, 8);
+  EXPECT_EQ(p.base.heads_kv, 2);
+  EXPECT_FLOAT_EQ(p.base.scale, 1.f / std::sqrt(128.f));
+  EXPECT_FLOAT_EQ(p.base.scale_log2, 1.4426950408889634f / std::sqrt(128.f));
+}
+
+TEST(HopperBwdFamily, RefusesDeterministicCallsAndStridesTmaCannotDescribe) {
+  const Problem shape{DType::kF16, 64, false, 2, 100, 100, 2, 2, Operation::kBackward};
+  const Variant v = V(DType::kF16, 64, false);
+  LaunchPacket packet;
+  BackwardArgs a = Args(shape);
+  a.deterministic = true;
+  Status s = PackBackward(v, a, &packet);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("no deterministic mode"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("fa2_bwd serves"), std::string::npos) << s.message();
+  // A batch stride of 0 (every batch reads the same d_o) is legal for the call, not for TMA.
+  a = Args(shape);
+  a.d_o_strides.batch = 0;
+  ASSERT_TRUE(ValidateBackwardArgs(a).ok()) << ValidateBackwardArgs(a).ToString();
+  s = PackBackward(v, a, &packet);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("hopper_bwd: TMA cannot describe d_o_strides.batch (0 elements)"), std::string::npos)
+      << s.message();
+  // fa2_bwd serves both.
+  a.deterministic = true;
+  Variant fa2 = DefaultVariant(ClassOf(v));
+  fa2.SetParam("det", 1);
+  s = PackBackward(fa2, a, &packet);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// One variant per head dim (and both dtypes, causal and not between them) compiles for sm_90a:
+// no ptxas error, no spill, setmaxnreg honoured (C7508), no serialised wgmma (C7515, C7520), at
+// the launch bound's 168 registers (65536 / 384 threads, rounded down to 8).
+TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true)}) {
+    SCOPED_TRACE(v.Uri());
+    auto source = GenerateSource(v);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    auto cubin = compiler.Compile(GeneratedSourceRequest(v.Uri(), source->text, "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+    EXPECT_EQ(cubin->resources.registers, 168) << cubin->log;
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7508"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+  }
+}
+
+TEST(HopperBwdFamily, TemplateRejectsAWrongSharedMemorySize) {
+  const Variant v = V(DType::kBF16, 128, false);
+  std::string prologue = Hopper().Prologue(v);
+  const std::string smem = "kSmemBytes = " + std::to_string(SharedMemoryBytes(v));
+  ASSERT_NE(prologue.find(smem), std::string::npos) << prologue;
+  prologue.replace(prologue.find(smem), smem.size(), "kSmemBytes = 4096");
+  Compiler compiler(Compiler::Options{"-", 1});
+  auto r = compiler.Compile({"bad", prologue + *ExpandedTemplate("hopper_bwd.cuh"), "sm_90a", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().log().find("kSmemBytes disagrees with the template's shared-memory layout"), std::string::npos)
+      << r.status().log();
+}
+
+}  // namespace
+}  // namespace flashtune
