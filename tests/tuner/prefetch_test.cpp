@@ -59,10 +59,10 @@ TEST(PrefetchFamilies, ADecodeBucketSearchedAloneQueuesOnlyTheDecodeFamily) {
   EXPECT_EQ(PrefetchFamilies(Prefill(64), "sm_80"), std::vector<std::string>{"fa2_fwd"});
 }
 
-TEST(PrefetchFamilies, ABackwardProblemGetsOnlyTheBackwardFamily) {
+TEST(PrefetchFamilies, ABackwardProblemGetsOnlyTheBackwardFamilies) {
   Problem p = Prefill(128);
   p.operation = Operation::kBackward;
-  EXPECT_EQ(PrefetchFamilies(p), std::vector<std::string>{"fa2_bwd"});
+  EXPECT_EQ(PrefetchFamilies(p), (std::vector<std::string>{"fa2_bwd", "hopper_bwd"}));
 }
 
 TEST(FamilySpace, IsTheClassSpaceOfThatFamilyInItsOrder) {
