@@ -23,12 +23,6 @@
 //     coalesced `red.add` from the tile): 16 × fewer L2 reduction requests than per-thread
 //     `red.add.v2`, and in deterministic mode the dQ GEMM runs before the block waits its turn;
 //     outside deterministic mode a step's tile is added after the next step's first barrier.
-//     kDetAsyncTurns (det 2, staged, sm_90): deterministic without stopping the block — the
-//     step's tile is added after the next step's first barrier like the default's, by the lanes
-//     that issue its bulk adds, each taking the turn of its 16 rows (a counter per 16 query
-//     rows) and passing it once its adds are complete, which it waits for at the next P / dS
-//     barrier: the wait and the adds' latency overlap the S / dP GEMMs instead of adding three
-//     block barriers and a round trip to L2 to every step.
 //     Warp layouts: rows (kGrid2d false) — each warp owns kBlockN / kWarps keys (whole 16-row
 //     MMA tiles) of every GEMM; 2-D (kGrid2d, fa2_bwd_2d.cuh) — FA-2's warp grids, P and dS
 //     through shared memory. Causal: query blocks that see none of the block's keys are
@@ -55,7 +49,6 @@ constexpr int kBlockM = 64;
 constexpr int kWarps = 4;
 constexpr int kStages = 2;
 constexpr bool kDeterministic = false;
-constexpr bool kDetAsyncTurns = false;
 constexpr bool kCausal = false;
 constexpr int kDqCols = 16;
 constexpr int kDqVec = 1;
@@ -105,10 +98,8 @@ static_assert((kDqCols == 16 || kDqCols == 32 || kDqCols == 64) && kHeadDim % kD
               "dq_cols (dQ columns per warp item) must be 16, 32 or 64 and divide the head dim");
 static_assert(kDqVec == 1 || kDqVec == 2, "dq_vec (floats per dQ reduction) must be 1 or 2");
 static_assert(kBlockM % kPreRows == 0 && kBlockM >= 16, "the ordering counters are sized per 16 query rows");
-static_assert(!kDetAsyncTurns || (kDeterministic && kDqStaged),
-              "det 2 (turns passed by the bulk adds' lanes) needs the staged dQ tile (dqs 1)");
 static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride * 2 + kScratchBytes +
-                                (kDqStaged ? kBlockM * kDqStride * 4 : 0) + (kDetAsyncTurns ? kWarps * 16 : 0),
+                                (kDqStaged ? kBlockM * kDqStride * 4 : 0),
               "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
@@ -266,67 +257,6 @@ __device__ __forceinline__ void staged_dq_done() {
 #endif
 }
 
-// Deterministic turns without a block barrier (kDetAsyncTurns, sm_90): the 16-row group g of a
-// tile belongs to lane 0 of warp g % kWarps, which takes the group's turn, issues its rows'
-// bulk adds and later passes the turn. Bulk reductions are not ordered with those of another
-// SM (nor among themselves) until they complete, so the turn passes only once this lane's adds
-// are complete (FA-3 waits likewise, in a warp of its own); the lane waits for that at the next
-// P / dS barrier, so the S / dP GEMMs hide it. What is to be passed waits in the lane's slot in
-// shared memory, not in registers: the step body runs at 254-255 registers, and three more live
-// across it made ptxas spill up to 250 bytes inside the loop.
-constexpr int kTurnGroups = kBlockM / 16;
-constexpr int kGroupsPerLane = (kTurnGroups + kWarps - 1) / kWarps;
-struct TurnSlot {
-  int* counter;  // the counter of this lane's first group of the tile whose adds it issued
-  int groups;    // its groups there (every kWarps-th from the first); 0: nothing to pass
-  int unused;
-};
-static_assert(sizeof(TurnSlot) == 16, "kSmemBytes counts 16 bytes per warp for the turn slots");
-__device__ __forceinline__ bool issues_turns() { return threadIdx.x % 32 == 0 && threadIdx.x / 32 < kTurnGroups; }
-
-// Adds rows [0, rows) of the tile at `tile` to `dst`, each 16-row group g after
-// counter[g] == n_block (block n_block - 1's adds of those rows complete); the issuing lane
-// notes the tile in its slot.
-__device__ __forceinline__ void add_staged_dq_in_turn(float* dst, const float* tile, int rows, int* counter,
-                                                      int n_block, TurnSlot* slots) {
-#if __CUDA_ARCH__ >= 900
-  if (issues_turns()) {
-    const int warp = threadIdx.x / 32;
-    slots[warp].counter = counter + warp;
-    slots[warp].groups = rows > warp * 16 ? (rows - warp * 16 + kWarps * 16 - 1) / (kWarps * 16) : 0;
-    for (int r = warp * 16; r < rows; r += kWarps * 16) {  // r: the first row of a group
-      while (load_acquire(counter + r / 16) != n_block) {
-      }
-      // The predecessor's adds (complete before its release) are seen by this lane's bulk adds.
-      asm volatile("fence.proxy.async.global;\n" ::: "memory");
-      const int n = min(16, rows - r);
-      for (int i = 0; i < n; ++i)
-        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                       dst + (i64)(r + i) * kHeadDim),
-                     "r"(smem_address(tile + (r + i) * kDqStride)), "n"(kHeadDim * 4)
-                     : "memory");
-    }
-  }
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-// Passes the turns the lane's slot holds once its bulk adds are complete (the tile may then be
-// overwritten too) and empties the slot. Lanes that issue nothing pass nothing.
-__device__ __forceinline__ void pass_turns_when_added(TurnSlot* slots, int n_block) {
-  if (issues_turns()) {
-    TurnSlot& slot = slots[threadIdx.x / 32];
-    if (slot.groups > 0) {
-      staged_dq_done();
-      if constexpr (kGroupsPerLane == 1) {
-        store_release(slot.counter, n_block + 1);
-      } else {
-        for (int i = 0; i < slot.groups; ++i) store_release(slot.counter + i * kWarps, n_block + 1);
-      }
-      slot.groups = 0;
-    }
-  }
-}
-
 // acc0[mi][j, j+1] += a0[mi] · b0 and acc1[mi][j, j+1] += a1[mi] · b1 for each of this warp's
 // row tiles: the two GEMMs a step runs side by side (Sᵀ with dPᵀ, dV with dK), each B operand
 // one ldmatrix.x4 of two 8-column tiles.
@@ -400,44 +330,7 @@ __device__ __forceinline__ void put_dq_pair(const FtParams& p, const StepArgs& s
 // needs no barrier of its own between the dQ GEMM and the adds. The tile is next written
 // after the following step's P / dS barrier, which each issuing lane passes only once its bulk
 // reads are done (staged_dq_read).
-// With kDetAsyncTurns (sm_90) the deterministic mode defers its adds likewise, each issuing
-// lane taking its rows' turn; before sm_90 there is no bulk engine, and det 2 adds as det 1.
-#if __CUDA_ARCH__ >= 900
-constexpr bool kAsyncTurns = kDetAsyncTurns;
-#else
-constexpr bool kAsyncTurns = false;
-#endif
-constexpr bool kDqAddsDeferred = kDqStaged && (!kDeterministic || kAsyncTurns);
-
-// The turn slots (kDetAsyncTurns) follow the staged dQ tile.
-__device__ __forceinline__ TurnSlot* turn_slots(const StepArgs& s) {
-  return reinterpret_cast<TurnSlot*>(s.dq_tile + kBlockM * kDqStride);
-}
-
-// The last step's tile may be overwritten (called by every thread before the P / dS barrier):
-// this thread's bulk adds have read it; with async turns the issuing lanes wait for their adds
-// to complete and pass the turns.
-__device__ __forceinline__ void staged_dq_tile_free(const StepArgs& s) {
-  if constexpr (kAsyncTurns) {
-    pass_turns_when_added(turn_slots(s), s.n_block);
-  } else {
-    staged_dq_read();
-  }
-}
-
-// The deferred adds of the last step's tile (whose dq_acc, m0 and counter `s` still holds) of
-// `rows` rows. Async turns recompute the rows from the parameter, and the kernel sets s.m0 and
-// s.counter before the walk although the first step reads neither: the step loop's register
-// allocation runs at 254-255 and moves with any change of its code, and these two choices gave
-// the fewest spill loads in the loop (sm_90a, d128 full / causal 1 / 2, d64 15 / 13 per step;
-// 10-60 with the other forms tried).
-__device__ __forceinline__ void add_deferred_dq(const FtParams& p, const StepArgs& s, int rows) {
-  if constexpr (kAsyncTurns) {
-    add_staged_dq_in_turn(s.dq_acc, s.dq_tile, min(kBlockM, p.seqlen_q - s.m0), s.counter, s.n_block, turn_slots(s));
-  } else {
-    add_staged_dq(s.dq_acc, s.dq_tile, rows);
-  }
-}
+constexpr bool kDqAddsDeferred = kDqStaged && !kDeterministic;
 
 // After a step's dQ values are put: the staged tile's adds (deferred: only the fence), then
 // (deterministic) the turn passed on. Without staging, deterministic mode took its turn before
@@ -452,7 +345,7 @@ __device__ __forceinline__ void finish_dq_step(const FtParams& p, const StepArgs
     add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, p.seqlen_q - s.m0));
     if constexpr (kDeterministic) staged_dq_done();
   }
-  if constexpr (kDeterministic && !kAsyncTurns) pass_turn(s.counter, s.n_block);
+  if constexpr (kDeterministic) pass_turn(s.counter, s.n_block);
 }
 
 // dK (times the softmax scale) and dV at the block's key `key_local`, columns col, col + 1.
@@ -614,7 +507,7 @@ struct RowsWork {
         mma_side_by_side(acc_dv, acc_dk, dt, pa, da, bo, bq);
       }
     }
-    if constexpr (kDqStaged) staged_dq_tile_free(s);  // the last step's bulk adds have read the dQ tile
+    if constexpr (kDqStaged) staged_dq_read();  // the last step's bulk adds have read the dQ tile
     __syncthreads();  // dSᵀ is complete (and the dQ tile free)
 
     // dQ[m0 .. m0 + kBlockM) += dS K: 16 x kDqCols output items spread over the warps (wider
@@ -707,10 +600,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   s.n_block = n_block;
   s.n0 = n0;
   s.diag = diag;
-  if constexpr (kAsyncTurns) {  // unread before the first step: see add_deferred_dq
-    s.m0 = 0;
-    s.counter = nullptr;
-  }
   s.k = smem_address(smem);
   s.v = s.k + kBlockN * kRowStride * 2;
   const u32 sQ_addr = s.v + kBlockN * kRowStride * 2;
@@ -756,9 +645,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
 
   typename Pick<kGrid2d, GridWork<0>, RowsWork<0>>::type work;
   work.zero();
-  if constexpr (kAsyncTurns) {
-    if (issues_turns()) turn_slots(s)[threadIdx.x / 32].groups = 0;  // nothing to pass yet
-  }
   if (kStages == 2) issue(0);
 
   for (int it = 0; it < total; ++it) {
@@ -775,7 +661,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
       issue(it + 1);
     }
     if constexpr (kDqAddsDeferred) {
-      if (it > 0) add_deferred_dq(p, s, min(kBlockM, Nq - s.m0));  // the last step's tile
+      if (it > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));  // the last step's tile
     }
     const int hq = at.head;
     s.m0 = m0_of(at);
@@ -791,12 +677,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME
   cp_async_wait<0>();
   if constexpr (kDqAddsDeferred) {
     __syncthreads();  // the last step's tile is complete
-    if (total > 0) add_deferred_dq(p, s, min(kBlockM, Nq - s.m0));
+    if (total > 0) add_staged_dq(s.dq_acc, s.dq_tile, min(kBlockM, Nq - s.m0));
   }
-  if constexpr (kAsyncTurns) {
-    pass_turns_when_added(turn_slots(s), n_block);
-  } else if constexpr (kDqStaged) {
-    staged_dq_done();  // bulk reads of the tile end before the block exits
-  }
+  if constexpr (kDqStaged) staged_dq_done();  // bulk reads of the tile end before the block exits
   work.store(p, s);
 }

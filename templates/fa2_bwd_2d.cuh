@@ -100,7 +100,7 @@ struct GridWork {
           *reinterpret_cast<u32*>(sdS + row * kPStride + col) = pack2(dsv[0], dsv[1]);
         }
       }
-    if constexpr (kDqStaged) staged_dq_tile_free(s);  // the last step's bulk adds have read the dQ tile
+    if constexpr (kDqStaged) staged_dq_read();  // the last step's bulk adds have read the dQ tile
     __syncthreads();  // P and dS are complete (and the dQ tile free)
 
     // dV += Pᵀ d_o, dK += dSᵀ Q: this warp's 32 keys × its D columns. A = Pᵀ / dSᵀ from the

@@ -3,9 +3,8 @@
 // Parameters, in URI order: bc (block_n: keys per thread block, the parallelism knob: 64,
 // 128), br (block_m: queries per inner step: 32, 64, 128), w (warps: 4, 8; block_n must be a
 // multiple of 16·warps), s (Q / d_o shared-memory stages: 1, 2), det (1: dq accumulated in key
-// block order, bit-reproducible; 2: the same order, the staged tile's turns taken and passed by
-// the lanes issuing its bulk adds while the block computes on — dqs 1 only; the runtime sets
-// det 1 from BackwardArgs::deterministic, the tuner searches 0), dqc (dQ columns per warp item: 16, 32, 64; 32 searched only where 64
+// block order, bit-reproducible; the runtime sets it from BackwardArgs::deterministic, the
+// tuner searches 0), dqc (dQ columns per warp item: 16, 32, 64; 32 searched only where 64
 // does not divide D), dqv (floats per dQ reduction: 1, or 2 with red.add.v2 on sm_90; 2 is
 // searched), dqs (1: the dQ tile staged in shared memory and added a row at a time by bulk
 // reduction on sm_90, by coalesced red.add before; 0: each thread adds its own dQ values), lay
@@ -43,13 +42,12 @@ struct BwdParams {
 };
 
 // K and V tiles, `stages` Q and d_o tiles (rows padded by 16 bytes), the 16-bit dSᵀ tile (rows
-// layout) or P and dS tiles (2-D layout), with dqs the fp32 dQ tile (rows padded by 32 bytes),
-// and with det 2 a 16-byte turn slot per warp.
+// layout) or P and dS tiles (2-D layout), and with dqs the fp32 dQ tile (rows padded by 32 bytes).
 int64_t BwdSharedMemoryBytes(const BwdParams& p, int head_dim) {
   const int64_t scratch = p.layout == 2 ? int64_t(2) * p.block_m * (p.block_n + 8) * 2
                                         : int64_t(p.block_n) * (p.block_m + 8) * 2;
   return int64_t(2 * p.block_n + 2 * p.stages * p.block_m) * (head_dim + 8) * 2 + scratch +
-         (p.dq_staged ? int64_t(p.block_m) * (head_dim + 8) * 4 : 0) + (p.det == 2 ? int64_t(p.warps) * 16 : 0);
+         (p.dq_staged ? int64_t(p.block_m) * (head_dim + 8) * 4 : 0);
 }
 
 Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int det, int dqc, int dqv, int dqs, int lay) {
@@ -86,7 +84,7 @@ class Fa2Bwd final : public Family {
         {"br", "block_m (br)", {32, 64, 128}, {32, 64, 128}},
         {"w", "warps (w)", {4, 8}, {4, 8}},
         {"s", "stages (s)", {1, 2}, {1, 2}},
-        {"det", "deterministic (det)", {0, 1, 2}, {0}},
+        {"det", "deterministic (det)", {0, 1}, {0}},
         {"dqc", "dQ columns per warp item (dqc)", {16, 32, 64}, {16, 32, 64}},
         {"dqv", "floats per dQ reduction (dqv)", {1, 2}, {2}},
         {"dqs", "dQ staged in shared memory (dqs)", {0, 1}, {0, 1}},
@@ -125,11 +123,6 @@ class Fa2Bwd final : public Family {
                     "(or 128 at head_dim 64) and dq_cols 64; got block_n " + std::to_string(p.block_n) + ", warps " +
                         std::to_string(p.warps) + ", head_dim " + std::to_string(v.head_dim) + ", block_m " +
                         std::to_string(p.block_m) + ", dq_cols " + std::to_string(p.dq_cols));
-    }
-    if (p.det == 2 && p.dq_staged == 0) {
-      return Status(Code::kInvalidArgument,
-                    "det 2 (deterministic turns passed by the bulk adds' lanes) needs dq_staged (dqs) 1; got dqs 0 "
-                    "(use det 1)");
     }
     const int64_t smem = SharedMemoryBytes(v);
     if (smem > max_smem_bytes) {
@@ -194,7 +187,6 @@ class Fa2Bwd final : public Family {
         .Int("kWarps", p.warps)
         .Int("kStages", p.stages)
         .Bool("kDeterministic", p.det != 0)
-        .Bool("kDetAsyncTurns", p.det == 2, "det 2: turns passed by the bulk adds' lanes")
         .Bool("kCausal", v.causal)
         .Int("kDqCols", p.dq_cols)
         .Int("kDqVec", p.dq_vec)
@@ -277,7 +269,7 @@ class Fa2Bwd final : public Family {
     return std::to_string(p.block_n) + "x" + std::to_string(p.block_m) + " w" + std::to_string(p.warps) + " s" +
            std::to_string(p.stages) + " dq" + std::to_string(p.dq_cols) + "x" + std::to_string(p.dq_vec) +
            (p.dq_staged ? " staged" : "") + (p.layout == 2 ? " grid2d" : "") +
-           (p.det == 1 ? " deterministic" : p.det == 2 ? " deterministic async-turns" : "");
+           (p.det ? " deterministic" : "");
   }
 
   // Registers per thread the main kernel needs, estimated: each warp's dK and dV accumulators,

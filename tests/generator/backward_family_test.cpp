@@ -158,14 +158,6 @@ TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("dq_cols (64) must divide head_dim (96)"), std::string::npos)
       << wide.status().message();
-  // det 2 passes the staged tile's turns from the lanes issuing its bulk adds: staged only.
-  EXPECT_TRUE(Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det2_dqc64_dqv2_dqs1_lay2_full").ok());
-  auto unstaged = Variant::FromUri("fa2_bwd_bf16_d64_bc128_br128_w8_s2_det2_dqc64_dqv2_dqs0_lay2_causal");
-  ASSERT_FALSE(unstaged.ok());
-  EXPECT_NE(unstaged.status().message().find("det 2 (deterministic turns passed by the bulk adds' lanes) needs "
-                                             "dq_staged (dqs) 1"),
-            std::string::npos)
-      << unstaged.status().message();
   // FA-2's 2-D warp grids exist for 128 keys over 8 warps at d64 / d128 only.
   EXPECT_TRUE(Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det0_dqc64_dqv2_dqs1_lay2_full").ok());
   EXPECT_TRUE(Variant::FromUri("fa2_bwd_f16_d64_bc128_br128_w8_s1_det1_dqc64_dqv2_dqs0_lay2_causal").ok());
@@ -248,37 +240,6 @@ TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
   auto cubins = compiler.CompileMany(requests);
   for (size_t i = 0; i < cubins.size(); ++i)
     EXPECT_TRUE(cubins[i].ok()) << requests[i].name << " " << requests[i].arch << ": " << cubins[i].status().ToString();
-}
-
-// det 2 on both arches: the turns per 16 rows and deferred bulk adds (sm_90a; d64's tile, 8
-// turn groups over 8 warps, 2-D layout), and its fallback to det 1's adds before sm_90 (rows
-// layout, 4 groups). The template rejects det 2 without the staged tile.
-TEST(Fa2BwdSource, AsyncTurnsCompileForSm90aAndSm80) {
-  Compiler compiler(Compiler::Options{"-", 2});
-  std::vector<CompileRequest> requests;
-  for (const char* uri : {"fa2_bwd_bf16_d64_bc128_br128_w8_s2_det2_dqc64_dqv2_dqs1_lay2_causal",
-                          "fa2_bwd_f16_d128_bc128_br64_w8_s2_det2_dqc64_dqv2_dqs1_lay1_full"}) {
-    auto v = Variant::FromUri(uri);
-    ASSERT_TRUE(v.ok()) << v.status().ToString();
-    auto source = GenerateSource(*v);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
-    EXPECT_NE(source->text.find("constexpr bool kDetAsyncTurns = true;"), std::string::npos);
-    requests.push_back({source->uri, source->text, requests.empty() ? "sm_90a" : "sm_80", {}});
-  }
-  auto cubins = compiler.CompileMany(requests);
-  for (size_t i = 0; i < cubins.size(); ++i)
-    EXPECT_TRUE(cubins[i].ok()) << requests[i].name << " " << requests[i].arch << ": " << cubins[i].status().ToString();
-
-  Variant unstaged = DefaultVariant(ProblemClass{DType::kBF16, 128, false, Operation::kBackward});
-  unstaged.SetParam("det", 2);
-  unstaged.SetParam("dqs", 0);
-  ASSERT_FALSE(CheckVariant(unstaged).ok());
-  const std::string text = GeneratePrologue(unstaged) + *ExpandedTemplate("fa2_bwd.cuh");
-  auto result = compiler.Compile({"unstaged_det2", text, "sm_90a", {}});
-  ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().log().find("det 2 (turns passed by the bulk adds' lanes) needs the staged dQ tile"),
-            std::string::npos)
-      << result.status().log();
 }
 
 TEST(Fa2BwdSource, TemplateRejectsWarpsThatDoNotSplitTheKeyBlock) {
