@@ -261,6 +261,14 @@ Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPac
   return Status::Ok();
 }
 
+bool FamilyAllows(const Variant& v, std::string_view name, int value) {
+  const Family* f = FindFamily(v.family);
+  if (f == nullptr) return false;
+  for (const ParamAxis& a : f->axes())
+    if (a.name == name) return std::find(a.allowed.begin(), a.allowed.end(), value) != a.allowed.end();
+  return false;
+}
+
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
   return PackValidatedForward(v, args, out);

@@ -207,6 +207,10 @@ Result<const Family*> FamilyOf(const Variant& v);
 // Comma-separated names, for messages.
 std::string FamilyNames();
 
+// Whether v's family accepts `value` for its parameter `name` (false for an unknown family or a
+// parameter the family does not have), e.g. FamilyAllows(v, "det", 1): has a deterministic mode.
+bool FamilyAllows(const Variant& v, std::string_view name, int value);
+
 // Registers a family for the life of the process (tests add families that only they use).
 // Not thread-safe with concurrent lookups: call before any other thread uses the registry.
 void RegisterFamilyForTesting(const Family* family);

@@ -36,7 +36,22 @@ Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
   const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
   auto call = KernelForCall(args.problem(), args.deterministic, code);
   if (!call.ok()) return call.status();
-  return call->kernel->LaunchBackwardValidated(args, stream);
+  auto [driver, context, kernel] = *call;
+  Status launched = kernel->LaunchBackwardValidated(args, stream);
+  if (launched.code() != Code::kUnsupported) return launched;
+  // The planned family cannot run this call (e.g. strides TMA cannot describe; nothing launched).
+  if (context == nullptr) {  // Prepare made the primary current
+    auto made = driver->CurrentContext();
+    if (made.ok()) context = *made;
+  }
+  const ForwardKernel* fallback = nullptr;
+  {
+    std::lock_guard lock(load_mutex_);
+    auto found = BackwardFallback(context, args, launched);
+    if (!found.ok()) return found.status();
+    fallback = *found;
+  }
+  return fallback->LaunchBackwardValidated(args, stream);
 }
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
@@ -125,7 +140,18 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   auto plan = planner_->PlanOn(*(*state)->device, problem);
   if (!plan.ok()) return plan.status();
   Variant variant = plan->variant;
-  if (problem.operation == Operation::kBackward) variant.SetParam("det", deterministic ? 1 : 0);
+  if (problem.operation == Operation::kBackward) {
+    if (FamilyAllows(variant, "det", deterministic ? 1 : 0)) {
+      variant.SetParam("det", deterministic ? 1 : 0);
+    } else {  // the planned family has no deterministic mode: another family's default serves
+      auto det = Planner::DeterministicVariant(*(*state)->device, problem, variant);
+      if (!det.ok()) return det.status();
+      if (!kernels_.count({context, det->Uri()}))
+        log_->Log(LogLevel::kInfo, "deterministic backward of " + problem.ToString() + ": " + variant.Uri() +
+                                       " has no deterministic mode; " + det->Uri() + " serves it");
+      variant = *det;
+    }
+  }
   auto kernel = KernelFor(context, **state, variant);
   if (!kernel.ok()) return kernel.status();
   launch_table_.Publish(context, code, *kernel);
@@ -163,6 +189,18 @@ Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const Forward
   if (!kernels_.count({context, variant->Uri()}))
     log_->Log(LogLevel::kWarning,
               "falling back to " + variant->Uri() + " for " + args.problem.ToString() + ": " + why.message());
+  return KernelFor(context, cs->second, *variant);
+}
+
+Result<const ForwardKernel*> Launcher::BackwardFallback(CUcontext context, const BackwardArgs& args,
+                                                        const Status& why) {
+  auto cs = contexts_.find(context);
+  if (cs == contexts_.end() || cs->second.device == nullptr) return why;
+  auto variant = Planner::FallbackBackwardVariant(*cs->second.device, args, why);
+  if (!variant.ok()) return variant.status();
+  if (!kernels_.count({context, variant->Uri()}))
+    log_->Log(LogLevel::kWarning,
+              "falling back to " + variant->Uri() + " for " + args.problem().ToString() + ": " + why.message());
   return KernelFor(context, cs->second, *variant);
 }
 

@@ -61,13 +61,16 @@ class Launcher {
   // The kernel for a call of `problem` cached under `code`: the warm lookup, else Prepare.
   Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code);
   // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
-  // plan is a backward one), kernel; caches it under `code`. Caller holds load_mutex_.
+  // plan is a backward one; a deterministic call whose planned family has none gets another
+  // family's default, Planner::DeterministicVariant), kernel; caches it under `code`. Caller
+  // holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
                                        bool deterministic, uint64_t code);
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);
   Result<const ForwardKernel*> Fallback(CUcontext context, const ForwardArgs& args, const Status& why);
+  Result<const ForwardKernel*> BackwardFallback(CUcontext context, const BackwardArgs& args, const Status& why);
 
   Planner* planner_;
   RuntimeDatabase* db_;

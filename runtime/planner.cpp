@@ -190,4 +190,37 @@ Result<Variant> Planner::FallbackVariant(const DeviceState& device, const Forwar
   return why;
 }
 
+Result<Variant> Planner::FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
+                                                 const Status& why) {
+  const Target target = device.target();
+  const ProblemClass cls = ClassOf(args.problem());
+  for (const Family* family : FamiliesFor(args.problem())) {
+    if (!family->Serves(cls, target)) continue;
+    Variant v = family->Default(cls, target);
+    const int det = args.deterministic ? 1 : 0;
+    if (!FamilyAllows(v, "det", det)) continue;
+    v.SetParam("det", det);
+    LaunchPacket trial;  // packing checks the workspace and CanRunBackward; launches nothing
+    trial.sm_count = device.record.sm_count;
+    if (family->Check(v, target.max_smem_bytes).ok() && PackValidatedBackward(v, args, &trial).ok()) return v;
+  }
+  return why;
+}
+
+Result<Variant> Planner::DeterministicVariant(const DeviceState& device, const Problem& problem,
+                                              const Variant& planned) {
+  const Target target = device.target();
+  const ProblemClass cls = ClassOf(problem);
+  for (const Family* family : FamiliesFor(problem)) {
+    if (!family->Serves(cls, target)) continue;
+    Variant v = family->Default(cls, target);
+    if (!FamilyAllows(v, "det", 1)) continue;
+    v.SetParam("det", 1);
+    if (family->Check(v, target.max_smem_bytes).ok()) return v;
+  }
+  return Status(Code::kUnsupported, "deterministic backward: " + planned.Uri() +
+                                        " has no deterministic mode and no family serving " + problem.ToString() +
+                                        " on this device has one");
+}
+
 }  // namespace flashtune

@@ -80,6 +80,14 @@ class Planner {
   // `device` and can run `args` (layout, seqlens_k, workspace, CanRun).
   // The status `why` when none can.
   static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why);
+  // The same for a backward call (CanRunBackward): the fallback's `det` is the call's.
+  static Result<Variant> FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
+                                                 const Status& why);
+  // A deterministic backward call whose planned family has no deterministic mode (hopper_bwd):
+  // the default, with `det` 1, of the most preferred family serving `problem` on `device` that has
+  // one. kUnsupported naming `planned` when none does.
+  static Result<Variant> DeterministicVariant(const DeviceState& device, const Problem& problem,
+                                              const Variant& planned);
 
  private:
   Result<Plan> Compute(DeviceState& device, const Problem& problem, const BucketKey& bucket, LogBatch* logs);

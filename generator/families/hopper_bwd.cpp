@@ -6,9 +6,10 @@
 // blocks run; deterministic calls are refused by CanRunBackward, so fa2_bwd serves them).
 // Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
 //
-// Not in the default space, never the untuned default (fa2_bwd comes first by name at equal
-// preference): a first correct wgmma backward, reachable by URI (`flashtune bench --operation
-// bwd --variant hopper_bwd_...`) until an A/B decides (docs/perf-notes.md, "fa2_bwd round 4").
+// Searched by default and the untuned choice where it serves (preference 10, as hopper_fwd):
+// 1.40-1.45x fa2_bwd's default at d128 and 1.05-1.09x at d64 in session 16's A/B (bf16 B4
+// N4096, docs/perf-notes.md "hopper_bwd round 1"). Deterministic calls and strides TMA cannot
+// describe go to fa2_bwd (Planner::DeterministicVariant, the launcher's backward fallback).
 #include <string>
 
 #include "flashtune/arch.h"
@@ -68,11 +69,7 @@ class HopperBwd final : public Family {
     return cls.operation == Operation::kBackward && arch.ok() && arch->wgmma && target.arch.ends_with('a') &&
            (cls.head_dim == 64 || cls.head_dim == 128);
   }
-  // Out of the tuned space until its A/B against fa2_bwd decides.
-  bool InDefaultSpace(const Variant& v) const override {
-    (void)v;
-    return false;
-  }
+  int preference() const override { return 10; }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
     return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"));

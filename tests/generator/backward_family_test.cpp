@@ -1,6 +1,7 @@
 // The backward pass on the family seam without a GPU: BackwardArgs checks, the workspace size,
 // fa2_bwd's space (backward classes only), its three-kernel launch packet, the operation in
 // buckets, and its sources compiling for sm_80 and sm_90a with NVRTC.
+#include <set>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -128,15 +129,21 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
   auto space = EnumerateSpace(bwd);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   ASSERT_FALSE(space->empty());
+  // On sm_90a both backward families are searched (hopper_bwd: wgmma, d64 and d128).
+  std::set<std::string> families;
   for (const Variant& v : *space) {
-    EXPECT_EQ(v.family, "fa2_bwd");
+    families.insert(v.family);
     EXPECT_EQ(v.Param("det"), 0);  // the tuner searches the default mode
     EXPECT_EQ(ClassOf(v), bwd);
   }
+  EXPECT_EQ(families, (std::set<std::string>{"fa2_bwd", "hopper_bwd"}));
   auto forward = EnumerateSpace(fwd);
   ASSERT_TRUE(forward.ok());
-  for (const Variant& v : *forward) EXPECT_NE(v.family, "fa2_bwd");
-  EXPECT_EQ(DefaultVariant(bwd).family, "fa2_bwd");
+  for (const Variant& v : *forward) EXPECT_NE(v.family.substr(v.family.size() - 4), "_bwd");
+  // The untuned choice: hopper_bwd where it serves, fa2_bwd elsewhere (sm_80, d96).
+  EXPECT_EQ(DefaultVariant(bwd).family, "hopper_bwd");
+  EXPECT_EQ(DefaultVariant(bwd, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_bwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 96, false, Operation::kBackward}).family, "fa2_bwd");
   EXPECT_NE(DefaultVariant(fwd).family, "fa2_bwd");
   // Every default fits the sm_80 limit too.
   for (int d : kSupportedHeadDims) {
@@ -175,7 +182,8 @@ TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
 
 TEST(Fa2BwdFamily, PacksThreeKernelsIntoOnePacket) {
   const BackwardArgs a = Good();
-  Variant v = DefaultVariant(ClassOf(a.problem()));
+  Variant v = DefaultVariant(ClassOf(a.problem()), MaxSharedMemoryForArch("sm_80"), "sm_80");  // fa2_bwd
+  ASSERT_EQ(v.family, "fa2_bwd");
   LaunchPacket packet;
   ASSERT_TRUE(PackBackward(v, a, &packet).ok());
   const auto* p = reinterpret_cast<const ft_abi::Fa2BwdParams*>(packet.args);
@@ -223,9 +231,10 @@ TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
   bool sm80 = true;
   const int kStaged[] = {0, 1, 1, 0}, kLayout[] = {1, 2, 2, 1};  // per request, in order
   for (const ProblemClass& cls : classes) {
-    Variant det = DefaultVariant(cls);
+    const Variant fa2 = DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80");
+    Variant det = fa2;
     det.SetParam("det", 1);
-    for (Variant v : {DefaultVariant(cls), det}) {
+    for (Variant v : {fa2, det}) {
       v.SetParam("bc", 128);
       v.SetParam("br", 64);
       v.SetParam("w", 8);
@@ -243,7 +252,8 @@ TEST(Fa2BwdSource, SampleCompilesForSm80AndSm90a) {
 }
 
 TEST(Fa2BwdSource, TemplateRejectsWarpsThatDoNotSplitTheKeyBlock) {
-  Variant v = DefaultVariant(ProblemClass{DType::kBF16, 64, false, Operation::kBackward});
+  Variant v = DefaultVariant(ProblemClass{DType::kBF16, 64, false, Operation::kBackward},
+                             MaxSharedMemoryForArch("sm_80"), "sm_80");  // fa2_bwd
   v.SetParam("bc", 64);
   v.SetParam("w", 8);
   ASSERT_FALSE(CheckVariant(v).ok());

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashtune/arch.h"
 #include "flashtune/backward_args.h"
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
@@ -198,16 +199,21 @@ TEST(BackwardGpu, EverySearchedVariantMatchesTheReference) {
 }
 
 // The default variant of every dtype x causal x head dim 32 ... 256 (64/128/256 and a sample
-// of the others); N 4097 for d128.
+// of the others), and fa2_bwd's where hopper_bwd is the default (d64, d128: fa2_bwd still serves
+// deterministic calls and strides TMA cannot describe); N 4097 for d128.
 TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
   std::vector<Variant> all;
   for (int d : {32, 64, 96, 128, 256})
     for (DType dtype : {DType::kBF16, DType::kF16})
-      for (bool causal : {false, true}) all.push_back(DefaultVariant(Bwd(dtype, d, causal)));
+      for (bool causal : {false, true}) {
+        all.push_back(DefaultVariant(Bwd(dtype, d, causal)));
+        if (all.back().family != "fa2_bwd")
+          all.push_back(DefaultVariant(Bwd(dtype, d, causal), MaxSharedMemoryForArch("sm_80"), "sm_80"));
+      }
   CheckVariants(all, [](const ProblemClass& cls) { return cls.head_dim == 128; });
 }
 
-// hopper_bwd (wgmma, sm_90a only; not in the default space, so named by URI): both dtypes, d64
+// hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64
 // and d128, causal and not, on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA
 // 8:1, MQA, head-major strides); the same tolerances as fa2_bwd (P and dS are
 // rounded to 16 bits before their GEMMs likewise).
@@ -244,7 +250,8 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
                          {64, false, 2, 0, 2},  {64, true, 2, 0, 2},  {64, false, 2, 1, 2},  {64, true, 2, 1, 2}};
   std::vector<Variant> variants;
   for (const Mode& m : kModes) {
-    Variant v = DefaultVariant(Bwd(DType::kBF16, m.head_dim, m.causal));
+    // fa2_bwd's default (sm_80's choice), the family with a deterministic mode.
+    Variant v = DefaultVariant(Bwd(DType::kBF16, m.head_dim, m.causal), MaxSharedMemoryForArch("sm_80"), "sm_80");
     v.SetParam("bc", 128);
     v.SetParam("br", m.head_dim == 64 ? 128 : 64);
     v.SetParam("w", 8);

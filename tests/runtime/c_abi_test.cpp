@@ -258,10 +258,10 @@ TEST(CAbi, BackwardSizesItsWorkspaceAndRefusesBadArguments) {
 
   ft_plan_info info;
   ASSERT_EQ(ft_plan_backward(h.rt, &p, &info), FT_OK) << ft_last_error();
-  EXPECT_STREQ(info.family, "fa2_bwd");
+  EXPECT_EQ(std::string(info.family).substr(std::string(info.family).size() - 4), "_bwd") << info.family;
   EXPECT_EQ(std::string(info.bucket).rfind("bwd/", 0), 0u) << info.bucket;
   ASSERT_EQ(ft_plan(h.rt, &p, &info), FT_OK);
-  EXPECT_STRNE(info.family, "fa2_bwd");
+  EXPECT_NE(std::string(info.family).substr(std::string(info.family).size() - 4), "_bwd") << info.family;
 }
 
 TEST(CAbi, LastErrorIsPerThread) {

@@ -62,7 +62,7 @@ TEST(PrefetchFamilies, ADecodeBucketSearchedAloneQueuesOnlyTheDecodeFamily) {
 TEST(PrefetchFamilies, ABackwardProblemGetsOnlyTheBackwardFamilies) {
   Problem p = Prefill(128);
   p.operation = Operation::kBackward;
-  EXPECT_EQ(PrefetchFamilies(p), (std::vector<std::string>{"fa2_bwd", "hopper_bwd"}));
+  EXPECT_EQ(PrefetchFamilies(p), (std::vector<std::string>{"hopper_bwd", "fa2_bwd"}));  // most preferred first
 }
 
 TEST(FamilySpace, IsTheClassSpaceOfThatFamilyInItsOrder) {
