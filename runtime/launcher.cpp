@@ -31,6 +31,24 @@ Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool dete
   return Call{driver, context, *prepared};
 }
 
+template <typename Pick>
+Result<const ForwardKernel*> Launcher::Fallback(Driver* driver, CUcontext context, const Problem& problem,
+                                                const Status& why, Pick pick) {
+  if (context == nullptr) {  // Prepare made the primary current
+    auto made = driver->CurrentContext();
+    if (made.ok()) context = *made;
+  }
+  std::lock_guard lock(load_mutex_);
+  auto cs = contexts_.find(context);
+  if (cs == contexts_.end() || cs->second.device == nullptr) return why;
+  Result<Variant> variant = pick(*cs->second.device);
+  if (!variant.ok()) return variant.status();
+  if (!kernels_.count({context, variant->Uri()}))
+    log_->Log(LogLevel::kWarning,
+              "falling back to " + variant->Uri() + " for " + problem.ToString() + ": " + why.message());
+  return KernelFor(context, cs->second, *variant);
+}
+
 Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
   // The deterministic variant is another kernel: its own launch-cache entry.
   const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
@@ -40,18 +58,11 @@ Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
   Status launched = kernel->LaunchBackwardValidated(args, stream);
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (e.g. strides TMA cannot describe; nothing launched).
-  if (context == nullptr) {  // Prepare made the primary current
-    auto made = driver->CurrentContext();
-    if (made.ok()) context = *made;
-  }
-  const ForwardKernel* fallback = nullptr;
-  {
-    std::lock_guard lock(load_mutex_);
-    auto found = BackwardFallback(context, args, launched);
-    if (!found.ok()) return found.status();
-    fallback = *found;
-  }
-  return fallback->LaunchBackwardValidated(args, stream);
+  auto fallback = Fallback(driver, context, args.problem(), launched, [&](const DeviceState& device) {
+    return Planner::FallbackBackwardVariant(device, args, launched);
+  });
+  if (!fallback.ok()) return fallback.status();
+  return (*fallback)->LaunchBackwardValidated(args, stream);
 }
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
@@ -61,18 +72,10 @@ Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
   Status launched = kernel->LaunchValidated(args, stream);
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (its CanRun said why; nothing was launched).
-  if (context == nullptr) {  // Prepare made the primary current
-    auto made = driver->CurrentContext();
-    if (made.ok()) context = *made;
-  }
-  const ForwardKernel* fallback = nullptr;
-  {
-    std::lock_guard lock(load_mutex_);
-    auto found = Fallback(context, args, launched);
-    if (!found.ok()) return found.status();
-    fallback = *found;
-  }
-  return fallback->LaunchValidated(args, stream);
+  auto fallback = Fallback(driver, context, args.problem, launched,
+                           [&](const DeviceState& device) { return Planner::FallbackVariant(device, args, launched); });
+  if (!fallback.ok()) return fallback.status();
+  return (*fallback)->LaunchValidated(args, stream);
 }
 
 Result<Launcher::ContextState*> Launcher::ContextFor(const Driver& driver, CUcontext current) {
@@ -179,29 +182,6 @@ void Launcher::Refresh(const Problem& problem) {
     }
     launch_table_.Publish(context, code, *kernel);  // the swap: callers see the old or the new kernel
   }
-}
-
-Result<const ForwardKernel*> Launcher::Fallback(CUcontext context, const ForwardArgs& args, const Status& why) {
-  auto cs = contexts_.find(context);
-  if (cs == contexts_.end() || cs->second.device == nullptr) return why;
-  auto variant = Planner::FallbackVariant(*cs->second.device, args, why);
-  if (!variant.ok()) return variant.status();
-  if (!kernels_.count({context, variant->Uri()}))
-    log_->Log(LogLevel::kWarning,
-              "falling back to " + variant->Uri() + " for " + args.problem.ToString() + ": " + why.message());
-  return KernelFor(context, cs->second, *variant);
-}
-
-Result<const ForwardKernel*> Launcher::BackwardFallback(CUcontext context, const BackwardArgs& args,
-                                                        const Status& why) {
-  auto cs = contexts_.find(context);
-  if (cs == contexts_.end() || cs->second.device == nullptr) return why;
-  auto variant = Planner::FallbackBackwardVariant(*cs->second.device, args, why);
-  if (!variant.ok()) return variant.status();
-  if (!kernels_.count({context, variant->Uri()}))
-    log_->Log(LogLevel::kWarning,
-              "falling back to " + variant->Uri() + " for " + args.problem().ToString() + ": " + why.message());
-  return KernelFor(context, cs->second, *variant);
 }
 
 }  // namespace flashtune

@@ -69,8 +69,12 @@ class Launcher {
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);
-  Result<const ForwardKernel*> Fallback(CUcontext context, const ForwardArgs& args, const Status& why);
-  Result<const ForwardKernel*> BackwardFallback(CUcontext context, const BackwardArgs& args, const Status& why);
+  // A call the planned family refused (`why`, kUnsupported: nothing launched): the kernel of the
+  // variant `pick(device)` chooses (Planner::FallbackVariant / FallbackBackwardVariant), loaded
+  // on a miss and logged once. Takes load_mutex_.
+  template <typename Pick>
+  Result<const ForwardKernel*> Fallback(Driver* driver, CUcontext context, const Problem& problem, const Status& why,
+                                       Pick pick);
 
   Planner* planner_;
   RuntimeDatabase* db_;

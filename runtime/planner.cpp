@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "flashtune/arch.h"
@@ -177,47 +178,51 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   return plan;
 }
 
-Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
-  const Target target = device.target();
-  const ProblemClass cls = ClassOf(args.problem);
-  for (const Family* family : FamiliesFor(args.problem)) {
-    if (!family->Serves(cls, target)) continue;
-    const Variant v = family->Default(cls, target);
-    LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
-    trial.sm_count = device.record.sm_count;
-    if (family->Check(v, target.max_smem_bytes).ok() && PackValidatedForward(v, args, &trial).ok()) return v;
-  }
-  return why;
-}
-
-Result<Variant> Planner::FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
-                                                 const Status& why) {
-  const Target target = device.target();
-  const ProblemClass cls = ClassOf(args.problem());
-  for (const Family* family : FamiliesFor(args.problem())) {
-    if (!family->Serves(cls, target)) continue;
-    Variant v = family->Default(cls, target);
-    const int det = args.deterministic ? 1 : 0;
-    if (!FamilyAllows(v, "det", det)) continue;
-    v.SetParam("det", det);
-    LaunchPacket trial;  // packing checks the workspace and CanRunBackward; launches nothing
-    trial.sm_count = device.record.sm_count;
-    if (family->Check(v, target.max_smem_bytes).ok() && PackValidatedBackward(v, args, &trial).ok()) return v;
-  }
-  return why;
-}
-
-Result<Variant> Planner::DeterministicVariant(const DeviceState& device, const Problem& problem,
-                                              const Variant& planned) {
+namespace {
+// The default of the most preferred family serving `problem` on `device` (FamiliesFor) that
+// passes its own rules and `fits` (which may set the variant's parameters), else nothing.
+template <typename Fits>
+std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Problem& problem, Fits fits) {
   const Target target = device.target();
   const ProblemClass cls = ClassOf(problem);
   for (const Family* family : FamiliesFor(problem)) {
     if (!family->Serves(cls, target)) continue;
     Variant v = family->Default(cls, target);
-    if (!FamilyAllows(v, "det", 1)) continue;
-    v.SetParam("det", 1);
-    if (family->Check(v, target.max_smem_bytes).ok()) return v;
+    if (fits(v) && family->Check(v, target.max_smem_bytes).ok()) return v;
   }
+  return std::nullopt;
+}
+// Sets `det` where v's family has that mode.
+bool SetDet(Variant& v, bool deterministic) {
+  if (!FamilyAllows(v, "det", deterministic ? 1 : 0)) return false;
+  v.SetParam("det", deterministic ? 1 : 0);
+  return true;
+}
+}  // namespace
+
+Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
+  auto v = FirstFittingDefault(device, args.problem, [&](const Variant& v) {
+    LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
+    trial.sm_count = device.record.sm_count;
+    return PackValidatedForward(v, args, &trial).ok();
+  });
+  return v ? Result<Variant>(std::move(*v)) : Result<Variant>(why);
+}
+
+Result<Variant> Planner::FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
+                                                 const Status& why) {
+  auto v = FirstFittingDefault(device, args.problem(), [&](Variant& v) {
+    LaunchPacket trial;  // packing checks the workspace and CanRunBackward; launches nothing
+    trial.sm_count = device.record.sm_count;
+    return SetDet(v, args.deterministic) && PackValidatedBackward(v, args, &trial).ok();
+  });
+  return v ? Result<Variant>(std::move(*v)) : Result<Variant>(why);
+}
+
+Result<Variant> Planner::DeterministicVariant(const DeviceState& device, const Problem& problem,
+                                              const Variant& planned) {
+  auto v = FirstFittingDefault(device, problem, [](Variant& v) { return SetDet(v, true); });
+  if (v) return std::move(*v);
   return Status(Code::kUnsupported, "deterministic backward: " + planned.Uri() +
                                         " has no deterministic mode and no family serving " + problem.ToString() +
                                         " on this device has one");

@@ -1,10 +1,10 @@
 // The backward pass on the family seam without a GPU: BackwardArgs checks, the workspace size,
 // fa2_bwd's space (backward classes only), its three-kernel launch packet, the operation in
 // buckets, and its sources compiling for sm_80 and sm_90a with NVRTC.
-#include <set>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "flashtune/arch.h"
@@ -16,29 +16,15 @@
 #include "generator/embedded_templates.h"
 #include "generator/family.h"
 #include "templates/ft_kernel_abi.cuh"
+#include "tests/support/backward_args_fixture.h"
 
 namespace flashtune {
 namespace {
 
-alignas(256) char memory[12][256];
 
 Problem Shape() { return Problem{DType::kBF16, 64, true, 2, 100, 200, 8, 2, Operation::kBackward}; }
 
-BackwardArgs Good() {
-  BackwardArgs a = BackwardArgs::Contiguous(Shape());
-  a.forward.q = memory[0];
-  a.forward.k = memory[1];
-  a.forward.v = memory[2];
-  a.forward.o = memory[3];
-  a.forward.lse = reinterpret_cast<float*>(memory[4]);
-  a.d_o = memory[5];
-  a.dq = memory[6];
-  a.dk = memory[7];
-  a.dv = memory[8];
-  a.forward.workspace = memory[9];
-  a.forward.workspace_bytes = BackwardWorkspaceBytes(a.problem());
-  return a;
-}
+BackwardArgs Good() { return testing::PlaceholderBackwardArgs(Shape()); }
 
 void ExpectInvalid(const BackwardArgs& a, const std::string& fragment) {
   Status s = ValidateBackwardArgs(a);
@@ -59,7 +45,7 @@ TEST(BackwardArgs, EachMissingOrBadArgumentIsNamed) {
   a.d_o = nullptr;
   ExpectInvalid(a, "d_o must not be null");
   a = Good();
-  a.dk = memory[7] + 2;
+  a.dk = static_cast<char*>(a.dk) + 2;
   ExpectInvalid(a, "dk must be 16-byte aligned");
   a = Good();
   a.dv_strides.seq = 3;
@@ -69,7 +55,7 @@ TEST(BackwardArgs, EachMissingOrBadArgumentIsNamed) {
   a.forward.workspace_bytes = 0;
   ExpectInvalid(a, "forward.workspace must not be null");
   a = Good();
-  a.forward.workspace = memory[9] + 8;
+  a.forward.workspace = static_cast<char*>(a.forward.workspace) + 8;
   ExpectInvalid(a, "workspace must be 16-byte aligned");
   a = Good();
   a.forward.workspace_bytes -= 1;

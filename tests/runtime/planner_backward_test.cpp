@@ -7,6 +7,7 @@
 #include "generator/backward_workspace.h"
 #include "generator/family.h"
 #include "runtime/planner.h"
+#include "tests/support/backward_args_fixture.h"
 
 namespace flashtune {
 namespace {
@@ -17,23 +18,7 @@ DeviceState H200() {
 
 Problem Bwd(int head_dim) { return Problem{DType::kBF16, head_dim, true, 2, 300, 300, 8, 2, Operation::kBackward}; }
 
-alignas(256) char memory[16][256];
-
-BackwardArgs Args(const Problem& p) {
-  BackwardArgs a = BackwardArgs::Contiguous(p);
-  a.forward.q = memory[0];
-  a.forward.k = memory[1];
-  a.forward.v = memory[2];
-  a.forward.o = memory[3];
-  a.forward.lse = reinterpret_cast<float*>(memory[4]);
-  a.d_o = memory[5];
-  a.dq = memory[6];
-  a.dk = memory[7];
-  a.dv = memory[8];
-  a.forward.workspace = memory[9];
-  a.forward.workspace_bytes = BackwardWorkspaceBytes(a.problem());
-  return a;
-}
+BackwardArgs Args(const Problem& p) { return testing::PlaceholderBackwardArgs(p); }
 
 TEST(PlannerBackward, OnlyFamiliesWithADeterministicModeAcceptDetOne) {
   const Variant hopper = DefaultVariant(ClassOf(Bwd(128)));
