@@ -300,8 +300,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   // The walk over query steps: head by head of the group, query block by query block (last to
   // first in deterministic mode).
   auto step_head = [&](int it) { return kv_head * group + it / steps_per_head; };
+  // (The last block is m_begin + steps_per_head - 1: the lambda captures what det 0's did, whose
+  // code then stays as it was.)
   auto step_m0 = [&](int it) {
-    return (kDeterministic ? m_blocks - 1 - it % steps_per_head : m_begin + it % steps_per_head) * kBlockM;
+    const int j = it % steps_per_head;
+    return (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;
   };
 
   if (warpgroup == 0) {
@@ -352,12 +355,29 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     } else if (kDeterministic && tid < 32 * (1 + kWriterWarps)) {
       // ---- deterministic mode's dQ writer (warps 1 .. kWriterWarps) ---------------------------
       const int wl = tid - 32, lane = tid % 32, wwarp = wl / 32;
-      for (int it = 0; it < total; ++it) {
+      // The walk's head and query block followed step by step (step_head / step_m0 without their
+      // divisions, which cost the writer a spill on its 24 registers).
+      int hq = kv_head * group, j = 0;
+      for (int it = 0; it < total; ++it, ++j) {
+        if (j == steps_per_head) j = 0, ++hq;
         const int b = it & 1;
-        const int hq = step_head(it), m0 = step_m0(it);
+        const int m0 = (m_begin + steps_per_head - 1 - j) * kBlockM;  // step_m0(it), deterministic
         const u32 tile = sdQ + b * kDqBufBytes;
-        named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the consumers' tile(s) written
-        if constexpr (kDqSplitK) {
+        // (Computed where used: live across d64's sums it spilled on the producer's 24 registers.)
+        auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
+        // The turn: key block n adds once the counter reads n (one lane spins, a barrier passes
+        // it on). d128 waits for it while the consumers still compute the tile; d64 after summing
+        // the tiles, so its turn is not held through the sums.
+        auto wait_turn = [&] {
+          if (wl == 0)
+            while (load_acquire(counter()) != n_block) {
+            }
+        };
+        if constexpr (!kDqSplitK) {
+          wait_turn();
+          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
+        } else {
+          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the consumers' tiles written
           // tile 0 += tile 1 (the two consumers' keys), a fixed order: 8-byte units of 64 rows
           // (not 16: the writer runs on the producer's 24 registers).
 #pragma unroll 1
@@ -369,12 +389,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
             asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x0 + y0), "f"(x1 + y1) : "memory");
           }
           fence_proxy_async_shared();  // the sums, before the bulk engine reads them
+          wait_turn();
+          named_barrier_sync(kBarWriter, kWriterThreads);  // the sums complete; our turn
         }
-        int* counter = p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16;
-        if (wl == 0)
-          while (load_acquire(counter) != n_block) {
-          }
-        named_barrier_sync(kBarWriter, kWriterThreads);  // our turn (and d64's sums complete)
         const int rows = min(kBlockM, Nq - m0);
         if (lane == 0) {
           fence_proxy_async_global();  // the acquire before the bulk adds
@@ -393,10 +410,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         if (lane == 0) {
           asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
           fence_proxy_async_global();
-          __threadfence();
+          // Ordered before the release below (a barrier, then lane 0 of warp 1's st.release.gpu);
+          // acq_rel, not __threadfence's fence.sc (MEMBAR.SC.GPU), on the turn's critical path.
+          asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         }
         named_barrier_sync(kBarWriter, kWriterThreads);
-        if (wl == 0) store_release(counter, n_block + 1);
+        if (wl == 0) store_release(counter(), n_block + 1);
       }
     }
   } else {
