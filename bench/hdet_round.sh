@@ -5,15 +5,20 @@
 #  1. correctness (tests.log): HopperBwdGpu* — every class, det 0 and det 1, on the edge shapes
 #     against the float64 reference, and HopperBwdGpuDeterministic (det 1, d64 / d128, causal
 #     and not: 3 runs bit-identical + the reference, GQA 2:1 and MQA Nk > Nq); then
-#     compute-sanitizer memcheck of det 1 on one small GQA causal call per head dim
-#     (sanitizer.log);
-#  2. the A/B in one run per shape (ab.log): hopper_bwd det 0 (the default), hopper_bwd det 1
-#     and fa2_bwd det 1 (what deterministic calls ran before), bf16 B4 N4096 hidden 2048, d128 /
+#     compute-sanitizer on one small GQA causal call of det 1 (bf16, B1 Nq 200 Nk 300, Hq 4
+#     Hkv 2: a ragged key block, masked rows, two query heads per K/V head): memcheck at d128
+#     and d64 (the second dQ buffer's offsets), synccheck at d64 (the writer's named barriers,
+#     its spinning lane) (sanitizer.log);
+#  2. the A/B in one run per shape (ab.log): hopper_bwd det 0 (the default) and hopper_bwd det 1
+#     (with WITH_FA2=1 also fa2_bwd det 1, what deterministic calls ran before: ~2 s more per
+#     shape, past the 60 s budget), bf16 B4 N4096 hidden 2048, d128 /
 #     d64, full / causal, `flashtune bench --operation bwd --rounds 5` (order alternating every
 #     round; median of the rounds' medians of CUDA-event-timed launches after warm-up; each
 #     variant verified against the float64 reference first).
-# Every step has its own time limit (a hung kernel costs only its step): 18 + 2 x 5 + 4 x 8 s
-# = 60 s at most. The GPU's clocks are only read (nvidia-smi's line heads ab.log).
+# Every step has its own time limit (a hung kernel costs only its step; a deterministic kernel
+# that deadlocks shows as exit 124): 13 + 3 x 4 + 4 x 7 = 53 s of limits (each step killed 1 s
+# after its limit if it ignores the signal); expected ~30 s: session 16's hbwd round took 4 s of
+# tests, 1-2 s per sanitizer run, 3-4 s per two-variant A/B shape. The GPU's clocks are only read (nvidia-smi's line heads ab.log).
 #
 # usage: OUT=DIR bash bench/hdet_round.sh BIN_DIR
 #   BIN_DIR: bench/pack_for_gpu.sh's folder plus this script and a cubin cache of the round's 20
@@ -24,9 +29,9 @@
 #   .devcarry-hdet/cache flashtune compile URI --arch sm_90a --option=--minimal` in a scratch
 #   folder), then on the GPU (carry [".devcarry-hdet"]):
 #     OUT=$OUT bash .devcarry-hdet/hdet_round.sh .devcarry-hdet
-# Prints last: per shape, the three variants' status and median µs, det1/det0 (hopper_bwd's
-# deterministic cost; issue 15's target <= 1.20) and det1/fa2det1 (< 1: faster than the old
-# deterministic path), and the geomeans of both ratios on the last line.
+# Prints last: per shape, the variants' status and median µs, det1/det0 (hopper_bwd's
+# deterministic cost; issue 15's target <= 1.20) and, with WITH_FA2=1, det1/fa2det1 (< 1: faster
+# than the old deterministic path), and the geomeans of the ratios on the last line.
 set -uo pipefail
 FA2_128=fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs1_lay2
 FA2_64=fa2_bwd_bf16_d64_bc128_br128_w8_s2_det1_dqc64_dqv2_dqs1_lay2
@@ -58,17 +63,18 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 s=()
 t=$(date +%s)
 
-timeout -k 2 "${TESTS_S:-18}" "$BIN/flashtune_gpu_tests" --gtest_filter='HopperBwdGpu*' >"$OUT/tests.log" 2>&1
+timeout -k 1 "${TESTS_S:-13}" "$BIN/flashtune_gpu_tests" --gtest_filter='HopperBwdGpu*' >"$OUT/tests.log" 2>&1
 s+=("tests: exit $? (124: timed out, a deadlock?), $(($(date +%s) - t)) s: $(grep -cE '^\[ errors' "$OUT/tests.log") shapes compared, $(grep -cE 'Failure' "$OUT/tests.log") failures")
 t=$(date +%s)
 
 : >"$OUT/sanitizer.log"
-for d in 128 64; do
-  echo "== memcheck d$d det1" >>"$OUT/sanitizer.log"
-  timeout -k 1 "${SANITIZE_S:-5}" compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
+for run in memcheck:128 memcheck:64 synccheck:64; do
+  tool=${run%:*} d=${run#*:}
+  echo "== $tool d$d det1" >>"$OUT/sanitizer.log"
+  timeout -k 1 "${SANITIZE_S:-4}" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
     --operation bwd --dtype bf16 --head-dim "$d" --causal 1 --batch 1 --seqlen-q 200 --seqlen-k 300 --heads-q 4 \
     --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det1_causal" >>"$OUT/sanitizer.log" 2>&1
-  s+=("memcheck d$d det1: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
+  s+=("$tool d$d det1: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
   t=$(date +%s)
 done
 
@@ -77,10 +83,12 @@ for d in 128 64; do
   for c in 0 1; do
     suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
     h=hopper_bwd_bf16_d${d}_bn128_bm64
+    variants=${h}_det0$suffix,${h}_det1$suffix
+    [ "${WITH_FA2:-0}" = 1 ] && variants=$variants,$fa2$suffix
     echo "== d$d causal$c" >>"$OUT/ab.log"
-    timeout -k 1 "${AB_S:-8}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
+    timeout -k 1 "${AB_S:-7}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
       --batch 4 --seqlen-q 4096 --heads-q $((2048 / d)) --rounds "${AB_ROUNDS:-5}" \
-      --variant "${h}_det0$suffix,${h}_det1$suffix,$fa2$suffix" >>"$OUT/ab.log" 2>&1
+      --variant "$variants" >>"$OUT/ab.log" 2>&1
     s+=("ab d$d causal$c: exit $?, $(($(date +%s) - t)) s")
     t=$(date +%s)
   done
