@@ -1,10 +1,12 @@
 // Hopper (sm_90a) attention backward kernel template (flashtune): dq, dk, dv from q, k, v, o,
-// lse, d_o with wgmma, TMA and mbarriers (FlashAttention-3's backward layout). Not
-// deterministic: blocks add their dQ tiles to the fp32 accumulator in whatever order they run.
+// lse, d_o with wgmma, TMA and mbarriers (FlashAttention-3's backward layout). kDeterministic
+// false: blocks add their dQ tiles to the fp32 accumulator in whatever order they run; true:
+// in key block order (bit-identical runs), see "Deterministic mode" below.
 //
 // Three kernels of one module, launched in order on one stream with the same parameters:
 //  1. FT_KERNEL_NAME (preprocess): delta = rowsum(d_o ∘ o) per query row; zeroes the fp32 dq
-//     accumulator (fa2_bwd's preprocess, on this family's parameter struct).
+//     accumulator and the ordering counters (fa2_bwd's preprocess, on this family's parameter
+//     struct).
 //  2. FT_KERNEL_NAME_main: one thread block per (key block of kBlockN = 128 keys, K/V head,
 //     batch); a producer warpgroup and two consumer warpgroups, consumer cw owning keys
 //     64cw .. 64cw + 63 of the block (every wgmma has M = 64).
@@ -31,8 +33,20 @@
 //     Causal (bottom-right): query blocks that see none of the block's keys are skipped.
 //  3. FT_KERNEL_NAME_convert: dq = dq_accum · scale in the caller's dtype and strides.
 //
+// Deterministic mode (kDeterministic; fa2_bwd's turn-taking, FA-3's dQ writer): one int counter
+// per (batch, query head, query block) in the workspace, zeroed by the preprocess; key block n
+// adds its tile of a query block once the counter reads n and then sets it to n + 1, so every
+// accumulator row sums its key blocks' tiles in key order. The turns are taken by a dQ writer
+// (warps 1-3 of the producer warpgroup), off the consumers' path: the consumers write the step's
+// tile into one of two buffers and go on (named barriers "full" / "empty" per buffer); the
+// writer (d64: first sums the two consumers' tiles, tile 0 + tile 1, into tile 0) waits for the
+// turn (ld.acquire.gpu), issues the rows' bulk adds, frees the buffer once they have read it,
+// waits for them to complete, fences, and releases the counter (st.release.gpu). Query blocks
+// are walked last to first: with causal masking, the key blocks that see a query block are
+// 0 .. k, all reaching it at the same step of their walks, so no block waits on one that skips it.
+//
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
+// kDeterministic; kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
 // Semantics: as fa2_bwd's: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], d_o like o, dq like q, dk/dv
@@ -48,8 +62,9 @@ constexpr int kHeadDim = 128;
 constexpr int kBlockN = 128;
 constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
-constexpr int kSmemBytes =
-    1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 + (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
+constexpr bool kDeterministic = false;
+constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
+                           (kDeterministic ? 2 : 1) * (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -86,7 +101,18 @@ constexpr int kDqTileCols = kDqSplitK ? 64 : kHeadDim;  // row length of a dQ ti
 // fall on distinct banks (unpadded, rows 256 or 512 bytes apart are 8-way conflicts); each row
 // is added by a bulk reduction of its own.
 constexpr int kDqStride = kDqTileCols + 8;
-constexpr u32 kDqBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;
+constexpr u32 kDqBufBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;  // one step's tile(s)
+// Deterministic mode: two buffers, the writer adding one while the consumers fill the other.
+constexpr int kDqBuffers = kDeterministic ? 2 : 1;
+constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
+// Deterministic mode's dQ writer: warps 1 .. kWriterWarps of the producer warpgroup, and its
+// named barriers (0 is __syncthreads; 1 and 2 the consumers' own): full / empty per buffer
+// (the 256 consumer threads and the writer), and the writer's own.
+constexpr int kWriterWarps = 3;
+constexpr int kWriterThreads = 32 * kWriterWarps;
+constexpr int kBarDqFull = 3;   // + buffer: the consumers arrive, the writer waits
+constexpr int kBarDqEmpty = 5;  // + buffer: the writer arrives, the consumers wait
+constexpr int kBarWriter = 7;
 constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
 constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
 constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
@@ -99,6 +125,9 @@ static_assert(kBlockN == 128, "hopper_bwd: block_n must be 128 (two consumer war
 static_assert(kBlockM == 64, "hopper_bwd: block_m must be 64 (one wgmma N of queries)");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
+static_assert(kBlockM % 16 == 0, "the ordering counters are sized per 16 query rows (kMinBackwardQueryTile)");
+static_assert(kPreRows == 16, "the preprocess zeroes one ordering counter per block of 16 query rows");
+static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer warpgroup's");
 
 #include "ft_device.cuh"
 #include "ft_hopper.cuh"
@@ -119,6 +148,19 @@ __device__ __forceinline__ float to_float(u16 x) {
 __device__ __forceinline__ u32 opaque(u32 x) {
   asm volatile("mov.b32 %0, %0;\n" : "+r"(x));
   return x;
+}
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int x;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(p) : "memory");
+  return x;
+}
+__device__ __forceinline__ void store_release(int* p, int x) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
+}
+// Orders this thread's generic-proxy global accesses with its bulk (async-proxy) ones.
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
 
 template <int R>
@@ -184,6 +226,9 @@ extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(con
     float* acc = p.dq_accum + (row_base + row) * kHeadDim;
     for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
   }
+  // The counter of this block's 16 rows (the workspace has one per 16 rows of each head).
+  if (kDeterministic && threadIdx.x == 0 && blockIdx.x < p.counters_per_head)
+    p.counters[((i64)batch * p.heads_q + head) * p.counters_per_head + blockIdx.x] = 0;
 }
 
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
@@ -252,9 +297,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   }
   __syncthreads();
 
-  // The walk over query steps: head by head of the group, query block by query block.
+  // The walk over query steps: head by head of the group, query block by query block (last to
+  // first in deterministic mode).
   auto step_head = [&](int it) { return kv_head * group + it / steps_per_head; };
-  auto step_m0 = [&](int it) { return (m_begin + it % steps_per_head) * kBlockM; };
+  // (The last block is m_begin + steps_per_head - 1: the lambda captures what det 0's did, whose
+  // code then stays as it was.)
+  auto step_m0 = [&](int it) {
+    const int j = it % steps_per_head;
+    return (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;
+  };
 
   if (warpgroup == 0) {
     // ---- producer ---------------------------------------------------------------------------
@@ -301,6 +352,71 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         }
         mbar_arrive(bar_full(s));  // release: the stores above are visible to the waiting consumers
       }
+    } else if (kDeterministic && tid < 32 * (1 + kWriterWarps)) {
+      // ---- deterministic mode's dQ writer (warps 1 .. kWriterWarps) ---------------------------
+      const int wl = tid - 32, lane = tid % 32, wwarp = wl / 32;
+      // The walk's head and query block followed step by step (step_head / step_m0 without their
+      // divisions, which cost the writer a spill on its 24 registers).
+      int hq = kv_head * group, j = 0;
+      for (int it = 0; it < total; ++it, ++j) {
+        if (j == steps_per_head) j = 0, ++hq;
+        const int b = it & 1;
+        const int m0 = (m_begin + steps_per_head - 1 - j) * kBlockM;  // step_m0(it), deterministic
+        const u32 tile = sdQ + b * kDqBufBytes;
+        // (Computed where used: live across d64's sums it spilled on the producer's 24 registers.)
+        auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
+        // The turn: key block n adds once the counter reads n (one lane spins, a barrier passes
+        // it on). d128 waits for it while the consumers still compute the tile; d64 after summing
+        // the tiles, so its turn is not held through the sums.
+        auto wait_turn = [&] {
+          if (wl == 0)
+            while (load_acquire(counter()) != n_block) {
+            }
+        };
+        if constexpr (!kDqSplitK) {
+          wait_turn();
+          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
+        } else {
+          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the consumers' tiles written
+          // tile 0 += tile 1 (the two consumers' keys), a fixed order: 8-byte units of 64 rows
+          // (not 16: the writer runs on the producer's 24 registers).
+#pragma unroll 1
+          for (int u = wl; u < 64 * 32; u += kWriterThreads) {
+            const u32 a = tile + (u32)((u / 32) * kDqStride + (u % 32) * 2) * 4;
+            float x0, x1, y0, y1;
+            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x0), "=f"(x1) : "r"(a));
+            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(y0), "=f"(y1) : "r"(a + 64u * kDqStride * 4));
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x0 + y0), "f"(x1 + y1) : "memory");
+          }
+          fence_proxy_async_shared();  // the sums, before the bulk engine reads them
+          wait_turn();
+          named_barrier_sync(kBarWriter, kWriterThreads);  // the sums complete; our turn
+        }
+        const int rows = min(kBlockM, Nq - m0);
+        if (lane == 0) {
+          fence_proxy_async_global();  // the acquire before the bulk adds
+          float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
+          for (int r = wwarp; r < rows; r += kWriterWarps)
+            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                           dst + (i64)r * kHeadDim),
+                         "r"(tile + (u32)(r * kDqStride) * 4), "n"(kHeadDim * 4)
+                         : "memory");
+          asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+          asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        }
+        __syncwarp();
+        // The buffer is read: the consumers may fill it at step it + 2 (none wait past the end).
+        if (it + 2 < total) named_barrier_arrive(kBarDqEmpty + b, 256 + kWriterThreads);
+        if (lane == 0) {
+          asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
+          fence_proxy_async_global();
+          // Ordered before the release below (a barrier, then lane 0 of warp 1's st.release.gpu);
+          // acq_rel, not __threadfence's fence.sc (MEMBAR.SC.GPU), on the turn's critical path.
+          asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        }
+        named_barrier_sync(kBarWriter, kWriterThreads);
+        if (wl == 0) store_release(counter(), n_block + 1);
+      }
     }
   } else {
     // ---- consumers --------------------------------------------------------------------------
@@ -319,7 +435,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     // consumer's keys into its own tile.
     const u32 dq_a = kDqSplitK ? sdS + cw * 64 * 128 : sdS;
     const u32 dq_b = kDqSplitK ? sKw : sK + cw * kKVChunkBytes;
-    const u32 dq_tile = kDqSplitK ? sdQ + cw * (64 * kDqStride * 4) : sdQ;
+    const u32 dq_tile0 = kDqSplitK ? sdQ + cw * (64 * kDqStride * 4) : sdQ;  // in buffer 0
     const int dq_col0 = kDqSplitK ? 0 : cw * 64;
     // Bulk adds: lane 0 of each warp adds a slab of tile rows, one row at a time (d128: 8 rows
     // for each of the 8 consumer warps; d64: 16 rows of this consumer's tile per warp).
@@ -410,6 +526,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       if (lane == 0) mbar_arrive(bar_empty(s));
 
       // dQ to the fp32 tile: query row 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1.
+      // Deterministic mode: buffer it % 2, once the writer has read it (step it - 2).
+      const u32 dq_tile = dq_tile0 + (kDeterministic ? (u32)(it & 1) * kDqBufBytes : 0u);
+      if (kDeterministic && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -422,6 +541,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         }
       fence_proxy_async_shared();
       named_barrier_sync(2, 256);  // the tile(s) complete; every dQ wgmma has read dSᵀ
+      if constexpr (kDeterministic) {
+        named_barrier_arrive(kBarDqFull + (it & 1), 256 + kWriterThreads);  // the writer adds it
+        continue;
+      }
       const int rows = min(kBlockM, Nq - m0);
       if (lane == 0 && slab_row0 < rows) {
         const int n = min(kSlabRows, rows - slab_row0);

@@ -2,14 +2,16 @@
 // wgmma backward pass for sm_90a (TMA loads, a producer warpgroup and two consumer warpgroups;
 // preprocess, main and convert kernels of one module, fa2_bwd's workspace layout).
 // Parameters, in URI order: bn (keys per thread block: 128, 64 per consumer warpgroup), bm
-// (queries per step: 64), det (0 only: dQ tiles are added by bulk reduction in whatever order
-// blocks run; deterministic calls are refused by CanRunBackward, so fa2_bwd serves them).
+// (queries per step: 64), det (0: dQ tiles are added by bulk reduction in whatever order blocks
+// run; 1: in key block order through the workspace's counters, by a dQ writer warp group off the
+// consumers' path, bit-identical runs; the runtime sets it from BackwardArgs::deterministic, the
+// tuner searches 0 only).
 // Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
 //
 // Searched by default and the untuned choice where it serves (preference 10, as hopper_fwd):
 // 1.40-1.45x fa2_bwd's default at d128 and 1.05-1.09x at d64 in session 16's A/B (bf16 B4
-// N4096, docs/perf-notes.md "hopper_bwd round 1"). Deterministic calls and strides TMA cannot
-// describe go to fa2_bwd (Planner::DeterministicVariant, the launcher's backward fallback).
+// N4096, docs/perf-notes.md "hopper_bwd round 1"). Strides TMA cannot describe go to fa2_bwd
+// (the launcher's backward fallback).
 #include <string>
 
 #include "flashtune/arch.h"
@@ -32,10 +34,10 @@ Status Unsupported(std::string message) { return Status(Code::kUnsupported, std:
 
 // The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
 // dSᵀ tile, the fp32 dQ tile(s) (64 rows padded by 8 floats: d64 two tiles of 64 columns, d128
-// one of 128), lse / delta stages, five mbarriers.
-int64_t BwdSmemBytes(int head_dim, int block_n, int block_m) {
+// one of 128; two buffers of them in deterministic mode), lse / delta stages, five mbarriers.
+int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, int det) {
   return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
-         int64_t(128 / head_dim) * 64 * (head_dim + 8) * 4 + 4 * block_m * 4 + 5 * 8;
+         int64_t(det ? 2 : 1) * (128 / head_dim) * 64 * (head_dim + 8) * 4 + 4 * block_m * 4 + 5 * 8;
 }
 
 void Strides3(const Strides& s, ft_abi::i64* out) {
@@ -58,7 +60,7 @@ class HopperBwd final : public Family {
     static const std::vector<ParamAxis> kAxes = {
         {"bn", "block_n (bn)", {128}, {128}},
         {"bm", "block_m (bm)", {64}, {64}},
-        {"det", "deterministic (det)", {0}, {0}},
+        {"det", "deterministic (det)", {0, 1}, {0}},
     };
     return kAxes;
   }
@@ -72,7 +74,7 @@ class HopperBwd final : public Family {
   int preference() const override { return 10; }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
-    return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"));
+    return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"), v.Param("det"));
   }
   int Threads(const Variant& v) const override {
     (void)v;
@@ -104,17 +106,16 @@ class HopperBwd final : public Family {
         .Int("kBlockN", v.Param("bn"))
         .Int("kBlockM", v.Param("bm"))
         .Bool("kCausal", v.causal)
+        .Bool("kDeterministic", v.Param("det") != 0, "dQ added in key block order")
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
 
-  // No deterministic mode, and TMA reads q, k, v and d_o: each stride of a dimension longer
-  // than 1 a nonzero multiple of 16 bytes. o, dq, dk, dv go through plain loads and stores.
+  // TMA reads q, k, v and d_o: each stride of a dimension longer than 1 a nonzero multiple of
+  // 16 bytes. o, dq, dk, dv go through plain loads and stores. Deterministic calls run det 1
+  // (the runtime sets det from the call, as for fa2_bwd).
   Status CanRunBackward(const Variant& v, const BackwardArgs& a) const override {
     (void)v;
-    if (a.deterministic)
-      return Unsupported("hopper_bwd has no deterministic mode (its dQ tiles are added in run order); "
-                         "fa2_bwd serves deterministic calls");
     const Problem& f = a.forward.problem;
     for (Status s : {detail::CheckHopperTmaStrides("hopper_bwd", "q", a.forward.q_strides, f.batch, f.seqlen_q, f.heads_q),
                      detail::CheckHopperTmaStrides("hopper_bwd", "k", a.forward.k_strides, f.batch, f.seqlen_k, f.heads_kv),
@@ -203,7 +204,8 @@ class HopperBwd final : public Family {
   }
 
   std::string Describe(const Variant& v) const override {
-    return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma";
+    return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma" +
+           (v.Param("det") ? " deterministic" : "");
   }
 };
 

@@ -2,7 +2,8 @@
 // shapes issue 15 lists — N 1, 17, 127, 1000, 4097, Nq != Nk both ways (masked rows), GQA 8:1,
 // MQA, head-major strides — both dtypes, causal and not; every searched variant of two classes
 // (both warp layouts, dQ staged and not) and the default variant of the others; the
-// deterministic mode bit-identical over 3 runs for every way of adding dQ (d128 and d64).
+// deterministic mode bit-identical over 3 runs for every way of adding dQ (d128 and d64), and
+// hopper_bwd's (det 1: d64 and d128, causal and not).
 // Gradients are poisoned (NaN) before each run, so an unwritten element fails; o and lse are
 // the reference forward's (o rounded to the dtype), so only the backward is under test.
 // Tolerances (relative L2 over each of dq, dk, dv): bf16 1e-2, f16 2e-3, the forward's — P
@@ -214,9 +215,10 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 }
 
 // hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64
-// and d128, causal and not, on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA
-// 8:1, MQA, head-major strides); the same tolerances as fa2_bwd (P and dS are
-// rounded to 16 bits before their GEMMs likewise).
+// and d128, causal and not, det 0 and det 1 (deterministic mode; each after det 0 of its class,
+// sharing its cases), on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA 8:1, MQA,
+// head-major strides); the same tolerances as fa2_bwd (P and dS are rounded to 16 bits before
+// their GEMMs likewise).
 TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -224,13 +226,51 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   std::vector<Variant> all;
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
-      for (bool causal : {false, true}) {
-        auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
-                                  "_bn128_bm64_det0" + (causal ? "_causal" : "_full"));
-        ASSERT_TRUE(v.ok()) << v.status().ToString();
-        all.push_back(*v);
-      }
+      for (bool causal : {false, true})
+        for (int det : {0, 1}) {
+          auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
+                                    "_bn128_bm64_det" + std::to_string(det) + (causal ? "_causal" : "_full"));
+          ASSERT_TRUE(v.ok()) << v.status().ToString();
+          all.push_back(*v);
+        }
   CheckVariants(all, [](const ProblemClass&) { return false; });
+}
+
+// hopper_bwd's deterministic mode (det 1): the same bits over 3 runs and within tolerance, d64
+// (two consumer tiles summed before each add) and d128, causal and not, on shapes where many key
+// blocks add into each dq row: GQA 2:1 with 8 key blocks, and MQA with Nk > Nq (12 key blocks,
+// 8 query heads each walked by every block; causal blocks see different numbers of query blocks).
+TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
+  std::vector<Variant> variants;
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_det1" + (causal ? "_causal" : "_full"));
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      variants.push_back(*v);
+    }
+  auto kernels = testing::CompileAndLoad(**gpu, variants);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
+    SCOPED_TRACE(v.Uri());
+    const Result<ForwardKernel>& kernel = kernels[i];
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (const Shape& shape : {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}}) {
+      auto c = MakeCase(**gpu, ClassOf(v), shape, 91);
+      Outputs first;
+      ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
+      EXPECT_EQ(Compare(*c, first), "");
+      for (int run = 1; run < 3; ++run) {
+        Outputs again;
+        ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &again).ok());
+        EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
+        EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
+        EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
+      }
+    }
+  }
 }
 
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {

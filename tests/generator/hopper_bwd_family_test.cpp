@@ -1,7 +1,8 @@
 // CPU tests of the hopper_bwd family (generator/families/hopper_bwd.cpp, templates/hopper_bwd.cuh):
 // what it serves, that it stays out of the default space and the untuned default, its URI, its
-// three-kernel launch packet with four tensor maps, the calls it refuses (deterministic, strides
-// TMA cannot describe), and its sources compiling for sm_90a with NVRTC without spills or
+// three-kernel launch packet with four tensor maps, its deterministic mode (det 1: accepted calls,
+// counters, a layout of its own), the calls it refuses (strides TMA cannot describe), and its
+// sources (det 0 and 1) compiling for sm_90a with NVRTC without spills or
 // serialised wgmmas (no GPU needed).
 #include <gtest/gtest.h>
 
@@ -85,6 +86,14 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_causal");
   EXPECT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
   EXPECT_EQ(ThreadsPerBlock(*v), 384);
+  // det 1 is a valid variant (what the runtime runs for a deterministic call), not searched.
+  auto det = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_full");
+  ASSERT_TRUE(det.ok()) << det.status().ToString();
+  EXPECT_EQ(det->Param("det"), 1);
+  EXPECT_EQ(det->Uri(), "hopper_bwd_bf16_d64_bn128_bm64_det1_full");
+  EXPECT_TRUE(CheckVariant(*det).ok()) << CheckVariant(*det).ToString();
+  EXPECT_TRUE(FamilyAllows(*det, "det", 1));
+  for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("det") != 0) << u.Uri();
 }
 
 TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
@@ -92,6 +101,14 @@ TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
   // d128 one [64][136], d64 two [64][72]) + lse / delta + barriers.
   EXPECT_EQ(SharedMemoryBytes(V(DType::kBF16, 128, false)), 1024 + 65536 + 65536 + 16384 + 64 * 136 * 4 + 1024 + 40);
   EXPECT_EQ(SharedMemoryBytes(V(DType::kF16, 64, true)), 1024 + 32768 + 32768 + 16384 + 2 * 64 * 72 * 4 + 1024 + 40);
+  // det 1: two buffers of the dQ tile(s), the writer adding one while the consumers fill the other.
+  Variant det = V(DType::kBF16, 128, false);
+  det.SetParam("det", 1);
+  EXPECT_EQ(SharedMemoryBytes(det), 1024 + 65536 + 65536 + 16384 + 2 * 64 * 136 * 4 + 1024 + 40);
+  EXPECT_TRUE(Hopper().CheckRules(det, MaxSharedMemoryForArch("sm_90a")).ok());
+  det = V(DType::kF16, 64, true);
+  det.SetParam("det", 1);
+  EXPECT_EQ(SharedMemoryBytes(det), 1024 + 32768 + 32768 + 16384 + 2 * 2 * 64 * 72 * 4 + 1024 + 40);
   Variant bad = V(DType::kBF16, 128, false);
   Status s = Hopper().CheckRules(bad, 100000);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -151,16 +168,26 @@ TEST(HopperBwdFamily, PacksThreeKernelsAndFourTensorMaps) {
   EXPECT_FLOAT_EQ(p.base.scale_log2, 1.4426950408889634f / std::sqrt(128.f));
 }
 
-TEST(HopperBwdFamily, RefusesDeterministicCallsAndStridesTmaCannotDescribe) {
+TEST(HopperBwdFamily, AcceptsDeterministicCallsRefusesStridesTmaCannotDescribe) {
   const Problem shape{DType::kF16, 64, false, 2, 100, 100, 2, 2, Operation::kBackward};
   const Variant v = V(DType::kF16, 64, false);
   LaunchPacket packet;
   BackwardArgs a = Args(shape);
   a.deterministic = true;
-  Status s = PackBackward(v, a, &packet);
-  EXPECT_EQ(s.code(), Code::kUnsupported);
-  EXPECT_NE(s.message().find("no deterministic mode"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("fa2_bwd serves"), std::string::npos) << s.message();
+  Variant det = v;
+  det.SetParam("det", 1);
+  Status s = PackBackward(det, a, &packet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // The ordering counters: one per 16 query rows of each (batch, query head), past dq_accum
+  // and delta in the workspace, and the main kernel's shared memory is det 1's.
+  ft_abi::HopperBwdParams p;
+  std::memcpy(&p, packet.args, sizeof p);
+  EXPECT_EQ(p.base.counters_per_head, 7);
+  auto* ws = static_cast<unsigned char*>(a.forward.workspace);
+  EXPECT_GT(reinterpret_cast<unsigned char*>(p.base.counters), reinterpret_cast<unsigned char*>(p.base.delta));
+  EXPECT_LE(reinterpret_cast<unsigned char*>(p.base.counters) + 2 * 2 * 7 * 4, ws + a.forward.workspace_bytes);
+  EXPECT_EQ(packet.next[0].smem_bytes, uint32_t(SharedMemoryBytes(det)));
+  EXPECT_GT(SharedMemoryBytes(det), SharedMemoryBytes(v));
   // A batch stride of 0 (every batch reads the same d_o) is legal for the call, not for TMA.
   a = Args(shape);
   a.d_o_strides.batch = 0;
@@ -169,7 +196,7 @@ TEST(HopperBwdFamily, RefusesDeterministicCallsAndStridesTmaCannotDescribe) {
   EXPECT_EQ(s.code(), Code::kUnsupported);
   EXPECT_NE(s.message().find("hopper_bwd: TMA cannot describe d_o_strides.batch (0 elements)"), std::string::npos)
       << s.message();
-  // fa2_bwd serves both.
+  // fa2_bwd serves it.
   a.deterministic = true;
   Variant fa2 = DefaultVariant(ClassOf(v), MaxSharedMemoryForArch("sm_80"), "sm_80");
   ASSERT_EQ(fa2.family, "fa2_bwd");
@@ -178,12 +205,17 @@ TEST(HopperBwdFamily, RefusesDeterministicCallsAndStridesTmaCannotDescribe) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-// One variant per head dim (and both dtypes, causal and not between them) compiles for sm_90a:
+// One variant per head dim (and both dtypes, causal and not between them), and det 1 at both
+// head dims (its dQ writer on the producer's 24 registers), compiles for sm_90a:
 // no ptxas error, no spill, setmaxnreg honoured (C7508), no serialised wgmma (C7515, C7520), at
 // the launch bound's 168 registers (65536 / 384 threads, rounded down to 8).
 TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   Compiler compiler(Compiler::Options{"-", 1});
-  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true)}) {
+  // (d64 causal: where the writer's first version spilled 4 bytes.)
+  Variant det128 = V(DType::kBF16, 128, true), det64 = V(DType::kBF16, 64, true);
+  det128.SetParam("det", 1);
+  det64.SetParam("det", 1);
+  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();

@@ -1,5 +1,6 @@
-// The planner's backward routing: a deterministic call whose planned family has no deterministic
-// mode, and a call the planned family cannot run, go to another family's default.
+// The planner's backward routing: a deterministic call keeps its planned family where that family
+// has a deterministic mode (hopper_bwd and fa2_bwd both do: det 1), and a call the planned
+// family cannot run goes to another family's default, det as the call asks.
 #include <gtest/gtest.h>
 
 #include "flashtune/backward_args.h"
@@ -20,29 +21,46 @@ Problem Bwd(int head_dim) { return Problem{DType::kBF16, head_dim, true, 2, 300,
 
 BackwardArgs Args(const Problem& p) { return testing::PlaceholderBackwardArgs(p); }
 
-TEST(PlannerBackward, OnlyFamiliesWithADeterministicModeAcceptDetOne) {
+TEST(PlannerBackward, BothBackwardFamiliesAcceptDetOne) {
   const Variant hopper = DefaultVariant(ClassOf(Bwd(128)));
   ASSERT_EQ(hopper.family, "hopper_bwd");
   EXPECT_TRUE(FamilyAllows(hopper, "det", 0));
-  EXPECT_FALSE(FamilyAllows(hopper, "det", 1));
+  EXPECT_TRUE(FamilyAllows(hopper, "det", 1));
+  EXPECT_FALSE(FamilyAllows(hopper, "det", 2));
   EXPECT_FALSE(FamilyAllows(hopper, "no_such_param", 0));
   const Variant fa2 = DefaultVariant(ClassOf(Bwd(128)), MaxSharedMemoryForArch("sm_80"), "sm_80");
   ASSERT_EQ(fa2.family, "fa2_bwd");
   EXPECT_TRUE(FamilyAllows(fa2, "det", 1));
 }
 
-TEST(PlannerBackward, DeterministicCallOfAHopperPlanGetsFa2sDeterministicDefault) {
+// As Launcher::Prepare routes a deterministic call: the planned variant with det 1 where its
+// family allows it (hopper_bwd now does), else Planner::DeterministicVariant.
+TEST(PlannerBackward, DeterministicCallOfAHopperPlanStaysHopperBwdDetOne) {
   const DeviceState device = H200();
   for (int d : {64, 128}) {
     const Problem p = Bwd(d);
-    const Variant planned = DefaultVariant(ClassOf(p));
+    Variant planned = DefaultVariant(ClassOf(p));
     ASSERT_EQ(planned.family, "hopper_bwd") << d;
-    auto det = Planner::DeterministicVariant(device, p, planned);
-    ASSERT_TRUE(det.ok()) << det.status().ToString();
-    EXPECT_EQ(det->family, "fa2_bwd");
-    EXPECT_EQ(det->Param("det"), 1);
-    EXPECT_TRUE(CheckVariant(*det, device.max_smem_bytes).ok()) << det->Uri();
+    ASSERT_TRUE(FamilyAllows(planned, "det", 1)) << d;
+    planned.SetParam("det", 1);
+    EXPECT_TRUE(CheckVariant(planned, device.max_smem_bytes).ok()) << planned.Uri();
+    BackwardArgs det = Args(p);
+    det.deterministic = true;
+    LaunchPacket packet;
+    packet.sm_count = 132;
+    Status packed = PackBackward(planned, det, &packet);
+    EXPECT_TRUE(packed.ok()) << packed.ToString();
+    // The planner's own pick for a deterministic call of this class is hopper_bwd det 1 too.
+    auto chosen = Planner::DeterministicVariant(device, p, DefaultVariant(ClassOf(p)));
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    EXPECT_EQ(chosen->Uri(), planned.Uri());
   }
+  // Where hopper_bwd does not serve (d96), fa2_bwd's deterministic default.
+  const Problem p96 = Bwd(96);
+  auto det96 = Planner::DeterministicVariant(device, p96, DefaultVariant(ClassOf(p96)));
+  ASSERT_TRUE(det96.ok()) << det96.status().ToString();
+  EXPECT_EQ(det96->family, "fa2_bwd");
+  EXPECT_EQ(det96->Param("det"), 1);
 }
 
 TEST(PlannerBackward, CallTheHopperFamilyCannotRunFallsBackToFa2) {
@@ -50,20 +68,23 @@ TEST(PlannerBackward, CallTheHopperFamilyCannotRunFallsBackToFa2) {
   const Problem p = Bwd(128);
   const Variant planned = DefaultVariant(ClassOf(p));
   ASSERT_EQ(planned.family, "hopper_bwd");
-  // A deterministic call: hopper_bwd refuses it when packing; the fallback keeps det 1.
+  // A batch stride of 0 (every batch reads the same d_o): legal for the call, not for TMA.
+  // Deterministic: hopper_bwd det 1 refuses it when packing; the fallback is fa2_bwd det 1.
   BackwardArgs det = Args(p);
   det.deterministic = true;
+  det.d_o_strides.batch = 0;
+  Variant planned_det = planned;
+  planned_det.SetParam("det", 1);
   LaunchPacket packet;
   packet.sm_count = 132;
-  Status refused = PackBackward(planned, det, &packet);
+  Status refused = PackBackward(planned_det, det, &packet);
   ASSERT_EQ(refused.code(), Code::kUnsupported) << refused.ToString();
-  EXPECT_NE(refused.message().find("no deterministic mode"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("TMA cannot describe d_o_strides.batch"), std::string::npos) << refused.message();
   auto fallback = Planner::FallbackBackwardVariant(device, det, refused);
   ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
   EXPECT_EQ(fallback->family, "fa2_bwd");
   EXPECT_EQ(fallback->Param("det"), 1);
-  // A batch stride of 0 (every batch reads the same d_o): legal for the call, not for TMA;
-  // fa2_bwd, det 0.
+  // Not deterministic: fa2_bwd, det 0.
   BackwardArgs odd = Args(p);
   odd.d_o_strides.batch = 0;
   refused = PackBackward(planned, odd, &packet);
