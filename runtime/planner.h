@@ -83,7 +83,7 @@ class Planner {
   // The same for a backward call (CanRunBackward): the fallback's `det` is the call's.
   static Result<Variant> FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
                                                  const Status& why);
-  // A deterministic backward call whose planned family has no deterministic mode (hopper_bwd):
+  // A deterministic backward call whose planned family has no deterministic mode:
   // the default, with `det` 1, of the most preferred family serving `problem` on `device` that has
   // one. kUnsupported naming `planned` when none does.
   static Result<Variant> DeterministicVariant(const DeviceState& device, const Problem& problem,
