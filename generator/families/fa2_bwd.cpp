@@ -61,12 +61,6 @@ Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int de
   return v;
 }
 
-void Strides3(const Strides& s, ft_abi::i64* out) {
-  out[0] = s.batch;
-  out[1] = s.seq;
-  out[2] = s.head;
-}
-
 class Fa2Bwd final : public Family {
  public:
   std::string_view name() const override { return "fa2_bwd"; }
@@ -198,69 +192,14 @@ class Fa2Bwd final : public Family {
 
   // Three launches: preprocess (the URI kernel), main, convert; one parameter struct.
   void PackBackward(const Variant& v, const BackwardArgs& a, LaunchPacket* out) const override {
-    constexpr double kLog2e = 1.4426950408889634074;
     const BwdParams vp(v);
-    const ForwardArgs& fa = a.forward;
-    const Problem& f = fa.problem;
-    const detail::BackwardWorkspaceLayout layout = detail::BackwardWorkspaceLayoutFor(a.problem());
-    ft_abi::Fa2BwdParams p{};
-    p.q = fa.q;
-    p.k = fa.k;
-    p.v = fa.v;
-    p.o = fa.o;
-    p.d_o = a.d_o;
-    p.lse = fa.lse;
-    p.dq = a.dq;
-    p.dk = a.dk;
-    p.dv = a.dv;
-    auto* ws = static_cast<unsigned char*>(fa.workspace);
-    p.dq_accum = reinterpret_cast<float*>(ws);
-    p.delta = reinterpret_cast<float*>(ws + layout.delta_offset);
-    p.counters = reinterpret_cast<int*>(ws + layout.counters_offset);
-    Strides3(fa.q_strides, p.q_stride);
-    Strides3(fa.k_strides, p.k_stride);
-    Strides3(fa.v_strides, p.v_stride);
-    Strides3(fa.o_strides, p.o_stride);
-    Strides3(a.d_o_strides, p.do_stride);
-    Strides3(a.dq_strides, p.dq_stride);
-    Strides3(a.dk_strides, p.dk_stride);
-    Strides3(a.dv_strides, p.dv_stride);
-    p.batch = int(f.batch);
-    p.seqlen_q = int(f.seqlen_q);
-    p.seqlen_k = int(f.seqlen_k);
-    p.heads_q = int(f.heads_q);
-    p.heads_kv = int(f.heads_kv);
-    p.counters_per_head = int(layout.counters_per_head);
-    p.scale = fa.EffectiveScale();
-    p.scale_log2 = float(double(p.scale) * kLog2e);
+    const Problem& f = a.forward.problem;
+    const ft_abi::Fa2BwdParams p = detail::Fa2BwdParamsFor(a);
     static_assert(kPreRows == detail::kMinBackwardQueryTile, "one counter per preprocess block's rows");
 
     const unsigned threads = unsigned(vp.warps * 32);
-    const unsigned row_blocks = unsigned((f.seqlen_q + kPreRows - 1) / kPreRows);
-    out->grid[0] = row_blocks;
-    out->grid[1] = unsigned(f.heads_q);
-    out->grid[2] = unsigned(f.batch);
-    out->block[0] = threads;
-    out->block[1] = out->block[2] = 1;
-    out->smem_bytes = 0;
     out->tensor_maps = 0;
-    out->next_steps = 2;
-    LaunchStep& main = out->next[0];
-    main.kernel = 0;
-    main.grid[0] = unsigned((f.seqlen_k + vp.block_n - 1) / vp.block_n);
-    main.grid[1] = unsigned(f.heads_kv);
-    main.grid[2] = unsigned(f.batch);
-    main.block[0] = threads;
-    main.block[1] = main.block[2] = 1;
-    main.smem_bytes = uint32_t(SharedMemoryBytes(v));
-    LaunchStep& convert = out->next[1];
-    convert.kernel = 1;
-    convert.grid[0] = row_blocks;
-    convert.grid[1] = unsigned(f.heads_q);
-    convert.grid[2] = unsigned(f.batch);
-    convert.block[0] = threads;
-    convert.block[1] = convert.block[2] = 1;
-    convert.smem_bytes = 0;
+    detail::SetBackwardLaunches(f, kPreRows, threads, vp.block_n, threads, uint32_t(SharedMemoryBytes(v)), out);
     out->SetArgs(p);
   }
 
