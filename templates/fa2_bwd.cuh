@@ -104,6 +104,7 @@ static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride *
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
 #include "ft_device.cuh"
+#include "ft_bwd_rows.cuh"
 
 // Copies rows [row0, row0 + kRows) of a [N, D] slice into a padded shared tile; rows at or past
 // `rows_valid` are zero-filled.
@@ -138,16 +139,6 @@ __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_strid
     const bool valid = row0 + r < rows_valid;
     const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
     cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
-  }
-}
-
-__device__ __forceinline__ float to_float(u16 x) {
-  if constexpr (kBf16) {
-    return __uint_as_float(u32(x) << 16);
-  } else {
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
-    return f;
   }
 }
 
@@ -364,45 +355,12 @@ __device__ __forceinline__ void store_dk_dv_pair(const FtParams& p, const StepAr
 // 1. delta = rowsum(d_o ∘ o); zero the dq accumulator and the ordering counters.
 // Grid (ceil(Nq / kPreRows), Hq, B), kThreads threads: one warp per row at a time.
 extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const ft::FtParams p) {
-  using namespace ft;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int Nq = p.seqlen_q;
-  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
-  for (int r = warp; r < kPreRows; r += kWarps) {
-    const int row = blockIdx.x * kPreRows + r;
-    if (row >= Nq) break;
-    const u16* o = static_cast<const u16*>(p.o) + batch * p.o_stride[0] + (i64)row * p.o_stride[1] + head * p.o_stride[2];
-    const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + (i64)row * p.do_stride[1] +
-                     head * p.do_stride[2];
-    float sum = 0.f;
-    for (int d = lane; d < kHeadDim; d += 32) sum += to_float(o[d]) * to_float(d_o[d]);
-#pragma unroll
-    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-    if (lane == 0) p.delta[row_base + row] = sum;
-    float* acc = p.dq_accum + (row_base + row) * kHeadDim;
-    for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
-  }
-  // The counter of each 16-row group of this head; the main kernel uses those of its tiles.
-  if (threadIdx.x == 0 && blockIdx.x < p.counters_per_head)
-    p.counters[((i64)batch * p.heads_q + head) * p.counters_per_head + blockIdx.x] = 0;
+  ft::bwd_preprocess_rows<ft::kHeadDim, ft::kPreRows, ft::kWarps>(p, true);
 }
 
 // 3. dq = dq_accum * scale in the caller's dtype and strides. Grid as the preprocess.
 extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_CAT(FT_KERNEL_NAME, _convert)(const ft::FtParams p) {
-  using namespace ft;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int Nq = p.seqlen_q;
-  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
-  for (int r = warp; r < kPreRows; r += kWarps) {
-    const int row = blockIdx.x * kPreRows + r;
-    if (row >= Nq) break;
-    const float* acc = p.dq_accum + (row_base + row) * kHeadDim;
-    u16* dq = static_cast<u16*>(p.dq) + batch * p.dq_stride[0] + (i64)row * p.dq_stride[1] + head * p.dq_stride[2];
-    for (int d = 2 * lane; d < kHeadDim; d += 64)
-      *reinterpret_cast<u32*>(dq + d) = pack2(acc[d] * p.scale, acc[d + 1] * p.scale);
-  }
+  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kWarps>(p);
 }
 
 namespace ft {

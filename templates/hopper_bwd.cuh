@@ -131,16 +131,7 @@ static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer war
 
 #include "ft_device.cuh"
 #include "ft_hopper.cuh"
-
-__device__ __forceinline__ float to_float(u16 x) {
-  if constexpr (kBf16) {
-    return __uint_as_float(u32(x) << 16);
-  } else {
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
-    return f;
-  }
-}
+#include "ft_bwd_rows.cuh"
 
 // `x`, opaque to the compiler: a shared address made opaque inside the step loop keeps ptxas from
 // hoisting the loop-invariant wgmma descriptors built from it (up to 64 registers at d128),
@@ -203,51 +194,16 @@ __device__ __forceinline__ void gemm_dq(float (&acc)[32], u32 ds_addr, u32 k_add
 
 }  // namespace ft
 
-// 1. delta = rowsum(d_o ∘ o); zero the dq accumulator. Grid (ceil(Nq / 16), Hq, B), 128
-// threads: one warp per row at a time.
+// 1. delta = rowsum(d_o ∘ o); zero the dq accumulator (and, deterministic, the ordering
+// counters). Grid (ceil(Nq / 16), Hq, B), 128 threads: one warp per row at a time.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(const __grid_constant__ ft::FtParams params) {
-  using namespace ft;
-  const FtBase& p = params.base;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int Nq = p.seqlen_q;
-  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
-  for (int r = warp; r < kPreRows; r += kPreThreads / 32) {
-    const int row = blockIdx.x * kPreRows + r;
-    if (row >= Nq) break;
-    const u16* o = static_cast<const u16*>(p.o) + batch * p.o_stride[0] + (i64)row * p.o_stride[1] + head * p.o_stride[2];
-    const u16* d_o = static_cast<const u16*>(p.d_o) + batch * p.do_stride[0] + (i64)row * p.do_stride[1] +
-                     head * p.do_stride[2];
-    float sum = 0.f;
-    for (int d = lane; d < kHeadDim; d += 32) sum += to_float(o[d]) * to_float(d_o[d]);
-#pragma unroll
-    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-    if (lane == 0) p.delta[row_base + row] = sum;
-    float* acc = p.dq_accum + (row_base + row) * kHeadDim;
-    for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
-  }
-  // The counter of this block's 16 rows (the workspace has one per 16 rows of each head).
-  if (kDeterministic && threadIdx.x == 0 && blockIdx.x < p.counters_per_head)
-    p.counters[((i64)batch * p.heads_q + head) * p.counters_per_head + blockIdx.x] = 0;
+  ft::bwd_preprocess_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32>(params.base, ft::kDeterministic);
 }
 
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads)
     FT_CAT(FT_KERNEL_NAME, _convert)(const __grid_constant__ ft::FtParams params) {
-  using namespace ft;
-  const FtBase& p = params.base;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int Nq = p.seqlen_q;
-  const i64 row_base = ((i64)batch * p.heads_q + head) * Nq;
-  for (int r = warp; r < kPreRows; r += kPreThreads / 32) {
-    const int row = blockIdx.x * kPreRows + r;
-    if (row >= Nq) break;
-    const float* acc = p.dq_accum + (row_base + row) * kHeadDim;
-    u16* dq = static_cast<u16*>(p.dq) + batch * p.dq_stride[0] + (i64)row * p.dq_stride[1] + head * p.dq_stride[2];
-    for (int d = 2 * lane; d < kHeadDim; d += 64)
-      *reinterpret_cast<u32*>(dq + d) = pack2(acc[d] * p.scale, acc[d + 1] * p.scale);
-  }
+  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32>(params.base);
 }
 
 // 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B), kThreads threads.
