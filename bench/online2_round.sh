@@ -10,6 +10,9 @@
 #              resumes from the default tune's trials, so it measures only what that skipped and
 #              every candidate of those shapes ends up with a recorded time.
 #  3. export   trials and winners (`flashtune db export`), for replaying strategies on the CPU.
+# DB=PATH keeps the database there (default: a fresh temporary file), so that a later call can
+# resume the recording (carry it back); SKIP_DEFAULT=1 skips step 1 (a resumed database).
+# bench/issue17-record.problems lists the grid shapes not yet recorded (session 16).
 set -uo pipefail
 BIN=$(cd "$1" && pwd)
 OUT=${OUT:-/tmp/online2-out}
@@ -26,12 +29,15 @@ stamp() { python3 -u -c "
 import sys, time
 for line in sys.stdin: print('%.2f %s' % (time.time() - $T0, line), end='', flush=True)"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
-DB=$(mktemp -d)/default.db
-{
-  echo "default tune: start $(now) s"
-  timeout "${TUNE_S:-360}" "$FT" tune --db "$DB" 2>&1 | stamp > "$OUT/default-tune.log"
-  echo "default tune: rc ${PIPESTATUS[0]} end $(now) s"
-} | tee "$OUT/summary.txt"
+DB=${DB:-$(mktemp -d)/default.db}
+: > "$OUT/summary.txt"
+if [ "${SKIP_DEFAULT:-0}" != 1 ]; then
+  {
+    echo "default tune: start $(now) s"
+    timeout "${TUNE_S:-360}" "$FT" tune --db "$DB" 2>&1 | stamp > "$OUT/default-tune.log"
+    echo "default tune: rc ${PIPESTATUS[0]} end $(now) s"
+  } | tee "$OUT/summary.txt"
+fi
 "$FT" db export --db "$DB" --table winners --format csv > "$OUT/default-winners.csv" 2>>"$OUT/summary.txt"
 SET=${RECORD_SET:-$BIN/record.problems}
 LEFT=$(( ${END_S:-470} - ($(date +%s) - T0) ))
@@ -44,6 +50,6 @@ if [ "$LEFT" -gt 20 ]; then
   } | tee -a "$OUT/summary.txt"
 fi
 "$FT" db export --db "$DB" --format csv > "$OUT/trials.csv" 2>>"$OUT/summary.txt"
-grep -v "^[0-9.]*   " "$OUT/default-tune.log" | tail -n 8
+[ -f "$OUT/default-tune.log" ] && grep -v "^[0-9.]*   " "$OUT/default-tune.log" | tail -n 8
 cat "$OUT/summary.txt"
 echo "total $(now) s"
