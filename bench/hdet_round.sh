@@ -30,7 +30,8 @@
 #   folder), then on the GPU (carry [".devcarry-hdet"]):
 #     OUT=$OUT bash .devcarry-hdet/hdet_round.sh .devcarry-hdet
 # Prints last: per shape, the variants' status and median µs, det1/det0 (hopper_bwd's
-# deterministic cost; issue 15's target <= 1.20) and, with WITH_FA2=1, det1/fa2det1 (< 1: faster
+# deterministic cost; issue 15's target <= 1.20); with WITH_WRITER=1 also det 0 through the
+# writer warps (dqw1, session 16, not yet measured) over det 0; and, with WITH_FA2=1, det1/fa2det1 (< 1: faster
 # than the old deterministic path), and the geomeans of the ratios on the last line.
 set -uo pipefail
 FA2_128=fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs1_lay2
@@ -42,7 +43,8 @@ if [ "${1:-}" = --pack ]; then
   CACHE=$(cd "$CARRY" && mkdir -p cache && cd cache && pwd)
   scratch=$(mktemp -d)
   for u in ${FA2_128}_full ${FA2_128}_causal ${FA2_64}_full ${FA2_64}_causal \
-    hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det{0,1}_{full,causal}; do
+    hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det{0,1}_dqw0_{full,causal} \
+    hopper_bwd_bf16_d{64,128}_bn128_bm64_det0_dqw1_{full,causal}; do
     (cd "$scratch" && "$BUILD/flashtune" generate --variant "$u" -o "$u" &&
       FLASHTUNE_CACHE_DIR=$CACHE "$BUILD/flashtune" compile "$u" --arch sm_90a --option=--minimal >/dev/null) ||
       { echo "cannot compile $u" >&2; exit 1; }
@@ -73,7 +75,7 @@ for run in memcheck:128 memcheck:64 synccheck:64; do
   echo "== $tool d$d det1" >>"$OUT/sanitizer.log"
   timeout -k 1 "${SANITIZE_S:-4}" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
     --operation bwd --dtype bf16 --head-dim "$d" --causal 1 --batch 1 --seqlen-q 200 --seqlen-k 300 --heads-q 4 \
-    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det1_causal" >>"$OUT/sanitizer.log" 2>&1
+    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det1_dqw0_causal" >>"$OUT/sanitizer.log" 2>&1
   s+=("$tool d$d det1: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
   t=$(date +%s)
 done
@@ -83,8 +85,9 @@ for d in 128 64; do
   for c in 0 1; do
     suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
     h=hopper_bwd_bf16_d${d}_bn128_bm64
-    variants=${h}_det0$suffix,${h}_det1$suffix
+    variants=${h}_det0_dqw0$suffix,${h}_det1_dqw0$suffix
     [ "${WITH_FA2:-0}" = 1 ] && variants=$variants,$fa2$suffix
+    [ "${WITH_WRITER:-0}" = 1 ] && variants=$variants,${h}_det0_dqw1$suffix
     echo "== d$d causal$c" >>"$OUT/ab.log"
     timeout -k 1 "${AB_S:-7}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
       --batch 4 --seqlen-q 4096 --heads-q $((2048 / d)) --rounds "${AB_ROUNDS:-5}" \
@@ -103,8 +106,9 @@ grep -E '^\[ errors' "$OUT/tests.log" | awk '{ tol = $NF; sub(/\)/, "", tol); to
 printf '%s\n' "${s[@]}"
 # The table: one row per shape (median µs of each variant), the ratios, their geomeans last.
 awk '/^== d/ { shape = $2 " " $3; order[++n] = shape; next }
-  /^hopper_bwd_.*_det0_/ { s0[shape] = $2; t0[shape] = $3 }
+  /^hopper_bwd_.*_det0_dqw0_/ { s0[shape] = $2; t0[shape] = $3 }
   /^hopper_bwd_.*_det1_/ { s1[shape] = $2; t1[shape] = $3 }
+  /^hopper_bwd_.*_det0_dqw1_/ { sw[shape] = $2; tw[shape] = $3 }
   /^fa2_bwd_/ { sf[shape] = $2; tf[shape] = $3 }
   END {
     printf "%-13s %-4s %8s %-4s %8s %-4s %9s %9s %12s\n", "shape", "det0", "us", "det1", "us", "fa2det1", "us", "det1/det0", "det1/fa2det1"
@@ -117,4 +121,9 @@ awk '/^== d/ { shape = $2 " " $3; order[++n] = shape; next }
     }
     printf "geomean det1/det0 %s (%d shapes), det1/fa2det1 %s (%d shapes)\n",
       nr ? sprintf("%.3fx", exp(lr / nr)) : "-", nr, nq ? sprintf("%.3fx", exp(lq / nq)) : "-", nq
+    for (i = 1; i <= n; ++i) {  # WITH_WRITER=1: det 0 through the writer warps (dqw1) over det 0
+      k = order[i]
+      if (s0[k] == "ok" && sw[k] == "ok" && t0[k] > 0) { printf "%-13s dqw1/dqw0 %.3fx\n", k, tw[k] / t0[k]; lw += log(tw[k] / t0[k]); nw++ }
+    }
+    if (nw) printf "geomean dqw1/dqw0 %.3fx (%d shapes)\n", exp(lw / nw), nw
   }' "$OUT/ab.log"

@@ -46,7 +46,8 @@
 // 0 .. k, all reaching it at the same step of their walks, so no block waits on one that skips it.
 //
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kDeterministic; kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
+// kDeterministic; kDqWriter (dQ tiles added by the writer warps: deterministic mode, or dqw1
+// without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
 // Semantics: as fa2_bwd's: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], d_o like o, dq like q, dk/dv
@@ -55,7 +56,7 @@
 // j <= i + Nk - Nq when causal; rows that see no key get dq = 0.
 
 #ifndef FT_CONFIG_PROVIDED
-#define FT_KERNEL_NAME hopper_bwd_bf16_d128_bn128_bm64_det0_full
+#define FT_KERNEL_NAME hopper_bwd_bf16_d128_bn128_bm64_det0_dqw0_full
 namespace ft_config {
 constexpr bool kBf16 = true;
 constexpr int kHeadDim = 128;
@@ -63,8 +64,9 @@ constexpr int kBlockN = 128;
 constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
+constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDeterministic ? 2 : 1) * (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -102,10 +104,10 @@ constexpr int kDqTileCols = kDqSplitK ? 64 : kHeadDim;  // row length of a dQ ti
 // is added by a bulk reduction of its own.
 constexpr int kDqStride = kDqTileCols + 8;
 constexpr u32 kDqBufBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;  // one step's tile(s)
-// Deterministic mode: two buffers, the writer adding one while the consumers fill the other.
-constexpr int kDqBuffers = kDeterministic ? 2 : 1;
+// With the dQ writer: two buffers, the writer adding one while the consumers fill the other.
+constexpr int kDqBuffers = kDqWriter ? 2 : 1;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
-// Deterministic mode's dQ writer: warps 1 .. kWriterWarps of the producer warpgroup, and its
+// The dQ writer (deterministic mode, or kDqWriter): warps 1 .. kWriterWarps of the producer warpgroup, and its
 // named barriers (0 is __syncthreads; 1 and 2 the consumers' own): full / empty per buffer
 // (the 256 consumer threads and the writer), and the writer's own.
 constexpr int kWriterWarps = 3;
@@ -128,6 +130,7 @@ static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in li
 static_assert(kBlockM % 16 == 0, "the ordering counters are sized per 16 query rows (kMinBackwardQueryTile)");
 static_assert(kPreRows == 16, "the preprocess zeroes one ordering counter per block of 16 query rows");
 static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer warpgroup's");
+static_assert(kDqWriter || !kDeterministic, "deterministic mode adds dQ through the writer (kDqWriter)");
 
 #include "ft_device.cuh"
 #include "ft_hopper.cuh"
@@ -308,8 +311,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         }
         mbar_arrive(bar_full(s));  // release: the stores above are visible to the waiting consumers
       }
-    } else if (kDeterministic && tid < 32 * (1 + kWriterWarps)) {
-      // ---- deterministic mode's dQ writer (warps 1 .. kWriterWarps) ---------------------------
+    } else if (kDqWriter && tid < 32 * (1 + kWriterWarps)) {
+      // ---- the dQ writer (warps 1 .. kWriterWarps); deterministic mode takes turns -----------
       const int wl = tid - 32, lane = tid % 32, wwarp = wl / 32;
       // The walk's head and query block followed step by step (step_head / step_m0 without their
       // divisions, which cost the writer a spill on its 24 registers).
@@ -317,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       for (int it = 0; it < total; ++it, ++j) {
         if (j == steps_per_head) j = 0, ++hq;
         const int b = it & 1;
-        const int m0 = (m_begin + steps_per_head - 1 - j) * kBlockM;  // step_m0(it), deterministic
+        const int m0 = (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
         const u32 tile = sdQ + b * kDqBufBytes;
         // (Computed where used: live across d64's sums it spilled on the producer's 24 registers.)
         auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
@@ -325,11 +328,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         // it on). d128 waits for it while the consumers still compute the tile; d64 after summing
         // the tiles, so its turn is not held through the sums.
         auto wait_turn = [&] {
-          if (wl == 0)
+          if (kDeterministic && wl == 0)
             while (load_acquire(counter()) != n_block) {
             }
         };
-        if constexpr (!kDqSplitK) {
+        if constexpr (!kDqSplitK || !kDeterministic) {
           wait_turn();
           named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
         } else {
@@ -350,19 +353,24 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         }
         const int rows = min(kBlockM, Nq - m0);
         if (lane == 0) {
-          fence_proxy_async_global();  // the acquire before the bulk adds
+          if constexpr (kDeterministic) fence_proxy_async_global();  // the acquire before the bulk adds
           float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
-          for (int r = wwarp; r < rows; r += kWriterWarps)
-            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                           dst + (i64)r * kHeadDim),
-                         "r"(tile + (u32)(r * kDqStride) * 4), "n"(kHeadDim * 4)
-                         : "memory");
+          // Without turns at d64, each consumer's tile is added as it is (no sum first).
+          constexpr int kTiles = kDqSplitK && !kDeterministic ? 2 : 1;
+#pragma unroll 1
+          for (int k = 0; k < kTiles; ++k)
+            for (int r = wwarp; r < rows; r += kWriterWarps)
+              asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                             dst + (i64)r * kHeadDim),
+                           "r"(tile + (u32)((k * 64 + r) * kDqStride) * 4), "n"(kDqTileCols * 4)
+                           : "memory");
           asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
           asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         }
         __syncwarp();
         // The buffer is read: the consumers may fill it at step it + 2 (none wait past the end).
         if (it + 2 < total) named_barrier_arrive(kBarDqEmpty + b, 256 + kWriterThreads);
+        if constexpr (!kDeterministic) continue;  // no turn to pass
         if (lane == 0) {
           asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
           fence_proxy_async_global();
@@ -373,6 +381,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         named_barrier_sync(kBarWriter, kWriterThreads);
         if (wl == 0) store_release(counter(), n_block + 1);
       }
+      // Without turns the adds were only waited on for their reads: all complete before exit.
+      if (!kDeterministic && tid % 32 == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }
   } else {
     // ---- consumers --------------------------------------------------------------------------
@@ -483,8 +493,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
 
       // dQ to the fp32 tile: query row 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1.
       // Deterministic mode: buffer it % 2, once the writer has read it (step it - 2).
-      const u32 dq_tile = dq_tile0 + (kDeterministic ? (u32)(it & 1) * kDqBufBytes : 0u);
-      if (kDeterministic && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
+      const u32 dq_tile = dq_tile0 + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
+      if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -497,7 +507,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         }
       fence_proxy_async_shared();
       named_barrier_sync(2, 256);  // the tile(s) complete; every dQ wgmma has read dSᵀ
-      if constexpr (kDeterministic) {
+      if constexpr (kDqWriter) {
         named_barrier_arrive(kBarDqFull + (it & 1), 256 + kWriterThreads);  // the writer adds it
         continue;
       }

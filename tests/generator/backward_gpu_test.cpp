@@ -227,9 +227,9 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (int det : {0, 1}) {
+        for (const char* mode : {"det0_dqw0", "det1_dqw0", "det0_dqw1"}) {  // dqw1: the writer without turns
           auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
-                                    "_bn128_bm64_det" + std::to_string(det) + (causal ? "_causal" : "_full"));
+                                    "_bn128_bm64_" + mode + (causal ? "_causal" : "_full"));
           ASSERT_TRUE(v.ok()) << v.status().ToString();
           all.push_back(*v);
         }
@@ -247,7 +247,7 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   std::vector<Variant> variants;
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
-      auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_det1" + (causal ? "_causal" : "_full"));
+      auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_det1_dqw0" + (causal ? "_causal" : "_full"));
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);
     }

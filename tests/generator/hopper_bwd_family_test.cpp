@@ -80,20 +80,25 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   EXPECT_EQ(DefaultVariant(Bwd(DType::kBF16, 96, true)).family, "fa2_bwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_bwd");
   // Named by URI it is valid (what `flashtune bench --variant` and the GPU tests use).
-  auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_causal");
+  auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dqw0_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(*v, V(DType::kBF16, 128, true));
-  EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_causal");
+  EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_dqw0_causal");
   EXPECT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
   EXPECT_EQ(ThreadsPerBlock(*v), 384);
   // det 1 is a valid variant (what the runtime runs for a deterministic call), not searched.
-  auto det = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_full");
+  auto det = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dqw0_full");
   ASSERT_TRUE(det.ok()) << det.status().ToString();
   EXPECT_EQ(det->Param("det"), 1);
-  EXPECT_EQ(det->Uri(), "hopper_bwd_bf16_d64_bn128_bm64_det1_full");
+  EXPECT_EQ(det->Uri(), "hopper_bwd_bf16_d64_bn128_bm64_det1_dqw0_full");
   EXPECT_TRUE(CheckVariant(*det).ok()) << CheckVariant(*det).ToString();
   EXPECT_TRUE(FamilyAllows(*det, "det", 1));
   for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("det") != 0) << u.Uri();
+  // dqw 1 (det 0 through the writer warps) is valid and not searched until an A/B decides.
+  auto writer = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dqw1_full");
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  EXPECT_TRUE(CheckVariant(*writer).ok()) << CheckVariant(*writer).ToString();
+  for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("dqw") != 0) << u.Uri();
 }
 
 TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
@@ -109,6 +114,10 @@ TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
   det = V(DType::kF16, 64, true);
   det.SetParam("det", 1);
   EXPECT_EQ(SharedMemoryBytes(det), 1024 + 32768 + 32768 + 16384 + 2 * 2 * 64 * 72 * 4 + 1024 + 40);
+  // dqw 1: det 0 through the writer, the same two buffers.
+  Variant writer = V(DType::kF16, 64, true);
+  writer.SetParam("dqw", 1);
+  EXPECT_EQ(SharedMemoryBytes(writer), SharedMemoryBytes(det));
   Variant bad = V(DType::kBF16, 128, false);
   Status s = Hopper().CheckRules(bad, 100000);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -212,10 +221,14 @@ TEST(HopperBwdFamily, AcceptsDeterministicCallsRefusesStridesTmaCannotDescribe) 
 TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   Compiler compiler(Compiler::Options{"-", 1});
   // (d64 causal: where the writer's first version spilled 4 bytes.)
+  // dqw 1 at d64 adds both consumers' tiles in a loop kept rolled: unrolled, it spilled 8 bytes.
   Variant det128 = V(DType::kBF16, 128, true), det64 = V(DType::kBF16, 64, true);
+  Variant writer128 = V(DType::kBF16, 128, false), writer64 = V(DType::kBF16, 64, true);
   det128.SetParam("det", 1);
   det64.SetParam("det", 1);
-  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64}) {
+  writer128.SetParam("dqw", 1);
+  writer64.SetParam("dqw", 1);
+  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
