@@ -16,6 +16,7 @@
 
 #include "flashtune/arch.h"
 #include "flashtune/space.h"
+#include "generator/backward_family.h"
 #include "generator/backward_workspace.h"
 #include "generator/family.h"
 #include "generator/prologue.h"
@@ -61,17 +62,10 @@ Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int de
   return v;
 }
 
-class Fa2Bwd final : public Family {
+class Fa2Bwd final : public BackwardFamily {
  public:
   std::string_view name() const override { return "fa2_bwd"; }
   std::string_view template_name() const override { return "fa2_bwd.cuh"; }
-  Operation operation() const override { return Operation::kBackward; }
-  std::vector<std::string_view> extra_kernels() const override { return {"main", "convert"}; }
-  // The dq accumulator, rowsum(d_o ∘ o) and the ordering counters (flashtune/backward_args.h).
-  int64_t WorkspaceBytes(const Problem& problem, int sm_count) const override {
-    (void)sm_count;
-    return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
-  }
   const std::vector<ParamAxis>& axes() const override {
     static const std::vector<ParamAxis> kAxes = {
         {"bc", "block_n (bc)", {64, 128}, {64, 128}},

@@ -16,6 +16,7 @@
 
 #include "flashtune/arch.h"
 #include "flashtune/space.h"
+#include "generator/backward_family.h"
 #include "generator/backward_workspace.h"
 #include "generator/family.h"
 #include "generator/hopper_fwd_pack.h"
@@ -42,16 +43,10 @@ int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, bool writer) {
 // The writer warps add dQ in deterministic mode, and with dqw 1 without turns.
 bool DqWriter(const Variant& v) { return v.Param("det") != 0 || v.Param("dqw") != 0; }
 
-class HopperBwd final : public Family {
+class HopperBwd final : public BackwardFamily {
  public:
   std::string_view name() const override { return "hopper_bwd"; }
   std::string_view template_name() const override { return "hopper_bwd.cuh"; }
-  Operation operation() const override { return Operation::kBackward; }
-  std::vector<std::string_view> extra_kernels() const override { return {"main", "convert"}; }
-  int64_t WorkspaceBytes(const Problem& problem, int sm_count) const override {
-    (void)sm_count;
-    return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
-  }
   const std::vector<ParamAxis>& axes() const override {
     static const std::vector<ParamAxis> kAxes = {
         {"bn", "block_n (bn)", {128}, {128}},
