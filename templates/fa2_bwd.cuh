@@ -104,7 +104,7 @@ static_assert(kSmemBytes == (2 * kBlockN + 2 * kStages * kBlockM) * kRowStride *
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 
 #include "ft_device.cuh"
-#include "ft_bwd_rows.cuh"
+#include "ft_bwd_common.cuh"
 
 // Copies rows [row0, row0 + kRows) of a [N, D] slice into a padded shared tile; rows at or past
 // `rows_valid` are zero-filled.
@@ -161,14 +161,6 @@ __device__ __forceinline__ float load_cg(const float* p) {
 }
 __device__ __forceinline__ void store_cg(float* p, float x) {
   asm volatile("st.global.cg.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
-}
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int x;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(p) : "memory");
-  return x;
-}
-__device__ __forceinline__ void store_release(int* p, int x) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
 }
 
 // dst[0] += x, dst[1] += y in the fp32 dQ accumulator: one `red.add.v2` (kDqVec 2; in

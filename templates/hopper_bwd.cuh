@@ -134,7 +134,7 @@ static_assert(kDqWriter || !kDeterministic, "deterministic mode adds dQ through 
 
 #include "ft_device.cuh"
 #include "ft_hopper.cuh"
-#include "ft_bwd_rows.cuh"
+#include "ft_bwd_common.cuh"
 
 // `x`, opaque to the compiler: a shared address made opaque inside the step loop keeps ptxas from
 // hoisting the loop-invariant wgmma descriptors built from it (up to 64 registers at d128),
@@ -144,14 +144,6 @@ __device__ __forceinline__ u32 opaque(u32 x) {
   return x;
 }
 
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int x;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(p) : "memory");
-  return x;
-}
-__device__ __forceinline__ void store_release(int* p, int x) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
-}
 // Orders this thread's generic-proxy global accesses with its bulk (async-proxy) ones.
 __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");

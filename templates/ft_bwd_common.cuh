@@ -1,13 +1,14 @@
-// The backward pass's per-row kernels' bodies, shared by fa2_bwd and hopper_bwd (each template
-// declares the kernels, with its own launch bounds and parameter struct, and calls these):
+// What the backward templates (fa2_bwd, hopper_bwd) share: the 16-bit element as fp32, the
+// ordering counters' acquire / release (deterministic mode's turns), and the per-row kernels'
+// bodies, which each template's kernels call with its own launch bounds and parameter struct:
 // the preprocess (delta = rowsum(d_o ∘ o), the fp32 dq accumulator zeroed, and the ordering
 // counter of the block's rows) and the convert (dq = dq_accum · scale in the caller's dtype and
 // strides). Grid (ceil(Nq / kRows), Hq, B); kWarpsPerBlock warps, one row at a time each.
-// The generator inlines this file where a template says #include "ft_bwd_rows.cuh"; include
+// The generator inlines this file where a template says #include "ft_bwd_common.cuh"; include
 // it inside namespace ft after ft_device.cuh (pack2), `using namespace ft_config` (kBf16) and the
 // i64 / u16 / u32 typedefs.
-#ifndef FT_BWD_ROWS_CUH_
-#define FT_BWD_ROWS_CUH_
+#ifndef FT_BWD_COMMON_CUH_
+#define FT_BWD_COMMON_CUH_
 
 // One 16-bit element of the call's dtype as fp32.
 __device__ __forceinline__ float to_float(u16 x) {
@@ -20,6 +21,17 @@ __device__ __forceinline__ float to_float(u16 x) {
   }
 }
 
+
+// An ordering counter (the workspace's, one per 16 query rows of a head): read with acquire,
+// set with release, at GPU scope.
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int x;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(p) : "memory");
+  return x;
+}
+__device__ __forceinline__ void store_release(int* p, int x) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
+}
 
 template <int kHeadDim, int kRows, int kWarpsPerBlock>
 __device__ __forceinline__ void bwd_preprocess_rows(const ft_abi::Fa2BwdParams& p, bool zero_counter) {
@@ -62,4 +74,4 @@ __device__ __forceinline__ void bwd_convert_rows(const ft_abi::Fa2BwdParams& p) 
   }
 }
 
-#endif  // FT_BWD_ROWS_CUH_
+#endif  // FT_BWD_COMMON_CUH_
