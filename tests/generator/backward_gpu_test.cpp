@@ -155,6 +155,23 @@ std::string Compare(const Case& c, const Outputs& got) {
   return dq <= tol && dk <= tol && dv <= tol ? "" : buf;
 }
 
+// One deterministic kernel on `shape`: within tolerance of the float64 reference, and the
+// same bits for dq, dk and dv on two more runs.
+void ExpectCorrectAndBitIdenticalOverThreeRuns(Gpu& gpu, const ForwardKernel& kernel, const ProblemClass& cls,
+                                               const Shape& shape, uint64_t seed) {
+  auto c = MakeCase(gpu, cls, shape, seed);
+  Outputs first;
+  ASSERT_TRUE(RunBackward(gpu, kernel, *c, &first).ok());
+  EXPECT_EQ(Compare(*c, first), "");
+  for (int run = 1; run < 3; ++run) {
+    Outputs again;
+    ASSERT_TRUE(RunBackward(gpu, kernel, *c, &again).ok());
+    EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
+    EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
+    EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
+  }
+}
+
 // Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
 // shapes (plus N 4097 when `with_long` says so for the class).
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&)) {
@@ -257,19 +274,8 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     SCOPED_TRACE(v.Uri());
     const Result<ForwardKernel>& kernel = kernels[i];
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (const Shape& shape : {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}}) {
-      auto c = MakeCase(**gpu, ClassOf(v), shape, 91);
-      Outputs first;
-      ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
-      EXPECT_EQ(Compare(*c, first), "");
-      for (int run = 1; run < 3; ++run) {
-        Outputs again;
-        ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &again).ok());
-        EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
-        EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
-        EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
-      }
-    }
+    for (const Shape& shape : {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}})
+      ExpectCorrectAndBitIdenticalOverThreeRuns(**gpu, *kernel, ClassOf(v), shape, 91);
   }
 }
 
@@ -309,17 +315,7 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     const Result<ForwardKernel>& kernel = kernels[i];
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
     // Many key blocks add into each dq row: the order matters for the bits.
-    auto c = MakeCase(**gpu, ClassOf(v), Shape{2, 1000, 1000, 4, 2, false}, 77);
-    Outputs first;
-    ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &first).ok());
-    EXPECT_EQ(Compare(*c, first), "");
-    for (int run = 1; run < 3; ++run) {
-      Outputs again;
-      ASSERT_TRUE(RunBackward(**gpu, *kernel, *c, &again).ok());
-      EXPECT_TRUE(again.dq == first.dq) << "dq differs on run " << run + 1;
-      EXPECT_TRUE(again.dk == first.dk) << "dk differs on run " << run + 1;
-      EXPECT_TRUE(again.dv == first.dv) << "dv differs on run " << run + 1;
-    }
+    ExpectCorrectAndBitIdenticalOverThreeRuns(**gpu, *kernel, ClassOf(v), Shape{2, 1000, 1000, 4, 2, false}, 77);
   }
 }
 
