@@ -18,8 +18,8 @@ constexpr int kSwizzleColumns = 64;  // 128 bytes of 16-bit elements: one swizzl
 
 }  // namespace
 
-TensorMapRequest HopperTensorMapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch, int64_t seqlen,
-                        int64_t heads, int head_dim, int box_rows) {
+TensorMapRequest HopperTensorMapFor(size_t offset, DType dtype, const void* base, const Strides& s, int64_t batch,
+                                    int64_t seqlen, int64_t heads, int head_dim, int box_rows) {
   TensorMapRequest m;
   m.offset = uint32_t(offset);
   m.bf16 = dtype == DType::kBF16;
@@ -221,14 +221,15 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   out->smem_bytes = unsigned(HopperSmemBytes(c));
   out->tensor_maps = 4;
   const TmaExtents e = TmaExtentsOf(a);
-  out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), a.problem.dtype, a.q, a.q_strides, e.batch, e.rows_q, a.problem.heads_q,
-                        a.problem.head_dim, c.block_m);
-  out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), a.problem.dtype, a.k, a.k_strides, e.batch, e.rows_k, a.problem.heads_kv,
-                        a.problem.head_dim, c.block_n);
-  out->maps[2] = HopperTensorMapFor(offsetof(HopperParams, tmap_v), a.problem.dtype, a.v, a.v_strides, e.batch, e.rows_k, a.problem.heads_kv,
-                        a.problem.head_dim, c.block_n);
-  out->maps[3] = HopperTensorMapFor(offsetof(HopperParams, tmap_o), a.problem.dtype, a.o, a.o_strides, e.batch, e.rows_q, a.problem.heads_q,
-                        a.problem.head_dim, kRowsPerWarpgroup);
+  const Problem& f = a.problem;
+  out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), f.dtype, a.q, a.q_strides, e.batch, e.rows_q,
+                                    f.heads_q, f.head_dim, c.block_m);
+  out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), f.dtype, a.k, a.k_strides, e.batch, e.rows_k,
+                                    f.heads_kv, f.head_dim, c.block_n);
+  out->maps[2] = HopperTensorMapFor(offsetof(HopperParams, tmap_v), f.dtype, a.v, a.v_strides, e.batch, e.rows_k,
+                                    f.heads_kv, f.head_dim, c.block_n);
+  out->maps[3] = HopperTensorMapFor(offsetof(HopperParams, tmap_o), f.dtype, a.o, a.o_strides, e.batch, e.rows_q,
+                                    f.heads_q, f.head_dim, kRowsPerWarpgroup);
   HopperParams p{};
   p.o = a.o;
   p.lse = a.lse;
