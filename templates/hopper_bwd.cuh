@@ -21,11 +21,10 @@
 //       causal), dSᵀ = Pᵀ ∘ (dPᵀ − delta), both packed to 16 bits in the accumulator layout,
 //       which is the register-A layout; dV += Pᵀ d_o and dK += dSᵀ Q (RS wgmma, d_o / Q
 //       MN-major); dSᵀ also to a shared [key][query] tile (128-byte swizzle).
-//       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: at d128
-//       consumer cw computes output columns 64cw .. 64cw + 63 over all 128 keys (after a
-//       barrier of both consumers: the dSᵀ tile is complete); at d64 each consumer the whole
-//       row over its own 64 keys into a tile of its own. The fp32 tile(s) [64 queries][D] (rows
-//       padded by 32 bytes) are added to the accumulator by cp.reduce.async.bulk, a row each
+//       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: consumer cw
+//       computes output columns (D/2)cw .. over all 128 keys (after a barrier of both
+//       consumers: the dSᵀ tile is complete). The fp32 tile [64 queries][D] (rows
+//       padded by 32 bytes) is added to the accumulator by cp.reduce.async.bulk, a row each
 //       (lane 0 of each consumer warp issues a slab of rows), whose reads must end before the
 //       next step's first barrier.
 //     - dK (times the softmax scale) and dV: plain 16-bit stores from the accumulators.
@@ -39,7 +38,7 @@
 // accumulator row sums its key blocks' tiles in key order. The turns are taken by a dQ writer
 // (warps 1-3 of the producer warpgroup), off the consumers' path: the consumers write the step's
 // tile into one of two buffers and go on (named barriers "full" / "empty" per buffer); the
-// writer (d64: first sums the two consumers' tiles, tile 0 + tile 1, into tile 0) waits for the
+// writer waits for the
 // turn (ld.acquire.gpu), issues the rows' bulk adds, frees the buffer once they have read it,
 // waits for them to complete, fences, and releases the counter (st.release.gpu). Query blocks
 // are walked last to first: with causal masking, the key blocks that see a query block are
@@ -66,7 +65,7 @@ constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDqWriter ? 2 : 1) * (128 / kHeadDim) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -95,15 +94,17 @@ constexpr u32 kKVChunkBytes = kBlockN * 128;
 constexpr u32 kQBytes = kBlockM * kHeadDim * 2;  // one Q (or d_o) stage
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kDsBytes = kBlockN * kBlockM * 2;  // dSᵀ [key][query], one 128-byte row per key
-// d64: each consumer's dQ over its own keys, a [64][64] fp32 tile each (K split); d128: one
-// [64][128] tile, consumer cw writing columns 64cw .. (N split).
-constexpr bool kDqSplitK = kHeadDim == 64;
-constexpr int kDqTileCols = kDqSplitK ? 64 : kHeadDim;  // row length of a dQ tile (floats)
+// dQ: one [64][kHeadDim] fp32 tile a step, consumer cw computing columns kDqCols * cw .. over
+// all 128 keys (N split). At d64 that is a 32-column wgmma whose B descriptor starts 64 bytes
+// into K's 128-byte swizzle rows (the swizzle acts on address bits, as for the K-major k-steps):
+// one tile to add instead of one per consumer (a K split), and no sum in deterministic mode.
+constexpr int kDqCols = kHeadDim / 2;  // per consumer
+constexpr int kDqTileCols = kHeadDim;  // row length of the dQ tile (floats)
 // Tile rows padded by 8 floats (32 bytes): the float2 writes of a warp's 8 rows x 4 lanes then
 // fall on distinct banks (unpadded, rows 256 or 512 bytes apart are 8-way conflicts); each row
 // is added by a bulk reduction of its own.
 constexpr int kDqStride = kDqTileCols + 8;
-constexpr u32 kDqBufBytes = (kDqSplitK ? 2u : 1u) * 64 * kDqStride * 4;  // one step's tile(s)
+constexpr u32 kDqBufBytes = 64 * kDqStride * 4;  // one step's tile
 // With the dQ writer: two buffers, the writer adding one while the consumers fill the other.
 constexpr int kDqBuffers = kDqWriter ? 2 : 1;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
@@ -176,15 +177,14 @@ __device__ __forceinline__ void gemm_rs(float (&acc)[kHeadDim / 2], const u32 (&
     Wgmma<kHeadDim>::rs(acc, a[kk], make_desc(b_addr + kk * 2048, kQChunkBytes, 1024), 1);
 }
 
-// dQ [64 queries x 64 columns] = dS · K over kSteps 16-key steps: A = rows of the dSᵀ tile
-// ([key][query], 64 queries = one 128-byte swizzle row: MN-major), B = one 64-column chunk of
-// K ([key][d]: MN-major). Both step 16 key rows (2048 B) per k-step.
-template <int kSteps>
-__device__ __forceinline__ void gemm_dq(float (&acc)[32], u32 ds_addr, u32 k_addr) {
+// dQ [64 queries x kDqCols columns] = dS · K over the block's 128 keys: A = the dSᵀ tile
+// ([key][query], 64 queries = one 128-byte swizzle row: MN-major), B = kDqCols columns of K
+// ([key][d]: MN-major) from k_addr. Both step 16 key rows (2048 B) per k-step.
+__device__ __forceinline__ void gemm_dq(float (&acc)[kDqCols / 2], u32 ds_addr, u32 k_addr) {
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk)
-    Wgmma<64>::ss_mn(acc, make_desc(ds_addr + kk * 2048, 8192, 1024), make_desc(k_addr + kk * 2048, kKVChunkBytes, 1024),
-                     kk != 0);
+  for (int kk = 0; kk < kBlockN / 16; ++kk)
+    Wgmma<kDqCols>::ss_mn(acc, make_desc(ds_addr + kk * 2048, 8192, 1024),
+                          make_desc(k_addr + kk * 2048, kKVChunkBytes, 1024), kk != 0);
 }
 
 }  // namespace ft
@@ -222,7 +222,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   const int steps_per_head = m_blocks - m_begin;
   const int total = group * steps_per_head;
 
-  // Shared memory, every tile 1024-byte aligned: K, V, Q stages, d_o stages, dSᵀ, dQ tile(s),
+  // Shared memory, every tile 1024-byte aligned: K, V, Q stages, d_o stages, dSᵀ, dQ tile(s) (two with the writer),
   // lse2 / delta stages, barriers.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
   const u32 sK = base;
@@ -314,48 +314,23 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         const int b = it & 1;
         const int m0 = (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
         const u32 tile = sdQ + b * kDqBufBytes;
-        // (Computed where used: live across d64's sums it spilled on the producer's 24 registers.)
+        // (Computed where used: kept live, it spilled on the producer's 24 registers.)
         auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
-        // The turn: key block n adds once the counter reads n (one lane spins, a barrier passes
-        // it on). d128 waits for it while the consumers still compute the tile; d64 after summing
-        // the tiles, so its turn is not held through the sums.
-        auto wait_turn = [&] {
-          if (kDeterministic && wl == 0)
-            while (load_acquire(counter()) != n_block) {
-            }
-        };
-        if constexpr (!kDqSplitK || !kDeterministic) {
-          wait_turn();
-          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
-        } else {
-          named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the consumers' tiles written
-          // tile 0 += tile 1 (the two consumers' keys), a fixed order: 8-byte units of 64 rows
-          // (not 16: the writer runs on the producer's 24 registers).
-#pragma unroll 1
-          for (int u = wl; u < 64 * 32; u += kWriterThreads) {
-            const u32 a = tile + (u32)((u / 32) * kDqStride + (u % 32) * 2) * 4;
-            float x0, x1, y0, y1;
-            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x0), "=f"(x1) : "r"(a));
-            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(y0), "=f"(y1) : "r"(a + 64u * kDqStride * 4));
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x0 + y0), "f"(x1 + y1) : "memory");
+        // The turn: key block n adds once the counter reads n; one lane spins while the consumers
+        // still compute the tile, and the barrier passes the turn on with the tile.
+        if (kDeterministic && wl == 0)
+          while (load_acquire(counter()) != n_block) {
           }
-          fence_proxy_async_shared();  // the sums, before the bulk engine reads them
-          wait_turn();
-          named_barrier_sync(kBarWriter, kWriterThreads);  // the sums complete; our turn
-        }
+        named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
         const int rows = min(kBlockM, Nq - m0);
         if (lane == 0) {
           if constexpr (kDeterministic) fence_proxy_async_global();  // the acquire before the bulk adds
           float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
-          // Without turns at d64, each consumer's tile is added as it is (no sum first).
-          constexpr int kTiles = kDqSplitK && !kDeterministic ? 2 : 1;
-#pragma unroll 1
-          for (int k = 0; k < kTiles; ++k)
-            for (int r = wwarp; r < rows; r += kWriterWarps)
-              asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                             dst + (i64)r * kHeadDim),
-                           "r"(tile + (u32)((k * 64 + r) * kDqStride) * 4), "n"(kDqTileCols * 4)
-                           : "memory");
+          for (int r = wwarp; r < rows; r += kWriterWarps)
+            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                           dst + (i64)r * kHeadDim),
+                         "r"(tile + (u32)(r * kDqStride) * 4), "n"(kDqTileCols * 4)
+                         : "memory");
           asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
           asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         }
@@ -389,16 +364,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     const int key_base = n0 + cw * 64 + warp * 16 + g;  // this thread's keys: key_base, key_base + 8
     const u32 sKw = sK + cw * 64 * 128;                 // this consumer's 64 key rows of each chunk
     const u32 sVw = sV + cw * 64 * 128;
-    // dQ: d128 columns 64cw.. over all keys into the shared tile; d64 all columns over this
-    // consumer's keys into its own tile.
-    const u32 dq_a = kDqSplitK ? sdS + cw * 64 * 128 : sdS;
-    const u32 dq_b = kDqSplitK ? sKw : sK + cw * kKVChunkBytes;
-    const u32 dq_tile0 = kDqSplitK ? sdQ + cw * (64 * kDqStride * 4) : sdQ;  // in buffer 0
-    const int dq_col0 = kDqSplitK ? 0 : cw * 64;
-    // Bulk adds: lane 0 of each warp adds a slab of tile rows, one row at a time (d128: 8 rows
-    // for each of the 8 consumer warps; d64: 16 rows of this consumer's tile per warp).
-    constexpr int kSlabRows = kDqSplitK ? 16 : 8;
-    const int slab_row0 = kDqSplitK ? warp * 16 : (cw * 4 + warp) * 8;
+    // dQ: columns dq_col0 .. over all keys into the shared tile; B = those columns of K (d128:
+    // chunk cw; d64: 64 bytes into each 128-byte row for cw = 1).
+    const int dq_col0 = cw * kDqCols;
+    const u32 dq_b = kHeadDim == 64 ? sK + cw * kDqCols * 2 : sK + cw * kKVChunkBytes;
+    // Bulk adds: lane 0 of each of the 8 consumer warps adds 8 tile rows, one row at a time.
+    constexpr int kSlabRows = 8;
+    const int slab_row0 = (cw * 4 + warp) * 8;
 
     float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
     zero(acc_dk);
@@ -466,14 +438,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       wgmma_commit();
 
       // The dSᵀ tile is complete (both consumers' rows, written by the generic proxy, visible
-      // to wgmma's async proxy), and the last step's bulk adds have read the dQ tile(s).
+      // to wgmma's async proxy), and the last step's bulk adds have read the dQ tile.
       if (adds_pending && lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
       fence_proxy_async_shared();
       named_barrier_sync(1, 256);
 
-      float acc_dq[32];
+      float acc_dq[kDqCols / 2];
       wgmma_fence();
-      gemm_dq<kDqSplitK ? 4 : kBlockN / 16>(acc_dq, opaque(dq_a), opaque(dq_b));
+      gemm_dq(acc_dq, opaque(sdS), opaque(dq_b));
       wgmma_commit();
       wgmma_wait<0>();
       fence_regs(acc_dk);
@@ -485,10 +457,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
 
       // dQ to the fp32 tile: query row 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1.
       // Deterministic mode: buffer it % 2, once the writer has read it (step it - 2).
-      const u32 dq_tile = dq_tile0 + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
+      const u32 dq_tile = sdQ + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
       if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < kDqCols / 8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + g + 8 * h;
@@ -498,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
                        : "memory");
         }
       fence_proxy_async_shared();
-      named_barrier_sync(2, 256);  // the tile(s) complete; every dQ wgmma has read dSᵀ
+      named_barrier_sync(2, 256);  // the tile complete; every dQ wgmma has read dSᵀ
       if constexpr (kDqWriter) {
         named_barrier_arrive(kBarDqFull + (it & 1), 256 + kWriterThreads);  // the writer adds it
         continue;
