@@ -58,7 +58,9 @@ __device__ __forceinline__ void bwd_preprocess_rows(const ft_abi::Fa2BwdParams& 
     p.counters[((i64)batch * p.heads_q + head) * p.counters_per_head + blockIdx.x] = 0;
 }
 
-template <int kHeadDim, int kRows, int kWarpsPerBlock>
+// kSwizzled: the accumulator's rows hold their 16-byte units permuted, unit u of row q at
+// u ^ (q % 8) (hopper_bwd's dQ tile layout, added to the accumulator as it is).
+template <int kHeadDim, int kRows, int kWarpsPerBlock, bool kSwizzled = false>
 __device__ __forceinline__ void bwd_convert_rows(const ft_abi::Fa2BwdParams& p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int head = blockIdx.y, batch = blockIdx.z;
@@ -69,8 +71,10 @@ __device__ __forceinline__ void bwd_convert_rows(const ft_abi::Fa2BwdParams& p) 
     if (row >= Nq) break;
     const float* acc = p.dq_accum + (row_base + row) * kHeadDim;
     u16* dq = static_cast<u16*>(p.dq) + batch * p.dq_stride[0] + (i64)row * p.dq_stride[1] + head * p.dq_stride[2];
-    for (int d = 2 * lane; d < kHeadDim; d += 64)
-      *reinterpret_cast<u32*>(dq + d) = pack2(acc[d] * p.scale, acc[d + 1] * p.scale);
+    for (int d = 2 * lane; d < kHeadDim; d += 64) {
+      const int src = kSwizzled ? ((d / 4) ^ (row % 8)) * 4 + d % 4 : d;
+      *reinterpret_cast<u32*>(dq + d) = pack2(acc[src] * p.scale, acc[src + 1] * p.scale);
+    }
   }
 }
 

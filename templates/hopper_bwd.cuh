@@ -23,10 +23,11 @@
 //       MN-major); dSᵀ also to a shared [key][query] tile (128-byte swizzle).
 //       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: consumer cw
 //       computes output columns (D/2)cw .. over all 128 keys (after a barrier of both
-//       consumers: the dSᵀ tile is complete). The fp32 tile [64 queries][D] (rows
-//       padded by 32 bytes) is added to the accumulator by cp.reduce.async.bulk, a row each
-//       (lane 0 of each consumer warp issues a slab of rows), whose reads must end before the
-//       next step's first barrier.
+//       consumers: the dSᵀ tile is complete). The fp32 tile [64 queries][D] (16-byte units
+//       of row q at u ^ (q % 8)) is added to the accumulator as it is, contiguous rows by one
+//       cp.reduce.async.bulk (lane 0 of each consumer warp adds its 8 rows), whose reads must
+//       end before the next step's first barrier; the convert reads the accumulator through
+//       the same permutation.
 //     - dK (times the softmax scale) and dV: plain 16-bit stores from the accumulators.
 //     GQA/MQA: the block walks every query head of its group, summing dK and dV in registers.
 //     Causal (bottom-right): query blocks that see none of the block's keys are skipped.
@@ -65,7 +66,7 @@ constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + 8) * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * 64 * kHeadDim * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -99,12 +100,12 @@ constexpr u32 kDsBytes = kBlockN * kBlockM * 2;  // dSᵀ [key][query], one 128-
 // into K's 128-byte swizzle rows (the swizzle acts on address bits, as for the K-major k-steps):
 // one tile to add instead of one per consumer (a K split), and no sum in deterministic mode.
 constexpr int kDqCols = kHeadDim / 2;  // per consumer
-constexpr int kDqTileCols = kHeadDim;  // row length of the dQ tile (floats)
-// Tile rows padded by 8 floats (32 bytes): the float2 writes of a warp's 8 rows x 4 lanes then
-// fall on distinct banks (unpadded, rows 256 or 512 bytes apart are 8-way conflicts); each row
-// is added by a bulk reduction of its own.
-constexpr int kDqStride = kDqTileCols + 8;
-constexpr u32 kDqBufBytes = 64 * kDqStride * 4;  // one step's tile
+// The tile's rows are unpadded and swizzled, 16-byte unit u of row r at u ^ (r % 8): a warp's
+// float2 writes (8 rows x 4 lanes) fall on distinct banks (plain, rows 256 or 512 bytes apart
+// are 8-way conflicts), and the accumulator holds the same layout, so that contiguous rows are
+// one bulk reduction (padded rows were one each: 64 a step).
+constexpr u32 kDqRowBytes = kHeadDim * 4;
+constexpr u32 kDqBufBytes = 64 * kDqRowBytes;  // one step's tile
 // With the dQ writer: two buffers, the writer adding one while the consumers fill the other.
 constexpr int kDqBuffers = kDqWriter ? 2 : 1;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
@@ -198,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(con
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads)
     FT_CAT(FT_KERNEL_NAME, _convert)(const __grid_constant__ ft::FtParams params) {
-  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32>(params.base);
+  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32, true>(params.base);
 }
 
 // 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B), kThreads threads.
@@ -323,13 +324,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
           }
         named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
         const int rows = min(kBlockM, Nq - m0);
+        // Rows wwarp * 22 .. (a third each): one reduction per writer warp.
+        const int r0 = wwarp * ((kBlockM + kWriterWarps - 1) / kWriterWarps);
+        const int n = min((kBlockM + kWriterWarps - 1) / kWriterWarps, rows - r0);
         if (lane == 0) {
           if constexpr (kDeterministic) fence_proxy_async_global();  // the acquire before the bulk adds
-          float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
-          for (int r = wwarp; r < rows; r += kWriterWarps)
-            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                           dst + (i64)r * kHeadDim),
-                         "r"(tile + (u32)(r * kDqStride) * 4), "n"(kDqTileCols * 4)
+          float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + r0) * kHeadDim;
+          if (n > 0)
+            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+                         "r"(tile + (u32)r0 * kDqRowBytes), "r"((u32)n * kDqRowBytes)
                          : "memory");
           asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
           asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -368,7 +371,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     // chunk cw; d64: 64 bytes into each 128-byte row for cw = 1).
     const int dq_col0 = cw * kDqCols;
     const u32 dq_b = kHeadDim == 64 ? sK + cw * kDqCols * 2 : sK + cw * kKVChunkBytes;
-    // Bulk adds: lane 0 of each of the 8 consumer warps adds 8 tile rows, one row at a time.
+    // Bulk adds: lane 0 of each of the 8 consumer warps adds 8 tile rows, one reduction.
     constexpr int kSlabRows = 8;
     const int slab_row0 = (cw * 4 + warp) * 8;
 
@@ -455,16 +458,20 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       __syncwarp();
       if (lane == 0) mbar_arrive(bar_empty(s));
 
-      // dQ to the fp32 tile: query row 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1.
+      // dQ to the fp32 tile: query row r = 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1, in
+      // 16-byte unit (column / 4) ^ (r % 8) (r % 8 = g). The swizzle is recomputed here (g made
+      // opaque): hoisted, its per-unit offsets took registers that d128 then spilled.
       // Deterministic mode: buffer it % 2, once the writer has read it (step it - 2).
       const u32 dq_tile = sdQ + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
       if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
+      const u32 gs = opaque((u32)g);
+      const u32 dq_row = dq_tile + (u32)(warp * 16) * kDqRowBytes + gs * kDqRowBytes;
 #pragma unroll
       for (int i = 0; i < kDqCols / 8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int r = warp * 16 + g + 8 * h;
-          const u32 addr = dq_tile + (u32)(r * kDqStride + dq_col0 + 8 * i + 2 * t) * 4;
+          const u32 col = (u32)(dq_col0 + 8 * i + 2 * t);
+          const u32 addr = dq_row + h * 8 * kDqRowBytes + (((col / 4) ^ gs) * 16 + (col % 4) * 4);
           asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq[4 * i + 2 * h]),
                        "f"(acc_dq[4 * i + 2 * h + 1])
                        : "memory");
@@ -479,11 +486,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       if (lane == 0 && slab_row0 < rows) {
         const int n = min(kSlabRows, rows - slab_row0);
         float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDim;
-        for (int r = 0; r < n; ++r)
-          asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                         dst + (i64)r * kHeadDim),
-                       "r"(dq_tile + (u32)((slab_row0 + r) * kDqStride) * 4), "n"(kDqTileCols * 4)
-                       : "memory");
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+                     "r"(dq_tile + (u32)slab_row0 * kDqRowBytes), "r"((u32)n * kDqRowBytes)
+                     : "memory");
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         adds_pending = true;
       }
