@@ -23,11 +23,10 @@
 //       MN-major); dSᵀ also to a shared [key][query] tile (128-byte swizzle).
 //       dQ = dS K with A = dS read MN-major from the dSᵀ tile and B = K MN-major: consumer cw
 //       computes output columns (D/2)cw .. over all 128 keys (after a barrier of both
-//       consumers: the dSᵀ tile is complete). The fp32 tile [64 queries][D] (16-byte units
-//       of row q at u ^ (q % 8)) is added to the accumulator as it is, contiguous rows by one
-//       cp.reduce.async.bulk (lane 0 of each consumer warp adds its 8 rows), whose reads must
-//       end before the next step's first barrier; the convert reads the accumulator through
-//       the same permutation.
+//       consumers: the dSᵀ tile is complete). The fp32 tile [64 queries][D] (rows padded by
+//       32 bytes) is added to the accumulator by cp.reduce.async.bulk, a row each: by lane 0
+//       of each consumer warp (its slab of rows), whose reads must end before the next step's
+//       first barrier, or (kDqWriter) by a writer warp while the consumers go on.
 //     - dK (times the softmax scale) and dV: plain 16-bit stores from the accumulators.
 //     GQA/MQA: the block walks every query head of its group, summing dK and dV in registers.
 //     Causal (bottom-right): query blocks that see none of the block's keys are skipped.
@@ -36,12 +35,13 @@
 // Deterministic mode (kDeterministic; fa2_bwd's turn-taking, FA-3's dQ writer): one int counter
 // per (batch, query head, query block) in the workspace, zeroed by the preprocess; key block n
 // adds its tile of a query block once the counter reads n and then sets it to n + 1, so every
-// accumulator row sums its key blocks' tiles in key order. The turns are taken by a dQ writer
-// (warps 1-3 of the producer warpgroup), off the consumers' path: the consumers write the step's
-// tile into one of two buffers and go on (named barriers "full" / "empty" per buffer); the
-// writer waits for the
-// turn (ld.acquire.gpu), issues the rows' bulk adds, frees the buffer once they have read it,
-// waits for them to complete, fences, and releases the counter (st.release.gpu). Query blocks
+// accumulator row sums its key blocks' tiles in key order. The turns are taken by the dQ writer
+// (warps 1 and 2 of the producer warpgroup), off the consumers' path: the consumers write the
+// step's tile into one of two buffers and go on (named barriers "full" / "empty" per buffer);
+// buffer b's warp (steps it % 2 = b, so two turns are held at once) waits for the turn
+// (ld.acquire.gpu), adds the tile (unpadded and swizzled, the accumulator in the same layout:
+// one bulk reduction), frees the buffer once it has been read, waits for the reduction to
+// complete, fences, and releases the counter (st.release.gpu). Query blocks
 // are walked last to first: with causal masking, the key blocks that see a query block are
 // 0 .. k, all reaching it at the same step of their walks, so no block waits on one that skips it.
 //
@@ -66,7 +66,7 @@ constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDqWriter ? 2 : 1) * 64 * kHeadDim * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -100,23 +100,27 @@ constexpr u32 kDsBytes = kBlockN * kBlockM * 2;  // dSᵀ [key][query], one 128-
 // into K's 128-byte swizzle rows (the swizzle acts on address bits, as for the K-major k-steps):
 // one tile to add instead of one per consumer (a K split), and no sum in deterministic mode.
 constexpr int kDqCols = kHeadDim / 2;  // per consumer
-// The tile's rows are unpadded and swizzled, 16-byte unit u of row r at u ^ (r % 8): a warp's
-// float2 writes (8 rows x 4 lanes) fall on distinct banks (plain, rows 256 or 512 bytes apart
-// are 8-way conflicts), and the accumulator holds the same layout, so that contiguous rows are
-// one bulk reduction (padded rows were one each: 64 a step).
-constexpr u32 kDqRowBytes = kHeadDim * 4;
+// The tile's layout: the float2 writes of a warp (8 rows x 4 lanes) must fall on distinct banks,
+// which plain rows 256 or 512 bytes apart do not (8-way conflicts). By default the rows are
+// padded by 8 floats and each row is a bulk reduction of its own (64 a step). In deterministic
+// mode, where the time a turn is held (issue to completion) bounds the step, the rows are unpadded
+// and swizzled instead, 16-byte unit u of row r at u ^ (r % 8), and the accumulator holds the
+// same layout (the convert reads through it): the whole tile is one reduction. The swizzle costs
+// the consumers a few integer instructions per store, which made the default (dqw 1) 3% slower
+// at d128 (session 17).
+constexpr bool kDqSwizzled = kDeterministic;
+constexpr u32 kDqRowBytes = (kHeadDim + (kDqSwizzled ? 0 : 8)) * 4;
 constexpr u32 kDqBufBytes = 64 * kDqRowBytes;  // one step's tile
-// With the dQ writer: two buffers, the writer adding one while the consumers fill the other.
+// With the dQ writer: two buffers, one per writer warp, filled by the consumers in turn.
 constexpr int kDqBuffers = kDqWriter ? 2 : 1;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
-// The dQ writer (deterministic mode, or kDqWriter): warps 1 .. kWriterWarps of the producer warpgroup, and its
-// named barriers (0 is __syncthreads; 1 and 2 the consumers' own): full / empty per buffer
-// (the 256 consumer threads and the writer), and the writer's own.
-constexpr int kWriterWarps = 3;
-constexpr int kWriterThreads = 32 * kWriterWarps;
-constexpr int kBarDqFull = 3;   // + buffer: the consumers arrive, the writer waits
-constexpr int kBarDqEmpty = 5;  // + buffer: the writer arrives, the consumers wait
-constexpr int kBarWriter = 7;
+// The dQ writer (deterministic mode, or kDqWriter): warps 1 and 2 of the producer warpgroup,
+// warp 1 + b adding buffer b (the steps it with it % 2 = b), so that two turns are held at
+// once (deterministic mode), and its named barriers (0 is __syncthreads; 1 and 2 the
+// consumers' own): full / empty per buffer, the 256 consumer threads and that buffer's warp.
+constexpr int kWriterWarps = 2;
+constexpr int kBarDqFull = 3;   // + buffer: the consumers arrive, the writer warp waits
+constexpr int kBarDqEmpty = 5;  // + buffer: the writer warp arrives, the consumers wait
 constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
 constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
 constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
@@ -199,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(con
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads)
     FT_CAT(FT_KERNEL_NAME, _convert)(const __grid_constant__ ft::FtParams params) {
-  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32, true>(params.base);
+  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32, ft::kDqSwizzled>(params.base);
 }
 
 // 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B), kThreads threads.
@@ -305,54 +309,60 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         mbar_arrive(bar_full(s));  // release: the stores above are visible to the waiting consumers
       }
     } else if (kDqWriter && tid < 32 * (1 + kWriterWarps)) {
-      // ---- the dQ writer (warps 1 .. kWriterWarps); deterministic mode takes turns -----------
-      const int wl = tid - 32, lane = tid % 32, wwarp = wl / 32;
+      // ---- the dQ writer: warp 1 + b adds buffer b; deterministic mode takes turns ----------
+      const int lane = tid % 32, b = tid / 32 - 1;
       // The walk's head and query block followed step by step (step_head / step_m0 without their
       // divisions, which cost the writer a spill on its 24 registers).
-      int hq = kv_head * group, j = 0;
-      for (int it = 0; it < total; ++it, ++j) {
-        if (j == steps_per_head) j = 0, ++hq;
-        const int b = it & 1;
+      int hq = kv_head * group, j = b;
+      if (j >= steps_per_head) j -= steps_per_head, ++hq;
+      const u32 tile = sdQ + b * kDqBufBytes;
+      for (int it = b; it < total; it += 2) {
         const int m0 = (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
-        const u32 tile = sdQ + b * kDqBufBytes;
         // (Computed where used: kept live, it spilled on the producer's 24 registers.)
         auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
-        // The turn: key block n adds once the counter reads n; one lane spins while the consumers
-        // still compute the tile, and the barrier passes the turn on with the tile.
-        if (kDeterministic && wl == 0)
+        // The turn: key block n adds once the counter reads n; lane 0 spins while the consumers
+        // still compute the tile.
+        if (kDeterministic && lane == 0)
           while (load_acquire(counter()) != n_block) {
           }
-        named_barrier_sync(kBarDqFull + b, 256 + kWriterThreads);  // the tile written; our turn
+        named_barrier_sync(kBarDqFull + b, 256 + 32);  // the tile written
         const int rows = min(kBlockM, Nq - m0);
-        // Rows wwarp * 22 .. (a third each): one reduction per writer warp.
-        const int r0 = wwarp * ((kBlockM + kWriterWarps - 1) / kWriterWarps);
-        const int n = min((kBlockM + kWriterWarps - 1) / kWriterWarps, rows - r0);
-        if (lane == 0) {
-          if constexpr (kDeterministic) fence_proxy_async_global();  // the acquire before the bulk adds
-          float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + r0) * kHeadDim;
-          if (n > 0)
+        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
+        if constexpr (kDeterministic) {
+          // The whole tile, one reduction, after the turn's acquire (lane 0's own).
+          if (lane == 0) {
+            fence_proxy_async_global();
             asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-                         "r"(tile + (u32)r0 * kDqRowBytes), "r"((u32)n * kDqRowBytes)
+                         "r"(tile), "r"((u32)rows * kDqRowBytes)
                          : "memory");
-          asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-          asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+          }
+        } else {
+          // Padded rows: lane l adds rows l and l + 32.
+          for (int r = lane; r < rows; r += 32)
+            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                           dst + (i64)r * kHeadDim),
+                         "r"(tile + (u32)r * kDqRowBytes), "n"(kHeadDim * 4)
+                         : "memory");
         }
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         __syncwarp();
         // The buffer is read: the consumers may fill it at step it + 2 (none wait past the end).
-        if (it + 2 < total) named_barrier_arrive(kBarDqEmpty + b, 256 + kWriterThreads);
-        if constexpr (!kDeterministic) continue;  // no turn to pass
-        if (lane == 0) {
-          asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
-          fence_proxy_async_global();
-          // Ordered before the release below (a barrier, then lane 0 of warp 1's st.release.gpu);
-          // acq_rel, not __threadfence's fence.sc (MEMBAR.SC.GPU), on the turn's critical path.
-          asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        if (it + 2 < total) named_barrier_arrive(kBarDqEmpty + b, 256 + 32);
+        if constexpr (kDeterministic) {
+          if (lane == 0) {
+            asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
+            fence_proxy_async_global();
+            // acq_rel, not __threadfence's fence.sc (MEMBAR.SC.GPU), on the turn's critical path.
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            store_release(counter(), n_block + 1);
+          }
         }
-        named_barrier_sync(kBarWriter, kWriterThreads);
-        if (wl == 0) store_release(counter(), n_block + 1);
+        j += 2;
+        if (j >= steps_per_head) j -= steps_per_head, ++hq;
       }
       // Without turns the adds were only waited on for their reads: all complete before exit.
-      if (!kDeterministic && tid % 32 == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+      if (!kDeterministic) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }
   } else {
     // ---- consumers --------------------------------------------------------------------------
@@ -371,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     // chunk cw; d64: 64 bytes into each 128-byte row for cw = 1).
     const int dq_col0 = cw * kDqCols;
     const u32 dq_b = kHeadDim == 64 ? sK + cw * kDqCols * 2 : sK + cw * kKVChunkBytes;
-    // Bulk adds: lane 0 of each of the 8 consumer warps adds 8 tile rows, one reduction.
+    // Bulk adds: lane 0 of each of the 8 consumer warps adds 8 padded tile rows, a row at a time.
     constexpr int kSlabRows = 8;
     const int slab_row0 = (cw * 4 + warp) * 8;
 
@@ -458,20 +468,20 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       __syncwarp();
       if (lane == 0) mbar_arrive(bar_empty(s));
 
-      // dQ to the fp32 tile: query row r = 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1, in
-      // 16-byte unit (column / 4) ^ (r % 8) (r % 8 = g). The swizzle is recomputed here (g made
-      // opaque): hoisted, its per-unit offsets took registers that d128 then spilled.
-      // Deterministic mode: buffer it % 2, once the writer has read it (step it - 2).
+      // dQ to the fp32 tile: query row r = 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1
+      // (swizzled: in 16-byte unit (column / 4) ^ (r % 8), r % 8 = g; recomputed here, g made
+      // opaque: hoisted, its per-unit offsets took registers that d128 then spilled).
+      // With the writer: buffer it % 2, once its warp has read it (step it - 2).
       const u32 dq_tile = sdQ + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
-      if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + kWriterThreads);
-      const u32 gs = opaque((u32)g);
+      if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + 32);
+      const u32 gs = kDqSwizzled ? opaque((u32)g) : (u32)g;
       const u32 dq_row = dq_tile + (u32)(warp * 16) * kDqRowBytes + gs * kDqRowBytes;
 #pragma unroll
       for (int i = 0; i < kDqCols / 8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const u32 col = (u32)(dq_col0 + 8 * i + 2 * t);
-          const u32 addr = dq_row + h * 8 * kDqRowBytes + (((col / 4) ^ gs) * 16 + (col % 4) * 4);
+          const u32 addr = dq_row + h * 8 * kDqRowBytes + (kDqSwizzled ? ((col / 4) ^ gs) * 16 + (col % 4) * 4 : col * 4);
           asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq[4 * i + 2 * h]),
                        "f"(acc_dq[4 * i + 2 * h + 1])
                        : "memory");
@@ -479,16 +489,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       fence_proxy_async_shared();
       named_barrier_sync(2, 256);  // the tile complete; every dQ wgmma has read dSᵀ
       if constexpr (kDqWriter) {
-        named_barrier_arrive(kBarDqFull + (it & 1), 256 + kWriterThreads);  // the writer adds it
+        named_barrier_arrive(kBarDqFull + (it & 1), 256 + 32);  // its writer warp adds it
         continue;
       }
       const int rows = min(kBlockM, Nq - m0);
       if (lane == 0 && slab_row0 < rows) {
         const int n = min(kSlabRows, rows - slab_row0);
         float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDim;
-        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-                     "r"(dq_tile + (u32)slab_row0 * kDqRowBytes), "r"((u32)n * kDqRowBytes)
-                     : "memory");
+        for (int r = 0; r < n; ++r)
+          asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                         dst + (i64)r * kHeadDim),
+                       "r"(dq_tile + (u32)(slab_row0 + r) * kDqRowBytes), "n"(kHeadDim * 4)
+                       : "memory");
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         adds_pending = true;
       }

@@ -34,11 +34,12 @@ constexpr int kThreads = 384;     // main kernel: producer + two consumer warpgr
 Status Unsupported(std::string message) { return Status(Code::kUnsupported, std::move(message)); }
 
 // The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
-// dSᵀ tile, the fp32 dQ tile (64 rows of D floats; two buffers with the dQ writer),
+// dSᵀ tile, the fp32 dQ tile (64 rows of D floats, padded by 8 but in deterministic mode; two
+// buffers with the dQ writer),
 // lse / delta stages, five mbarriers.
-int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, bool writer) {
+int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, bool writer, bool deterministic) {
   return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
-         int64_t(writer ? 2 : 1) * 64 * head_dim * 4 + 4 * block_m * 4 + 5 * 8;
+         int64_t(writer ? 2 : 1) * 64 * (head_dim + (deterministic ? 0 : 8)) * 4 + 4 * block_m * 4 + 5 * 8;
 }
 // The writer warps add dQ in deterministic mode, and with dqw 1 without turns.
 bool DqWriter(const Variant& v) { return v.Param("det") != 0 || v.Param("dqw") != 0; }
@@ -69,7 +70,7 @@ class HopperBwd final : public BackwardFamily {
   int preference() const override { return 10; }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
-    return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"), DqWriter(v));
+    return BwdSmemBytes(v.head_dim, v.Param("bn"), v.Param("bm"), DqWriter(v), v.Param("det") != 0);
   }
   int Threads(const Variant& v) const override {
     (void)v;
