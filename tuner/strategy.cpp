@@ -185,14 +185,27 @@ class Budgeted final : public Strategy {
 
   // The class has been tuned at other sizes: its best variants there are measured first.
   Status FollowPrior(SearchContext& ctx, const std::vector<Variant>& prior) {
-    const int64_t own = ctx.per_problem_budget() >= 0
+    int64_t own = ctx.per_problem_budget() >= 0
                             ? ctx.per_problem_budget()
                             : std::max<int64_t>(kFollowerMinimum,
                                                 int64_t(std::ceil(kPriorFraction * double(ctx.space_size()))));
     int64_t spent = 0;
+    // A family that every earlier problem of the class ranked wholly behind another one gets
+    // none of the budget: at d192 and d256 every fa2_fwd candidate is 2-3x slower than every
+    // hopper_fwd one, and the followers' B_r and B_c probes of fa2_fwd took half of their four
+    // measurements, leaving hopper_fwd's best tile unmeasured (H200, bf16 d192 causal N 8k: 19%
+    // slower; bench/data/h200-2026-12-02-s17). A family that overlaps another in the ranking
+    // keeps its probes (fa2_fwd at d64 is 1.4-1.6x behind, its best ahead of hopper_fwd's worst).
+    const std::set<std::string> dominated = DominatedFamilies(prior);
+    auto viable = [&dominated](const Variant& v) { return dominated.count(v.family) == 0; };
     std::vector<Variant> ranked;
     for (const Variant& v : prior)
-      if (Unmeasured(ctx, v)) ranked.push_back(v);
+      if (Unmeasured(ctx, v) && viable(v)) ranked.push_back(v);
+    // When what is left is small (d192: 6 hopper_fwd candidates, d256: 4), all of it is measured:
+    // its tiles trade places with the length (d192 causal: bn80 at N 4k, bn112 from N 8k).
+    int64_t left = 0;
+    for (const Variant& v : ctx.unmeasured()) left += viable(v);
+    if (!dominated.empty() && left <= kWholeSpaceUpTo && ctx.per_problem_budget() < 0) own = std::max(own, left);
     // The prior's two best first (winners of one class are often near-ties between stage counts
     // or B_c 32/64 at d64, whose order flips with the length and with noise), then its best
     // variant for each B_r and each B_c not yet covered: which tile wins moves with the sequence
@@ -230,7 +243,9 @@ class Budgeted final : public Strategy {
       if (!covers(order, QueryTile, v)) add_if_new(v);
     for (const Variant& v : ranked)
       if (!covers(order, KeyTile, v)) add_if_new(v);
-    const std::vector<Variant> by_cost = RankByCost(ctx.problem(), ctx.unmeasured());
+    std::vector<Variant> by_cost;
+    for (const Variant& v : RankByCost(ctx.problem(), ctx.unmeasured()))
+      if (viable(v)) by_cost.push_back(v);
     for (const Variant& v : by_cost)
       if (!covers(prior, KeyTile, v) && !covers(order, KeyTile, v)) add_if_new(v);
     for (const Variant& v : ranked) add_if_new(v);
@@ -260,7 +275,60 @@ class Budgeted final : public Strategy {
       const Variant chosen = *next;  // Measure erases it from the unmeasured list
       FT_RETURN_IF_ERROR(MeasureCounted(ctx, chosen, &spent));
     }
+    // A query tile other than the best's that came within 5% of it gets its nearest neighbour
+    // measured too, past the budget: where the winning tile changes with the length, the
+    // probe of the other tile is the prior's best there, whose switches were learnt at other
+    // lengths (H200, f16 d64 causal N 4k: the probe 192x128 p1 was 3.6% behind the 64-row
+    // tile, its p0 5.5% ahead).
+    if (own >= kPolishFrom) {
+      std::vector<const CandidateResult*> rivals;  // the best result of each query tile
+      const CandidateResult* best = nullptr;
+      for (const auto& r : ctx.results()) {
+        if (!r.ok() || !(r.measurement.median_us > 0)) continue;
+        if (!best || r.measurement.median_us < best->measurement.median_us) best = &r;
+        auto same_tile = [&](const CandidateResult* o) {
+          return o->variant.family == r.variant.family && QueryTile(o->variant) == QueryTile(r.variant);
+        };
+        auto it = std::find_if(rivals.begin(), rivals.end(), same_tile);
+        if (it == rivals.end()) rivals.push_back(&r);
+        else if (r.measurement.median_us < (*it)->measurement.median_us) *it = &r;
+      }
+      std::vector<Variant> anchors;  // copied: measuring appends to the results
+      for (const CandidateResult* r : rivals)
+        if (best && r != best &&
+            !(r->variant.family == best->variant.family && QueryTile(r->variant) == QueryTile(best->variant)) &&
+            r->measurement.median_us <= kRivalWithin * best->measurement.median_us)
+          anchors.push_back(r->variant);
+      for (const Variant& anchor : anchors) {
+        if (ctx.budget_left() == 0) break;
+        const Variant* next = nullptr;
+        double next_steps = 1e30;
+        for (const Variant& v : order)
+          if (Unmeasured(ctx, v)) {
+            const double steps = Steps(anchor, v);
+            if (steps < next_steps - 1e-12) next_steps = steps, next = &v;
+          }
+        if (!next || next_steps >= 1e6) continue;  // nothing of its family left
+        const Variant chosen = *next;
+        FT_RETURN_IF_ERROR(MeasureCounted(ctx, chosen, &spent));
+      }
+    }
     return Status::Ok();
+  }
+
+  // The families of `prior` (best first) whose best variant ranks behind the worst variant of
+  // another family.
+  static std::set<std::string> DominatedFamilies(const std::vector<Variant>& prior) {
+    std::map<std::string, std::pair<size_t, size_t>> span;  // family -> (first, last) rank
+    for (size_t i = 0; i < prior.size(); ++i) {
+      auto [it, inserted] = span.try_emplace(prior[i].family, i, i);
+      it->second.second = i;
+    }
+    std::set<std::string> out;
+    for (const auto& [family, s] : span)
+      for (const auto& [other, o] : span)
+        if (other != family && o.second < s.first) out.insert(family);
+    return out;
   }
 
   // A follower measures 14% of the space, at least 4: fa2_fwd's spaces and d96-d256 (22-28
@@ -274,6 +342,11 @@ class Budgeted final : public Strategy {
   static constexpr int64_t kFlipsFrom = 6;
   static constexpr int64_t kPolishFrom = 8;
   static constexpr int64_t kFollowerPolish = 2;
+  // A follower's families left after dropping the dominated ones are measured whole up to this
+  // many candidates (two more measurements at d192, none at d256).
+  static constexpr int64_t kWholeSpaceUpTo = 8;
+  // How close another query tile's best must come to the best for its neighbour to be measured.
+  static constexpr double kRivalWithin = 1.05;
   double fraction_;
 };
 

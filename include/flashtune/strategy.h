@@ -74,7 +74,10 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 //   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
 //   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends
 //   its last two measurements on the nearest neighbours of the best so far (default budget: 14%
-//   of the space, at least 4; the switch flips from 6 measurements, the polish from 8).
+//   of the space, at least 4; the switch flips from 6 measurements, the polish from 8). A
+//   family the prior ranks wholly behind another gets none of it, and what is left is measured
+//   whole when it is at most 8 candidates (hopper_fwd at d192 and d256); from 8, another query
+//   tile's best within 5% of the best also gets its nearest neighbour measured.
 // Over the default problem set this measures about a quarter of what exhaustive does.
 // Replaying six H200 recordings (bench/data) with fresh 1.5% lognormal noise on every
 // measurement (10 draws each), about 1% of its winners are more than 3% slower than the true

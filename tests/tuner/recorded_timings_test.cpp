@@ -31,10 +31,10 @@ std::string ProblemKey(const Problem& p) {
 // "problem fields,variant": the first nine columns.
 std::string RecordedKey(const Problem& p, const std::string& uri) { return ProblemKey(p) + "," + uri; }
 
-// RecordedKey -> mean median_us over the ok rows of an exported trials CSV. The columns read
-// (problem, variant, status, median_us) come before any quoted free text.
-std::map<std::string, double> MeanRecordedTimes(const std::string& file) {
-  std::ifstream in(file);
+// RecordedKey -> mean median_us over the ok rows of an exported trials CSV's text. The columns
+// read (problem, variant, status, median_us) come before any quoted free text.
+std::map<std::string, double> MeanRecordedTimesOfText(const std::string& text) {
+  std::istringstream in(text);
   std::string line;
   std::getline(in, line);  // header
   std::map<std::string, std::pair<double, int>> sums;
@@ -55,6 +55,34 @@ std::map<std::string, double> MeanRecordedTimes(const std::string& file) {
   return out;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, double> MeanRecordedTimes(const std::string& file) {
+  return MeanRecordedTimesOfText(ReadFile(file));
+}
+
+// The rows of several exported trials CSVs (paths under bench/data) as one: the first file's
+// header, then every file's rows. Each file must exist and carry the same header: a recording
+// that went missing must fail the test, not shrink it.
+std::string ConcatenatedRecordings(const std::vector<std::string>& names) {
+  std::string out, header;
+  for (const std::string& name : names) {
+    std::ifstream in(std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/" + name);
+    EXPECT_TRUE(in.good()) << "bench/data/" << name << " cannot be read";
+    std::string first, line;
+    if (!std::getline(in, first)) continue;
+    if (header.empty()) out = (header = first) + "\n";
+    EXPECT_EQ(first, header) << name << ": another CSV layout";
+    while (std::getline(in, line)) out += line + "\n";
+  }
+  return out;
+}
+
 // Tunes the problems recorded in `text` (a trials CSV) from those recordings into `db`.
 TuneSummary TuneReplayed(const std::string& text, const std::string& strategy, const std::string& db) {
   auto space = ReplayMeasurer::FromText(text, "recording", {});
@@ -67,13 +95,6 @@ TuneSummary TuneReplayed(const std::string& text, const std::string& strategy, c
   auto summary = Tune(o, std::move(ms));
   EXPECT_TRUE(summary.ok()) << summary.status().ToString();
   return summary.ok() ? *summary : TuneSummary{};
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Real timings: every variant of the default set's problems, measured on an H200 by
@@ -194,6 +215,47 @@ TEST(Tuner, AutoMatchesExhaustiveOnTheGridOfTheCurrentKernels) {
   EXPECT_LE(budgeted_measured * 4, budgeted_space) << budgeted_measured << " of " << budgeted_space;
   std::printf("[ auto ] current kernels' grid: worst winner %+.1f%%; d64 budgeted %lld of %lld candidates\n",
               100.0 * (worst - 1), (long long)budgeted_measured, (long long)budgeted_space);
+}
+
+// Issue 17's 3% check (session 17, H200, 2026-12-02): every candidate of the default set's grid
+// shapes (hidden 2048, B*N 16k) not covered above, recorded exhaustively in two device calls:
+// bf16 d64 full, d96, d192 and d256, fp16 d64, d96 full and d128 in the first; the second's
+// fp16 shapes are to be added to `files`. Every `auto` winner must be within 3% of the
+// exhaustive one. Before the followers dropped a family the class ranks wholly behind another
+// (fa2_fwd at d192 and d256, 2-3x slower) and measured what is left whole when it is small,
+// d192 causal N 4k-8k picked bn80 where bn112 is 17-19% faster.
+TEST(Tuner, AutoMatchesExhaustiveOnTheSession17Grid) {
+  const std::vector<std::string> files = {"h200-2026-12-02-s17/record1-trials.csv"};
+  const std::string text = ConcatenatedRecordings(files);
+  ASSERT_FALSE(text.empty());
+  const TuneSummary automatic = TuneReplayed(text, "auto", TempDir("s17_auto") + "/a.db");
+  const TuneSummary exhaustive = TuneReplayed(text, "exhaustive", TempDir("s17_exhaustive") + "/e.db");
+  ASSERT_GE(automatic.problems.size(), 72u);
+  ASSERT_EQ(exhaustive.problems.size(), automatic.problems.size());
+  const std::map<std::string, double> speed = MeanRecordedTimesOfText(text);
+  int64_t budgeted_measured = 0, budgeted_space = 0;
+  double worst = 0;
+  std::string worst_shape;
+  for (size_t i = 0; i < automatic.problems.size(); ++i) {
+    const ProblemSummary& a = automatic.problems[i];
+    const ProblemSummary& e = exhaustive.problems[i];
+    ASSERT_EQ(a.outcome, ProblemOutcome::kTuned) << a.problem.ToString() << ": " << a.message;
+    ASSERT_EQ(e.outcome, ProblemOutcome::kTuned) << e.problem.ToString() << ": " << e.message;
+    const double ta = speed.at(RecordedKey(a.problem, a.winner_uri)), te = speed.at(RecordedKey(e.problem, e.winner_uri));
+    if (ta / te > worst) worst = ta / te, worst_shape = a.problem.ToString();
+    EXPECT_LE(ta, te * 1.03) << a.problem.ToString() << ": " << a.winner_uri << " vs " << e.winner_uri;
+    if (a.problem.head_dim != 128) {  // d128 MHA prefill is exhaustive under auto
+      budgeted_measured += a.measured;
+      budgeted_space += a.space;
+    }
+  }
+  // The budgeted classes stay budgeted (28% of their candidates with the re-timings; 26% before
+  // the fix): the small spaces measured whole are what is left after dropping a family.
+  EXPECT_LE(budgeted_measured * 3, budgeted_space) << budgeted_measured << " of " << budgeted_space;
+  std::printf("[ auto ] session 17 grid, %zu shapes: worst winner %+.1f%% (%s); %lld measurements (exhaustive "
+              "%lld); budgeted classes %lld of %lld candidates\n",
+              automatic.problems.size(), 100.0 * (worst - 1), worst_shape.c_str(), (long long)automatic.measured,
+              (long long)exhaustive.measured, (long long)budgeted_measured, (long long)budgeted_space);
 }
 
 // The recorded H200 timings with fresh measurement noise: per variant of each problem, one
