@@ -36,9 +36,10 @@
 // per (batch, query head, query block) in the workspace, zeroed by the preprocess; key block n
 // adds its tile of a query block once the counter reads n and then sets it to n + 1, so every
 // accumulator row sums its key blocks' tiles in key order. The turns are taken by the dQ writer
-// (warps 1 and 2 of the producer warpgroup), off the consumers' path: the consumers write the
-// step's tile into one of two buffers and go on (named barriers "full" / "empty" per buffer);
-// buffer b's warp (steps it % 2 = b, so two turns are held at once) waits for the turn
+// (warps 1 .. 2 or 3 of the producer warpgroup), off the consumers' path: the consumers write
+// the step's tile into one of two (d64: three) buffers and go on (named barriers "full" /
+// "empty" per buffer); buffer b's warp (its steps, so two or three turns are held at once)
+// waits for the turn
 // (ld.acquire.gpu), adds the tile (unpadded and swizzled, the accumulator in the same layout:
 // one bulk reduction), frees the buffer once it has been read, waits for the reduction to
 // complete, fences, and releases the counter (st.release.gpu). Query blocks
@@ -66,7 +67,8 @@ constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (!kDqWriter ? 1 : kDeterministic && kHeadDim == 64 ? 3 : 2) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 +
+                           4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -111,16 +113,18 @@ constexpr int kDqCols = kHeadDim / 2;  // per consumer
 constexpr bool kDqSwizzled = kDeterministic;
 constexpr u32 kDqRowBytes = (kHeadDim + (kDqSwizzled ? 0 : 8)) * 4;
 constexpr u32 kDqBufBytes = 64 * kDqRowBytes;  // one step's tile
-// With the dQ writer: two buffers, one per writer warp, filled by the consumers in turn.
-constexpr int kDqBuffers = kDqWriter ? 2 : 1;
+// With the dQ writer: a buffer per writer warp, filled by the consumers in turn: two, or three
+// in deterministic mode at d64 (whose steps are half as long as the turns' holds; d128's third
+// buffer would exceed the shared memory).
+constexpr int kDqBuffers = !kDqWriter ? 1 : kDeterministic && kHeadDim == 64 ? 3 : 2;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
-// The dQ writer (deterministic mode, or kDqWriter): warps 1 and 2 of the producer warpgroup,
-// warp 1 + b adding buffer b (the steps it with it % 2 = b), so that two turns are held at
-// once (deterministic mode), and its named barriers (0 is __syncthreads; 1 and 2 the
-// consumers' own): full / empty per buffer, the 256 consumer threads and that buffer's warp.
-constexpr int kWriterWarps = 2;
+// The dQ writer (deterministic mode, or kDqWriter): warps 1 .. kDqBuffers of the producer
+// warpgroup, warp 1 + b adding buffer b (the steps it with it % kDqBuffers = b), so that as many
+// turns are held at once (deterministic mode), and its named barriers (0 is __syncthreads; 1 and
+// 2 the consumers' own): full / empty per buffer, the 256 consumer threads and that buffer's warp.
+constexpr int kWriterWarps = kDqWriter ? kDqBuffers : 0;
 constexpr int kBarDqFull = 3;   // + buffer: the consumers arrive, the writer warp waits
-constexpr int kBarDqEmpty = 5;  // + buffer: the writer warp arrives, the consumers wait
+constexpr int kBarDqEmpty = 6;  // + buffer: the writer warp arrives, the consumers wait
 constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
 constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
 constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
@@ -312,11 +316,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       // ---- the dQ writer: warp 1 + b adds buffer b; deterministic mode takes turns ----------
       const int lane = tid % 32, b = tid / 32 - 1;
       // The walk's head and query block followed step by step (step_head / step_m0 without their
-      // divisions, which cost the writer a spill on its 24 registers).
-      int hq = kv_head * group, j = b;
-      if (j >= steps_per_head) j -= steps_per_head, ++hq;
+      // divisions in the loop, which cost the writer a spill on its 24 registers).
+      int hq = kv_head * group + b / max(steps_per_head, 1), j = b % max(steps_per_head, 1);
       const u32 tile = sdQ + b * kDqBufBytes;
-      for (int it = b; it < total; it += 2) {
+      for (int it = b; it < total; it += kDqBuffers) {
         const int m0 = (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
         // (Computed where used: kept live, it spilled on the producer's 24 registers.)
         auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
@@ -347,8 +350,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         __syncwarp();
-        // The buffer is read: the consumers may fill it at step it + 2 (none wait past the end).
-        if (it + 2 < total) named_barrier_arrive(kBarDqEmpty + b, 256 + 32);
+        // The buffer is read: the consumers may fill it at step it + kDqBuffers (none wait past
+        // the end).
+        if (it + kDqBuffers < total) named_barrier_arrive(kBarDqEmpty + b, 256 + 32);
         if constexpr (kDeterministic) {
           if (lane == 0) {
             asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");  // the adds are complete
@@ -358,8 +362,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
             store_release(counter(), n_block + 1);
           }
         }
-        j += 2;
-        if (j >= steps_per_head) j -= steps_per_head, ++hq;
+        // (A head may have fewer steps than there are buffers: one query block.)
+        for (j += kDqBuffers; j >= steps_per_head; j -= steps_per_head) ++hq;
       }
       // Without turns the adds were only waited on for their reads: all complete before exit.
       if (!kDeterministic) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
@@ -389,6 +393,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     zero(acc_dk);
     zero(acc_dv);
     bool adds_pending = false;
+    int dq_buf = 0;  // it % kDqBuffers
 
     mbar_wait(bar_kv, 0);
     for (int it = 0; it < total; ++it) {
@@ -471,9 +476,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       // dQ to the fp32 tile: query row r = 16*warp + g + 8h, columns dq_col0 + 8i + 2t, +1
       // (swizzled: in 16-byte unit (column / 4) ^ (r % 8), r % 8 = g; recomputed here, g made
       // opaque: hoisted, its per-unit offsets took registers that d128 then spilled).
-      // With the writer: buffer it % 2, once its warp has read it (step it - 2).
-      const u32 dq_tile = sdQ + (kDqWriter ? (u32)(it & 1) * kDqBufBytes : 0u);
-      if (kDqWriter && it >= 2) named_barrier_sync(kBarDqEmpty + (it & 1), 256 + 32);
+      // With the writer: buffer it % kDqBuffers, once its warp has read it (step it - kDqBuffers).
+      const u32 dq_tile = sdQ + (kDqWriter ? (u32)dq_buf * kDqBufBytes : 0u);
+      if (kDqWriter && it >= kDqBuffers) named_barrier_sync(kBarDqEmpty + dq_buf, 256 + 32);
       const u32 gs = kDqSwizzled ? opaque((u32)g) : (u32)g;
       const u32 dq_row = dq_tile + (u32)(warp * 16) * kDqRowBytes + gs * kDqRowBytes;
 #pragma unroll
@@ -489,7 +494,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       fence_proxy_async_shared();
       named_barrier_sync(2, 256);  // the tile complete; every dQ wgmma has read dSᵀ
       if constexpr (kDqWriter) {
-        named_barrier_arrive(kBarDqFull + (it & 1), 256 + 32);  // its writer warp adds it
+        named_barrier_arrive(kBarDqFull + dq_buf, 256 + 32);  // its writer warp adds it
+        if (++dq_buf == kDqBuffers) dq_buf = 0;
         continue;
       }
       const int rows = min(kBlockM, Nq - m0);

@@ -173,8 +173,9 @@ void ExpectCorrectAndBitIdenticalOverThreeRuns(Gpu& gpu, const ForwardKernel& ke
 }
 
 // Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
-// shapes (plus N 4097 when `with_long` says so for the class).
-void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&)) {
+// shapes (plus N 4097 when `with_long` says so for the class, and `extra`).
+void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&),
+                   const std::vector<Shape>& extra = {}) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
@@ -187,6 +188,7 @@ void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const
       cases.clear();
       for (const Shape& s : testing::kEdgeShapes) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
       if (with_long(*cls)) cases.push_back(MakeCase(**gpu, *cls, kLong, seed += 10));
+      for (const Shape& s : extra) cases.push_back(MakeCase(**gpu, *cls, s, seed += 10));
     }
     const Result<ForwardKernel>& kernel = kernels[i];
     if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;  // not for this GPU
@@ -234,8 +236,9 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 // hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64
 // and d128, causal and not, det 0 and det 1 (deterministic mode; each after det 0 of its class,
 // sharing its cases), on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA 8:1, MQA,
-// head-major strides); the same tolerances as fa2_bwd (P and dS are rounded to 16 bits before
-// their GEMMs likewise).
+// head-major strides, and heads of one query block walked by the dQ writer's warps: GQA 8:1 with
+// Nq 40, and GQA 3:1 causal where the last key block sees one query block); the same tolerances
+// as fa2_bwd (P and dS are rounded to 16 bits before their GEMMs likewise).
 TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -250,13 +253,15 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
           ASSERT_TRUE(v.ok()) << v.status().ToString();
           all.push_back(*v);
         }
-  CheckVariants(all, [](const ProblemClass&) { return false; });
+  CheckVariants(all, [](const ProblemClass&) { return false; },
+                {Shape{1, 40, 300, 8, 1, false}, Shape{1, 100, 660, 6, 2, false}});
 }
 
 // hopper_bwd's deterministic mode (det 1): the same bits over 3 runs and within tolerance, d64
-// (two consumer tiles summed before each add) and d128, causal and not, on shapes where many key
-// blocks add into each dq row: GQA 2:1 with 8 key blocks, and MQA with Nk > Nq (12 key blocks,
-// 8 query heads each walked by every block; causal blocks see different numbers of query blocks).
+// (three writer warps) and d128 (two), causal and not, on shapes where many key blocks add into
+// each dq row: GQA 2:1 with 8 key blocks, MQA with Nk > Nq (12 key blocks, 8 query heads each
+// walked by every block; causal blocks see different numbers of query blocks), and MQA with one
+// query block (each writer warp's steps cross heads).
 TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -274,7 +279,8 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     SCOPED_TRACE(v.Uri());
     const Result<ForwardKernel>& kernel = kernels[i];
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (const Shape& shape : {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}})
+    for (const Shape& shape :
+         {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}, Shape{1, 40, 300, 8, 1, false}})
       ExpectCorrectAndBitIdenticalOverThreeRuns(**gpu, *kernel, ClassOf(v), shape, 91);
   }
 }

@@ -125,7 +125,7 @@ TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
   EXPECT_TRUE(Hopper().CheckRules(det, MaxSharedMemoryForArch("sm_90a")).ok());
   det = V(DType::kF16, 64, true);
   det.SetParam("det", 1);
-  EXPECT_EQ(SharedMemoryBytes(det), 1024 + 32768 + 32768 + 16384 + 2 * 64 * 64 * 4 + 1024 + 40);
+  EXPECT_EQ(SharedMemoryBytes(det), 1024 + 32768 + 32768 + 16384 + 3 * 64 * 64 * 4 + 1024 + 40);  // three at d64
   // dqw 1: det 0 through the writer, two buffers of padded rows.
   Variant writer = V(DType::kF16, 64, true);
   writer.SetParam("dqw", 1);
