@@ -36,10 +36,9 @@
 // per (batch, query head, query block) in the workspace, zeroed by the preprocess; key block n
 // adds its tile of a query block once the counter reads n and then sets it to n + 1, so every
 // accumulator row sums its key blocks' tiles in key order. The turns are taken by the dQ writer
-// (warps 1 .. 2 or 3 of the producer warpgroup), off the consumers' path: the consumers write
-// the step's tile into one of two (d64: three) buffers and go on (named barriers "full" /
-// "empty" per buffer); buffer b's warp (its steps, so two or three turns are held at once)
-// waits for the turn
+// (warps 1 and 2 of the producer warpgroup), off the consumers' path: the consumers write the
+// step's tile into one of two buffers and go on (named barriers "full" / "empty" per buffer);
+// buffer b's warp (its steps, it % 2 = b, so two turns are held at once) waits for the turn
 // (ld.acquire.gpu), adds the tile (unpadded and swizzled, the accumulator in the same layout:
 // one bulk reduction), frees the buffer once it has been read, waits for the reduction to
 // complete, fences, and releases the counter (st.release.gpu). Query blocks
@@ -67,8 +66,7 @@ constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (!kDqWriter ? 1 : kDeterministic && kHeadDim == 64 ? 3 : 2) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 +
-                           4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -113,10 +111,11 @@ constexpr int kDqCols = kHeadDim / 2;  // per consumer
 constexpr bool kDqSwizzled = kDeterministic;
 constexpr u32 kDqRowBytes = (kHeadDim + (kDqSwizzled ? 0 : 8)) * 4;
 constexpr u32 kDqBufBytes = 64 * kDqRowBytes;  // one step's tile
-// With the dQ writer: a buffer per writer warp, filled by the consumers in turn: two, or three
-// in deterministic mode at d64 (whose steps are half as long as the turns' holds; d128's third
-// buffer would exceed the shared memory).
-constexpr int kDqBuffers = !kDqWriter ? 1 : kDeterministic && kHeadDim == 64 ? 3 : 2;
+// With the dQ writer: a buffer per writer warp, filled by the consumers in turn. Two; three (a
+// third turn held at once in deterministic mode at d64, whose steps are shorter than a turn's
+// hold; d128's third buffer would exceed the shared memory) compile without spills and await
+// an A/B (session 17, docs/perf-notes.md).
+constexpr int kDqBuffers = kDqWriter ? 2 : 1;
 constexpr u32 kDqBytes = kDqBuffers * kDqBufBytes;
 // The dQ writer (deterministic mode, or kDqWriter): warps 1 .. kDqBuffers of the producer
 // warpgroup, warp 1 + b adding buffer b (the steps it with it % kDqBuffers = b), so that as many

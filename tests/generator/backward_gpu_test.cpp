@@ -258,7 +258,7 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
 }
 
 // hopper_bwd's deterministic mode (det 1): the same bits over 3 runs and within tolerance, d64
-// (three writer warps) and d128 (two), causal and not, on shapes where many key blocks add into
+// and d128, causal and not, on shapes where many key blocks add into
 // each dq row: GQA 2:1 with 8 key blocks, MQA with Nk > Nq (12 key blocks, 8 query heads each
 // walked by every block; causal blocks see different numbers of query blocks), and MQA with one
 // query block (each writer warp's steps cross heads).
