@@ -181,6 +181,39 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnAFifthRecordingOfTheCurrentTemplate) {
   ExpectBudgetedMatchesExhaustive("h200-2026-11-30-trials-v2-run5.csv", 48);
 }
 
+// `auto` and exhaustive replayed over one recording's text: each problem's `auto` winner within
+// 3% of the exhaustive one (expected per problem); the worst ratio, and what the problems that
+// `budgeted(problem)` names measured of their spaces.
+struct AutoAgainstExhaustive {
+  TuneSummary automatic, exhaustive;
+  double worst = 0;
+  std::string worst_shape;
+  int64_t budgeted_measured = 0, budgeted_space = 0;
+};
+AutoAgainstExhaustive ReplayAutoAgainstExhaustive(const std::string& text, const std::string& name,
+                                                  bool (*budgeted)(const Problem&)) {
+  AutoAgainstExhaustive r;
+  r.automatic = TuneReplayed(text, "auto", TempDir(name + "_auto") + "/a.db");
+  r.exhaustive = TuneReplayed(text, "exhaustive", TempDir(name + "_exhaustive") + "/e.db");
+  EXPECT_EQ(r.exhaustive.problems.size(), r.automatic.problems.size());
+  const std::map<std::string, double> speed = MeanRecordedTimesOfText(text);
+  for (size_t i = 0; i < std::min(r.automatic.problems.size(), r.exhaustive.problems.size()); ++i) {
+    const ProblemSummary& a = r.automatic.problems[i];
+    const ProblemSummary& e = r.exhaustive.problems[i];
+    EXPECT_EQ(a.outcome, ProblemOutcome::kTuned) << a.problem.ToString() << ": " << a.message;
+    EXPECT_EQ(e.outcome, ProblemOutcome::kTuned) << e.problem.ToString() << ": " << e.message;
+    if (a.outcome != ProblemOutcome::kTuned || e.outcome != ProblemOutcome::kTuned) continue;
+    const double ta = speed.at(RecordedKey(a.problem, a.winner_uri)), te = speed.at(RecordedKey(e.problem, e.winner_uri));
+    if (ta / te > r.worst) r.worst = ta / te, r.worst_shape = a.problem.ToString();
+    EXPECT_LE(ta, te * 1.03) << a.problem.ToString() << ": " << a.winner_uri << " vs " << e.winner_uri;
+    if (budgeted(a.problem)) {
+      r.budgeted_measured += a.measured;
+      r.budgeted_space += a.space;
+    }
+  }
+  return r;
+}
+
 // The current kernels (both families, hopper_fwd with one to three consumer warpgroups) on the
 // H200, 2026-12-01 (bench/data/h200-2026-12-01-online2/grid-exhaustive-trials.csv): every
 // candidate of bf16 d64 causal and bf16 d128 causal and not at the six default lengths, from the
@@ -189,32 +222,15 @@ TEST(Tuner, BudgetedMatchesExhaustiveOnAFifthRecordingOfTheCurrentTemplate) {
 // space. Before the budgeted search seeded every query tile, its d64 winners there were 7-29%
 // slower (N 512: fa2_fwd, never having timed hopper_fwd's 64-row tiles).
 TEST(Tuner, AutoMatchesExhaustiveOnTheGridOfTheCurrentKernels) {
-  const std::string file =
-      std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/h200-2026-12-01-online2/grid-exhaustive-trials.csv";
-  const std::string text = ReadFile(file);
-  const TuneSummary automatic = TuneReplayed(text, "auto", TempDir("grid_auto") + "/a.db");
-  const TuneSummary exhaustive = TuneReplayed(text, "exhaustive", TempDir("grid_exhaustive") + "/e.db");
-  ASSERT_EQ(automatic.problems.size(), 18u);
-  ASSERT_EQ(exhaustive.problems.size(), automatic.problems.size());
-  const std::map<std::string, double> speed = MeanRecordedTimes(file);
-  int64_t budgeted_measured = 0, budgeted_space = 0;
-  double worst = 0;
-  for (size_t i = 0; i < automatic.problems.size(); ++i) {
-    const ProblemSummary& a = automatic.problems[i];
-    const ProblemSummary& e = exhaustive.problems[i];
-    ASSERT_EQ(a.outcome, ProblemOutcome::kTuned) << a.message;
-    const double ta = speed.at(RecordedKey(a.problem, a.winner_uri)), te = speed.at(RecordedKey(e.problem, e.winner_uri));
-    worst = std::max(worst, ta / te);
-    EXPECT_LE(ta, te * 1.03) << a.problem.ToString() << ": " << a.winner_uri << " vs " << e.winner_uri;
-    if (a.problem.head_dim == 64) {
-      budgeted_measured += a.measured;
-      budgeted_space += a.space;
-    }
-  }
-  EXPECT_GT(budgeted_space, 0);
-  EXPECT_LE(budgeted_measured * 4, budgeted_space) << budgeted_measured << " of " << budgeted_space;
+  const std::string text =
+      ReadFile(std::string(FLASHTUNE_SOURCE_DIR) + "/bench/data/h200-2026-12-01-online2/grid-exhaustive-trials.csv");
+  const AutoAgainstExhaustive r =
+      ReplayAutoAgainstExhaustive(text, "grid", [](const Problem& p) { return p.head_dim == 64; });
+  ASSERT_EQ(r.automatic.problems.size(), 18u);
+  EXPECT_GT(r.budgeted_space, 0);
+  EXPECT_LE(r.budgeted_measured * 4, r.budgeted_space) << r.budgeted_measured << " of " << r.budgeted_space;
   std::printf("[ auto ] current kernels' grid: worst winner %+.1f%%; d64 budgeted %lld of %lld candidates\n",
-              100.0 * (worst - 1), (long long)budgeted_measured, (long long)budgeted_space);
+              100.0 * (r.worst - 1), (long long)r.budgeted_measured, (long long)r.budgeted_space);
 }
 
 // Issue 17's 3% check (session 17, H200, 2026-12-02): every candidate of the default set's grid
@@ -226,38 +242,21 @@ TEST(Tuner, AutoMatchesExhaustiveOnTheGridOfTheCurrentKernels) {
 // (fa2_fwd at d192 and d256, 2-3x slower) and measured what is left whole when it is small,
 // d192 causal N 4k-8k picked bn80 where bn112 is 17-19% faster.
 TEST(Tuner, AutoMatchesExhaustiveOnTheSession17Grid) {
-  const std::vector<std::string> files = {"h200-2026-12-02-s17/record1-trials.csv",
-                                          "h200-2026-12-02-s17/record2-trials.csv"};
-  const std::string text = ConcatenatedRecordings(files);
+  const std::string text = ConcatenatedRecordings(
+      {"h200-2026-12-02-s17/record1-trials.csv", "h200-2026-12-02-s17/record2-trials.csv"});
   ASSERT_FALSE(text.empty());
-  const TuneSummary automatic = TuneReplayed(text, "auto", TempDir("s17_auto") + "/a.db");
-  const TuneSummary exhaustive = TuneReplayed(text, "exhaustive", TempDir("s17_exhaustive") + "/e.db");
-  ASSERT_EQ(automatic.problems.size(), 108u);
-  ASSERT_EQ(exhaustive.problems.size(), automatic.problems.size());
-  const std::map<std::string, double> speed = MeanRecordedTimesOfText(text);
-  int64_t budgeted_measured = 0, budgeted_space = 0;
-  double worst = 0;
-  std::string worst_shape;
-  for (size_t i = 0; i < automatic.problems.size(); ++i) {
-    const ProblemSummary& a = automatic.problems[i];
-    const ProblemSummary& e = exhaustive.problems[i];
-    ASSERT_EQ(a.outcome, ProblemOutcome::kTuned) << a.problem.ToString() << ": " << a.message;
-    ASSERT_EQ(e.outcome, ProblemOutcome::kTuned) << e.problem.ToString() << ": " << e.message;
-    const double ta = speed.at(RecordedKey(a.problem, a.winner_uri)), te = speed.at(RecordedKey(e.problem, e.winner_uri));
-    if (ta / te > worst) worst = ta / te, worst_shape = a.problem.ToString();
-    EXPECT_LE(ta, te * 1.03) << a.problem.ToString() << ": " << a.winner_uri << " vs " << e.winner_uri;
-    if (a.problem.head_dim != 128) {  // d128 MHA prefill is exhaustive under auto
-      budgeted_measured += a.measured;
-      budgeted_space += a.space;
-    }
-  }
+  // d128 MHA prefill is exhaustive under auto; every other class is budgeted.
+  const AutoAgainstExhaustive r =
+      ReplayAutoAgainstExhaustive(text, "s17", [](const Problem& p) { return p.head_dim != 128; });
+  ASSERT_EQ(r.automatic.problems.size(), 108u);
   // The budgeted classes stay budgeted (28% of their candidates with the re-timings; 26% before
   // the fix): the small spaces measured whole are what is left after dropping a family.
-  EXPECT_LE(budgeted_measured * 3, budgeted_space) << budgeted_measured << " of " << budgeted_space;
+  EXPECT_LE(r.budgeted_measured * 3, r.budgeted_space) << r.budgeted_measured << " of " << r.budgeted_space;
   std::printf("[ auto ] session 17 grid, %zu shapes: worst winner %+.1f%% (%s); %lld measurements (exhaustive "
               "%lld); budgeted classes %lld of %lld candidates\n",
-              automatic.problems.size(), 100.0 * (worst - 1), worst_shape.c_str(), (long long)automatic.measured,
-              (long long)exhaustive.measured, (long long)budgeted_measured, (long long)budgeted_space);
+              r.automatic.problems.size(), 100.0 * (r.worst - 1), r.worst_shape.c_str(),
+              (long long)r.automatic.measured, (long long)r.exhaustive.measured, (long long)r.budgeted_measured,
+              (long long)r.budgeted_space);
 }
 
 // The recorded H200 timings with fresh measurement noise: per variant of each problem, one
