@@ -2,23 +2,24 @@
 # One GPU round for hopper_bwd's deterministic mode, det 1 (issue 15: "deterministic mode within
 # 20% of the default"; templates/hopper_bwd.cuh "Deterministic mode": per-(head, query block)
 # counters, dQ added in key block order by a writer warp group off the consumers' path):
-#  1. correctness (tests.log): HopperBwdGpu* — every class, det 0 and det 1, on the edge shapes
-#     against the float64 reference, and HopperBwdGpuDeterministic (det 1, d64 / d128, causal
-#     and not: 3 runs bit-identical + the reference, GQA 2:1 and MQA Nk > Nq); then
-#     compute-sanitizer on one small GQA causal call of det 1 (bf16, B1 Nq 200 Nk 300, Hq 4
-#     Hkv 2: a ragged key block, masked rows, two query heads per K/V head): memcheck at d128
-#     and d64 (the second dQ buffer's offsets), synccheck at d64 (the writer's named barriers,
-#     its spinning lane) (sanitizer.log);
+#  1. correctness (tests.log): HopperBwdGpu* — every class, det 0, det 1, dqw 1 and (causal)
+#     det 2, on the edge shapes against the float64 reference, and HopperBwdGpuDeterministic
+#     (det 1 and det 2, d64 / d128: 3 runs bit-identical + the reference, GQA 2:1, MQA Nk > Nq,
+#     MQA with one query block); then compute-sanitizer on one small GQA causal call of det 1
+#     and det 2 (bf16, B1 Nq 200 Nk 300, Hq 4 Hkv 2: a ragged key block, masked rows, two query
+#     heads per K/V head): memcheck at d128 and d64, synccheck at d64 (the writer's named
+#     barriers, its spinning lane) (sanitizer.log);
 #  2. the A/B in one run per shape (ab.log): hopper_bwd det 0 (the default) and hopper_bwd det 1
 #     (with WITH_FA2=1 also fa2_bwd det 1, what deterministic calls ran before: ~2 s more per
 #     shape, past the 60 s budget), bf16 B4 N4096 hidden 2048, d128 /
 #     d64, full / causal, `flashtune bench --operation bwd --rounds 5` (order alternating every
 #     round; median of the rounds' medians of CUDA-event-timed launches after warm-up; each
-#     variant verified against the float64 reference first).
+#     variant verified against the float64 reference first); WITH_WRITER=1 adds dqw 1 (the
+#     default since session 17), WITH_DESC=1 det 2 on the causal shapes.
 # Every step has its own time limit (a hung kernel costs only its step; a deterministic kernel
-# that deadlocks shows as exit 124): 13 + 3 x 4 + 4 x 7 = 53 s of limits (each step killed 1 s
-# after its limit if it ignores the signal); expected ~30 s: session 16's hbwd round took 4 s of
-# tests, 1-2 s per sanitizer run, 3-4 s per two-variant A/B shape. The GPU's clocks are only read (nvidia-smi's line heads ab.log).
+# that deadlocks shows as exit 124): 13 + 6 x 4 + 4 x 12 = 85 s of limits (each step killed 1 s
+# after its limit if it ignores the signal); session 17's call 1 (four variants a shape) took 8 s
+# of tests, 2 s per sanitizer run and hit the then 7 s A/B limit. The GPU's clocks are only read (nvidia-smi's line heads ab.log).
 #
 # usage: OUT=DIR bash bench/hdet_round.sh BIN_DIR
 #   BIN_DIR: bench/pack_for_gpu.sh's folder plus this script and a cubin cache of the round's 20
@@ -31,8 +32,9 @@
 #     OUT=$OUT bash .devcarry-hdet/hdet_round.sh .devcarry-hdet
 # Prints last: per shape, the variants' status and median µs, det1/det0 (hopper_bwd's
 # deterministic cost; issue 15's target <= 1.20); with WITH_WRITER=1 also det 0 through the
-# writer warps (dqw1, session 16, not yet measured) over det 0; and, with WITH_FA2=1, det1/fa2det1 (< 1: faster
-# than the old deterministic path), and the geomeans of the ratios on the last line.
+# writer warps (dqw1) over det 0; with WITH_FA2=1, det1/fa2det1 (< 1: faster than the old
+# deterministic path); the geomeans of the ratios; with WITH_DESC=1, det2/det1 and det2/dqw1 per
+# causal shape last. Session 18's round: WITH_WRITER=1 WITH_DESC=1.
 set -uo pipefail
 FA2_128=fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs1_lay2
 FA2_64=fa2_bwd_bf16_d64_bc128_br128_w8_s2_det1_dqc64_dqv2_dqs1_lay2
@@ -44,7 +46,7 @@ if [ "${1:-}" = --pack ]; then
   scratch=$(mktemp -d)
   for u in ${FA2_128}_full ${FA2_128}_causal ${FA2_64}_full ${FA2_64}_causal \
     hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det{0,1}_dqw0_{full,causal} \
-    hopper_bwd_bf16_d{64,128}_bn128_bm64_det0_dqw1_{full,causal}; do
+    hopper_bwd_bf16_d{64,128}_bn128_bm64_det0_dqw1_{full,causal} hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det2_dqw0_causal; do
     (cd "$scratch" && "$BUILD/flashtune" generate --variant "$u" -o "$u" &&
       FLASHTUNE_CACHE_DIR=$CACHE "$BUILD/flashtune" compile "$u" --arch sm_90a --option=--minimal >/dev/null) ||
       { echo "cannot compile $u" >&2; exit 1; }
@@ -70,13 +72,13 @@ s+=("tests: exit $? (124: timed out, a deadlock?), $(($(date +%s) - t)) s: $(gre
 t=$(date +%s)
 
 : >"$OUT/sanitizer.log"
-for run in memcheck:128 memcheck:64 synccheck:64; do
-  tool=${run%:*} d=${run#*:}
-  echo "== $tool d$d det1" >>"$OUT/sanitizer.log"
+for run in memcheck:128:1 memcheck:64:1 synccheck:64:1 memcheck:128:2 memcheck:64:2 synccheck:64:2; do
+  IFS=: read tool d det <<< "$run"
+  echo "== $tool d$d det$det" >>"$OUT/sanitizer.log"
   timeout -k 1 "${SANITIZE_S:-4}" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
     --operation bwd --dtype bf16 --head-dim "$d" --causal 1 --batch 1 --seqlen-q 200 --seqlen-k 300 --heads-q 4 \
-    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det1_dqw0_causal" >>"$OUT/sanitizer.log" 2>&1
-  s+=("$tool d$d det1: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
+    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det${det}_dqw0_causal" >>"$OUT/sanitizer.log" 2>&1
+  s+=("$tool d$d det$det: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
   t=$(date +%s)
 done
 
@@ -88,8 +90,9 @@ for d in 128 64; do
     variants=${h}_det0_dqw0$suffix,${h}_det1_dqw0$suffix
     [ "${WITH_FA2:-0}" = 1 ] && variants=$variants,$fa2$suffix
     [ "${WITH_WRITER:-0}" = 1 ] && variants=$variants,${h}_det0_dqw1$suffix
+    [ "${WITH_DESC:-0}" = 1 ] && [ "$c" = 1 ] && variants=$variants,${h}_det2_dqw0$suffix
     echo "== d$d causal$c" >>"$OUT/ab.log"
-    timeout -k 1 "${AB_S:-7}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
+    timeout -k 1 "${AB_S:-12}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
       --batch 4 --seqlen-q 4096 --heads-q $((2048 / d)) --rounds "${AB_ROUNDS:-5}" \
       --variant "$variants" >>"$OUT/ab.log" 2>&1
     s+=("ab d$d causal$c: exit $?, $(($(date +%s) - t)) s")
@@ -108,6 +111,7 @@ printf '%s\n' "${s[@]}"
 awk '/^== d/ { shape = $2 " " $3; order[++n] = shape; next }
   /^hopper_bwd_.*_det0_dqw0_/ { s0[shape] = $2; t0[shape] = $3 }
   /^hopper_bwd_.*_det1_/ { s1[shape] = $2; t1[shape] = $3 }
+  /^hopper_bwd_.*_det2_/ { s2[shape] = $2; t2[shape] = $3 }
   /^hopper_bwd_.*_det0_dqw1_/ { sw[shape] = $2; tw[shape] = $3 }
   /^fa2_bwd_/ { sf[shape] = $2; tf[shape] = $3 }
   END {
@@ -126,4 +130,9 @@ awk '/^== d/ { shape = $2 " " $3; order[++n] = shape; next }
       if (s0[k] == "ok" && sw[k] == "ok" && t0[k] > 0) { printf "%-13s dqw1/dqw0 %.3fx\n", k, tw[k] / t0[k]; lw += log(tw[k] / t0[k]); nw++ }
     }
     if (nw) printf "geomean dqw1/dqw0 %.3fx (%d shapes)\n", exp(lw / nw), nw
+    for (i = 1; i <= n; ++i) {  # WITH_DESC=1 (causal shapes): det 2 (descending turns) against det 1 and the default (dqw1)
+      k = order[i]
+      if (s2[k] == "ok" && s1[k] == "ok") printf "%-13s det2/det1 %.3fx%s\n", k, t2[k] / t1[k],
+        (sw[k] == "ok") ? sprintf(", det2/dqw1 %.3fx, det1/dqw1 %.3fx", t2[k] / tw[k], t1[k] / tw[k]) : ""
+    }
   }' "$OUT/ab.log"

@@ -44,9 +44,16 @@
 // complete, fences, and releases the counter (st.release.gpu). Query blocks
 // are walked last to first: with causal masking, the key blocks that see a query block are
 // 0 .. k, all reaching it at the same step of their walks, so no block waits on one that skips it.
+// They do reach it together, though, so key block n's first turn waits for n holds of a turn.
+// Descending turns (kTurnsDescending, det 2, causal only): query blocks walked first to last from
+// each key block's first visible one, and every query block's turns taken from the last key
+// block that sees it down to key block 0: key block n + 1 reaches a query block two steps
+// before key block n, so no turn waits on a block at the same step. The grid is dispatched last
+// key block first, so a block waits only for one dispatched before it. (Not yet measured
+// against det 1: session 17, docs/perf-notes.md.)
 //
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kDeterministic; kDqWriter (dQ tiles added by the writer warps: deterministic mode, or dqw1
+// kDeterministic; kTurnsDescending; kDqWriter (dQ tiles added by the writer warps: deterministic mode, or dqw1
 // without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
@@ -64,6 +71,7 @@ constexpr int kBlockN = 128;
 constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
+constexpr bool kTurnsDescending = false;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
                            (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
@@ -140,6 +148,9 @@ static_assert(kBlockM % 16 == 0, "the ordering counters are sized per 16 query r
 static_assert(kPreRows == 16, "the preprocess zeroes one ordering counter per block of 16 query rows");
 static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer warpgroup's");
 static_assert(kDqWriter || !kDeterministic, "deterministic mode adds dQ through the writer (kDqWriter)");
+static_assert(!kTurnsDescending || (kDeterministic && kCausal), "descending turns order causal deterministic mode");
+// The query blocks' walk: last to first in deterministic mode (det 1), first to last otherwise.
+constexpr bool kWalkLastToFirst = kDeterministic && !kTurnsDescending;
 
 #include "ft_device.cuh"
 #include "ft_hopper.cuh"
@@ -218,7 +229,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
 
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
-  const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  // Descending turns (det 2): the last key block is dispatched first, so that a block only ever
+  // waits for one dispatched before it (no deadlock however few blocks are resident).
+  const int n_block = kTurnsDescending ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+  const int kv_head = blockIdx.y, batch = blockIdx.z;
   const int group = p.heads_q / p.heads_kv;
   const int Nq = p.seqlen_q, Nk = p.seqlen_k;
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag
@@ -263,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   // code then stays as it was.)
   auto step_m0 = [&](int it) {
     const int j = it % steps_per_head;
-    return (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;
+    return (m_begin + (kWalkLastToFirst ? steps_per_head - 1 - j : j)) * kBlockM;
   };
 
   if (warpgroup == 0) {
@@ -319,13 +333,16 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       int hq = kv_head * group + b / max(steps_per_head, 1), j = b % max(steps_per_head, 1);
       const u32 tile = sdQ + b * kDqBufBytes;
       for (int it = b; it < total; it += kDqBuffers) {
-        const int m0 = (m_begin + (kDeterministic ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
+        const int m0 = (m_begin + (kWalkLastToFirst ? steps_per_head - 1 - j : j)) * kBlockM;  // step_m0(it)
         // (Computed where used: kept live, it spilled on the producer's 24 registers.)
         auto counter = [&] { return p.counters + ((i64)batch * p.heads_q + hq) * p.counters_per_head + m0 / 16; };
-        // The turn: key block n adds once the counter reads n; lane 0 spins while the consumers
-        // still compute the tile.
+        // The turn: key block n adds once the counter reads n (det 1), or, with descending
+        // turns, once it reads n_last - n, n_last the last key block that sees this query block
+        // (the key blocks that do are 0 .. n_last: those with n * kBlockN < m0 + kBlockM + diag);
+        // lane 0 spins while the consumers still compute the tile.
+        const int turn = kTurnsDescending ? min((int)gridDim.x - 1, (m0 + kBlockM + diag - 1) / kBlockN) - n_block : n_block;
         if (kDeterministic && lane == 0)
-          while (load_acquire(counter()) != n_block) {
+          while (load_acquire(counter()) != turn) {
           }
         named_barrier_sync(kBarDqFull + b, 256 + 32);  // the tile written
         const int rows = min(kBlockM, Nq - m0);
@@ -358,7 +375,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
             fence_proxy_async_global();
             // acq_rel, not __threadfence's fence.sc (MEMBAR.SC.GPU), on the turn's critical path.
             asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-            store_release(counter(), n_block + 1);
+            store_release(counter(), turn + 1);
           }
         }
         // (A head may have fewer steps than there are buffers: one query block.)

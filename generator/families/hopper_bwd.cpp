@@ -4,8 +4,10 @@
 // Parameters, in URI order: bn (keys per thread block: 128, 64 per consumer warpgroup), bm
 // (queries per step: 64), det (0: dQ tiles are added by bulk reduction in whatever order blocks
 // run; 1: in key block order through the workspace's counters, by a dQ writer warp group off the
-// consumers' path, bit-identical runs; the runtime sets it from BackwardArgs::deterministic, the
-// tuner searches 0 only).
+// consumers' path, bit-identical runs; 2, causal only: the same with each query block's turns
+// from the last key block down, not yet measured against 1; the runtime sets 0 or 1 from
+// BackwardArgs::deterministic, the tuner searches 0 only), dqw (1: det 0's dQ tiles added by
+// the writer warps too, the default; 0: by the consumers).
 // Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
 //
 // Searched by default and the untuned choice where it serves (preference 10, as hopper_fwd):
@@ -52,7 +54,7 @@ class HopperBwd final : public BackwardFamily {
     static const std::vector<ParamAxis> kAxes = {
         {"bn", "block_n (bn)", {128}, {128}},
         {"bm", "block_m (bm)", {64}, {64}},
-        {"det", "deterministic (det)", {0, 1}, {0}},
+        {"det", "deterministic (det)", {0, 1, 2}, {0}},
         // dQ tiles added by the producer warpgroup's idle warps instead of the consumers (always
         // in deterministic mode), the consumers going on to the next step: 0.83-0.84x dqw 0's
         // time at d128 (session 17, B4 N 4096); the default.
@@ -81,6 +83,9 @@ class HopperBwd final : public BackwardFamily {
     if (v.head_dim != 64 && v.head_dim != 128)
       return Status(Code::kInvalidArgument,
                     "hopper_bwd: head_dim (" + std::to_string(v.head_dim) + ") must be 64 or 128");
+    if (v.Param("det") == 2 && !v.causal)
+      return Status(Code::kInvalidArgument,
+                    "hopper_bwd: det 2 (descending turns) orders causal blocks; a non-causal class uses det 1");
     const int64_t smem = SharedMemoryBytes(v);
     if (smem > max_smem_bytes)
       return Status(Code::kInvalidArgument, "hopper_bwd: shared memory (" + std::to_string(smem) + " bytes at head_dim " +
@@ -103,6 +108,7 @@ class HopperBwd final : public BackwardFamily {
         .Int("kBlockM", v.Param("bm"))
         .Bool("kCausal", v.causal)
         .Bool("kDeterministic", v.Param("det") != 0, "dQ added in key block order")
+        .Bool("kTurnsDescending", v.Param("det") == 2, "causal turns from the last key block down")
         .Bool("kDqWriter", DqWriter(v), "dQ added by the producer warpgroup's writer warps")
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
@@ -148,7 +154,8 @@ class HopperBwd final : public BackwardFamily {
 
   std::string Describe(const Variant& v) const override {
     return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma" +
-           (v.Param("det") ? " deterministic" : "") + (v.Param("dqw") && !v.Param("det") ? " writer" : "");
+           (v.Param("det") == 1 ? " deterministic" : v.Param("det") == 2 ? " deterministic, descending turns" : "") +
+           (v.Param("dqw") && !v.Param("det") ? " writer" : "");
   }
 };
 

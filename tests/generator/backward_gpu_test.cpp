@@ -234,8 +234,8 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 }
 
 // hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64
-// and d128, causal and not, det 0 and det 1 (deterministic mode; each after det 0 of its class,
-// sharing its cases), on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA 8:1, MQA,
+// and d128, causal and not, det 0, det 1 (deterministic mode), dqw 1 and, causal, det 2 (each
+// after det 0 of its class, sharing its cases), on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA 8:1, MQA,
 // head-major strides, and heads of one query block walked by the dQ writer's warps: GQA 8:1 with
 // Nq 40, and GQA 3:1 causal where the last key block sees one query block); the same tolerances
 // as fa2_bwd (P and dS are rounded to 16 bits before their GEMMs likewise).
@@ -247,7 +247,8 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (const char* mode : {"det0_dqw0", "det1_dqw0", "det0_dqw1"}) {  // dqw1: the writer without turns
+        for (const char* mode : {"det0_dqw0", "det1_dqw0", "det0_dqw1", "det2_dqw0"}) {  // dqw1: the writer without turns
+          if (!causal && std::string(mode) == "det2_dqw0") continue;  // descending turns: causal only
           auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
                                     "_bn128_bm64_" + mode + (causal ? "_causal" : "_full"));
           ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -261,15 +262,15 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
 // and d128, causal and not, on shapes where many key blocks add into
 // each dq row: GQA 2:1 with 8 key blocks, MQA with Nk > Nq (12 key blocks, 8 query heads each
 // walked by every block; causal blocks see different numbers of query blocks), and MQA with one
-// query block (each writer warp's steps cross heads).
+// query block (each writer warp's steps cross heads); det 2 (descending turns, causal) likewise.
 TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   std::vector<Variant> variants;
   for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_det1_dqw0" + (causal ? "_causal" : "_full"));
+    for (const char* mode : {"det1_dqw0_full", "det1_dqw0_causal", "det2_dqw0_causal"}) {
+      auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_" + mode);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);
     }

@@ -100,6 +100,14 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   EXPECT_TRUE(CheckVariant(*det).ok()) << CheckVariant(*det).ToString();
   EXPECT_TRUE(FamilyAllows(*det, "det", 1));
   for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("det") != 0) << u.Uri();
+  // det 2 (descending turns) orders causal blocks only: valid causal, refused otherwise, naming it.
+  auto det2 = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dqw0_causal");
+  ASSERT_TRUE(det2.ok()) << det2.status().ToString();
+  EXPECT_TRUE(CheckVariant(*det2).ok()) << CheckVariant(*det2).ToString();
+  auto det2_full = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dqw0_full");
+  ASSERT_FALSE(det2_full.ok());
+  EXPECT_NE(det2_full.status().message().find("det 2 (descending turns) orders causal blocks"), std::string::npos)
+      << det2_full.status().ToString();
   // dqw 1 (det 0 through the writer warps) is searched next to dqw 0.
   auto writer = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dqw1_full");
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
@@ -236,11 +244,14 @@ TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   // (The swizzled dQ tile's offsets, hoisted, spilled 12 bytes in d128's det 1 / dqw 1.)
   Variant det128 = V(DType::kBF16, 128, true), det64 = V(DType::kBF16, 64, true);
   Variant writer128 = V(DType::kBF16, 128, false), writer64 = V(DType::kBF16, 64, true);
+  Variant descending64 = V(DType::kF16, 64, true);
   det128.SetParam("det", 1);
   det64.SetParam("det", 1);
   writer128.SetParam("dqw", 1);
   writer64.SetParam("dqw", 1);
-  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64}) {
+  descending64.SetParam("det", 2);  // the turn's key block computed on the writer's 24 registers
+  for (const Variant& v :
+       {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64, descending64}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
