@@ -53,8 +53,8 @@
 // against det 1: session 17, docs/perf-notes.md.)
 //
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kDeterministic; kTurnsDescending; kDqWriter (dQ tiles added by the writer warps: deterministic mode, or dqw1
-// without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
+// kDeterministic; kTurnsDescending; kDqWriter (dQ tiles added by the writer warps: deterministic
+// mode, or dqw1 without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
 // Semantics: as fa2_bwd's: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], d_o like o, dq like q, dk/dv
@@ -244,8 +244,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   const int steps_per_head = m_blocks - m_begin;
   const int total = group * steps_per_head;
 
-  // Shared memory, every tile 1024-byte aligned: K, V, Q stages, d_o stages, dSᵀ, dQ tile(s) (two with the writer),
-  // lse2 / delta stages, barriers.
+  // Shared memory, every tile 1024-byte aligned: K, V, Q stages, d_o stages, dSᵀ, dQ tile(s)
+  // (two with the writer), lse2 / delta stages, barriers.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
   const u32 sK = base;
   const u32 sV = sK + kKVBytes;

@@ -37,8 +37,7 @@ Status Unsupported(std::string message) { return Status(Code::kUnsupported, std:
 
 // The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
 // dSᵀ tile, the fp32 dQ tile (64 rows of D floats, padded by 8 but in deterministic mode; two
-// buffers with the dQ writer),
-// lse / delta stages, five mbarriers.
+// buffers with the dQ writer), lse / delta stages, five mbarriers.
 int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, bool writer, bool deterministic) {
   return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
          int64_t(writer ? 2 : 1) * 64 * (head_dim + (deterministic ? 0 : 8)) * 4 + 4 * block_m * 4 + 5 * 8;

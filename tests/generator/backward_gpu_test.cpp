@@ -172,6 +172,20 @@ void ExpectCorrectAndBitIdenticalOverThreeRuns(Gpu& gpu, const ForwardKernel& ke
   }
 }
 
+// Compiles every deterministic variant at once, then checks each on every one of `shapes`:
+// within tolerance and bit-identical over three runs.
+void ExpectDeterministicVariants(Gpu& gpu, const std::vector<Variant>& variants, const std::vector<Shape>& shapes,
+                                 uint64_t seed) {
+  auto kernels = testing::CompileAndLoad(gpu, variants);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
+    SCOPED_TRACE(v.Uri());
+    const Result<ForwardKernel>& kernel = kernels[i];
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (const Shape& shape : shapes) ExpectCorrectAndBitIdenticalOverThreeRuns(gpu, *kernel, ClassOf(v), shape, seed);
+  }
+}
+
 // Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
 // shapes (plus N 4097 when `with_long` says so for the class, and `extra`).
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&),
@@ -274,16 +288,9 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);
     }
-  auto kernels = testing::CompileAndLoad(**gpu, variants);
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const Variant& v = variants[i];
-    SCOPED_TRACE(v.Uri());
-    const Result<ForwardKernel>& kernel = kernels[i];
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    for (const Shape& shape :
-         {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}, Shape{1, 40, 300, 8, 1, false}})
-      ExpectCorrectAndBitIdenticalOverThreeRuns(**gpu, *kernel, ClassOf(v), shape, 91);
-  }
+  ExpectDeterministicVariants(
+      **gpu, variants,
+      {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}, Shape{1, 40, 300, 8, 1, false}}, 91);
 }
 
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
@@ -315,15 +322,8 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     v.SetParam("lay", m.layout);
     variants.push_back(v);
   }
-  auto kernels = testing::CompileAndLoad(**gpu, variants);
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const Variant& v = variants[i];
-    SCOPED_TRACE(v.Uri());
-    const Result<ForwardKernel>& kernel = kernels[i];
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    // Many key blocks add into each dq row: the order matters for the bits.
-    ExpectCorrectAndBitIdenticalOverThreeRuns(**gpu, *kernel, ClassOf(v), Shape{2, 1000, 1000, 4, 2, false}, 77);
-  }
+  // Many key blocks add into each dq row: the order matters for the bits.
+  ExpectDeterministicVariants(**gpu, variants, {Shape{2, 1000, 1000, 4, 2, false}}, 77);
 }
 
 }  // namespace
