@@ -269,6 +269,18 @@ bool FamilyAllows(const Variant& v, std::string_view name, int value) {
   return false;
 }
 
+bool Family::SetDeterminism(Variant& v, const Problem& problem, bool deterministic) const {
+  (void)problem;
+  if (!FamilyAllows(v, "det", deterministic ? 1 : 0)) return false;
+  v.SetParam("det", deterministic ? 1 : 0);
+  return true;
+}
+
+bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic) {
+  const Family* f = FindFamily(v.family);
+  return f != nullptr && f->SetDeterminism(v, problem, deterministic);
+}
+
 Status PackForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
   return PackValidatedForward(v, args, out);

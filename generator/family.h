@@ -162,6 +162,11 @@ class Family {
     (void)args;
     (void)out;
   }
+  // Makes `v` (a variant of this family for `problem`'s class) run a backward call with or
+  // without deterministic mode (BackwardArgs::deterministic): the family's policy for its
+  // deterministic parameters. False, `v` unchanged, when the family has no such mode. Default:
+  // the `det` parameter set to 1 or 0 where the family allows it.
+  virtual bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic) const;
   virtual Tolerances ToleranceFor(DType dtype) const {
     return {dtype == DType::kBF16 ? 1e-2 : 2e-3, 1e-3};
   }
@@ -210,6 +215,9 @@ std::string FamilyNames();
 // Whether v's family accepts `value` for its parameter `name` (false for an unknown family or a
 // parameter the family does not have), e.g. FamilyAllows(v, "det", 1): has a deterministic mode.
 bool FamilyAllows(const Variant& v, std::string_view name, int value);
+
+// Family::SetDeterminism through v's family (false for an unknown family).
+bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic);
 
 // Registers a family for the life of the process (tests add families that only they use).
 // Not thread-safe with concurrent lookups: call before any other thread uses the registry.

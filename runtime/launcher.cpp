@@ -144,9 +144,7 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   if (!plan.ok()) return plan.status();
   Variant variant = plan->variant;
   if (problem.operation == Operation::kBackward) {
-    if (FamilyAllows(variant, "det", deterministic ? 1 : 0)) {
-      variant.SetParam("det", deterministic ? 1 : 0);
-    } else {  // the planned family has no deterministic mode: another family's default serves
+    if (!SetDeterminism(variant, problem, deterministic)) {  // the planned family has no deterministic mode: another family's default serves
       auto det = Planner::DeterministicVariant(*(*state)->device, problem, variant);
       if (!det.ok()) return det.status();
       if (!kernels_.count({context, det->Uri()}))

@@ -192,12 +192,6 @@ std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Prob
   }
   return std::nullopt;
 }
-// Sets `det` where v's family has that mode.
-bool SetDet(Variant& v, bool deterministic) {
-  if (!FamilyAllows(v, "det", deterministic ? 1 : 0)) return false;
-  v.SetParam("det", deterministic ? 1 : 0);
-  return true;
-}
 }  // namespace
 
 Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
@@ -214,14 +208,14 @@ Result<Variant> Planner::FallbackBackwardVariant(const DeviceState& device, cons
   auto v = FirstFittingDefault(device, args.problem(), [&](Variant& v) {
     LaunchPacket trial;  // packing checks the workspace and CanRunBackward; launches nothing
     trial.sm_count = device.record.sm_count;
-    return SetDet(v, args.deterministic) && PackValidatedBackward(v, args, &trial).ok();
+    return SetDeterminism(v, args.problem(), args.deterministic) && PackValidatedBackward(v, args, &trial).ok();
   });
   return v ? Result<Variant>(std::move(*v)) : Result<Variant>(why);
 }
 
 Result<Variant> Planner::DeterministicVariant(const DeviceState& device, const Problem& problem,
                                               const Variant& planned) {
-  auto v = FirstFittingDefault(device, problem, [](Variant& v) { return SetDet(v, true); });
+  auto v = FirstFittingDefault(device, problem, [&](Variant& v) { return SetDeterminism(v, problem, true); });
   if (v) return std::move(*v);
   return Status(Code::kUnsupported, "deterministic backward: " + planned.Uri() +
                                         " has no deterministic mode and no family serving " + problem.ToString() +

@@ -49,11 +49,19 @@
 // each key block's first visible one, and every query block's turns taken from the last key
 // block that sees it down to key block 0: key block n + 1 reaches a query block two steps
 // before key block n, so no turn waits on a block at the same step. The grid is dispatched last
-// key block first, so a block waits only for one dispatched before it. (Not yet measured
-// against det 1: session 17, docs/perf-notes.md.)
+// key block first, so a block waits only for one dispatched before it. 1.02-1.08x the default's
+// time on FA-2's causal grid where det 1 took 1.08-1.36x (session 18, docs/perf-notes.md).
+//
+// Dispatch groups (kDispatchGroup = c > 0, deterministic mode): the blocks are dispatched c key
+// blocks of a head at a time, every head's first c, then every head's next c, ... instead of
+// all of a head's key blocks together. The key blocks that reach a query block together then
+// form chains of c turns, not of all of the head's key blocks: the wait of the last in a chain
+// (c holds of a turn, about a microsecond each) is paid per wave of blocks, and at short N many
+// waves start a fresh chain. The price: fewer blocks of one head share its Q / d_o / dQ tiles
+// in L2. Still a block waits only for blocks dispatched before it.
 //
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kDeterministic; kTurnsDescending; kDqWriter (dQ tiles added by the writer warps: deterministic
+// kDeterministic; kTurnsDescending; kDispatchGroup; kDqWriter (dQ tiles added by the writer warps: deterministic
 // mode, or dqw1 without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
@@ -72,6 +80,7 @@ constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
 constexpr bool kDeterministic = false;
 constexpr bool kTurnsDescending = false;
+constexpr int kDispatchGroup = 0;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
                            (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
@@ -149,6 +158,7 @@ static_assert(kPreRows == 16, "the preprocess zeroes one ordering counter per bl
 static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer warpgroup's");
 static_assert(kDqWriter || !kDeterministic, "deterministic mode adds dQ through the writer (kDqWriter)");
 static_assert(!kTurnsDescending || (kDeterministic && kCausal), "descending turns order causal deterministic mode");
+static_assert(kDispatchGroup >= 0 && (kDispatchGroup == 0 || kDeterministic), "dispatch groups order deterministic mode's turns");
 // The query blocks' walk: last to first in deterministic mode (det 1), first to last otherwise.
 constexpr bool kWalkLastToFirst = kDeterministic && !kTurnsDescending;
 
@@ -231,8 +241,21 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   const int warpgroup = tid / 128;
   // Descending turns (det 2): the last key block is dispatched first, so that a block only ever
   // waits for one dispatched before it (no deadlock however few blocks are resident).
-  const int n_block = kTurnsDescending ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
-  const int kv_head = blockIdx.y, batch = blockIdx.z;
+  int n_order = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  if constexpr (kDispatchGroup > 0) {
+    // Blocks are dispatched in linear order (x fastest): block L is key block g·c + L % width of
+    // head L / width within group g (width c, or what is left of the head's key blocks).
+    const int nb = gridDim.x, heads = gridDim.y * gridDim.z;
+    const int L = blockIdx.x + nb * (blockIdx.y + gridDim.y * blockIdx.z);
+    const int g = L / (kDispatchGroup * heads);
+    const int rem = L - g * kDispatchGroup * heads;
+    const int width = min(kDispatchGroup, nb - g * kDispatchGroup);
+    const int hb = rem / width;
+    n_order = g * kDispatchGroup + rem - hb * width;
+    kv_head = hb % gridDim.y;
+    batch = hb / gridDim.y;
+  }
+  const int n_block = kTurnsDescending ? (int)gridDim.x - 1 - n_order : n_order;
   const int group = p.heads_q / p.heads_kv;
   const int Nq = p.seqlen_q, Nk = p.seqlen_k;
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag

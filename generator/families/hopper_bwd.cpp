@@ -5,8 +5,9 @@
 // (queries per step: 64), det (0: dQ tiles are added by bulk reduction in whatever order blocks
 // run; 1: in key block order through the workspace's counters, by a dQ writer warp group off the
 // consumers' path, bit-identical runs; 2, causal only: the same with each query block's turns
-// from the last key block down, not yet measured against 1; the runtime sets 0 or 1 from
-// BackwardArgs::deterministic, the tuner searches 0 only), dqw (1: det 0's dQ tiles added by
+// from the last key block down; the runtime sets det and dg from BackwardArgs::deterministic
+// (SetDeterminism below), the tuner searches det 0 only), dg (deterministic mode: key blocks
+// of a head dispatched that many at a time; 0: all together), dqw (1: det 0's dQ tiles added by
 // the writer warps too, the default; 0: by the consumers).
 // Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
 //
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "flashtune/arch.h"
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 #include "generator/backward_family.h"
 #include "generator/backward_workspace.h"
@@ -54,6 +56,10 @@ class HopperBwd final : public BackwardFamily {
         {"bn", "block_n (bn)", {128}, {128}},
         {"bm", "block_m (bm)", {64}, {64}},
         {"det", "deterministic (det)", {0, 1, 2}, {0}},
+        // Deterministic mode: key blocks of a head dispatched c at a time (templates/hopper_bwd.cuh
+        // "Dispatch groups"; 0: all of a head's together), so that the turns of a query block
+        // wait in chains of c blocks.
+        {"dg", "dispatch group (dg)", {0, 2, 4, 8, 16}, {0}},
         // dQ tiles added by the producer warpgroup's idle warps instead of the consumers (always
         // in deterministic mode), the consumers going on to the next step: 0.83-0.84x dqw 0's
         // time at d128 (session 17, B4 N 4096); the default.
@@ -82,6 +88,10 @@ class HopperBwd final : public BackwardFamily {
     if (v.head_dim != 64 && v.head_dim != 128)
       return Status(Code::kInvalidArgument,
                     "hopper_bwd: head_dim (" + std::to_string(v.head_dim) + ") must be 64 or 128");
+    if (v.Param("dg") != 0 && v.Param("det") == 0)
+      return Status(Code::kInvalidArgument,
+                    "hopper_bwd: dg (" + std::to_string(v.Param("dg")) +
+                        ") orders deterministic turns; det 0 takes dg 0");
     if (v.Param("det") == 2 && !v.causal)
       return Status(Code::kInvalidArgument,
                     "hopper_bwd: det 2 (descending turns) orders causal blocks; a non-causal class uses det 1");
@@ -95,7 +105,7 @@ class HopperBwd final : public BackwardFamily {
 
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     (void)target;
-    const int values[] = {128, 64, 0, 1};
+    const int values[] = {128, 64, 0, 0, 1};
     return MakeVariant(cls, values);
   }
 
@@ -108,6 +118,7 @@ class HopperBwd final : public BackwardFamily {
         .Bool("kCausal", v.causal)
         .Bool("kDeterministic", v.Param("det") != 0, "dQ added in key block order")
         .Bool("kTurnsDescending", v.Param("det") == 2, "causal turns from the last key block down")
+        .Int("kDispatchGroup", v.Param("dg"))
         .Bool("kDqWriter", DqWriter(v), "dQ added by the producer warpgroup's writer warps")
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
@@ -115,7 +126,7 @@ class HopperBwd final : public BackwardFamily {
 
   // TMA reads q, k, v and d_o: each stride of a dimension longer than 1 a nonzero multiple of
   // 16 bytes. o, dq, dk, dv go through plain loads and stores. Deterministic calls run det 1
-  // (the runtime sets det from the call, as for fa2_bwd).
+  // or 2 (SetDeterminism).
   Status CanRunBackward(const Variant& v, const BackwardArgs& a) const override {
     (void)v;
     const Problem& f = a.forward.problem;
@@ -151,9 +162,29 @@ class HopperBwd final : public BackwardFamily {
     out->SetArgs(hp);
   }
 
+  // Deterministic calls (session 18's A/B, docs/perf-notes.md "hopper_bwd det: dispatch groups";
+  // bf16 FA-2 grid, time over the default's): causal runs det 2 (descending turns: 1.02-1.08x);
+  // the others det 1 with key blocks dispatched a quarter of the head's at a time (1.06-1.09x at
+  // 8 and 32 key blocks, where all at once cost 1.12-1.22x), all at once from 128 key blocks
+  // (1.02-1.05x). The head's key blocks are counted at the top of the problem's key bucket, so
+  // that every call of a bucket (one launch-cache entry) runs the same kernel.
+  bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic) const override {
+    v.SetParam("det", !deterministic ? 0 : problem.causal ? 2 : 1);
+    v.SetParam("dg", deterministic && !problem.causal ? DispatchGroupFor(problem) : 0);
+    return true;
+  }
+  static int DispatchGroupFor(const Problem& problem) {
+    const int64_t key_blocks = ((int64_t(1) << BucketOf(problem).seqlen_k_bucket) + 127) / 128;
+    if (key_blocks > 64 || key_blocks < 4) return 0;
+    int dg = 2;
+    while (dg * 2 <= key_blocks / 4 && dg < 16) dg *= 2;
+    return dg;
+  }
+
   std::string Describe(const Variant& v) const override {
     return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma" +
            (v.Param("det") == 1 ? " deterministic" : v.Param("det") == 2 ? " deterministic, descending turns" : "") +
+           (v.Param("dg") ? ", dispatched " + std::to_string(v.Param("dg")) + " key blocks a head at a time" : "") +
            (v.Param("dqw") && !v.Param("det") ? " writer" : "");
   }
 };

@@ -261,8 +261,8 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (const char* mode : {"det0_dqw0", "det1_dqw0", "det0_dqw1", "det2_dqw0"}) {  // dqw1: the writer without turns
-          if (!causal && std::string(mode) == "det2_dqw0") continue;  // descending turns: causal only
+        for (const char* mode : {"det0_dg0_dqw0", "det1_dg0_dqw0", "det0_dg0_dqw1", "det2_dg0_dqw0"}) {  // dqw1: the writer without turns
+          if (!causal && std::string(mode) == "det2_dg0_dqw0") continue;  // descending turns: causal only
           auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
                                     "_bn128_bm64_" + mode + (causal ? "_causal" : "_full"));
           ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -276,14 +276,16 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
 // and d128, causal and not, on shapes where many key blocks add into
 // each dq row: GQA 2:1 with 8 key blocks, MQA with Nk > Nq (12 key blocks, 8 query heads each
 // walked by every block; causal blocks see different numbers of query blocks), and MQA with one
-// query block (each writer warp's steps cross heads); det 2 (descending turns, causal) likewise.
+// query block (each writer warp's steps cross heads); det 2 (descending turns, causal) likewise;
+// and both with dispatch groups (dg 2; dg 8: 12 key blocks in a group of 8 and one of 4).
 TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   std::vector<Variant> variants;
   for (int d : {64, 128})
-    for (const char* mode : {"det1_dqw0_full", "det1_dqw0_causal", "det2_dqw0_causal"}) {
+    for (const char* mode : {"det1_dg0_dqw0_full", "det1_dg0_dqw0_causal", "det2_dg0_dqw0_causal", "det1_dg2_dqw0_full",
+                             "det1_dg8_dqw0_causal", "det2_dg2_dqw0_causal"}) {
       auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_" + mode);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);

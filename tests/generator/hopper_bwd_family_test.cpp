@@ -86,30 +86,41 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   EXPECT_EQ(DefaultVariant(Bwd(DType::kBF16, 96, true)).family, "fa2_bwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_bwd");
   // Named by URI it is valid (what `flashtune bench --variant` and the GPU tests use).
-  auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dqw0_causal");
+  auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dg0_dqw0_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(*v, V(DType::kBF16, 128, true));
-  EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_dqw0_causal");
+  EXPECT_EQ(v->Uri(), "hopper_bwd_bf16_d128_bn128_bm64_det0_dg0_dqw0_causal");
   EXPECT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
   EXPECT_EQ(ThreadsPerBlock(*v), 384);
   // det 1 is a valid variant (what the runtime runs for a deterministic call), not searched.
-  auto det = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dqw0_full");
+  auto det = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dg0_dqw0_full");
   ASSERT_TRUE(det.ok()) << det.status().ToString();
   EXPECT_EQ(det->Param("det"), 1);
-  EXPECT_EQ(det->Uri(), "hopper_bwd_bf16_d64_bn128_bm64_det1_dqw0_full");
+  EXPECT_EQ(det->Uri(), "hopper_bwd_bf16_d64_bn128_bm64_det1_dg0_dqw0_full");
   EXPECT_TRUE(CheckVariant(*det).ok()) << CheckVariant(*det).ToString();
   EXPECT_TRUE(FamilyAllows(*det, "det", 1));
   for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("det") != 0) << u.Uri();
   // det 2 (descending turns) orders causal blocks only: valid causal, refused otherwise, naming it.
-  auto det2 = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dqw0_causal");
+  auto det2 = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dg0_dqw0_causal");
   ASSERT_TRUE(det2.ok()) << det2.status().ToString();
   EXPECT_TRUE(CheckVariant(*det2).ok()) << CheckVariant(*det2).ToString();
-  auto det2_full = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dqw0_full");
+  auto det2_full = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det2_dg0_dqw0_full");
   ASSERT_FALSE(det2_full.ok());
   EXPECT_NE(det2_full.status().message().find("det 2 (descending turns) orders causal blocks"), std::string::npos)
       << det2_full.status().ToString();
+  // Dispatch groups order deterministic turns: valid with det 1 or 2, refused with det 0, naming it.
+  auto grouped = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dg8_dqw0_full");
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  EXPECT_EQ(grouped->Param("dg"), 8);
+  EXPECT_NE(Hopper().Describe(*grouped).find("8 key blocks a head at a time"), std::string::npos) << Hopper().Describe(*grouped);
+  auto grouped_det0 = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det0_dg8_dqw1_full");
+  ASSERT_FALSE(grouped_det0.ok());
+  EXPECT_NE(grouped_det0.status().message().find("dg (8) orders deterministic turns"), std::string::npos)
+      << grouped_det0.status().ToString();
+  EXPECT_FALSE(Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dg3_dqw0_full").ok());  // not an allowed value
+  for (const Variant& u : *space) EXPECT_FALSE(u.family == "hopper_bwd" && u.Param("dg") != 0) << u.Uri();
   // dqw 1 (det 0 through the writer warps) is searched next to dqw 0.
-  auto writer = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dqw1_full");
+  auto writer = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dg0_dqw1_full");
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
   EXPECT_TRUE(CheckVariant(*writer).ok()) << CheckVariant(*writer).ToString();
   int writers = 0, hoppers = 0;
@@ -250,8 +261,10 @@ TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   writer128.SetParam("dqw", 1);
   writer64.SetParam("dqw", 1);
   descending64.SetParam("det", 2);  // the turn's key block computed on the writer's 24 registers
-  for (const Variant& v :
-       {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64, descending64}) {
+  Variant grouped128 = det128;  // the dispatch group's remapping of the block index
+  grouped128.SetParam("dg", 8);
+  for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64,
+                           descending64, grouped128}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();

@@ -1,5 +1,5 @@
 // The planner's backward routing: a deterministic call keeps its planned family where that family
-// has a deterministic mode (hopper_bwd and fa2_bwd both do: det 1), and a call the planned
+// has a deterministic mode (hopper_bwd: det 1 or 2 and dispatch groups; fa2_bwd: det 1), and a call the planned
 // family cannot run goes to another family's default, det as the call asks.
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ TEST(PlannerBackward, BothBackwardFamiliesAcceptDetOne) {
   ASSERT_EQ(hopper.family, "hopper_bwd");
   EXPECT_TRUE(FamilyAllows(hopper, "det", 0));
   EXPECT_TRUE(FamilyAllows(hopper, "det", 1));
-  EXPECT_TRUE(FamilyAllows(hopper, "det", 2));  // descending turns (causal), not what the runtime picks
+  EXPECT_TRUE(FamilyAllows(hopper, "det", 2));  // descending turns (causal)
   EXPECT_FALSE(FamilyAllows(hopper, "det", 3));
   EXPECT_FALSE(FamilyAllows(hopper, "no_such_param", 0));
   const Variant fa2 = DefaultVariant(ClassOf(Bwd(128)), MaxSharedMemoryForArch("sm_80"), "sm_80");
@@ -34,34 +34,66 @@ TEST(PlannerBackward, BothBackwardFamiliesAcceptDetOne) {
   EXPECT_TRUE(FamilyAllows(fa2, "det", 1));
 }
 
-// As Launcher::Prepare routes a deterministic call: the planned variant with det 1 where its
-// family allows it (hopper_bwd now does), else Planner::DeterministicVariant.
-TEST(PlannerBackward, DeterministicCallOfAHopperPlanStaysHopperBwdDetOne) {
+// As Launcher::Prepare routes a deterministic call: the planned variant made deterministic by its
+// family (SetDeterminism) where it has the mode, else Planner::DeterministicVariant. hopper_bwd's
+// policy: causal calls run det 2 (descending turns), the others det 1 with dispatch groups.
+TEST(PlannerBackward, DeterministicCallOfAHopperPlanStaysHopperBwd) {
   const DeviceState device = H200();
-  for (int d : {64, 128}) {
-    const Problem p = Bwd(d);
-    Variant planned = DefaultVariant(ClassOf(p));
-    ASSERT_EQ(planned.family, "hopper_bwd") << d;
-    ASSERT_TRUE(FamilyAllows(planned, "det", 1)) << d;
-    planned.SetParam("det", 1);
-    EXPECT_TRUE(CheckVariant(planned, device.max_smem_bytes).ok()) << planned.Uri();
-    BackwardArgs det = Args(p);
-    det.deterministic = true;
-    LaunchPacket packet;
-    packet.sm_count = 132;
-    Status packed = PackBackward(planned, det, &packet);
-    EXPECT_TRUE(packed.ok()) << packed.ToString();
-    // The planner's own pick for a deterministic call of this class is hopper_bwd det 1 too.
-    auto chosen = Planner::DeterministicVariant(device, p, DefaultVariant(ClassOf(p)));
-    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
-    EXPECT_EQ(chosen->Uri(), planned.Uri());
-  }
+  for (int d : {64, 128})
+    for (bool causal : {true, false}) {
+      Problem p = Bwd(d);
+      p.causal = causal;
+      Variant planned = DefaultVariant(ClassOf(p));
+      ASSERT_EQ(planned.family, "hopper_bwd") << d;
+      ASSERT_TRUE(SetDeterminism(planned, p, true)) << d;
+      EXPECT_EQ(planned.Param("det"), causal ? 2 : 1) << planned.Uri();
+      EXPECT_EQ(planned.Param("dg"), causal ? 0 : 2) << planned.Uri();  // 300 keys: the bucket's 512, 4 key blocks
+      EXPECT_TRUE(CheckVariant(planned, device.max_smem_bytes).ok()) << planned.Uri();
+      BackwardArgs det = Args(p);
+      det.deterministic = true;
+      LaunchPacket packet;
+      packet.sm_count = 132;
+      Status packed = PackBackward(planned, det, &packet);
+      EXPECT_TRUE(packed.ok()) << packed.ToString();
+      // The planner's own pick for a deterministic call of this class is the same variant.
+      auto chosen = Planner::DeterministicVariant(device, p, DefaultVariant(ClassOf(p)));
+      ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+      EXPECT_EQ(chosen->Uri(), planned.Uri());
+      // And a call that is not deterministic runs det 0, dg 0 again.
+      ASSERT_TRUE(SetDeterminism(planned, p, false));
+      EXPECT_EQ(planned.Uri(), DefaultVariant(ClassOf(p)).Uri());
+    }
   // Where hopper_bwd does not serve (d96), fa2_bwd's deterministic default.
   const Problem p96 = Bwd(96);
   auto det96 = Planner::DeterministicVariant(device, p96, DefaultVariant(ClassOf(p96)));
   ASSERT_TRUE(det96.ok()) << det96.status().ToString();
   EXPECT_EQ(det96->family, "fa2_bwd");
   EXPECT_EQ(det96->Param("det"), 1);
+}
+
+// The dispatch group of a non-causal deterministic call: a quarter of the head's key blocks (128
+// keys each) counted at the top of the key bucket, 2 .. 16; none (0) past 64 key blocks or under 4.
+TEST(PlannerBackward, DispatchGroupFollowsTheKeyBucket) {
+  const Variant planned = DefaultVariant(ClassOf(Bwd(128)));
+  struct Case {
+    int64_t seqlen_k;
+    int dg;
+  };
+  for (Case c : {Case{300, 2}, Case{1024, 2}, Case{1025, 4}, Case{2048, 4}, Case{4096, 8}, Case{3000, 8},
+                 Case{8192, 16}, Case{8193, 0}, Case{16384, 0}, Case{256, 0}, Case{1, 0}}) {
+    Problem p = Bwd(128);
+    p.causal = false;
+    p.seqlen_k = c.seqlen_k;
+    Variant v = planned;
+    v.causal = false;
+    ASSERT_TRUE(SetDeterminism(v, p, true));
+    EXPECT_EQ(v.Param("dg"), c.dg) << "Nk " << c.seqlen_k;
+    EXPECT_EQ(v.Param("det"), 1);
+  }
+  // fa2_bwd keeps the default policy: det only.
+  Variant fa2 = DefaultVariant(ClassOf(Bwd(128)), MaxSharedMemoryForArch("sm_80"), "sm_80");
+  ASSERT_TRUE(SetDeterminism(fa2, Bwd(128), true));
+  EXPECT_EQ(fa2.Param("det"), 1);
 }
 
 TEST(PlannerBackward, CallTheHopperFamilyCannotRunFallsBackToFa2) {
@@ -75,7 +107,7 @@ TEST(PlannerBackward, CallTheHopperFamilyCannotRunFallsBackToFa2) {
   det.deterministic = true;
   det.d_o_strides.batch = 0;
   Variant planned_det = planned;
-  planned_det.SetParam("det", 1);
+  ASSERT_TRUE(SetDeterminism(planned_det, p, true));
   LaunchPacket packet;
   packet.sm_count = 132;
   Status refused = PackBackward(planned_det, det, &packet);
