@@ -35,9 +35,7 @@ BackwardWorkspaceLayout BackwardWorkspaceLayoutFor(const Problem& p) {
   l.delta_offset = Align256(rows * p.head_dim * 4);
   l.counters_offset = l.delta_offset + Align256(rows * 4);
   l.counters_per_head = (p.seqlen_q + kMinBackwardQueryTile - 1) / kMinBackwardQueryTile;
-  l.stats_offset = l.counters_offset + Align256(p.batch * p.heads_q * l.counters_per_head * 4);
-  l.stat_rows = (p.seqlen_q + 63) / 64 * 64;
-  l.total_bytes = l.stats_offset + Align256(p.batch * p.heads_q * 2 * l.stat_rows * 4);
+  l.total_bytes = l.counters_offset + Align256(p.batch * p.heads_q * l.counters_per_head * 4);
   return l;
 }
 

@@ -23,13 +23,6 @@ struct BackwardWorkspaceLayout {
   int64_t delta_offset = 0;     // rowsum(d_o ∘ o), fp32 [B, Hq, Nq]
   int64_t counters_offset = 0;  // int32 [B, Hq, counters_per_head]
   int64_t counters_per_head = 0;
-  // Per query row, padded to whole 64-row tiles so that a tile is one 256-byte bulk copy:
-  // lse in the exp2 domain (+inf where it is -inf or past the end) then rowsum(d_o ∘ o) (0 past
-  // the end), fp32 [B, Hq, 2, stat_rows]; written by hopper_bwd's preprocess, read by its
-  // producer's bulk copies (an async-proxy write, whose ordering by the stage's mbarrier the
-  // sanitizer's race check follows, where the producer's own stores were reported).
-  int64_t stats_offset = 0;
-  int64_t stat_rows = 0;
   int64_t total_bytes = 0;
 };
 

@@ -33,12 +33,8 @@ __device__ __forceinline__ void store_release(int* p, int x) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(x) : "memory");
 }
 
-// kStats (hopper_bwd): also each row's lse in the exp2 domain (+inf for -inf: P = 0) and delta
-// into `stats` ([B, Hq, 2, stat_rows], the workspace's, rows padded to 64 with +inf / 0 by the
-// head's last block), where the main kernel's bulk copies read whole 64-row tiles.
-template <int kHeadDim, int kRows, int kWarpsPerBlock, bool kStats = false>
-__device__ __forceinline__ void bwd_preprocess_rows(const ft_abi::Fa2BwdParams& p, bool zero_counter,
-                                                    float* stats = nullptr, int stat_rows = 0) {
+template <int kHeadDim, int kRows, int kWarpsPerBlock>
+__device__ __forceinline__ void bwd_preprocess_rows(const ft_abi::Fa2BwdParams& p, bool zero_counter) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int head = blockIdx.y, batch = blockIdx.z;
   const int Nq = p.seqlen_q;
@@ -54,25 +50,8 @@ __device__ __forceinline__ void bwd_preprocess_rows(const ft_abi::Fa2BwdParams& 
 #pragma unroll
     for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
     if (lane == 0) p.delta[row_base + row] = sum;
-    if constexpr (kStats) {
-      if (lane == 0) {
-        const float l = p.lse[row_base + row];
-        float* st = stats + ((i64)batch * p.heads_q + head) * 2 * stat_rows + row;
-        st[0] = l == kNegInf ? __int_as_float(0x7f800000) : l * 1.4426950408889634f;  // log2(e)
-        st[stat_rows] = sum;
-      }
-    }
     float* acc = p.dq_accum + (row_base + row) * kHeadDim;
     for (int d = lane; d < kHeadDim; d += 32) acc[d] = 0.f;
-  }
-  if constexpr (kStats) {
-    if (blockIdx.x == gridDim.x - 1) {  // the padding after the head's last row
-      float* st = stats + ((i64)batch * p.heads_q + head) * 2 * stat_rows;
-      for (int row = Nq + threadIdx.x; row < stat_rows; row += blockDim.x) {
-        st[row] = __int_as_float(0x7f800000);
-        st[stat_rows + row] = 0.f;
-      }
-    }
   }
   // The counter of this block's rows (the workspace has one per kRows rows of each head).
   if (zero_counter && threadIdx.x == 0 && blockIdx.x < p.counters_per_head)

@@ -114,11 +114,8 @@ struct HopperBwdParams {
   TensorMap tmap_v;
   TensorMap tmap_do;
   Fa2BwdParams base;
-  float* stats;   // workspace: fp32 [B, Hq, 2, stat_rows]: lse (exp2 domain), delta; 64-row padded
-  int stat_rows;  // Nq rounded up to 64
 };
-static_assert(sizeof(HopperBwdParams) == (4 * 128 + sizeof(Fa2BwdParams) + 16 + 63) / 64 * 64,
-              "HopperBwdParams layout drifted");
+static_assert(sizeof(HopperBwdParams) == 4 * 128 + sizeof(Fa2BwdParams), "HopperBwdParams layout drifted");
 
 // decode_fwd (templates/decode_fwd.cuh): both of its kernels (the split and the combine).
 struct DecodeParams {

@@ -6,19 +6,16 @@
 // Three kernels of one module, launched in order on one stream with the same parameters:
 //  1. FT_KERNEL_NAME (preprocess): delta = rowsum(d_o ∘ o) per query row; zeroes the fp32 dq
 //     accumulator and the ordering counters (fa2_bwd's preprocess, on this family's parameter
-//     struct); and each row's lse in the exp2 domain (+inf for rows with no visible key, so
-//     their P is exactly 0) and delta into the workspace's stats, padded to 64-row tiles (+inf,
-//     0).
+//     struct).
 //  2. FT_KERNEL_NAME_main: one thread block per (key block of kBlockN = 128 keys, K/V head,
 //     batch); a producer warpgroup and two consumer warpgroups, consumer cw owning keys
 //     64cw .. 64cw + 63 of the block (every wgmma has M = 64).
 //     - the producer's first warp: lane 0 loads the block's K and V tiles once, then for each
-//       query step the Q and d_o tiles (kBlockM = 64 queries) into a two-stage ring by TMA, and
-//       the step's 64 lse / delta values by two bulk copies (async-proxy writes, which
-//       compute-sanitizer's race check sees ordered by the mbarrier; the 32 lanes' stores
-//       before session 18 were reported as 120 hazards). A stage's "full" mbarrier completes
-//       with those bytes; its "empty" one with one arrival per consumer warp once its wgmmas
-//       have read the stage.
+//       query step the Q and d_o tiles (kBlockM = 64 queries) into a two-stage ring by TMA;
+//       all 32 lanes copy the step's lse (in the exp2 domain; +inf for rows past the end or
+//       with no visible key, so their P is exactly 0) and delta into shared memory. A stage's
+//       "full" mbarrier completes with the TMA bytes and the 32 lanes' arrivals; its "empty"
+//       one with one arrival per consumer warp once its wgmmas have read the stage.
 //     - per step, each consumer: Sᵀ = K_cw Qᵀ and dPᵀ = V_cw d_oᵀ (64 keys × 64 queries, SS
 //       wgmma, K-major operands); Pᵀ = exp2(Sᵀ·scale·log2e − lse2) (masked: keys past the end,
 //       causal), dSᵀ = Pᵀ ∘ (dPᵀ − delta), both packed to 16 bits in the accumulator layout,
@@ -224,8 +221,7 @@ __device__ __forceinline__ void gemm_dq(float (&acc)[kDqCols / 2], u32 ds_addr, 
 // 1. delta = rowsum(d_o ∘ o); zero the dq accumulator (and, deterministic, the ordering
 // counters). Grid (ceil(Nq / 16), Hq, B), 128 threads: one warp per row at a time.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(const __grid_constant__ ft::FtParams params) {
-  ft::bwd_preprocess_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32, true>(params.base, ft::kDeterministic,
-                                                                                  params.stats, params.stat_rows);
+  ft::bwd_preprocess_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32>(params.base, ft::kDeterministic);
 }
 
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
@@ -290,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
   if (tid == 0) {
     mbar_init(bar_kv, 1);
     for (int s = 0; s < 2; ++s) {
-      mbar_init(bar_full(s), 1);  // the producer's arrival with the TMA bytes
+      mbar_init(bar_full(s), 1 + 32);  // the TMA bytes' arrival and the producer warp's 32 lanes
       mbar_init(bar_empty(s), 8);      // one arrival per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -324,21 +320,33 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
           tma_load_4d(sV + c * kKVChunkBytes, &params.tmap_v, c * 64, kv_head, n0, batch, bar_kv);
         }
       }
-      for (int it = 0; it < total && lane == 0; ++it) {
+      for (int it = 0; it < total; ++it) {
         const int s = it & 1;
         const u32 phase = (u32)(it >> 1) & 1u;
         const int hq = step_head(it), m0 = step_m0(it);
         mbar_wait(bar_empty(s), phase ^ 1u);
-        mbar_expect_tx(bar_full(s), 2 * kQBytes + 2 * kBlockM * 4);
+        if (lane == 0) {
+          mbar_expect_tx(bar_full(s), 2 * kQBytes);
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          tma_load_4d(sQ + s * kQBytes + c * kQChunkBytes, &params.tmap_q, c * 64, hq, m0, batch, bar_full(s));
-          tma_load_4d(sdO + s * kQBytes + c * kQChunkBytes, &params.tmap_do, c * 64, hq, m0, batch, bar_full(s));
+          for (int c = 0; c < kChunks; ++c) {
+            tma_load_4d(sQ + s * kQBytes + c * kQChunkBytes, &params.tmap_q, c * 64, hq, m0, batch, bar_full(s));
+            tma_load_4d(sdO + s * kQBytes + c * kQChunkBytes, &params.tmap_do, c * 64, hq, m0, batch, bar_full(s));
+          }
         }
-        // The step's lse (exp2 domain) and delta: 64 rows each of the preprocess's padded stats.
-        const float* stats = params.stats + ((i64)batch * p.heads_q + hq) * 2 * params.stat_rows + m0;
-        bulk_load(sLse + (u32)(s * kBlockM) * 4, stats, kBlockM * 4, bar_full(s));
-        bulk_load(sDelta + (u32)(s * kBlockM) * 4, stats + params.stat_rows, kBlockM * 4, bar_full(s));
+        const i64 row_base = ((i64)batch * p.heads_q + hq) * Nq;
+#pragma unroll
+        for (int j = 0; j < kBlockM / 32; ++j) {
+          const int r = lane + 32 * j, q = m0 + r;
+          float l2 = __int_as_float(0x7f800000), dl = 0.f;
+          if (q < Nq) {
+            const float l = p.lse[row_base + q];
+            if (l != kNegInf) l2 = l * kLog2e;
+            dl = p.delta[row_base + q];
+          }
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sLse + (u32)(s * kBlockM + r) * 4), "f"(l2) : "memory");
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sDelta + (u32)(s * kBlockM + r) * 4), "f"(dl) : "memory");
+        }
+        mbar_arrive(bar_full(s));  // release: the stores above are visible to the waiting consumers
       }
     } else if (kDqWriter && tid < 32 * (1 + kWriterWarps)) {
       // ---- the dQ writer: warp 1 + b adds buffer b; deterministic mode takes turns ----------

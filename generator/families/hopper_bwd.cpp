@@ -147,9 +147,6 @@ class HopperBwd final : public BackwardFamily {
     const int block_n = v.Param("bn"), block_m = v.Param("bm");
     ft_abi::HopperBwdParams hp{};
     hp.base = detail::Fa2BwdParamsFor(a);
-    const detail::BackwardWorkspaceLayout layout = detail::BackwardWorkspaceLayoutFor(a.problem());
-    hp.stats = reinterpret_cast<float*>(static_cast<unsigned char*>(fa.workspace) + layout.stats_offset);
-    hp.stat_rows = int(layout.stat_rows);
 
     out->tensor_maps = 4;
     out->maps[0] = detail::HopperTensorMapFor(offsetof(ft_abi::HopperBwdParams, tmap_q), f.dtype, fa.q, fa.q_strides,

@@ -56,8 +56,7 @@ struct BackwardArgs {
 // Device workspace bytes a backward call of `problem`'s shape needs (any variant; 0 for an
 // invalid shape). The layout (generator/backward_args.cpp, BackwardWorkspaceLayout) is: dq
 // accumulator fp32 [B, Hq, Nq, D], rowsum(d_o ∘ o) fp32 [B, Hq, Nq], ordering counters int32
-// [B, Hq, ceil(Nq / 16)], per-row stats fp32 [B, Hq, 2, Nq rounded up to 64], each 256-byte
-// aligned.
+// [B, Hq, ceil(Nq / 16)], each 256-byte aligned.
 int64_t BackwardWorkspaceBytes(const Problem& problem);
 
 // Checks what can be checked without a GPU: the forward part as ValidateForwardArgs, the dense
