@@ -3,11 +3,12 @@
 SDPA's flash and cuDNN backward, in the same run, on FA-2's grid (hidden 2048, B·N = 16k).
 
 usage: backward_bench.py [--db PATH] [--head-dims 64,128] [--seqlens 1024,4096,16384]
-                         [--dtypes bf16] [--reps 20]
+                         [--dtypes bf16] [--reps 20] [--timing queued|sync]
 Needs torch with CUDA and the flashtune package (installed, or python/ on sys.path with
 FLASHTUNE_LIB set).
 
-Each timing is the median of --reps CUDA-event-timed calls after 3 warm-up calls. TFLOP/s use
+Each timing is the median of --reps CUDA-event-timed calls after 3 warm-up calls, queued back
+to back (--timing sync: each call synchronised, adding the host's launch latency). TFLOP/s use
 the backward convention: 2.5 x the forward's 4·B·H·N²·D, halved when causal. SDPA is timed as
 torch.autograd.grad of its output (retain_graph), which launches its backward kernels only.
 Prints one table row per shape; the last lines are the geomean ratios.
@@ -27,18 +28,25 @@ from flashtune import _capi, ops
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
+QUEUED = True  # --timing: queued (default) or sync
+
+
 def median_ms(fn, reps):
+    """Median of reps calls, an event pair around each: queued back to back with one
+    synchronisation at the end (the GPU's time per call), or with --timing sync each call
+    synchronised (its time then also holds the host's launch latency)."""
     for _ in range(3):
         fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for start, end in events:
         start.record()
         fn()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        if not QUEUED:
+            end.synchronize()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
 def bench_shape(rt, dtype, d, n, causal, reps):
@@ -88,7 +96,11 @@ def main():
     ap.add_argument("--seqlens", default="1024,4096,16384")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
+                    help="queued: calls back to back, one synchronisation at the end; sync: each call synchronised")
     a = ap.parse_args()
+    global QUEUED
+    QUEUED = a.timing == "queued"
     torch.cuda.init()
     ratios_flash, ratios_cudnn, det_cost = [], [], []
     print(f"{'shape':34} {'ft ms':>8} {'det ms':>8} {'flash ms':>9} {'cudnn ms':>9} {'ft TF/s':>8} {'flash':>6} "

@@ -141,9 +141,17 @@ def check_kernel(kern, log):
     return worst
 
 
-def bench(fn, reps=30, warmup_s=0.05):
+def bench(fn, reps=30, warmup_s=0.05, queued=True):
     """Median milliseconds of `reps` calls of fn, each bracketed by CUDA events on the current
-    stream, after a warm-up of warmup_s seconds (shared by compare_torch.py and perf_report.py)."""
+    stream, after a warm-up of warmup_s seconds (shared by compare_torch.py and perf_report.py).
+
+    queued (the default): the timed calls are queued back to back and synchronised once at the
+    end, so each event pair times the GPU's work for one call while the host is ahead of it, as
+    in a training step; a call whose host side is slower than its kernel still shows it (the
+    GPU waits between its events). queued=False synchronises after every call, so each call
+    starts on an idle GPU and its time also holds the host's launch latency (the Python call,
+    the library's dispatch): 10-40 µs more on every system, a large share of a short kernel's
+    time (session 18, docs/perf-notes.md)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -151,15 +159,15 @@ def bench(fn, reps=30, warmup_s=0.05):
     while time.time() < t_end:  # synchronised: queued launches would spill into the timed calls
         fn()
         torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in events:
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+        if not queued:
+            b.synchronize()
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in events)
     return times[len(times) // 2]
 
 

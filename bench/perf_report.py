@@ -245,7 +245,9 @@ def render_plot(doc, path):
                  f"flashtune vs PyTorch SDPA (hidden {GRID_HIDDEN}, B·N = 16k)", fontsize=13)
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), bbox_to_anchor=(0.5, 1 - 0.42 / fig.get_figheight()),
                frameon=False, fontsize=10)
-    notes = ["TFLOP/s = 4·B·H·N²·D / time (halved for causal); median of CUDA-event timings"]
+    timing = doc.get("meta", {}).get("timing", "")
+    notes = ["TFLOP/s = 4·B·H·N²·D / time (halved for causal); median of CUDA-event timings"
+             + (", calls queued" if "queued" in timing else ", calls synchronised" if "synchronised" in timing else "")]
     gone = missing_grid(doc)
     if gone:
         notes.append("not measured: " + ", ".join(gone))
@@ -318,7 +320,7 @@ def measure(a, doc, json_path):
     from kernel_probe import bench as time_calls  # needs torch and the CUDA driver: GPU runs only
 
     def bench(fn):
-        return time_calls(fn, a.reps, a.warmup_s)
+        return time_calls(fn, a.reps, a.warmup_s, queued=a.timing == "queued")
 
     torch.cuda.init()
     torch.zeros(1, device="cuda")  # torch's primary context is current on this thread: flashtune launches there
@@ -423,6 +425,10 @@ def main(argv=None):
     ap.add_argument("--no-extra", action="store_true", help="leave out B1 H32 N8192 d128")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per system and shape (>= 30)")
     ap.add_argument("--warmup-s", type=float, default=0.05, help="warm-up time per system and shape")
+    ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
+                    help="queued: the timed calls back to back, one synchronisation at the end (the GPU's time "
+                         "per call); sync: each call synchronised, so its time holds the host's launch latency "
+                         "(kernel_probe.bench)")
     ap.add_argument("--tune-timeout-s", type=int, default=900, help="limit per `flashtune tune` command")
     ap.add_argument("--tune-d256-seqlens", default="1024,4096,16384", help="N values tuned for d256")
     ap.add_argument("--time-limit-s", type=float, default=0, help="stop starting new shapes after this long (0: none)")
@@ -443,8 +449,9 @@ def main(argv=None):
     if any(dt not in GRID_DTYPES for dt in a.dtypes):
         ap.error(f"--dtypes takes bf16 and f16, got {','.join(a.dtypes)}")
     doc = {"meta": {"command": shlex.join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
-                    "timing": f"CUDA events on torch's current stream, warm-up {a.warmup_s} s, median of {a.reps}; "
-                              "flashtune through libflashtune.so's ft_forward (the python/ package)",
+                    "timing": f"CUDA events on torch's current stream, warm-up {a.warmup_s} s, median of {a.reps} "
+                              + ("calls queued back to back" if a.timing == "queued" else "calls, each synchronised")
+                              + "; flashtune through libflashtune.so's ft_forward (the python/ package)",
                     "flops": "4*B*H*N^2*D, halved for causal"},
            "systems": list(SYSTEMS), "rows": []}
     if a.db:
