@@ -4,11 +4,13 @@ SDPA's flash and cuDNN backward, in the same run, on FA-2's grid (hidden 2048, B
 
 usage: backward_bench.py [--db PATH] [--head-dims 64,128] [--seqlens 1024,4096,16384]
                          [--dtypes bf16] [--reps 20] [--timing queued|sync]
+                         [--warmup-s 0.1]
 Needs torch with CUDA and the flashtune package (installed, or python/ on sys.path with
 FLASHTUNE_LIB set).
 
-Each timing is the median of --reps CUDA-event-timed calls after 3 warm-up calls, queued back
-to back (--timing sync: each call synchronised, adding the host's launch latency). TFLOP/s use
+Each timing is the median of --reps CUDA-event-timed calls after a warm-up (3 calls, then
+--warmup-s seconds of calls), queued back to back (--timing sync: each call synchronised,
+adding the host's launch latency). TFLOP/s use
 the backward convention: 2.5 x the forward's 4·B·H·N²·D, halved when causal. SDPA is timed as
 torch.autograd.grad of its output (retain_graph), which launches its backward kernels only.
 Prints one table row per shape; the last lines are the geomean ratios.
@@ -17,6 +19,7 @@ import argparse
 import ctypes
 import math
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -29,15 +32,23 @@ TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
 QUEUED = True  # --timing: queued (default) or sync
+WARMUP_S = 0.1  # --warmup-s
 
 
 def median_ms(fn, reps):
     """Median of reps calls, an event pair around each: queued back to back with one
     synchronisation at the end (the GPU's time per call), or with --timing sync each call
-    synchronised (its time then also holds the host's launch latency)."""
+    synchronised (its time then also holds the host's launch latency). First, calls for
+    WARMUP_S seconds (at least 3): three calls alone left the GPU's clock ramping for the first
+    system timed at a short shape (session 18: the default at causal N 1k read 8-13% slower
+    than in `flashtune bench`, and slower than the deterministic mode timed right after it)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
+    t_end = time.time() + WARMUP_S
+    while time.time() < t_end:
+        fn()
+        torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for start, end in events:
         start.record()
@@ -98,9 +109,11 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
                     help="queued: calls back to back, one synchronisation at the end; sync: each call synchronised")
+    ap.add_argument("--warmup-s", type=float, default=0.1, help="warm-up time per timed function (after 3 calls)")
     a = ap.parse_args()
-    global QUEUED
+    global QUEUED, WARMUP_S
     QUEUED = a.timing == "queued"
+    WARMUP_S = a.warmup_s
     torch.cuda.init()
     ratios_flash, ratios_cudnn, det_cost = [], [], []
     print(f"{'shape':34} {'ft ms':>8} {'det ms':>8} {'flash ms':>9} {'cudnn ms':>9} {'ft TF/s':>8} {'flash':>6} "
