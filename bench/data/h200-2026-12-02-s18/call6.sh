@@ -19,7 +19,7 @@ SECTIONS="--section SpeedOfLight --section LaunchStats --section Occupancy --sec
 for shape in "128 32 512 16 0" "128 16 1024 16 1"; do
   set -- $shape; tag=d$1_N$3_c$5
   for who in ours cudnn; do
-    if [ $who = ours ]; then re='regex:hopper_fwd'; else re='regex:^(?!.*hopper_fwd).*(sdpa|fprop|fmha|attn|flash).*'; fi
+    if [ $who = ours ]; then re='regex:hopper_fwd'; else re='regex:cudnn|sdpa|fmha|fprop'; fi
     PYTHONPATH=$PWD/python FLASHTUNE_LIB=$BIN/libflashtune.so timeout 90 $NCU --clock-control none --target-processes all \
       --kernel-name "$re" --launch-skip 3 --launch-count 1 $SECTIONS \
       python3 bench/data/h200-2026-12-02-s18/ncu_fwd.py $DB bf16 $1 $2 $3 $4 $5 > $OUT/ncu-$tag-$who.txt 2>&1
