@@ -178,15 +178,32 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   }
   const int page_mask = (1 << p.block_shift) - 1;
 
+  // Paged K/V: the page of each of this thread's rows in a step, loaded one step ahead of the
+  // copies that use it. Loaded right before its cp.async, a page-table read stalled the warp an
+  // L1/L2 round trip at the top of every step (in-order issue), compute included.
+  constexpr int kChunks = kBlockN * kChunksPerRow;
+  constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
+  int pages[kIssueIters];
+  auto load_pages = [&](int it) {
+    if (table == nullptr) return;
+    const int n0 = (w.step0 + it) * kBlockN;
+#pragma unroll
+    for (int i = 0; i < kIssueIters; ++i) {
+      const int c = i * kThreads + tid;
+      const int key = n0 + c / kChunksPerRow;
+      pages[i] = it < w.steps && (kChunks % kThreads == 0 || c < kChunks) && key < w.n_k ? table[key >> p.block_shift] : -1;
+    }
+  };
+
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
+  // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
   auto issue_step = [&](int it) {
     if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
-      constexpr int kChunks = kBlockN * kChunksPerRow;
 #pragma unroll
-      for (int c0 = 0; c0 < kChunks; c0 += kThreads) {
-        const int c = c0 + tid;
+      for (int i = 0; i < kIssueIters; ++i) {
+        const int c = i * kThreads + tid;
         if (kChunks % kThreads == 0 || c < kChunks) {
           const int r = c / kChunksPerRow;
           const int col = (c % kChunksPerRow) * 8;
@@ -195,7 +212,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
           i64 koff = 0, voff = 0;
           if (valid) {
             if (table != nullptr) {
-              const int page = table[key >> p.block_shift];
+              const int page = pages[i];
               valid = page >= 0 && page < p.num_blocks;
               const int in_page = key & page_mask;
               koff = (i64)page * p.k_stride[0] + (i64)in_page * p.k_stride[1];
@@ -212,6 +229,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       }
     }
     cp_async_commit();  // empty groups keep the wait counts uniform
+    load_pages(it + 1);
   };
 
   float acc_o[kRowTiles][kDTiles][4];
@@ -241,6 +259,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       cp_async16(sQ_addr + (u32)((r * kRowStride + col) * 2), valid ? src : p.q, valid ? 16 : 0);
     }
     cp_async_commit();
+    load_pages(0);
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) issue_step(s);
 
