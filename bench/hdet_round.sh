@@ -45,8 +45,8 @@ if [ "${1:-}" = --pack ]; then
   CACHE=$(cd "$CARRY" && mkdir -p cache && cd cache && pwd)
   scratch=$(mktemp -d)
   for u in ${FA2_128}_full ${FA2_128}_causal ${FA2_64}_full ${FA2_64}_causal \
-    hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det{0,1}_dqw0_{full,causal} \
-    hopper_bwd_bf16_d{64,128}_bn128_bm64_det0_dqw1_{full,causal} hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det2_dqw0_causal; do
+    hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det{0,1}_dg0_dqw0_{full,causal} \
+    hopper_bwd_bf16_d{64,128}_bn128_bm64_det0_dg0_dqw1_{full,causal} hopper_bwd_{bf16,f16}_d{64,128}_bn128_bm64_det2_dg0_dqw0_causal; do
     (cd "$scratch" && "$BUILD/flashtune" generate --variant "$u" -o "$u" &&
       FLASHTUNE_CACHE_DIR=$CACHE "$BUILD/flashtune" compile "$u" --arch sm_90a --option=--minimal >/dev/null) ||
       { echo "cannot compile $u" >&2; exit 1; }
@@ -77,7 +77,7 @@ for run in memcheck:128:1 memcheck:64:1 synccheck:64:1 memcheck:128:2 memcheck:6
   echo "== $tool d$d det$det" >>"$OUT/sanitizer.log"
   timeout -k 1 "${SANITIZE_S:-4}" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$BIN/flashtune" bench \
     --operation bwd --dtype bf16 --head-dim "$d" --causal 1 --batch 1 --seqlen-q 200 --seqlen-k 300 --heads-q 4 \
-    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det${det}_dqw0_causal" >>"$OUT/sanitizer.log" 2>&1
+    --heads-kv 2 --variant "hopper_bwd_bf16_d${d}_bn128_bm64_det${det}_dg0_dqw0_causal" >>"$OUT/sanitizer.log" 2>&1
   s+=("$tool d$d det$det: exit $? (9: errors), $(($(date +%s) - t)) s: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
   t=$(date +%s)
 done
@@ -87,10 +87,10 @@ for d in 128 64; do
   for c in 0 1; do
     suffix=$([ "$c" = 1 ] && echo _causal || echo _full)
     h=hopper_bwd_bf16_d${d}_bn128_bm64
-    variants=${h}_det0_dqw0$suffix,${h}_det1_dqw0$suffix
+    variants=${h}_det0_dg0_dqw0$suffix,${h}_det1_dg0_dqw0$suffix
     [ "${WITH_FA2:-0}" = 1 ] && variants=$variants,$fa2$suffix
-    [ "${WITH_WRITER:-0}" = 1 ] && variants=$variants,${h}_det0_dqw1$suffix
-    [ "${WITH_DESC:-0}" = 1 ] && [ "$c" = 1 ] && variants=$variants,${h}_det2_dqw0$suffix
+    [ "${WITH_WRITER:-0}" = 1 ] && variants=$variants,${h}_det0_dg0_dqw1$suffix
+    [ "${WITH_DESC:-0}" = 1 ] && [ "$c" = 1 ] && variants=$variants,${h}_det2_dg0_dqw0$suffix
     echo "== d$d causal$c" >>"$OUT/ab.log"
     timeout -k 1 "${AB_S:-12}" "$BIN/flashtune" bench --operation bwd --dtype bf16 --head-dim "$d" --causal "$c" \
       --batch 4 --seqlen-q 4096 --heads-q $((2048 / d)) --rounds "${AB_ROUNDS:-5}" \
@@ -109,10 +109,10 @@ grep -E '^\[ errors' "$OUT/tests.log" | awk '{ tol = $NF; sub(/\)/, "", tol); to
 printf '%s\n' "${s[@]}"
 # The table: one row per shape (median µs of each variant), the ratios, their geomeans last.
 awk '/^== d/ { shape = $2 " " $3; order[++n] = shape; next }
-  /^hopper_bwd_.*_det0_dqw0_/ { s0[shape] = $2; t0[shape] = $3 }
+  /^hopper_bwd_.*_det0_dg0_dqw0_/ { s0[shape] = $2; t0[shape] = $3 }
   /^hopper_bwd_.*_det1_/ { s1[shape] = $2; t1[shape] = $3 }
   /^hopper_bwd_.*_det2_/ { s2[shape] = $2; t2[shape] = $3 }
-  /^hopper_bwd_.*_det0_dqw1_/ { sw[shape] = $2; tw[shape] = $3 }
+  /^hopper_bwd_.*_det0_dg0_dqw1_/ { sw[shape] = $2; tw[shape] = $3 }
   /^fa2_bwd_/ { sf[shape] = $2; tf[shape] = $3 }
   END {
     printf "%-13s %-4s %8s %-4s %8s %-4s %9s %9s %12s\n", "shape", "det0", "us", "det1", "us", "fa2det1", "us", "det1/det0", "det1/fa2det1"
