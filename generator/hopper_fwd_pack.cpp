@@ -77,14 +77,14 @@ TmaExtents TmaExtentsOf(const ForwardArgs& a) {
 std::string HopperUri(const HopperConfig& c) {
   return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
          std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
-         std::to_string(c.stages) + "_p" + (c.persistent ? "1" : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
+         std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
          (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
   const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
-  return 1024 + tile_q + 2 * c.stages * tile_kv + (2 + 4 * c.stages) * 8;
+  return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + (2 * c.q_buffers + 4 * c.stages) * 8;
 }
 
 int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
@@ -141,6 +141,9 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
     return Invalid(uri + ": block_n (" + std::to_string(c.block_n) + ") must be a multiple of 16 in [16, 256]");
   if (c.stages < 2 || c.stages > 4) return Invalid(uri + ": stages (" + std::to_string(c.stages) + ") must be 2, 3 or 4");
+  if (c.q_buffers != 1 && !(c.q_buffers == 2 && c.persistent))
+    return Invalid(uri + ": q_buffers (" + std::to_string(c.q_buffers) +
+                   ") must be 1, or 2 with the persistent tile loop (a block of one tile has no next Q)");
   // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
   const int blocks = HopperBlocksPerSm(c);
   if (!AccumulatorsFit(c, blocks))
@@ -166,6 +169,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Bool("kPersistent", c.persistent)
       .Bool("kPingPong", c.pingpong && c.consumer_wgs > 1, "turns between consumer warpgroups")
       .Bool("kOverlap", c.overlap, "S of block j+1 before P V of block j")
+      .Int("kQBuffers", c.q_buffers)
       .Int("kSmemBytes", HopperSmemBytes(c))
       .Int("kBlocksPerSm", HopperBlocksPerSm(c))
       .Finish("hopper_fwd.cuh");

@@ -44,6 +44,7 @@ struct HopperConfig {
   bool persistent = false;  // grid of at most one block per SM, each looping over tiles
   bool pingpong = true;     // consumer warpgroups take turns issuing wgmma (no effect with one)
   bool overlap = true;      // S of block j+1 issued before P V of block j
+  int q_buffers = 1;        // 2 (persistent only): the next tile's Q loads into a second buffer
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -52,14 +53,14 @@ using HopperTensorMap = ft_abi::TensorMap;
 using HopperParams = ft_abi::HopperParams;
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
-// for a persistent variant, pp0 without ping-pong, ov0 without intra-warpgroup overlap): the
-// hopper_fwd family's variant URI.
+// for a persistent variant, p2 for one with two Q buffers, pp0 without ping-pong, ov0 without
+// intra-warpgroup overlap): the hopper_fwd family's variant URI.
 std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
 Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 232448);
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
-// tile, `stages` K and V tiles, and the mbarriers (2 + 4 * stages).
+// tile(s), `stages` K and V tiles, and the mbarriers (2 per Q buffer + 4 * stages).
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);

@@ -28,6 +28,11 @@
 //    longest first: the last query block (which sees the most keys) of every (head, batch),
 //    then the one before, ...; in odd rounds the blocks take the round's tiles in reverse, so
 //    that no block always draws the longest tile of its round.
+//  - kQBuffers = 2 (persistent only): two Q buffers used by alternate tiles, so the next tile's
+//    Q loads while this tile computes and its O is stored from the other buffer; with one,
+//    that Q waits for this tile's O store to have read the buffer (a load latency per tile,
+//    which short sequences' tiles of few K/V blocks feel most). Prepared in session 18 after
+//    ncu at d128 N 512 (docs/perf-notes.md); not yet measured on the GPU.
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
@@ -69,7 +74,9 @@ constexpr bool kCausal = false;
 constexpr bool kPersistent = false;
 constexpr bool kPingPong = true;
 constexpr bool kOverlap = true;
-constexpr int kSmemBytes = 1024 + kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 + 4 * kStages) * 8;
+constexpr int kQBuffers = 1;
+constexpr int kSmemBytes =
+    1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 * kQBuffers + 4 * kStages) * 8;
 constexpr int kBlocksPerSm = 1;
 }  // namespace ft_config
 #endif
@@ -118,8 +125,8 @@ constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
 constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
-constexpr int kBarriers = 2 + 4 * kStages;              // q_full, k/v full and empty per stage, q_empty
-constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
+constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;  // q_full, k/v full and empty per stage, q_empty (per Q buffer)
+constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBuffers * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
 // Registers: each of kMinBlocks resident blocks gets its share of the 64K register file (the
 // launch bound: per thread, rounded down to 8); the producer keeps 24 and the consumers share
 // the rest, at most 240. One consumer warpgroup: 232, 136, 104 at two, three, four blocks per SM.
@@ -143,6 +150,7 @@ static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
               "block_n must be a multiple of 16 in [16, 256] (wgmma N and TMA box limits)");
 static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
+static_assert(kQBuffers == 1 || (kQBuffers == 2 && kPersistent), "two Q buffers serve persistent blocks only");
 static_assert(kBlocksPerSm >= 1 && kBlocksPerSm <= 4 && (kBlocksPerSm == 1 || kConsumerWarpgroups == 1),
               "blocks per SM must be 1, or 2-4 with one consumer warpgroup");
 static_assert(!kPingPong || kConsumerWarpgroups > 1, "ping-pong needs two or more consumer warpgroups");
@@ -275,10 +283,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   // Varlen: a block whose only tile lies past its sequence's end leaves before any barrier.
   if (!kPersistent && varlen && tile_at(0).m0 >= tile_at(0).nq) return;
 
-  // Shared memory: [Q chunks][K stages][V stages][barriers], every tile 1024-byte aligned.
+  // Shared memory: [Q chunks (x kQBuffers)][K stages][V stages][barriers], every tile 1024-byte
+  // aligned.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
   const u32 sQ = base;
-  const u32 sK = sQ + kQBytes;
+  const u32 sK = sQ + kQBuffers * kQBytes;
   const u32 sV = sK + kStages * kKVBytes;
   const u32 bars = sV + kStages * kKVBytes;
   const u32 bar_q = bars;
@@ -289,10 +298,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   // The Q tile (which also stages O) is free again: one arrival per consumer warpgroup once
   // its O store has read shared memory. Only persistent blocks load a second Q.
   const u32 bar_q_empty = bars + 8u * (1 + 4 * kStages);
+  // Tile number `tiles` of this block uses Q buffer tiles % kQBuffers, whose barriers (the second
+  // buffer's after bar_q_empty) complete their phase (tiles / kQBuffers) & 1 for it.
+  auto q_buf = [&](int tiles) { return kQBuffers > 1 ? tiles & 1 : 0; };
+  auto q_phase = [&](int tiles) { return (u32)(kQBuffers > 1 ? tiles >> 1 : tiles) & 1u; };
+  auto q_full_bar = [&](int b) { return b == 0 ? bar_q : bars + 8u * (2 + 4 * kStages); };
+  auto q_empty_bar = [&](int b) { return b == 0 ? bar_q_empty : bars + 8u * (3 + 4 * kStages); };
 
   if (tid == 0) {
-    mbar_init(bar_q, 1);
-    mbar_init(bar_q_empty, kConsumerWarpgroups);
+    for (int b = 0; b < kQBuffers; ++b) {
+      mbar_init(q_full_bar(b), 1);
+      mbar_init(q_empty_bar(b), kConsumerWarpgroups);
+    }
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bar_k_full(s), 1);
       mbar_init(bar_v_full(s), 1);
@@ -328,11 +345,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           if (it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
-            mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
-            mbar_expect_tx(bar_q, kQBytes);
+            const int qb = q_buf(tiles);
+            mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
+            mbar_expect_tx(q_full_bar(qb), kQBytes);
 #pragma unroll
             for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(sQ + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0, tile.tb, bar_q);
+              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
+                          tile.tb, q_full_bar(qb));
           }
           mbar_wait(bar_v_empty(s), phase ^ 1u);
           mbar_expect_tx(bar_v_full(s), kKVBytes);
@@ -345,8 +364,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
         // phase per tile on both sides (a side two phases ahead would alias the parity).
         if (tile.n_blocks == 0) {
-          mbar_wait(bar_q_empty, ((u32)tiles & 1u) ^ 1u);
-          mbar_arrive(bar_q);
+          mbar_wait(q_empty_bar(q_buf(tiles)), q_phase(tiles) ^ 1u);
+          mbar_arrive(q_full_bar(q_buf(tiles)));
         }
       }
     }
@@ -359,7 +378,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     const int lane = tid % 32;
     const int g = lane / 4;
     const int t = lane % 4;
-    const u32 sQw = sQ + cw * kRowsPerWarpgroup * 128;  // this warpgroup's rows of each Q chunk
+    // This warpgroup's rows of each Q chunk, in the current tile's Q buffer.
+    u32 sQw = sQ + cw * kRowsPerWarpgroup * 128;
     const float scale_log2 = p.scale_log2;
 
     float acc_o[kHeadDim / 2];
@@ -507,7 +527,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
       row_max[0] = row_max[1] = kNegInf;
       row_sum[0] = row_sum[1] = 0.f;
-      mbar_wait(bar_q, (u32)tiles & 1u);  // Q loaded (or, without keys, the buffer handed over)
+      if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
+      mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
 
       if (n_blocks > 0 && !kOverlap) {
         // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
@@ -600,7 +621,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           for (int c = 0; c < kChunks; ++c)
             tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.q_row + wg_row0, tile.tb);
           tma_store_commit_and_wait_read();
-          mbar_arrive(bar_q_empty);  // this warpgroup's rows of the Q buffer may be refilled
+          mbar_arrive(q_empty_bar(q_buf(tiles)));  // this warpgroup's rows of the Q buffer may be refilled
         }
       } else {
         // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
@@ -617,7 +638,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           *reinterpret_cast<uint4*>(o + (i64)(tile.q_row + wg_row0 + r) * p.o_stride[1] + u * 8) = chunk;
         }
         named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
-        if (wtid == 0) mbar_arrive(bar_q_empty);
+        if (wtid == 0) mbar_arrive(q_empty_bar(q_buf(tiles)));
       }
 #if FT_HOPPER_SYNCWARP_TILE
       __syncwarp();

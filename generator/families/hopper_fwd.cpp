@@ -2,7 +2,7 @@
 // warpgroup and 1-3 consumer warpgroups with setmaxnreg, ping-pong between consumers), sm_90a
 // only. Parameters, in URI order: bm (query rows per block = 64 per consumer warpgroup), bn (keys
 // per K/V block), wg (consumer warpgroups), s (K/V ring stages), p (persistent tile loop, 0/1;
-// longest-first for causal), pp (ping-pong between consumer warpgroups, 0/1; with one consumer
+// longest-first for causal; 2: persistent with two Q buffers), pp (ping-pong between consumer warpgroups, 0/1; with one consumer
 // warpgroup there is nobody to take turns with and pp1 is the pp0 kernel), ov (intra-warpgroup
 // overlap of the softmax with the next block's S, 0/1).
 // The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
@@ -27,6 +27,7 @@ detail::HopperConfig ConfigOf(const Variant& v) {
   c.consumer_wgs = v.Param("wg");
   c.stages = v.Param("s");
   c.persistent = v.Param("p") != 0;
+  c.q_buffers = v.Param("p") == 2 ? 2 : 1;
   c.pingpong = v.Param("pp") != 0;
   c.overlap = v.Param("ov") != 0;
   return c;
@@ -47,7 +48,9 @@ class HopperFwd final : public Family {
          {64, 80, 112, 128, 176, 192}},
         {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
         {"s", "stages (s)", {2, 3, 4}, {2}},
-        {"p", "persistent (p)", {0, 1}, {0, 1}},
+        // 2: persistent with the next tile's Q in a second buffer (prepared in session 18, not
+        // measured: allowed, not searched).
+        {"p", "persistent (p)", {0, 1, 2}, {0, 1}},
         {"pp", "ping-pong (pp)", {0, 1}, {1}},
         {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
     };
@@ -125,7 +128,7 @@ class HopperFwd final : public Family {
 
   std::string Describe(const Variant& v) const override {
     return std::to_string(v.Param("bm")) + "x" + std::to_string(v.Param("bn")) + " wg" + std::to_string(v.Param("wg")) +
-           " s" + std::to_string(v.Param("s")) + (v.Param("p") ? " persistent" : "") +
+           " s" + std::to_string(v.Param("s")) + (v.Param("p") == 2 ? " persistent, two Q buffers" : v.Param("p") ? " persistent" : "") +
            (v.Param("pp") || v.Param("wg") < 2 ? "" : " no-pingpong") + (v.Param("ov") ? "" : " no-overlap");
   }
 

@@ -82,8 +82,9 @@ TEST_P(FullSpace, EveryVariantMatchesTheReference) {
 }
 
 // hopper_fwd's switches that the default space leaves out (measured slower: no overlap, no
-// ping-pong) stay allowed, so a hand-picked or overridden variant must be right too: both off,
-// with the persistent scheduler, for each head dim the space serves.
+// ping-pong; not yet measured: two Q buffers) stay allowed, so a hand-picked or overridden
+// variant must be right too: both off, with the persistent scheduler, for each head dim the
+// space serves; and persistent blocks with two Q buffers at d128 and d64.
 TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -91,7 +92,9 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
   for (bool causal : {false, true}) {
     const std::string mask = causal ? "causal" : "full";
     for (const std::string params : {"d64_bm192_bn112_wg3_s2_p1_pp0_ov0", "d64_bm128_bn128_wg2_s2_p0_pp1_ov0",
-                                     "d128_bm128_bn128_wg2_s2_p1_pp0_ov1", "d256_bm128_bn80_wg2_s2_p1_pp1_ov0"}) {
+                                     "d128_bm128_bn128_wg2_s2_p1_pp0_ov1", "d256_bm128_bn80_wg2_s2_p1_pp1_ov0",
+                                     // two Q buffers (p2, not searched): tiles alternate buffers
+                                     "d128_bm128_bn128_wg2_s2_p2_pp1_ov1", "d64_bm192_bn128_wg3_s2_p2_pp1_ov1"}) {
       auto v = Variant::FromUri("hopper_fwd_bf16_" + params + "_" + mask);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       CheckVariants(ClassOf(*v), {*v});

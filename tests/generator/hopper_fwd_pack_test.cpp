@@ -36,6 +36,28 @@ TEST(HopperPack, UriNamesEveryParameter) {
   EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3}), "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p0_pp1_ov1_causal");
   EXPECT_EQ(HopperUri({DType::kF16, 64, true, 192, 96, 3, 3, true, false, false}),
             "hopper_fwd_f16_d64_bm192_bn96_wg3_s3_p1_pp0_ov0_causal");
+  EXPECT_EQ(HopperUri({DType::kBF16, 128, false, 128, 128, 2, 2, true, true, true, 2}),
+            "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full");
+}
+
+// Two Q buffers (p2): persistent blocks only; a second Q tile and its two barriers in shared
+// memory; the persistent grid sized by that.
+TEST(HopperPack, TwoQBuffersArePersistentAndTakeASecondQTile) {
+  HopperConfig c = Default();
+  c.q_buffers = 2;
+  EXPECT_NE(CheckHopperConfig(c).message().find("q_buffers (2) must be 1, or 2 with the persistent tile loop"),
+            std::string::npos)
+      << CheckHopperConfig(c).ToString();
+  c.persistent = true;
+  EXPECT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+  HopperConfig one = Default();
+  one.persistent = true;
+  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(one) + 128 * 128 * 2 + 2 * 8);
+  c.q_buffers = 3;
+  EXPECT_NE(CheckHopperConfig(c).message().find("q_buffers (3)"), std::string::npos);
+  // d256 128x80 with two Q tiles: 1 KB + 2 x 64 KB + 2 x 2 x 40 KB > 227 KB.
+  HopperConfig d256 = {DType::kBF16, 256, false, 128, 80, 2, 2, true, true, true, 2};
+  EXPECT_NE(CheckHopperConfig(d256).message().find("shared memory"), std::string::npos);
 }
 
 TEST(HopperPack, ConfigRules) {
@@ -292,7 +314,9 @@ TEST(HopperPack, EveryKindOfTileCompilesWithoutSpilling) {
   HopperConfig one = {DType::kBF16, 64, true, 64, 64, 1, 2};
   HopperConfig persistent = {DType::kF16, 128, false, 128, 176, 2, 2};
   persistent.persistent = true;
-  for (const HopperConfig& c : {one, persistent, HopperConfig{DType::kBF16, 256, true, 128, 80, 2, 2}}) {
+  HopperConfig two_q = {DType::kBF16, 128, true, 128, 128, 2, 2, true, true, true, 2};  // p2
+  HopperConfig two_q64 = {DType::kBF16, 64, false, 192, 128, 3, 2, true, true, true, 2};
+  for (const HopperConfig& c : {one, persistent, HopperConfig{DType::kBF16, 256, true, 128, 80, 2, 2}, two_q, two_q64}) {
     auto cubin = compiler.Compile(
         GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
