@@ -8,9 +8,9 @@ usage: backward_bench.py [--db PATH] [--head-dims 64,128] [--seqlens 1024,4096,1
 Needs torch with CUDA and the flashtune package (installed, or python/ on sys.path with
 FLASHTUNE_LIB set).
 
-Each timing is the median of --reps CUDA-event-timed calls after a warm-up (3 calls, then
---warmup-s seconds of calls), queued back to back (--timing sync: each call synchronised,
-adding the host's launch latency). TFLOP/s use
+Each timing is kernel_probe.bench's (as perf_report.py's): the median of --reps CUDA-event-timed
+calls after a warm-up (3 calls, then --warmup-s seconds of calls), queued back to back (--timing
+sync: each call synchronised, adding the host's launch latency). TFLOP/s use
 the backward convention: 2.5 x the forward's 4·B·H·N²·D, halved when causal. SDPA is timed as
 torch.autograd.grad of its output (retain_graph), which launches its backward kernels only.
 Prints one table row per shape; the last lines are the geomean ratios.
@@ -18,8 +18,6 @@ Prints one table row per shape; the last lines are the geomean ratios.
 import argparse
 import ctypes
 import math
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import flashtune
 from flashtune import _capi, ops
+from kernel_probe import bench as time_calls  # bench/ is this script's folder: on sys.path
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -36,28 +35,12 @@ WARMUP_S = 0.1  # --warmup-s
 
 
 def median_ms(fn, reps):
-    """Median of reps calls, an event pair around each: queued back to back with one
-    synchronisation at the end (the GPU's time per call), or with --timing sync each call
-    synchronised (its time then also holds the host's launch latency). First, calls for
-    WARMUP_S seconds (at least 3): three calls alone left the GPU's clock ramping for the first
-    system timed at a short shape (session 18: the default at causal N 1k read 8-13% slower
-    than in `flashtune bench`, and slower than the deterministic mode timed right after it)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    t_end = time.time() + WARMUP_S
-    while time.time() < t_end:
-        fn()
-        torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-        if not QUEUED:
-            end.synchronize()
-    torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in events)
+    """kernel_probe.bench (perf_report.py's timing): 3 calls, WARMUP_S seconds of calls, then reps
+    calls with an event pair around each, queued back to back (or, --timing sync, each call
+    synchronised). The time-based warm-up matters here: three calls alone left the GPU's clock
+    ramping for the first system timed at a short shape (session 18: the default at causal N 1k
+    read 8-13% slower than in `flashtune bench`)."""
+    return time_calls(fn, reps, WARMUP_S, queued=QUEUED)
 
 
 def bench_shape(rt, dtype, d, n, causal, reps):

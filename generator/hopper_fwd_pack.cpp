@@ -77,8 +77,8 @@ TmaExtents TmaExtentsOf(const ForwardArgs& a) {
 std::string HopperUri(const HopperConfig& c) {
   return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
          std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
-         std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
-         (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
+         std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" +
+         (c.pingpong ? "1" : "0") + "_ov" + (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) {

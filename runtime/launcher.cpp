@@ -144,7 +144,9 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   if (!plan.ok()) return plan.status();
   Variant variant = plan->variant;
   if (problem.operation == Operation::kBackward) {
-    if (!SetDeterminism(variant, problem, deterministic)) {  // the planned family has no deterministic mode: another family's default serves
+    // The planned family's policy for det (and its other deterministic parameters); a family
+    // without a deterministic mode: another family's default serves.
+    if (!SetDeterminism(variant, problem, deterministic)) {
       auto det = Planner::DeterministicVariant(*(*state)->device, problem, variant);
       if (!det.ok()) return det.status();
       if (!kernels_.count({context, det->Uri()}))

@@ -191,7 +191,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     for (int i = 0; i < kIssueIters; ++i) {
       const int c = i * kThreads + tid;
       const int key = n0 + c / kChunksPerRow;
-      pages[i] = it < w.steps && (kChunks % kThreads == 0 || c < kChunks) && key < w.n_k ? table[key >> p.block_shift] : -1;
+      const bool read = it < w.steps && (kChunks % kThreads == 0 || c < kChunks) && key < w.n_k;
+      pages[i] = read ? table[key >> p.block_shift] : -1;
     }
   };
 

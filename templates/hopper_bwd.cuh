@@ -61,8 +61,8 @@
 // in L2. Still a block waits only for blocks dispatched before it.
 //
 // Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
-// kDeterministic; kTurnsDescending; kDispatchGroup; kDqWriter (dQ tiles added by the writer warps: deterministic
-// mode, or dqw1 without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
+// kDeterministic; kTurnsDescending; kDispatchGroup; kDqWriter (dQ tiles added by the writer
+// warps: deterministic mode, or dqw1 without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
 //
 // Semantics: as fa2_bwd's: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], d_o like o, dq like q, dk/dv
@@ -158,7 +158,8 @@ static_assert(kPreRows == 16, "the preprocess zeroes one ordering counter per bl
 static_assert(1 + kWriterWarps <= 4, "the dQ writer's warps are the producer warpgroup's");
 static_assert(kDqWriter || !kDeterministic, "deterministic mode adds dQ through the writer (kDqWriter)");
 static_assert(!kTurnsDescending || (kDeterministic && kCausal), "descending turns order causal deterministic mode");
-static_assert(kDispatchGroup >= 0 && (kDispatchGroup == 0 || kDeterministic), "dispatch groups order deterministic mode's turns");
+static_assert(kDispatchGroup >= 0 && (kDispatchGroup == 0 || kDeterministic),
+              "dispatch groups order deterministic mode's turns");
 // The query blocks' walk: last to first in deterministic mode (det 1), first to last otherwise.
 constexpr bool kWalkLastToFirst = kDeterministic && !kTurnsDescending;
 

@@ -166,15 +166,16 @@ class HopperBwd final : public BackwardFamily {
   // bf16 FA-2 grid, time over the default's): causal runs det 2 (descending turns: 1.02-1.08x);
   // the others det 1 with key blocks dispatched a quarter of the head's at a time (1.06-1.09x at
   // 8 and 32 key blocks, where all at once cost 1.12-1.22x), all at once from 128 key blocks
-  // (1.02-1.05x). The head's key blocks are counted at the top of the problem's key bucket, so
-  // that every call of a bucket (one launch-cache entry) runs the same kernel.
+  // (1.02-1.05x). The head's key blocks (of the variant's bn keys) are counted at the top of the
+  // problem's key bucket, so that every call of a bucket (one launch-cache entry) runs the same
+  // kernel.
   bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic) const override {
     v.SetParam("det", !deterministic ? 0 : problem.causal ? 2 : 1);
-    v.SetParam("dg", deterministic && !problem.causal ? DispatchGroupFor(problem) : 0);
+    v.SetParam("dg", deterministic && !problem.causal ? DispatchGroupFor(problem, v.Param("bn")) : 0);
     return true;
   }
-  static int DispatchGroupFor(const Problem& problem) {
-    const int64_t key_blocks = ((int64_t(1) << BucketOf(problem).seqlen_k_bucket) + 127) / 128;
+  static int DispatchGroupFor(const Problem& problem, int block_n) {
+    const int64_t key_blocks = ((int64_t(1) << BucketOf(problem).seqlen_k_bucket) + block_n - 1) / block_n;
     if (key_blocks > 64 || key_blocks < 4) return 0;
     int dg = 2;
     while (dg * 2 <= key_blocks / 4 && dg < 16) dg *= 2;

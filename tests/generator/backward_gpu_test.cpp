@@ -261,7 +261,8 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (const char* mode : {"det0_dg0_dqw0", "det1_dg0_dqw0", "det0_dg0_dqw1", "det2_dg0_dqw0"}) {  // dqw1: the writer without turns
+        // (det0_dg0_dqw1: the writer without turns)
+        for (const char* mode : {"det0_dg0_dqw0", "det1_dg0_dqw0", "det0_dg0_dqw1", "det2_dg0_dqw0"}) {
           if (!causal && std::string(mode) == "det2_dg0_dqw0") continue;  // descending turns: causal only
           auto v = Variant::FromUri(std::string("hopper_bwd_") + std::string(DTypeName(dtype)) + "_d" + std::to_string(d) +
                                     "_bn128_bm64_" + mode + (causal ? "_causal" : "_full"));

@@ -112,7 +112,8 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   auto grouped = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det1_dg8_dqw0_full");
   ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
   EXPECT_EQ(grouped->Param("dg"), 8);
-  EXPECT_NE(Hopper().Describe(*grouped).find("8 key blocks a head at a time"), std::string::npos) << Hopper().Describe(*grouped);
+  const std::string described = Hopper().Describe(*grouped);
+  EXPECT_NE(described.find("8 key blocks a head at a time"), std::string::npos) << described;
   auto grouped_det0 = Variant::FromUri("hopper_bwd_bf16_d64_bn128_bm64_det0_dg8_dqw1_full");
   ASSERT_FALSE(grouped_det0.ok());
   EXPECT_NE(grouped_det0.status().message().find("dg (8) orders deterministic turns"), std::string::npos)
