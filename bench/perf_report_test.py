@@ -147,6 +147,13 @@ class PerfReportPlotOnly(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--lib", proc.stderr)
 
+    def test_an_unknown_timing_is_refused_naming_the_choices(self):
+        proc = subprocess.run([sys.executable, SCRIPT, "--timing", "eager", "--plot-only", self.json, "--out", self.out],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--timing", proc.stderr)
+        self.assertIn("'queued', 'sync'", proc.stderr)
+
 
 @unittest.skipUnless(os.environ.get("FLASHTUNE_LIB"), "FLASHTUNE_LIB (path of libflashtune.so) not set")
 class SourceTreePackage(unittest.TestCase):
