@@ -39,6 +39,12 @@ __device__ __forceinline__ void tma_store_4d(const ft_abi::TensorMap* map, u32 s
 __device__ __forceinline__ void tma_store_commit_and_wait_read() {
   asm volatile("cp.async.bulk.commit_group;\n cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
+// The two halves of tma_store_commit_and_wait_read, for a thread that has other work between
+// issuing its stores and needing their source buffer back.
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
 __device__ __forceinline__ void prefetch_tensormap(const ft_abi::TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }

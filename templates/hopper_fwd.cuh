@@ -515,6 +515,21 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       release(bar_v_empty(j % kStages));
     };
 
+    // Two Q buffers: the previous tile's O store is still reading its buffer when this tile
+    // starts. Its issuing thread waits for that read only once this tile's first wgmmas are
+    // issued, and then hands the buffer back (with one Q buffer the epilogue waits at once: the
+    // producer needs the buffer for the very next tile).
+    bool store_pending = false;  // wtid 0: the previous tile's TMA store may still read its buffer
+    auto release_previous_q = [&](int tiles) {
+      if constexpr (kQBuffers > 1) {
+        if (store_pending) {
+          tma_store_wait_read();
+          mbar_arrive(q_empty_bar(q_buf(tiles - 1)));
+          store_pending = false;
+        }
+      }
+    };
+
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
@@ -543,6 +558,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           else
             issue_qk(acc_s, j);
           turn_pass();
+          if (it == 0) release_previous_q(tiles);
           wgmma_wait<0>();
           s_landed(acc_s, j);
           softmax(acc_s, n_blocks - 1 - it, correction);
@@ -562,6 +578,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         turn_wait();
         issue_qk(acc_s, kv);
         turn_pass();
+        release_previous_q(tiles);
         wgmma_wait<0>();
         s_landed(acc_s, kv);
         softmax(acc_s, n_blocks - 1, correction);
@@ -587,6 +604,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         o_landed(kv + n_blocks - 1);
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
+      release_previous_q(tiles);  // (a tile without keys issued no wgmma)
 
       // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
       // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
@@ -620,8 +638,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #pragma unroll
           for (int c = 0; c < kChunks; ++c)
             tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.q_row + wg_row0, tile.tb);
-          tma_store_commit_and_wait_read();
-          mbar_arrive(q_empty_bar(q_buf(tiles)));  // this warpgroup's rows of the Q buffer may be refilled
+          if constexpr (kQBuffers > 1) {
+            tma_store_commit();  // released by the next tile's release_previous_q, or after the loop
+            store_pending = true;
+          } else {
+            tma_store_commit_and_wait_read();
+            mbar_arrive(q_empty_bar(q_buf(tiles)));  // this warpgroup's rows of the Q buffer may be refilled
+          }
         }
       } else {
         // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
@@ -643,6 +666,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #if FT_HOPPER_SYNCWARP_TILE
       __syncwarp();
 #endif
+    }
+    // The last store must have read shared memory before the block exits (no arrival: the
+    // producer loads no further Q).
+    if constexpr (kQBuffers > 1) {
+      if (store_pending) tma_store_wait_read();
     }
     if constexpr (kPingPong) {
       if (cw == 0) turn_wait();  // the ring's opening arrival

@@ -60,6 +60,23 @@ TEST(HopperPack, TwoQBuffersArePersistentAndTakeASecondQTile) {
   EXPECT_NE(CheckHopperConfig(d256).message().find("shared memory"), std::string::npos);
 }
 
+// The two-Q-buffer tiles the GPU tests run (d128 128x128 two consumer warpgroups, d64 192x128
+// three) compile without spills or serialised wgmmas: the deferred store wait's branch sits
+// between wgmma issues and waits, where ptxas must still see whole warps.
+TEST(HopperPack, TwoQBufferTilesCompileWithoutSpills) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  for (const HopperConfig& c : {HopperConfig{DType::kBF16, 128, false, 128, 128, 2, 2, true, true, true, 2},
+                                HopperConfig{DType::kBF16, 64, false, 192, 128, 3, 2, true, true, true, 2}}) {
+    ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+    auto cubin = compiler.Compile(
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString() << cubin.status().log();
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
+}
+
 TEST(HopperPack, ConfigRules) {
   EXPECT_TRUE(CheckHopperConfig(Default()).ok());
   HopperConfig c = Default();
