@@ -48,9 +48,9 @@ class HopperFwd final : public Family {
          {64, 80, 112, 128, 176, 192}},
         {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
         {"s", "stages (s)", {2, 3, 4}, {2}},
-        // 2: persistent with the next tile's Q in a second buffer (prepared in session 18, not
-        // measured: allowed, not searched).
-        {"p", "persistent (p)", {0, 1, 2}, {0, 1}},
+        // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
+        // wherever it fits (InDefaultSpace).
+        {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
         {"pp", "ping-pong (pp)", {0, 1}, {1}},
         {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
     };
@@ -76,8 +76,16 @@ class HopperFwd final : public Family {
   // wgmma halves, 64x128 at three instead of two won causal N 2k-4k and full N 1k by 2-6%
   // (session 16), and 64x80 runs at four. 64x112 at three lost to both 64x96 and 64x128
   // everywhere (session 16), so it is left out.
+  // Two Q buffers (p2) beat one (p1) at every shape of session 19's A/B (d128 full N 512-1k
+  // 0.85-0.91x the time, causal N 1k-2k 0.94-0.95x, d64 full N 512-1k 0.85-0.94x): p1 is searched
+  // only where the second Q tile does not fit in shared memory (d128 with 176-key blocks, d256).
   bool InDefaultSpace(const Variant& v) const override {
     if (v.Param("wg") == 1 && v.head_dim > 64) return false;
+    if (v.Param("p") == 1) {
+      detail::HopperConfig two = ConfigOf(v);
+      two.q_buffers = 2;
+      if (detail::CheckHopperConfig(two).ok()) return false;
+    }
     if (v.Param("ov")) return true;
     if (v.Param("bn") == 112) return false;
     const detail::HopperConfig c = ConfigOf(v);

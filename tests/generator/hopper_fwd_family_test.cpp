@@ -29,8 +29,8 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
     const std::vector<Variant> d64 = HopperSpace(64, causal);
     ASSERT_FALSE(d64.empty());
     // Persistent (longest-first when causal) and not, both searched, causal included (the
-    // no-overlap tiles below only without).
-    EXPECT_EQ(CountWith(d64, "p", 1) + 3, CountWith(d64, "p", 0));
+    // no-overlap tiles below only without); persistent with two Q buffers wherever they fit.
+    EXPECT_EQ(CountWith(d64, "p", 1) + CountWith(d64, "p", 2) + 3, CountWith(d64, "p", 0));
     // No overlap lost 20-30% where it kept the blocks per SM; no ping-pong lost at d64. No
     // overlap is searched only where it buys a block per SM: one warpgroup 64x64 and 64x80 at
     // four, 64x128 at three (64x112 at three lost everywhere).
@@ -48,6 +48,34 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
     // ... and was not measured at larger head dims.
     EXPECT_EQ(CountWith(HopperSpace(128, causal), "wg", 1), 0);
     EXPECT_EQ(CountWith(HopperSpace(256, causal), "wg", 1), 0);
+  }
+}
+
+// p2 (two Q buffers) replaces p1 wherever the second Q tile fits in shared memory: d128 128x128
+// and d64 192x128 search p2, not p1; d128 128x176 (241 KB with two) and d256 128x80 keep p1.
+TEST(HopperFwdFamily, TwoQBuffersReplaceOneWhereTheyFit) {
+  auto has = [](const std::vector<Variant>& vs, const std::string& uri) {
+    return std::any_of(vs.begin(), vs.end(), [&](const Variant& v) { return v.Uri() == uri; });
+  };
+  for (bool causal : {false, true}) {
+    const std::string kind = causal ? "causal" : "full";
+    const std::vector<Variant> d64 = HopperSpace(64, causal), d128 = HopperSpace(128, causal),
+                               d256 = HopperSpace(256, causal);
+    EXPECT_TRUE(has(d128, "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind));
+    EXPECT_FALSE(has(d128, "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p1_pp1_ov1_" + kind));
+    EXPECT_TRUE(has(d64, "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_" + kind));
+    EXPECT_FALSE(has(d64, "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p1_pp1_ov1_" + kind));
+    EXPECT_TRUE(has(d128, "hopper_fwd_bf16_d128_bm128_bn176_wg2_s2_p1_pp1_ov1_" + kind));
+    EXPECT_FALSE(has(d128, "hopper_fwd_bf16_d128_bm128_bn176_wg2_s2_p2_pp1_ov1_" + kind));
+    EXPECT_TRUE(has(d256, "hopper_fwd_bf16_d256_bm128_bn80_wg2_s2_p1_pp1_ov1_" + kind));
+    EXPECT_EQ(CountWith(d256, "p", 2), 0);
+    // Never both for one tile.
+    for (const Variant& v : d128) {
+      if (v.Param("p") != 2) continue;
+      Variant one = v;
+      one.SetParam("p", 1);
+      EXPECT_FALSE(has(d128, one.Uri())) << v.Uri();
+    }
   }
 }
 
