@@ -165,6 +165,13 @@ static_assert(FT_HOPPER_BLOCKS == 0 || (!kPersistent && kConsumerWarpgroups == 1
 // keys rounded up to a whole wgmma k-step of K rows (16), so both halves are valid wgmma widths.
 constexpr int kSplitN0 = (kBlockN / 2 + 15) / 16 * 16;
 constexpr int kSplitN1 = kBlockN > kSplitN0 ? kBlockN - kSplitN0 : 16;  // (a valid width where unused)
+// The overlapped schedule with two Q buffers issues the next tile's first S before this tile's
+// epilogue (FT_HOPPER_INTER_TILE=0, an A/B knob: after it). Not with three consumer warpgroups:
+// at their 128-register launch bound the packed O beside S spilled (d64 192x128).
+#ifndef FT_HOPPER_INTER_TILE
+#define FT_HOPPER_INTER_TILE 1
+#endif
+constexpr bool kInterTile = FT_HOPPER_INTER_TILE && kOverlap && kQBuffers > 1 && kConsumerWarpgroups <= 2;
 constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDim / 2 > kLaunchRegs;
 static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
               "S halves and O do not fit the launch bound's registers");
@@ -530,11 +537,109 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
 
+    // The epilogue of a tile, in two parts. pack_o: lse, and O / rowsum as 16-bit pairs in
+    // registers (element pair i of row half r in o_out[2 * i + r]). store_o (tile number tile_no):
+    // those into this warpgroup's rows of the tile's Q buffer (TMA 128-byte swizzle: 16-byte unit j
+    // of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns. With kInterTile the
+    // next tile's first S is issued between the two: ptxas serialises every wgmma when O's
+    // accumulators are read while an S wgmma is in flight, but not for the packed copy.
+    // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
+    auto pack_o = [&](const Tile& tile, u32 (&o_out)[kHeadDim / 4]) {
+      const int row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;  // this warp's first row
+      float* lse = p.lse == nullptr ? nullptr
+                   : varlen       ? p.lse + (i64)tile.head * p.total_q + tile.q_row
+                                  : p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float sum = row_sum[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        const int row = row0 + g + 8 * r;
+        if (lse != nullptr && t == 0 && row < tile.nq)
+          lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 8; ++i)
+          o_out[2 * i + r] = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
+      }
+    };
+    auto store_o = [&](const Tile& tile, int tile_no, const u32 (&o_in)[kHeadDim / 4]) {
+      const u32 sQt = sQ + q_buf(tile_no) * kQBytes + cw * kRowsPerWarpgroup * 128;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 8; ++i) {
+          const u32 addr = sQt + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(o_in[2 * i + r]) : "memory");
+        }
+      }
+      fence_proxy_async_shared();
+      named_barrier_sync(1 + cw, 128);
+      const int wg_row0 = tile.m0 + cw * kRowsPerWarpgroup;
+      if (!varlen || wg_row0 + kRowsPerWarpgroup <= tile.nq) {
+        // TMA clips rows past the tensor's end, which in a dense tensor is the sequence's end.
+        if (wtid == 0) {
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c)
+            tma_store_4d(&p.tmap_o, sQt + c * kQChunkBytes, c * 64, tile.head, tile.q_row + wg_row0, tile.tb);
+          if constexpr (kQBuffers > 1) {
+            tma_store_commit();  // released by release_previous_q, or after the loop
+            store_pending = true;
+          } else {
+            tma_store_commit_and_wait_read();
+            mbar_arrive(q_empty_bar(q_buf(tile_no)));  // this warpgroup's rows of the Q buffer may be refilled
+          }
+        }
+      } else {
+        // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
+        // stores its rows below nq itself, 16 bytes a thread, un-swizzling as it reads.
+        unsigned short* o = static_cast<unsigned short*>(p.o) + (i64)tile.head * p.o_stride[2];
+        constexpr int kUnits = kHeadDim / 8;  // 16-byte units per row
+        for (int c = wtid; c < kRowsPerWarpgroup * kUnits; c += 128) {
+          const int r = c / kUnits, u = c % kUnits;
+          if (wg_row0 + r >= tile.nq) break;  // rows ascend with c
+          const u32 addr = sQt + (u / 8) * kQChunkBytes + r * 128 + (((u % 8) ^ (r % 8)) * 16);
+          uint4 chunk;
+          asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(chunk.x), "=r"(chunk.y), "=r"(chunk.z), "=r"(chunk.w) : "r"(addr));
+          *reinterpret_cast<uint4*>(o + (i64)(tile.q_row + wg_row0 + r) * p.o_stride[1] + u * 8) = chunk;
+        }
+        named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
+        if (wtid == 0) mbar_arrive(q_empty_bar(q_buf(tile_no)));
+      }
+    };
+
+    // kInterTile: a tile's epilogue waits for the next tile's first S to be issued, so the tensor
+    // cores have work while it runs (its O stays in registers until then; the next Q is already
+    // in the other buffer).
+    Tile pending_tile{};
+    bool pending = false;  // kInterTile: pending_tile (number tiles - 1) still needs its epilogue
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
       const Tile tile = tile_at(ti);
       const int n_blocks = tile.n_blocks;
+      if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
+      mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
+      float acc_s[kBlockN / 2];  // the overlapped schedule's S
+      if constexpr (kInterTile) {
+        // Defined inputs for S's wgmmas (which read their accumulators even where the first
+        // k-step ignores them): left undefined, ptxas serialised every wgmma (C7515).
+#pragma unroll
+        for (int i = 0; i < kBlockN / 2; ++i) acc_s[i] = 0.f;
+        u32 o_packed[kHeadDim / 4];
+        if (pending) pack_o(pending_tile, o_packed);
+        if (n_blocks > 0) {
+          turn_wait();
+          issue_qk(acc_s, kv);
+          turn_pass();
+        }
+        if (pending) store_o(pending_tile, tiles - 1, o_packed);
+        // S lands here, whether or not it was issued: ptxas does not tie this to the issue's
+        // condition, and a wait under its own `n_blocks > 0` would leave a path with S in flight.
+        wgmma_wait<0>();
+      }
       warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
       Nk = tile.nk;
       diag = tile.diag;
@@ -542,8 +647,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
       row_max[0] = row_max[1] = kNegInf;
       row_sum[0] = row_sum[1] = 0.f;
-      if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
-      mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
 
       if (n_blocks > 0 && !kOverlap) {
         // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
@@ -571,15 +674,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           o_landed(j);
         }
       } else if (n_blocks > 0) {
-        float acc_s[kBlockN / 2];
         u32 p_frag[kBlockN / 16][4];
         float correction[2];
-        // Block 0 (the last K/V block): S, softmax, P.
-        turn_wait();
-        issue_qk(acc_s, kv);
-        turn_pass();
-        release_previous_q(tiles);
+        // Block 0 (the last K/V block): S (issued above with kInterTile), softmax, P.
+        if constexpr (!kInterTile) {
+          turn_wait();
+          issue_qk(acc_s, kv);
+          turn_pass();
+          release_previous_q(tiles);
+        }
         wgmma_wait<0>();
+        if constexpr (kInterTile) release_previous_q(tiles);
         s_landed(acc_s, kv);
         softmax(acc_s, n_blocks - 1, correction);
         to_p(acc_s, p_frag);
@@ -605,67 +710,25 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
       release_previous_q(tiles);  // (a tile without keys issued no wgmma)
-
-      // Epilogue: O / rowsum into this warpgroup's Q rows (TMA 128-byte swizzle: 16-byte unit
-      // j of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
-      // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
-      float* lse = p.lse == nullptr ? nullptr
-                   : varlen       ? p.lse + (i64)tile.head * p.total_q + tile.q_row
-                                  : p.lse + ((i64)tile.batch * p.heads_q + tile.head) * Nq;
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float sum = row_sum[r];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const float inv = sum > 0.f ? 1.f / sum : 0.f;
-        const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
-        const int row = warp_row0 + g + 8 * r;
-        if (lse != nullptr && t == 0 && row < tile.nq)
-          lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
-#pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i) {
-          const u32 packed = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
-          const u32 addr = sQw + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
-          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
-        }
-      }
-      fence_proxy_async_shared();
-      named_barrier_sync(1 + cw, 128);
-      const int wg_row0 = tile.m0 + cw * kRowsPerWarpgroup;
-      if (!varlen || wg_row0 + kRowsPerWarpgroup <= tile.nq) {
-        // TMA clips rows past the tensor's end, which in a dense tensor is the sequence's end.
-        if (wtid == 0) {
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c)
-            tma_store_4d(&p.tmap_o, sQw + c * kQChunkBytes, c * 64, tile.head, tile.q_row + wg_row0, tile.tb);
-          if constexpr (kQBuffers > 1) {
-            tma_store_commit();  // released by the next tile's release_previous_q, or after the loop
-            store_pending = true;
-          } else {
-            tma_store_commit_and_wait_read();
-            mbar_arrive(q_empty_bar(q_buf(tiles)));  // this warpgroup's rows of the Q buffer may be refilled
-          }
-        }
+      if constexpr (kInterTile) {
+        pending_tile = tile;
+        pending = true;
       } else {
-        // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
-        // stores its rows below nq itself, 16 bytes a thread, un-swizzling as it reads.
-        unsigned short* o = static_cast<unsigned short*>(p.o) + (i64)tile.head * p.o_stride[2];
-        constexpr int kUnits = kHeadDim / 8;  // 16-byte units per row
-        for (int c = wtid; c < kRowsPerWarpgroup * kUnits; c += 128) {
-          const int r = c / kUnits, u = c % kUnits;
-          if (wg_row0 + r >= tile.nq) break;  // rows ascend with c
-          const u32 addr = sQw + (u / 8) * kQChunkBytes + r * 128 + (((u % 8) ^ (r % 8)) * 16);
-          uint4 chunk;
-          asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                       : "=r"(chunk.x), "=r"(chunk.y), "=r"(chunk.z), "=r"(chunk.w) : "r"(addr));
-          *reinterpret_cast<uint4*>(o + (i64)(tile.q_row + wg_row0 + r) * p.o_stride[1] + u * 8) = chunk;
-        }
-        named_barrier_sync(1 + cw, 128);  // every thread has read its rows of the buffer
-        if (wtid == 0) mbar_arrive(q_empty_bar(q_buf(tiles)));
+        u32 o_packed[kHeadDim / 4];
+        pack_o(tile, o_packed);
+        store_o(tile, tiles, o_packed);
       }
+
 #if FT_HOPPER_SYNCWARP_TILE
       __syncwarp();
 #endif
+    }
+    if constexpr (kInterTile) {
+      if (pending) {
+        u32 o_packed[kHeadDim / 4];
+        pack_o(pending_tile, o_packed);
+        store_o(pending_tile, tiles - 1, o_packed);
+      }
     }
     // The last store must have read shared memory before the block exits (no arrival: the
     // producer loads no further Q).

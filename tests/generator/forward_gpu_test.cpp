@@ -82,9 +82,9 @@ TEST_P(FullSpace, EveryVariantMatchesTheReference) {
 }
 
 // hopper_fwd's switches that the default space leaves out (measured slower: no overlap, no
-// ping-pong; not yet measured: two Q buffers) stay allowed, so a hand-picked or overridden
-// variant must be right too: both off, with the persistent scheduler, for each head dim the
-// space serves; and persistent blocks with two Q buffers at d128 and d64.
+// ping-pong) stay allowed, so a hand-picked or overridden variant must be right too: both off,
+// with the persistent scheduler, for each head dim the space serves; and persistent blocks with
+// two Q buffers at d128 and d64, with and without the overlapped schedule.
 TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -93,8 +93,11 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
     const std::string mask = causal ? "causal" : "full";
     for (const std::string params : {"d64_bm192_bn112_wg3_s2_p1_pp0_ov0", "d64_bm128_bn128_wg2_s2_p0_pp1_ov0",
                                      "d128_bm128_bn128_wg2_s2_p1_pp0_ov1", "d256_bm128_bn80_wg2_s2_p1_pp1_ov0",
-                                     // two Q buffers (p2, not searched): tiles alternate buffers
-                                     "d128_bm128_bn128_wg2_s2_p2_pp1_ov1", "d64_bm192_bn128_wg3_s2_p2_pp1_ov1"}) {
+                                     // two Q buffers (p2): tiles alternate buffers; with one or two
+                                     // consumer warpgroups the next tile's first S is issued before
+                                     // a tile's epilogue, with three not; without overlap neither
+                                     "d128_bm128_bn128_wg2_s2_p2_pp1_ov1", "d64_bm192_bn128_wg3_s2_p2_pp1_ov1",
+                                     "d64_bm64_bn128_wg1_s2_p2_pp1_ov1", "d128_bm128_bn128_wg2_s2_p2_pp0_ov0"}) {
       auto v = Variant::FromUri("hopper_fwd_bf16_" + params + "_" + mask);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       CheckVariants(ClassOf(*v), {*v});

@@ -67,7 +67,7 @@ class VarlenClasses : public ::testing::TestWithParam<std::tuple<DType, int, boo
 
 // Each family's default, a 64-row fa2_fwd tile, and the hopper_fwd persistent scheduler (a
 // block walks tiles past shorter sequences' ends) with one consumer warpgroup at d64 and without
-// overlap or ping-pong elsewhere.
+// overlap or ping-pong elsewhere, and with two Q buffers at d64 and d128.
 TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
@@ -80,6 +80,15 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   std::vector<Variant> variants = {FindFamily("fa2_fwd")->Default(cls, Target{}),
                                    Fa2Variant(dtype, head_dim, causal, 64, head_dim > 128 ? 32 : 64, 4, 2),
                                    FindFamily("hopper_fwd")->Default(cls, Target{}), *persistent};
+  // Two Q buffers with the next tile's first S issued before a tile's epilogue (its varlen
+  // stores included): one and two consumer warpgroups.
+  if (head_dim <= 128) {
+    auto two_q = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_" +
+                                  (head_dim == 64 ? "d64_bm64_bn128_wg1_s2_p2_pp1_ov1" : "d128_bm128_bn128_wg2_s2_p2_pp1_ov1") +
+                                  mask);
+    ASSERT_TRUE(two_q.ok()) << two_q.status().ToString();
+    variants.push_back(*two_q);
+  }
   for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   CheckVarlenClass(cls, variants);
 }
