@@ -31,8 +31,11 @@
 //  - kQBuffers = 2 (persistent only): two Q buffers used by alternate tiles, so the next tile's
 //    Q loads while this tile computes and its O is stored from the other buffer; with one,
 //    that Q waits for this tile's O store to have read the buffer (a load latency per tile,
-//    which short sequences' tiles of few K/V blocks feel most). Prepared in session 18 after
-//    ncu at d128 N 512 (docs/perf-notes.md); not yet measured on the GPU.
+//    which short sequences' tiles of few K/V blocks feel most: 9-15% of the time at N 512-1k,
+//    docs/perf-notes.md). The store's read is waited for only after the next tile's first S is
+//    issued. With the overlapped schedule and one or two consumer warpgroups (kInterTile), a
+//    tile's epilogue itself waits for that issue, so the tensor cores have the next tile's S
+//    while O is normalised, staged and stored.
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
