@@ -12,7 +12,7 @@ T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 DB=/tmp/s19/default.db
 if [ ! -f $DB ]; then mkdir -p /tmp/s19 && gunzip -c $BIN/default.db.gz > $DB || exit 1; echo "database from the carried copy"; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > $OUT/gpu.txt 2>&1
-PYTHONUNBUFFERED=1 timeout 260 python3 bench/perf_report.py --lib $BIN/libflashtune.so --db $DB --out $OUT \
-  --time-limit-s 230 > $OUT/grid.txt 2>&1
+PYTHONUNBUFFERED=1 timeout 170 python3 bench/perf_report.py --lib $BIN/libflashtune.so --db $DB --out $OUT \
+  --time-limit-s 140 > $OUT/grid.txt 2>&1
 echo "forward grid: exit $? [$(el) s]"
 grep -E '^d[0-9]+ +x flash|output check' $OUT/grid.txt
