@@ -172,7 +172,7 @@ constexpr int kSplitN1 = kBlockN > kSplitN0 ? kBlockN - kSplitN0 : 16;  // (a va
 // epilogue (FT_HOPPER_INTER_TILE=0, an A/B knob: after it). Not with three consumer warpgroups:
 // at their 128-register launch bound the packed O beside S spilled (d64 192x128).
 #ifndef FT_HOPPER_INTER_TILE
-#define FT_HOPPER_INTER_TILE 1
+#define FT_HOPPER_INTER_TILE 0
 #endif
 constexpr bool kInterTile = FT_HOPPER_INTER_TILE && kOverlap && kQBuffers > 1 && kConsumerWarpgroups <= 2;
 constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDim / 2 > kLaunchRegs;
