@@ -33,9 +33,7 @@
 //    that Q waits for this tile's O store to have read the buffer (a load latency per tile,
 //    which short sequences' tiles of few K/V blocks feel most: 9-15% of the time at N 512-1k,
 //    docs/perf-notes.md). The store's read is waited for only after the next tile's first S is
-//    issued. With the overlapped schedule and one or two consumer warpgroups (kInterTile), a
-//    tile's epilogue itself waits for that issue, so the tensor cores have the next tile's S
-//    while O is normalised, staged and stored.
+//    issued. (Issuing that S before this tile's epilogue as well was 2% slower: session 19.)
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
@@ -168,13 +166,6 @@ static_assert(FT_HOPPER_BLOCKS == 0 || (!kPersistent && kConsumerWarpgroups == 1
 // keys rounded up to a whole wgmma k-step of K rows (16), so both halves are valid wgmma widths.
 constexpr int kSplitN0 = (kBlockN / 2 + 15) / 16 * 16;
 constexpr int kSplitN1 = kBlockN > kSplitN0 ? kBlockN - kSplitN0 : 16;  // (a valid width where unused)
-// The overlapped schedule with two Q buffers issues the next tile's first S before this tile's
-// epilogue (FT_HOPPER_INTER_TILE=0, an A/B knob: after it). Not with three consumer warpgroups:
-// at their 128-register launch bound the packed O beside S spilled (d64 192x128).
-#ifndef FT_HOPPER_INTER_TILE
-#define FT_HOPPER_INTER_TILE 0
-#endif
-constexpr bool kInterTile = FT_HOPPER_INTER_TILE && kOverlap && kQBuffers > 1 && kConsumerWarpgroups <= 2;
 constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDim / 2 > kLaunchRegs;
 static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
               "S halves and O do not fit the launch bound's registers");
@@ -543,9 +534,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // The epilogue of a tile, in two parts. pack_o: lse, and O / rowsum as 16-bit pairs in
     // registers (element pair i of row half r in o_out[2 * i + r]). store_o (tile number tile_no):
     // those into this warpgroup's rows of the tile's Q buffer (TMA 128-byte swizzle: 16-byte unit j
-    // of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns. With kInterTile the
-    // next tile's first S is issued between the two: ptxas serialises every wgmma when O's
-    // accumulators are read while an S wgmma is in flight, but not for the packed copy.
+    // of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
     // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
     auto pack_o = [&](const Tile& tile, u32 (&o_out)[kHeadDim / 4]) {
       const int row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;  // this warp's first row
@@ -613,11 +602,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
 
-    // kInterTile: a tile's epilogue waits for the next tile's first S to be issued, so the tensor
-    // cores have work while it runs (its O stays in registers until then; the next Q is already
-    // in the other buffer).
-    Tile pending_tile{};
-    bool pending = false;  // kInterTile: pending_tile (number tiles - 1) still needs its epilogue
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
@@ -625,24 +609,6 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       const int n_blocks = tile.n_blocks;
       if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
       mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
-      float acc_s[kBlockN / 2];  // the overlapped schedule's S
-      if constexpr (kInterTile) {
-        // Defined inputs for S's wgmmas (which read their accumulators even where the first
-        // k-step ignores them): left undefined, ptxas serialised every wgmma (C7515).
-#pragma unroll
-        for (int i = 0; i < kBlockN / 2; ++i) acc_s[i] = 0.f;
-        u32 o_packed[kHeadDim / 4];
-        if (pending) pack_o(pending_tile, o_packed);
-        if (n_blocks > 0) {
-          turn_wait();
-          issue_qk(acc_s, kv);
-          turn_pass();
-        }
-        if (pending) store_o(pending_tile, tiles - 1, o_packed);
-        // S lands here, whether or not it was issued: ptxas does not tie this to the issue's
-        // condition, and a wait under its own `n_blocks > 0` would leave a path with S in flight.
-        wgmma_wait<0>();
-      }
       warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
       Nk = tile.nk;
       diag = tile.diag;
@@ -677,17 +643,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           o_landed(j);
         }
       } else if (n_blocks > 0) {
+        float acc_s[kBlockN / 2];
         u32 p_frag[kBlockN / 16][4];
         float correction[2];
-        // Block 0 (the last K/V block): S (issued above with kInterTile), softmax, P.
-        if constexpr (!kInterTile) {
-          turn_wait();
-          issue_qk(acc_s, kv);
-          turn_pass();
-          release_previous_q(tiles);
-        }
+        // Block 0 (the last K/V block): S, softmax, P.
+        turn_wait();
+        issue_qk(acc_s, kv);
+        turn_pass();
+        release_previous_q(tiles);
         wgmma_wait<0>();
-        if constexpr (kInterTile) release_previous_q(tiles);
         s_landed(acc_s, kv);
         softmax(acc_s, n_blocks - 1, correction);
         to_p(acc_s, p_frag);
@@ -713,25 +677,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
       release_previous_q(tiles);  // (a tile without keys issued no wgmma)
-      if constexpr (kInterTile) {
-        pending_tile = tile;
-        pending = true;
-      } else {
-        u32 o_packed[kHeadDim / 4];
-        pack_o(tile, o_packed);
-        store_o(tile, tiles, o_packed);
-      }
+      u32 o_packed[kHeadDim / 4];
+      pack_o(tile, o_packed);
+      store_o(tile, tiles, o_packed);
 
 #if FT_HOPPER_SYNCWARP_TILE
       __syncwarp();
 #endif
-    }
-    if constexpr (kInterTile) {
-      if (pending) {
-        u32 o_packed[kHeadDim / 4];
-        pack_o(pending_tile, o_packed);
-        store_o(pending_tile, tiles - 1, o_packed);
-      }
     }
     // The last store must have read shared memory before the block exits (no arrival: the
     // producer loads no further Q).

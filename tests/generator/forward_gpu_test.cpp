@@ -93,9 +93,8 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
     const std::string mask = causal ? "causal" : "full";
     for (const std::string params : {"d64_bm192_bn112_wg3_s2_p1_pp0_ov0", "d64_bm128_bn128_wg2_s2_p0_pp1_ov0",
                                      "d128_bm128_bn128_wg2_s2_p1_pp0_ov1", "d256_bm128_bn80_wg2_s2_p1_pp1_ov0",
-                                     // two Q buffers (p2): tiles alternate buffers; with one or two
-                                     // consumer warpgroups the next tile's first S is issued before
-                                     // a tile's epilogue, with three not; without overlap neither
+                                     // two Q buffers (p2): tiles alternate buffers; one, two and three
+                                     // consumer warpgroups, and without overlap or ping-pong
                                      "d128_bm128_bn128_wg2_s2_p2_pp1_ov1", "d64_bm192_bn128_wg3_s2_p2_pp1_ov1",
                                      "d64_bm64_bn128_wg1_s2_p2_pp1_ov1", "d128_bm128_bn128_wg2_s2_p2_pp0_ov0"}) {
       auto v = Variant::FromUri("hopper_fwd_bf16_" + params + "_" + mask);

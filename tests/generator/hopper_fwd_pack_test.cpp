@@ -62,7 +62,7 @@ TEST(HopperPack, TwoQBuffersArePersistentAndTakeASecondQTile) {
 
 // The two-Q-buffer tiles the GPU tests run (d128 128x128 two consumer warpgroups, d64 192x128
 // three) compile without spills or serialised wgmmas: the deferred store wait's branch sits
-// between wgmma issues and waits, where ptxas must still see whole warps.
+// between wgmma issues and waits (with a __syncwarp after it, d64 spilled 56 bytes).
 TEST(HopperPack, TwoQBufferTilesCompileWithoutSpills) {
   Compiler compiler(Compiler::Options{"-", 1});
   for (const HopperConfig& c : {HopperConfig{DType::kBF16, 128, false, 128, 128, 2, 2, true, true, true, 2},

@@ -80,8 +80,8 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   std::vector<Variant> variants = {FindFamily("fa2_fwd")->Default(cls, Target{}),
                                    Fa2Variant(dtype, head_dim, causal, 64, head_dim > 128 ? 32 : 64, 4, 2),
                                    FindFamily("hopper_fwd")->Default(cls, Target{}), *persistent};
-  // Two Q buffers with the next tile's first S issued before a tile's epilogue (its varlen
-  // stores included): one and two consumer warpgroups.
+  // Two Q buffers (tiles alternate them; a varlen tile's plain stores hand its buffer back at
+  // once, a TMA store's after the next tile's first S): one and two consumer warpgroups.
   if (head_dim <= 128) {
     auto two_q = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_" +
                                   (head_dim == 64 ? "d64_bm64_bn128_wg1_s2_p2_pp1_ov1" : "d128_bm128_bn128_wg2_s2_p2_pp1_ov1") +
