@@ -633,6 +633,23 @@ Result<std::optional<WinnerRow>> Database::FindNearestWinner(const DeviceRecord&
   return best;
 }
 
+Result<std::optional<std::string>> Database::StaleWinnerToolchain(const DeviceRecord& d, const ToolchainInfo& t,
+                                                                  const BucketKey& b) {
+  auto model = SameModelDevices(*this, d);
+  if (!model.ok()) return model.status();
+  Stmt q(db_, ("SELECT t.nvrtc_version, t.generator_version, t.template_hash FROM winners w"
+               " JOIN devices d ON d.id = w.device_id JOIN toolchains t ON t.id = w.toolchain_id WHERE " +
+               *model + " AND w.bucket=? AND NOT (t.nvrtc_version=? AND t.generator_version=? AND t.template_hash=?)"
+               " ORDER BY w.updated_at DESC, w.toolchain_id DESC LIMIT 1").c_str());
+  q.Bind(1, BucketString(b)).Bind(2, t.nvrtc_version).Bind(3, t.generator_version).Bind(4, t.template_hash);
+  Status st;
+  if (q.Step(&st))
+    return std::optional<std::string>("nvrtc " + q.Text(0) + " / generator " + q.Text(1) + " / templates " +
+                                      q.Text(2).substr(0, 12));
+  if (!st.ok()) return st;
+  return std::optional<std::string>();
+}
+
 Result<std::vector<WinnerRow>> Database::ListWinners() {
   Stmt q(db_, (std::string(kWinnerSelect) + "ORDER BY w.bucket, w.device_id").c_str());
   std::vector<WinnerRow> out;

@@ -124,6 +124,12 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
       logs->push_back({LogLevel::kWarning, gap + "; using built-in default kernels (run `flashtune tune`)"});
   }
   const std::string who = have_device ? device.record.name : std::string("no GPU");
+  // A bucket whose own winner was tuned by another build says so: "not tuned" would send the
+  // user looking for a tune that did run.
+  const std::string stale = found->stale_toolchain.empty()
+                                ? std::string()
+                                : " with this build (its winner was tuned with " + found->stale_toolchain +
+                                      "; `flashtune tune` re-tunes it)";
   std::string unfit;  // why a tuned winner cannot serve this problem's layout
   if (const std::optional<WinnerRow>& winner = found->winner) {
     const Family* f = FindFamily(winner->variant.family);
@@ -146,7 +152,7 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
       plan.why = "tuned winner of bucket " + plan.bucket_name + " on " + who + " (tuned on " +
                  winner->problem.ToString() + ": " + FormatUs(winner->median_us) + " us)";
     } else {
-      plan.why = "bucket " + plan.bucket_name + " is not tuned on " + who + "; nearest tuned bucket " +
+      plan.why = "bucket " + plan.bucket_name + " is not tuned on " + who + stale + "; nearest tuned bucket " +
                  plan.tuned_bucket + " (distance " + std::to_string(plan.distance) + ", tuned on " +
                  winner->problem.ToString() + ": " + FormatUs(winner->median_us) + " us)";
     }
@@ -160,7 +166,7 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     plan.source = PlanSource::kNeighbour;
     plan.tuned_problem = guess->from.problem;
     plan.tuned_bucket = BucketString(guess->from.bucket);
-    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + "; the neighbouring class's " +
+    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + stale + "; the neighbouring class's " +
                guess->from.variant_uri + " (" + guess->reason + ", tuned on " + guess->from.problem.ToString() +
                ": " + FormatUs(guess->from.median_us) + " us) as " + plan.variant.Uri();
     return plan;
@@ -172,7 +178,10 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   FT_RETURN_IF_ERROR(CheckVariant(plan.variant, target.max_smem_bytes));
   auto family = FamilyOf(plan.variant);
   plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
-             (have_device ? "" : " (no device to match tuned rows)") + "; " + plan.variant.family +
+             (have_device ? "" : " (no device to match tuned rows)") +
+             (stale.empty() ? "" : " (this bucket's winner was tuned with " + found->stale_toolchain +
+                                       "; `flashtune tune` re-tunes it)") +
+             "; " + plan.variant.family +
              "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
   return plan;

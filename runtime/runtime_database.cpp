@@ -77,6 +77,9 @@ Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& 
     auto nearest = db->FindNearestWinner(device, toolchain_, bucket);
     if (!nearest.ok()) return nearest.status();
     out.winner = std::move(*nearest);
+    auto stale = db->StaleWinnerToolchain(device, toolchain_, bucket);
+    if (!stale.ok()) return stale.status();
+    if (*stale) out.stale_toolchain = **stale;
   }
   if (!out.winner) {
     auto guess = GuessFromNeighbours(*db, device, toolchain_, bucket, target.arch, target.max_smem_bytes);

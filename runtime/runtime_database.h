@@ -42,6 +42,9 @@ class RuntimeDatabase {
     std::optional<NeighbourGuess> guess;
     bool database_open = false;
     bool device_has_winners = true;  // only computed when asked (check_tuned)
+    // Not exact: the toolchain of the bucket's own winner, tuned with another build (never
+    // served; `flashtune tune` re-tunes it), "" when it has none.
+    std::string stale_toolchain;
   };
   // `target` is what a neighbour's tile must fit (its family's rules, its shared memory).
   Result<Lookup> FindWinner(const DeviceRecord& device, const BucketKey& bucket, const Target& target,

@@ -269,6 +269,12 @@ class Database {
   Result<std::optional<WinnerRow>> FindNearestWinner(const DeviceRecord& device,
                                                      const ToolchainInfo& toolchain,
                                                      const BucketKey& bucket);
+  // When `bucket` has a winner on a GPU of `device`'s model measured with another toolchain than
+  // `toolchain` (NVRTC, generator or templates differ; such winners are never served): the newest
+  // one's toolchain, "nvrtc V / generator V / templates <12 hex>"; nullopt when none. The runtime
+  // names it when it plans around a stale winner.
+  Result<std::optional<std::string>> StaleWinnerToolchain(const DeviceRecord& device, const ToolchainInfo& toolchain,
+                                                          const BucketKey& bucket);
   Result<std::vector<WinnerRow>> ListWinners();
   // The winners measured on a GPU of `device`'s model (SameGpuModel) with exactly `toolchain`:
   // every winner the runtime may serve on that device.

@@ -219,6 +219,15 @@ TEST(Database, StaleRowsNeverWinners) {
   auto near = (*db)->FindNearestWinner(kH200, kTc, b);
   ASSERT_TRUE(near.ok());
   EXPECT_FALSE(near->has_value());
+  // Of the three, only the same model and driver's, tuned with other templates, is this bucket's
+  // stale winner; a bucket nobody tuned has none.
+  auto stale = (*db)->StaleWinnerToolchain(kH200, kTc, b);
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  ASSERT_TRUE(stale->has_value());
+  EXPECT_EQ(**stale, "nvrtc " + kTc.nvrtc_version + " / generator " + kTc.generator_version + " / templates tplhash0");
+  auto untuned = (*db)->StaleWinnerToolchain(kH200, kTc, BucketOf(P(512)));
+  ASSERT_TRUE(untuned.ok());
+  EXPECT_FALSE(untuned->has_value());
   // The current one, on a sibling GPU of the same model, is found.
   DeviceRecord sibling = kH200;
   sibling.uuid = "GPU-cccc";

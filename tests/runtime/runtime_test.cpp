@@ -90,6 +90,45 @@ TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
   EXPECT_EQ(logged.warnings(), 0);
 }
 
+// A bucket whose only winner was tuned by another build (other templates) is planned around like
+// an untuned one, and the plan names that build instead of calling the bucket untuned; a bucket
+// nobody tuned says nothing of the kind.
+TEST(RuntimeStaleWinner, PlanNamesTheBuildThatTunedTheBucket) {
+  const std::string db = MakeTunedDatabase(TempDir("runtime_stale_winner"));
+  const Problem p{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};  // bucket 12: not in the tuned set
+  ToolchainInfo old = CurrentToolchain();
+  old.template_hash = "0123456789abcdef0123";
+  {
+    auto opened = Database::Open(db);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(old);
+    TrialRecord t;
+    t.problem = p;
+    t.variant = DefaultVariant(ClassOf(p));
+    t.source_hash = "src-old";
+    t.median_us = 100;
+    t.reps = 20;
+    ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
+    ASSERT_TRUE((*opened)->SetWinner(dev, tc, p, t.variant, t.source_hash, 100, 1).ok());
+  }
+  Logged logged;
+  auto rt = OpenOn(db, TunedDevice(), &logged);
+  auto plan = rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kNearest) << plan->why;
+  EXPECT_NE(plan->why.find(" with this build (its winner was tuned with nvrtc " + old.nvrtc_version + " / generator " +
+                           old.generator_version + " / templates 0123456789ab; `flashtune tune` re-tunes it)"),
+            std::string::npos)
+      << plan->why;
+  Problem untuned = p;
+  untuned.batch = 2;
+  untuned.seqlen_q = untuned.seqlen_k = 8192;
+  auto other = rt->plan(untuned);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->source, PlanSource::kNearest) << other->why;
+  EXPECT_EQ(other->why.find("tuned with"), std::string::npos) << other->why;
+}
+
 // GQA groups are buckets of their own: a GQA-8 call of a tuned MHA shape is not exact, it gets
 // that MHA winner as the nearest bucket (distance 0), and its plan is cached apart.
 TEST_F(RuntimeLookup, GqaCallOfATunedMhaShapeUsesTheMhaWinner) {
