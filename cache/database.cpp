@@ -25,6 +25,7 @@ namespace flashtune {
 using detail::Exec;
 using detail::SqliteError;
 using detail::Stmt;
+using detail::ToolchainText;
 using detail::Transaction;
 
 namespace {
@@ -643,9 +644,7 @@ Result<std::optional<std::string>> Database::StaleWinnerToolchain(const DeviceRe
                " ORDER BY w.updated_at DESC, w.toolchain_id DESC LIMIT 1").c_str());
   q.Bind(1, BucketString(b)).Bind(2, t.nvrtc_version).Bind(3, t.generator_version).Bind(4, t.template_hash);
   Status st;
-  if (q.Step(&st))
-    return std::optional<std::string>("nvrtc " + q.Text(0) + " / generator " + q.Text(1) + " / templates " +
-                                      q.Text(2).substr(0, 12));
+  if (q.Step(&st)) return std::optional<std::string>(ToolchainText(q, 0));
   if (!st.ok()) return st;
   return std::optional<std::string>();
 }

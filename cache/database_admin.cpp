@@ -18,6 +18,7 @@ namespace flashtune {
 using detail::CsvField;
 using detail::Exec;
 using detail::Stmt;
+using detail::ToolchainText;
 using detail::Transaction;
 
 namespace {
@@ -253,9 +254,7 @@ Result<CheckReport> Database::Check(const ToolchainInfo& current) {
   Stmt q(db_, "SELECT nvrtc_version, generator_version, template_hash FROM toolchains WHERE NOT"
               " (nvrtc_version = ?1 AND generator_version = ?2 AND template_hash = ?3) ORDER BY id");
   q.Bind(1, current.nvrtc_version).Bind(2, current.generator_version).Bind(3, current.template_hash);
-  while (q.Step(&st))
-    r.stale_toolchains.push_back("nvrtc " + q.Text(0) + " / generator " + q.Text(1) + " / templates " +
-                                 q.Text(2).substr(0, 12));
+  while (q.Step(&st)) r.stale_toolchains.push_back(ToolchainText(q, 0));
   if (!st.ok()) return st;
   return r;
 }

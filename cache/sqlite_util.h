@@ -95,6 +95,13 @@ class Stmt {
   Status error_;
 };
 
+// A toolchain row read as columns nvrtc_version, generator_version, template_hash from `first`
+// on, for messages: "nvrtc V / generator V / templates <first 12 hex>".
+inline std::string ToolchainText(const Stmt& q, int first) {
+  return "nvrtc " + q.Text(first) + " / generator " + q.Text(first + 1) + " / templates " +
+         q.Text(first + 2).substr(0, 12);
+}
+
 inline Status Exec(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {

@@ -126,10 +126,10 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   const std::string who = have_device ? device.record.name : std::string("no GPU");
   // A bucket whose own winner was tuned by another build says so: "not tuned" would send the
   // user looking for a tune that did run.
-  const std::string stale = found->stale_toolchain.empty()
-                                ? std::string()
-                                : " with this build (its winner was tuned with " + found->stale_toolchain +
-                                      "; `flashtune tune` re-tunes it)";
+  const std::string stale_winner =
+      found->stale_toolchain.empty() ? std::string()
+                                     : "winner was tuned with " + found->stale_toolchain + "; `flashtune tune` re-tunes it";
+  const std::string stale = stale_winner.empty() ? std::string() : " with this build (its " + stale_winner + ")";
   std::string unfit;  // why a tuned winner cannot serve this problem's layout
   if (const std::optional<WinnerRow>& winner = found->winner) {
     const Family* f = FindFamily(winner->variant.family);
@@ -179,8 +179,7 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   auto family = FamilyOf(plan.variant);
   plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
              (have_device ? "" : " (no device to match tuned rows)") +
-             (stale.empty() ? "" : " (this bucket's winner was tuned with " + found->stale_toolchain +
-                                       "; `flashtune tune` re-tunes it)") +
+             (stale_winner.empty() ? "" : " (this bucket's " + stale_winner + ")") +
              "; " + plan.variant.family +
              "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";

@@ -129,6 +129,37 @@ TEST(RuntimeStaleWinner, PlanNamesTheBuildThatTunedTheBucket) {
   EXPECT_EQ(other->why.find("tuned with"), std::string::npos) << other->why;
 }
 
+// The same when nothing of the class is tuned with this build: the heuristic plan names the build
+// that tuned the bucket.
+TEST(RuntimeStaleWinner, HeuristicPlanNamesTheBuildThatTunedTheBucket) {
+  const std::string db = TempDir("runtime_stale_only") + "/stale.db";
+  const Problem p{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
+  ToolchainInfo old = CurrentToolchain();
+  old.template_hash = "fedcba9876543210fedc";
+  {
+    auto opened = Database::Open(db);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(old);
+    TrialRecord t;
+    t.problem = p;
+    t.variant = DefaultVariant(ClassOf(p));
+    t.source_hash = "src-old";
+    t.median_us = 100;
+    t.reps = 20;
+    ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
+    ASSERT_TRUE((*opened)->SetWinner(dev, tc, p, t.variant, t.source_hash, 100, 1).ok());
+  }
+  Logged logged;
+  auto rt = OpenOn(db, TunedDevice(), &logged);
+  auto plan = rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kHeuristic) << plan->why;
+  EXPECT_NE(plan->why.find(" (this bucket's winner was tuned with nvrtc " + old.nvrtc_version + " / generator " +
+                           old.generator_version + " / templates fedcba987654; `flashtune tune` re-tunes it)"),
+            std::string::npos)
+      << plan->why;
+}
+
 // GQA groups are buckets of their own: a GQA-8 call of a tuned MHA shape is not exact, it gets
 // that MHA winner as the nearest bucket (distance 0), and its plan is cached apart.
 TEST_F(RuntimeLookup, GqaCallOfATunedMhaShapeUsesTheMhaWinner) {
