@@ -24,10 +24,10 @@
 //    gridDim.x tiles; the K/V ring and its phases run on across tiles, a "q_empty" mbarrier
 //    hands the Q buffer back to the producer once the O stores have read it, and the next
 //    tile's first K block is loaded before that, while the epilogue runs. Non-causal tiles go
-//    in grid order (query blocks of one head together: K/V shared in L2). Causal tiles are
-//    longest first: the last query block (which sees the most keys) of every (head, batch),
-//    then the one before, ...; in odd rounds the blocks take the round's tiles in reverse, so
-//    that no block always draws the longest tile of its round.
+//    in grid order (query blocks of one head together: K/V shared in L2). Causal tiles go in
+//    pairs of equal total cost, query blocks m-1-i and i of one (head, batch), a pair per block
+//    per round (ft_tile_schedule.cuh: balanced, and the rows in flight few enough to share
+//    their K/V in L2).
 //  - kQBuffers = 2 (persistent only): two Q buffers used by alternate tiles, so the next tile's
 //    Q loads while this tile computes and its O is stored from the other buffer; with one,
 //    that Q waits for this tile's O store to have read the buffer (a load latency per tile,
@@ -83,6 +83,7 @@ constexpr int kBlocksPerSm = 1;
 #endif
 
 #include "ft_kernel_abi.cuh"
+#include "ft_tile_schedule.cuh"
 
 namespace ft {
 
@@ -228,12 +229,24 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   const bool varlen = p.cu_seqlens_q != nullptr;
 
   // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, this
-  // block's tile of each round r of gridDim.x tiles: tile_index(r), until past the last.
+  // block's list: next_tile() gives its next tile id (query block + m_blocks * (head + heads_q *
+  // batch)), num_tiles when there is none. Non-causal: tile slot * gridDim.x + blockIdx.x (query
+  // blocks of one head together: the blocks in flight share K/V in L2); causal:
+  // ft_tile_schedule.cuh's pairs of a long and a short query block of one row.
   const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
-  auto tile_index = [&](int round) {
-    if constexpr (!kPersistent) return round;
-    const int g = int(gridDim.x), b = int(blockIdx.x);
-    return round * g + (kCausal && (round & 1) ? g - 1 - b : b);
+  int slot = 0;  // this block's tiles taken so far (and, causal, skipped slots)
+  auto next_tile = [&]() {
+    if constexpr (!kPersistent) {
+      return slot++ == 0 ? 0 : num_tiles;
+    } else if constexpr (!kCausal) {
+      const int t = slot++ * int(gridDim.x) + int(blockIdx.x);
+      return t < num_tiles ? t : num_tiles;
+    } else {
+      for (;;) {
+        const int t = ft_sched::causal_pair_tile(slot++, int(blockIdx.x), int(gridDim.x), m_blocks, p.heads_q * p.batch);
+        if (t != ft_sched::kSkip) return t >= 0 ? t : num_tiles;
+      }
+    }
   };
   // A tile's sequence: nq queries and nk keys (query i sees keys j <= i + diag when causal),
   // whose rows start at TMA row coordinates q_row / k_row of TMA batch coordinate tb (dense:
@@ -244,15 +257,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   };
   auto tile_at = [&](int t) {
     int m_block, head, batch;
-    if constexpr (kPersistent && kCausal) {
-      // Longest first: every (head, batch) of the last query block, then of the one before.
-      const int hb = p.heads_q * p.batch;
-      m_block = m_blocks - 1 - t / hb;
-      head = t % hb % p.heads_q;
-      batch = t % hb / p.heads_q;
-    } else if constexpr (kPersistent) {
-      // The order a non-persistent grid is dispatched in: query blocks of one head together,
-      // so that the blocks in flight share K/V in L2.
+    if constexpr (kPersistent) {
       m_block = t % m_blocks;
       head = t / m_blocks % p.heads_q;
       batch = t / m_blocks / p.heads_q;
@@ -330,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       prefetch_tensormap(&p.tmap_v);
       int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
       int tiles = 0;  // tiles of this block so far (q_empty phases)
-      for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
+      for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
         for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
@@ -604,7 +609,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
-    for (int ti = tile_index(0); ti < num_tiles; ti = tile_index(tiles + 1), ++tiles) {
+    for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
       const Tile tile = tile_at(ti);
       const int n_blocks = tile.n_blocks;
       if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;

@@ -2,7 +2,7 @@
 // warpgroup and 1-3 consumer warpgroups with setmaxnreg, ping-pong between consumers), sm_90a
 // only. Parameters, in URI order: bm (query rows per block = 64 per consumer warpgroup), bn (keys
 // per K/V block), wg (consumer warpgroups), s (K/V ring stages), p (persistent tile loop, 0/1;
-// longest-first for causal; 2: persistent with two Q buffers), pp (ping-pong between consumer
+// causal tiles in pairs of equal cost; 2: persistent with two Q buffers), pp (ping-pong between consumer
 // warpgroups, 0/1; with one consumer warpgroup there is nobody to take turns with and pp1 is the
 // pp0 kernel), ov (intra-warpgroup overlap of the softmax with the next block's S, 0/1).
 // The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
@@ -67,9 +67,9 @@ class HopperFwd final : public Family {
     return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
   }
   // One consumer warpgroup (two blocks per SM; three with 64-80-key tiles, HopperBlocksPerSm)
-  // won at d64 for N <= 1k and causal (bench/data/h200-2026-12-01-hopper2, -hopper3); it was
-  // not measured at larger head dims, where its 64-row tile re-reads K/V twice as often as the
-  // 128-row one.
+  // won at d64 for N <= 1k and causal (bench/data/h200-2026-12-01-hopper2, -hopper3); at d128
+  // (two blocks per SM with 64-80-key tiles) it lost or tied everywhere it was measured (causal
+  // N 512-2k, full N 512: session 20), its 64-row tile re-reading K/V twice as often.
   // No overlap lost 20-30% wherever it kept the blocks per SM (sessions 11-12); it is searched
   // only where it buys a block per SM (one warpgroup, non-persistent): d64 64x64 at four blocks
   // instead of three won causal N 512-2k and full N 512 by 4-7% (session 15); with S in two
@@ -79,6 +79,9 @@ class HopperFwd final : public Family {
   // Two Q buffers (p2) beat one (p1) at every shape of session 19's A/B (d128 full N 512-1k
   // 0.85-0.91x the time, causal N 1k-2k 0.94-0.95x, d64 full N 512-1k 0.85-0.94x): p1 is searched
   // only where the second Q tile does not fit in shared memory (d128 with 176-key blocks, d256).
+  // Since causal persistent blocks take their tiles in pairs of equal cost (session 20: 0.83-0.85x
+  // the time of p0 at d128 causal N 512-2k), the no-overlap tiles that buy a block per SM are
+  // searched persistent (p2) as well.
   bool InDefaultSpace(const Variant& v) const override {
     if (v.Param("wg") == 1 && v.head_dim > 64) return false;
     if (v.Param("p") == 1) {
@@ -91,7 +94,8 @@ class HopperFwd final : public Family {
     const detail::HopperConfig c = ConfigOf(v);
     detail::HopperConfig twin = c;
     twin.overlap = true;
-    return c.consumer_wgs == 1 && !c.persistent && detail::HopperBlocksPerSm(c) > detail::HopperBlocksPerSm(twin);
+    return c.consumer_wgs == 1 && (!c.persistent || c.q_buffers == 2) &&
+           detail::HopperBlocksPerSm(c) > detail::HopperBlocksPerSm(twin);
   }
   int64_t SharedMemoryBytes(const Variant& v) const override { return detail::HopperSmemBytes(ConfigOf(v)); }
   int Threads(const Variant& v) const override { return detail::HopperThreads(ConfigOf(v)); }

@@ -222,7 +222,7 @@ TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   one.block_n = 96;  // 209 KB: one block per SM
   ASSERT_TRUE(PackHopper(one, Args(one, 4, 1000, 300, 8, 2), 132, &l).ok());
   EXPECT_EQ(l.grid[0], 132u);
-  c.causal = true;  // longest-first tile order
+  c.causal = true;  // tiles in pairs of equal cost (ft_tile_schedule.cuh)
   EXPECT_TRUE(CheckHopperConfig(c).ok());
   ASSERT_TRUE(PackHopper(c, Args(c, 4, 1000, 1000, 8, 2), 132, &l).ok());
   EXPECT_EQ(l.grid[0], 132u);
@@ -419,7 +419,7 @@ TEST(HopperPack, TemplateRejectsAWrongSharedMemorySize) {
 }
 
 // The tuner's switches compile in every combination the family allows; here the one furthest
-// from the default: persistent causal (longest-first), no ping-pong, no overlap.
+// from the default: persistent causal (tiles in pairs), no ping-pong, no overlap.
 TEST(HopperPack, TemplateCompilesTheSwitchesOff) {
   HopperConfig c = Default();
   c.causal = c.persistent = true;
