@@ -2,9 +2,9 @@
 // warpgroup and 1-3 consumer warpgroups with setmaxnreg, ping-pong between consumers), sm_90a
 // only. Parameters, in URI order: bm (query rows per block = 64 per consumer warpgroup), bn (keys
 // per K/V block), wg (consumer warpgroups), s (K/V ring stages), p (persistent tile loop, 0/1;
-// causal tiles in pairs of equal cost; 2: persistent with two Q buffers), pp (ping-pong between consumer
-// warpgroups, 0/1; with one consumer warpgroup there is nobody to take turns with and pp1 is the
-// pp0 kernel), ov (intra-warpgroup overlap of the softmax with the next block's S, 0/1).
+// causal tiles in pairs of equal cost; 2: persistent with two Q buffers), pp (ping-pong between
+// consumer warpgroups, 0/1; with one consumer warpgroup there is nobody to take turns with and
+// pp1 is the pp0 kernel), ov (intra-warpgroup overlap of the softmax with the next block's S, 0/1).
 // The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
 #include <algorithm>
 #include <cmath>
