@@ -289,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
       cp_async_wait<2 * (kStages - 1)>();  // this block's V has landed
       __syncthreads();
 
-      pv_mma<kMTiles, kNTiles, kDTiles, kRowStride>(acc_o, p_frag, sV_addr + stage, lane);
+      pv_mma<kMTiles, kNTiles, kDTiles, PaddedRows<kRowStride>>(acc_o, p_frag, sV_addr + stage, lane);
     }
     cp_async_wait<0>();
   }

@@ -115,10 +115,34 @@ __device__ __forceinline__ void scale_rows(float (&o)[kD][4], float c0, float c1
   }
 }
 
+// Shared-memory layouts of a tile of 16-bit rows: the byte offset of element (row, col), col a
+// multiple of 8 (one 16-byte chunk), from the tile's row 0. Either spreads ldmatrix's eight rows
+// of one chunk over all 32 banks.
+//  - PaddedRows: rows kStride elements apart (a 16-byte pad after each row).
+//  - SwizzledRows: rows exactly kCols elements apart (kCols a multiple of 64, so every row starts
+//    on a 128-byte line), chunk c of row r stored at chunk c ^ (r % 8). The 16-byte cp.async
+//    copies of one global 128-byte line then fill one shared 128-byte line; with the pad they
+//    straddle two, and a stream of them read 4-5% less DRAM bandwidth (decode's K/V, measured:
+//    docs/perf-notes.md, "Decode round 9"). A base offset of a multiple of 8 rows keeps the
+//    pattern, so a warp's sub-tile may be addressed from its own first row.
+template <int kStride>
+struct PaddedRows {
+  static constexpr int kStrideElems = kStride;
+  static __device__ __forceinline__ u32 offset(int row, int col) { return (u32)((row * kStride + col) * 2); }
+};
+template <int kCols>
+struct SwizzledRows {
+  static_assert(kCols % 64 == 0, "swizzled rows must be whole 128-byte lines");
+  static constexpr int kStrideElems = kCols;
+  static __device__ __forceinline__ u32 offset(int row, int col) {
+    return (u32)(row * kCols * 2 + ((((col >> 3) ^ row) & 7) | ((col >> 3) & ~7)) * 16);
+  }
+};
+
 // O += P V for one warp's kMT 16-row tiles: P from registers (softmax_row_step's layout) as
-// the A operand, V as the B operand read transposed by ldmatrix from a padded shared tile
-// (kStride elements a row) whose row 0 is this warp's first key, at `v_addr`.
-template <int kMT, int kN, int kD, int kStride>
+// the A operand, V as the B operand read transposed by ldmatrix from a shared tile laid out by
+// Rows (PaddedRows or SwizzledRows) whose row 0 is this warp's first key, at `v_addr`.
+template <int kMT, int kN, int kD, class Rows>
 __device__ __forceinline__ void pv_mma(float (&o)[kMT][kD][4], const u32 (&p)[kMT][kN][2], u32 v_addr, int lane) {
 #pragma unroll
   for (int kk = 0; kk < kN / 2; ++kk) {
@@ -133,7 +157,7 @@ __device__ __forceinline__ void pv_mma(float (&o)[kMT][kD][4], const u32 (&p)[kM
 #pragma unroll
     for (int dt = 0; dt < kD; dt += 2) {
       u32 b[4];
-      ldmatrix_x4_trans(b, v_addr + (u32)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + (dt + lane / 16) * 8) * 2));
+      ldmatrix_x4_trans(b, v_addr + Rows::offset(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, (dt + lane / 16) * 8));
 #pragma unroll
       for (int mi = 0; mi < kMT; ++mi) {
         mma_16816(o[mi][dt], pa[mi], b[0], b[1]);
