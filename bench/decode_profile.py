@@ -6,6 +6,8 @@ query token, dense K/V), each called once inside cudaProfilerStart/Stop after wa
   ncu --clock-control none --profile-from-start off --csv --page raw --metrics ... \
       python3 bench/decode_profile.py LIBFLASHTUNE
 (bench/decode_round.sh has the metric list). Prints each shape's calls in order.
+DECODE_PROFILE_SHAPES ("1x2048,8x2048": B x keys) replaces the shapes; DECODE_PROFILE_DB names a
+database for flashtune's plans (default: none, the untuned plan).
 """
 import ctypes
 import os
@@ -17,11 +19,12 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decode_bench import Runtime  # noqa: E402
 
-SHAPES = ((1, 8192), (8, 32768), (64, 32768))
+SHAPES = tuple(tuple(int(x) for x in s.split("x")) for s in os.environ["DECODE_PROFILE_SHAPES"].split(",")) \
+    if os.environ.get("DECODE_PROFILE_SHAPES") else ((1, 8192), (8, 32768), (64, 32768))
 
 
 def main():
-    rt = Runtime(os.path.abspath(sys.argv[1]), None)
+    rt = Runtime(os.path.abspath(sys.argv[1]), os.environ.get("DECODE_PROFILE_DB"))
     dev = torch.device("cuda")
     hq, hkv, d = 32, 8, 128
     calls = []
