@@ -83,7 +83,7 @@ fi
 if want sweep; then
   s=$(date +%s)
   V=decode_fwd_bf16_d128_; F=_full
-  list=${SWEEP_LIST:-${V}bn64_rm1_w4_s3_cs2_cl0$F,${V}bn32_rm1_w2_s4_cs4_cl0$F,${V}bn64_rm1_w4_s2_cs4_cl0$F,${V}bn64_rm1_w4_s4_cs1_cl0$F,${V}bn128_rm1_w8_s2_cs1_cl0$F,${V}bn128_rm1_w4_s2_cs2_cl0$F}
+  list=${SWEEP_LIST:-${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn128_rm1_w4_s2_cs2$F}
   IFS=, read -ra shapes <<< "${SWEEP_SHAPES:-1 8192,64 32768}"  # "B Nk" pairs
   for shape in "${shapes[@]}"; do
     set -- $shape

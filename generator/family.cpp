@@ -148,7 +148,7 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
     for (size_t i = 0; i < ax.size(); ++i) point[i] = values[i][idx[i]];
     Variant v = MakeVariant(cls, point);
     const bool wanted = !overrides.empty() || InDefaultSpace(v);
-    if (wanted && ServesVariant(v, target) && Check(v, target.max_smem_bytes).ok()) out.push_back(std::move(v));
+    if (wanted && Check(v, target.max_smem_bytes).ok()) out.push_back(std::move(v));
     size_t i = ax.size();
     while (i > 0) {
       --i;

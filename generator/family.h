@@ -119,14 +119,6 @@ class Family {
 
   // Whether the family has kernels for `cls` on `target` at all (its space is empty otherwise).
   virtual bool Serves(const ProblemClass& cls, const Target& target) const = 0;
-  // Whether `target` can run `v`, a variant of a class this family Serves there (a parameter
-  // value may need a newer target than the family, e.g. thread-block clusters). Space leaves
-  // out the variants it cannot. Default: yes.
-  virtual bool ServesVariant(const Variant& v, const Target& target) const {
-    (void)v;
-    (void)target;
-    return true;
-  }
   // Dynamic shared memory the variant's kernel needs, in bytes.
   virtual int64_t SharedMemoryBytes(const Variant& v) const = 0;
   // Threads per block.
@@ -202,8 +194,7 @@ class Family {
   // CheckRules. kInvalidArgument naming the field.
   Status Check(const Variant& v, int64_t max_smem_bytes) const;
   // Every variant of the searched values (the cross product of axes().searched, in axis
-  // order, ascending) that passes Check on `target`, ServesVariant and InDefaultSpace; empty
-  // when !Serves.
+  // order, ascending) that passes Check on `target` and InDefaultSpace; empty when !Serves.
   // `values` replaces the searched values of the parameters it names (values the family does
   // not allow are dropped by Check); with `values`, InDefaultSpace is not asked.
   std::vector<Variant> Space(const ProblemClass& cls, const Target& target,

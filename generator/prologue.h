@@ -27,12 +27,6 @@ class PrologueBuilder {
     text_ += "constexpr int " + std::string(name) + " = " + std::to_string(value) + ";\n";
     return *this;
   }
-  // A preprocessor definition, for what a constexpr cannot switch (an attribute that older
-  // targets reject).
-  PrologueBuilder& Define(std::string_view name, std::string_view value) {
-    text_ += "#define " + std::string(name) + " " + std::string(value) + "\n";
-    return *this;
-  }
   // Closes the namespace and sets the line counter to the template's first line.
   std::string Finish(std::string_view template_name) {
     return text_ + "}  // namespace ft_config\n#line 1 \"" + std::string(template_name) + "\"\n";

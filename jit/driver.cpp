@@ -333,25 +333,6 @@ Status Function::SetMaxDynamicSharedMemory(int bytes) {
   return s;
 }
 
-Result<int> Function::RequiredClusterBlocks() const {
-  int blocks = 1;
-  const CUfunction_attribute dims[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
-                                        CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
-                                        CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
-  for (CUfunction_attribute a : dims) {
-    auto d = Attribute(a, "cuFuncGetAttribute(REQUIRED_CLUSTER_*)");
-    if (!d.ok()) return d.status();
-    blocks *= *d;  // 0 in every dimension without __cluster_dims__
-  }
-  return blocks;
-}
-
-Status Function::AllowNonPortableClusterSize() {
-  const CUresult r = driver_->api().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-  Status s = driver_->Check(r, "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
-  return s.ok() ? s : s.WithVariant(name_);
-}
-
 Result<int> Function::Attribute(int attribute, const char* what) const {
   int value = 0;
   FT_RETURN_IF_ERROR(driver_->Check(

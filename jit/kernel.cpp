@@ -4,16 +4,6 @@
 
 namespace flashtune {
 
-namespace {
-// A kernel compiled for clusters of more than 8 blocks (the portable limit) must opt in to
-// its own size before it can launch.
-Status AllowItsClusterSize(Function& function) {
-  auto blocks = function.RequiredClusterBlocks();
-  if (!blocks.ok()) return blocks.status();
-  return *blocks > 8 ? function.AllowNonPortableClusterSize() : Status::Ok();
-}
-}  // namespace
-
 Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const std::string& name, int64_t smem_bytes,
                             const std::vector<std::string>& next_names) {
   auto module = Module::Load(context, cubin);
@@ -23,8 +13,6 @@ Result<Kernel> Kernel::Load(const Context& context, const Cubin& cubin, const st
   if (!function.ok()) return Status(function.status()).WithVariant(name);
   Status smem = function->SetMaxDynamicSharedMemory(static_cast<int>(smem_bytes));
   if (!smem.ok()) return smem.WithVariant(name);
-  Status cluster = AllowItsClusterSize(*function);
-  if (!cluster.ok()) return cluster.WithVariant(name);
   std::vector<Function> next;
   for (const std::string& n : next_names) {
     auto f = owned->GetFunction(n);

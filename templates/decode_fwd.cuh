@@ -11,10 +11,7 @@
 //  - at the end the warps merge through shared memory; with one split the block writes o and
 //    lse, otherwise a partial (o, lse) into the workspace and the second kernel of the module
 //    (FT_KERNEL_NAME_combine) merges the splits: lse = log sum_s exp(lse_s),
-//    o = sum_s exp(lse_s - lse) o_s;
-//  - or (kCluster > 0, sm_90+) the splits are the kCluster blocks of one thread-block cluster
-//    and merge through distributed shared memory: no workspace, no second kernel (the launch
-//    and the L2 round trips of the combine are what a short cache pays for most).
+//    o = sum_s exp(lse_s - lse) o_s.
 // K/V come from a dense [B, Nk, Hkv, D] tensor or, when block_table is set, from a page pool
 // [num_blocks, block_size, Hkv, D]: key j of sequence b is row j % block_size of page
 // block_table[b][j / block_size]. A page index outside [0, num_blocks) is not read (its keys
@@ -37,16 +34,8 @@ constexpr int kRowTiles = 1;
 constexpr int kWarps = 4;
 constexpr int kStages = 3;
 constexpr bool kCausal = false;
-constexpr int kCluster = 0;  // splits merged in a cluster; 0: the combine kernel
 constexpr int kSmemBytes = 16 * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2;
 }  // namespace ft_config
-#endif
-
-// The generator defines FT_CLUSTER_DIMS (__cluster_dims__(1, kCluster, 1)) when kCluster > 0:
-// the attribute does not exist before sm_90, so a variant without a cluster must not carry it.
-#ifndef FT_CLUSTER_DIMS
-#define FT_CLUSTER_DIMS
-#define FT_NO_CLUSTER_DIMS 1
 #endif
 
 #define FT_CAT_(a, b) a##b
@@ -87,8 +76,7 @@ constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per row
 constexpr int kMergeStride = kHeadDim + 4;   // fp32 merge rows: the pad spreads rows over banks
 constexpr int kQBytes = kRows * kRowStride * 2;
 constexpr int kPipelineBytes = kQBytes + 2 * kStages * kBlockN * kRowStride * 2;
-// The merge area: fp32 O rows, each warp's row max and sum, and (clusters) the block's.
-constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + 2 * kWarps * kRows * 4 + (kCluster > 0 ? 2 * kRows * 4 : 0);
+constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + 2 * kWarps * kRows * 4;
 
 static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256, "head dim must be a multiple of 32 in [32, 256]");
 static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "keys per step must be 32, 64 or 128");
@@ -100,11 +88,6 @@ static_assert(kStages >= 2 && kStages <= 4, "stages must be 2, 3 or 4");
 static_assert(kSmemBytes == (kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes),
               "kSmemBytes disagrees with the template's shared-memory layout");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
-static_assert(kCluster == 0 || kCluster == 4 || kCluster == 8 || kCluster == 16, "cluster splits must be 0, 4, 8 or 16");
-#ifdef FT_NO_CLUSTER_DIMS
-static_assert(kCluster == 0, "kCluster > 0 needs FT_CLUSTER_DIMS (the generator's prologue defines it)");
-#endif
-static_assert((kRows * kHeadDim / 4) % (kCluster > 0 ? kCluster : 1) == 0, "cluster ranks take equal shares of the rows");
 
 __device__ __forceinline__ void store_float8(float* dst, const float* src, float scale) {
   float4 a, b;
@@ -174,103 +157,9 @@ __device__ __forceinline__ Work plan_work(const FtDecodeParams& p) {
   return w;
 }
 
-#ifndef FT_NO_CLUSTER_DIMS
-// Thread-block clusters (sm_90+): every block of the cluster is one split of the same rows.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ u32 cluster_rank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// The shared::cluster address of `addr` (this block's shared memory) in block `rank`'s.
-__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
-  u32 out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(rank));
-  return out;
-}
-__device__ __forceinline__ float cluster_load(u32 addr) {
-  float x;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(addr) : "memory");
-  return x;
-}
-__device__ __forceinline__ float4 cluster_load4(u32 addr) {
-  float4 x;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
-               : "r"(addr)
-               : "memory");
-  return x;
-}
-
-// The cluster's merge, after each block has merged its warps into sO (rows scaled to the
-// block's max) and sM / sL (each warp's row max and sum): every block publishes its rows' max
-// and sum, then rank r merges its 1 / kCluster share of the (row, 4-column) pieces from all
-// blocks' shared memory and writes o (and lse, at column 0). A block whose split saw no key
-// publishes max -inf and sum 0 and weighs nothing; a row no block saw gets o = 0, lse = -inf.
-// Two cluster barriers: the first makes every block's merge area visible, the second keeps
-// each block's shared memory alive until the others have read it.
-__device__ __forceinline__ void cluster_merge_and_store(const FtDecodeParams& p, const Work& w, const float* sO,
-                                                        const float* sM, float* sL) {
-  float* sMb = sL + kWarps * kRows;  // [row]: the block's max (base 2)
-  float* sLb = sMb + kRows;          // [row]: the block's sum
-  for (int r = threadIdx.x; r < kRows; r += kThreads) {
-    float m = kNegInf;
-#pragma unroll
-    for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + r]);
-    const float m_base = m == kNegInf ? 0.f : m;
-    float l = 0.f;
-#pragma unroll
-    for (int x = 0; x < kWarps; ++x) l += sL[x * kRows + r] * fast_exp2(sM[x * kRows + r] - m_base);
-    sMb[r] = m;
-    sLb[r] = l;
-  }
-  cluster_sync();
-  constexpr int kPieces = kHeadDim / 4;              // 4-float pieces per row
-  constexpr int kShare = kRows * kPieces / kCluster;  // pieces per rank
-  const u32 rank = cluster_rank();
-  const u32 o_addr = smem_address(sO), m_addr = smem_address(sMb), l_addr = smem_address(sLb);
-  for (int e = (int)rank * kShare + (int)threadIdx.x; e < ((int)rank + 1) * kShare; e += kThreads) {
-    const int r = e / kPieces;
-    const int col = (e % kPieces) * 4;
-    if (r >= w.rows_valid) continue;
-    float ms[kCluster];
-    float m = kNegInf;
-#pragma unroll
-    for (int s = 0; s < kCluster; ++s) {
-      ms[s] = cluster_load(cluster_map(m_addr + (u32)r * 4, (u32)s));
-      m = fmaxf(m, ms[s]);
-    }
-    const float m_base = m == kNegInf ? 0.f : m;
-    float l = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-#pragma unroll
-    for (int s = 0; s < kCluster; ++s) {
-      const float wt = fast_exp2(ms[s] - m_base);  // 0 for a block that saw no key of the row
-      l += wt * cluster_load(cluster_map(l_addr + (u32)r * 4, (u32)s));
-      const float4 x = cluster_load4(cluster_map(o_addr + (u32)(r * kMergeStride + col) * 4, (u32)s));
-      o0 += wt * x.x, o1 += wt * x.y, o2 += wt * x.z, o3 += wt * x.w;
-    }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int rg = w.row0 + r;
-    const int g = rg / w.n_q, i = rg % w.n_q;
-    const int hq = w.hkv * w.group + g;
-    u16* dst = static_cast<u16*>(p.o) + (i64)w.b * p.o_stride[0] + (w.q_row0 + i) * p.o_stride[1] +
-               (i64)hq * p.o_stride[2] + col;
-    uint2 packed;
-    packed.x = pack2(o0 * inv, o1 * inv);
-    packed.y = pack2(o2 * inv, o3 * inv);
-    *reinterpret_cast<uint2*>(dst) = packed;
-    if (col == 0 && p.lse != nullptr)
-      p.lse[lse_index(p, w.b, hq, i, w.q_row0)] = l > 0.f ? (m + fast_log2(l)) * kLn2 : kNegInf;
-  }
-  cluster_sync();
-}
-#endif  // FT_NO_CLUSTER_DIMS
-
 }  // namespace ftd
 
-extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_CLUSTER_DIMS FT_KERNEL_NAME(const ftd::FtDecodeParams p) {
+extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const ftd::FtDecodeParams p) {
   using namespace ftd;
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -511,10 +400,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_CLUSTER_DIMS FT_K
     __syncthreads();
   }
 
-#ifndef FT_NO_CLUSTER_DIMS
-  cluster_merge_and_store(p, w, sO, sM, sL);
-#else
-
   // Epilogue: normalise each row once; o and lse directly (one split) or the split's partial.
   const bool partial = p.splits > 1;
   const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;  // the workspace's rows
@@ -552,7 +437,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_CLUSTER_DIMS FT_K
       if (col == 0 && p.lse != nullptr) p.lse[lse_index(p, w.b, hq, i, w.q_row0)] = lse;
     }
   }
-#endif  // FT_NO_CLUSTER_DIMS
 }
 
 // Merges the splits' partials: one block of four warps per output row (b, hq, i). Each warp

@@ -14,14 +14,13 @@
 namespace flashtune {
 
 Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step, int row_tiles, int warps, int stages,
-                      int blocks_per_sm, int cluster_splits) {
+                      int blocks_per_sm) {
   Variant v;
   v.family = "decode_fwd";
   v.dtype = dtype;
   v.head_dim = head_dim;
   v.causal = causal;
-  v.params = {{"bn", keys_per_step}, {"rm", row_tiles}, {"w", warps},
-              {"s", stages},         {"cs", blocks_per_sm}, {"cl", cluster_splits}};
+  v.params = {{"bn", keys_per_step}, {"rm", row_tiles}, {"w", warps}, {"s", stages}, {"cs", blocks_per_sm}};
   return v;
 }
 
@@ -58,26 +57,21 @@ int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tile
 namespace {
 
 struct DecodeConfig {
-  int bn, rm, warps, stages, cs, cl;
+  int bn, rm, warps, stages, cs;
   explicit DecodeConfig(const Variant& v)
-      : bn(v.Param("bn")),
-        rm(v.Param("rm")),
-        warps(v.Param("w")),
-        stages(v.Param("s")),
-        cs(v.Param("cs")),
-        cl(v.Param("cl")) {}
+      : bn(v.Param("bn")), rm(v.Param("rm")), warps(v.Param("w")), stages(v.Param("s")), cs(v.Param("cs")) {}
 };
 
 // Shared memory: the Q tile and `stages` K and V tiles, or, after the key loop, the cross-warp
-// merge (fp32 O rows plus each warp's max and sum; with a cluster, the block's too), whichever
-// is larger. Tile rows are swizzled (no pad) where the head dim is a multiple of 64, else
-// padded by 16 bytes for ldmatrix. The template asserts the same formula.
-int64_t DecodeSmemBytes(int bn, int rm, int stages, int head_dim, int warps, int cluster) {
+// merge (fp32 O rows plus each warp's max and sum), whichever is larger. Tile rows are swizzled
+// (no pad) where the head dim is a multiple of 64, else padded by 16 bytes for ldmatrix. The
+// template asserts the same formula.
+int64_t DecodeSmemBytes(int bn, int rm, int stages, int head_dim, int warps) {
   const int64_t rows = 16 * rm;
   const int64_t row_elems = head_dim % 64 == 0 ? head_dim : head_dim + 8;
   const int64_t q = rows * row_elems * 2;
   const int64_t pipeline = q + int64_t(2) * stages * bn * row_elems * 2;
-  const int64_t merge = q + rows * (head_dim + 4) * 4 + int64_t(2) * warps * rows * 4 + (cluster > 0 ? 2 * rows * 4 : 0);
+  const int64_t merge = q + rows * (head_dim + 4) * 4 + int64_t(2) * warps * rows * 4;
   return std::max(pipeline, merge);
 }
 
@@ -100,8 +94,6 @@ class DecodeFwd final : public Family {
         // searching 2 and 4, kept 4 stages x 1 block at 76%: bench/data/h200-2026-12-01-decode).
         {"s", "stages (s)", {2, 3, 4}, {2, 3, 4}},
         {"cs", "blocks_per_sm (cs)", {1, 2, 4}, {1, 2, 4}},
-        // Splits merged in a thread-block cluster (sm_90+; 16 is a non-portable cluster size).
-        {"cl", "cluster_splits (cl)", {0, 4, 8, 16}, {0, 4, 8, 16}},
     };
     return kAxes;
   }
@@ -112,14 +104,8 @@ class DecodeFwd final : public Family {
   // Hkv and the keys are small; bench/data/h200-2026-12-02-decode3/call2-sweep.log); s2 cs4 is
   // the GPU tests' variant on every class. Only configurations that have run on the GPU; four
   // candidates a class, not the 18 of the full cross product.
-  // Clusters (a fixed split count merged without the combine) are for the short, latency-bound
-  // shapes, so only with the small-step tiles that win those (one row tile; 64 keys over 4
-  // warps or 32 over 2), 15 candidates a class; cs (the split rule's aim) stays 2: other values
-  // would be the same kernel and launch under another name.
   bool InDefaultSpace(const Variant& v) const override {
     const DecodeConfig c(v);
-    if (c.cl > 0 && (c.cs != 2 || c.rm != 1 || !((c.bn == 64 && c.warps == 4) || (c.bn == 32 && c.warps == 2))))
-      return false;
     if (c.warps != 2) return true;
     return c.bn == 32 && c.rm == 1 && (c.stages == 2 || c.stages == 4) && (c.cs == 2 || c.cs == 4);
   }
@@ -179,15 +165,10 @@ class DecodeFwd final : public Family {
     auto arch = ParseGpuArch(target.arch);
     return arch.ok() && arch->cp_async;
   }
-  // Thread-block clusters exist from compute capability 9.0.
-  bool ServesVariant(const Variant& v, const Target& target) const override {
-    auto arch = ParseGpuArch(target.arch);
-    return arch.ok() && (v.Param("cl") == 0 || arch->cc_major >= 9);
-  }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {
     const DecodeConfig c(v);
-    return DecodeSmemBytes(c.bn, c.rm, c.stages, v.head_dim, c.warps, c.cl);
+    return DecodeSmemBytes(c.bn, c.rm, c.stages, v.head_dim, c.warps);
   }
   int Threads(const Variant& v) const override { return v.Param("w") * 32; }
 
@@ -210,7 +191,7 @@ class DecodeFwd final : public Family {
   // 64 keys per step over 4 warps, one 16-row tile, 3 stages, 2 blocks per SM; fewer stages
   // and shorter steps until the shared memory fits.
   Variant Default(const ProblemClass& cls, const Target& target) const override {
-    int s = 3;  // no cluster: the default serves sm_80 on
+    int s = 3;
     Variant v = DecodeVariant(cls.dtype, cls.head_dim, cls.causal, 64, 1, 4, s, 2);
     while (SharedMemoryBytes(v) > target.max_smem_bytes && s > 2) v.SetParam("s", --s);
     return v;
@@ -218,17 +199,14 @@ class DecodeFwd final : public Family {
 
   std::string Prologue(const Variant& v) const override {
     const DecodeConfig c(v);
-    detail::PrologueBuilder b(v.Uri());
-    // The attribute exists from sm_90 only: a variant without a cluster does not carry it.
-    if (c.cl > 0) b.Define("FT_CLUSTER_DIMS", "__cluster_dims__(1, " + std::to_string(c.cl) + ", 1)");
-    return b.Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
+    return detail::PrologueBuilder(v.Uri())
+        .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
         .Int("kHeadDim", v.head_dim)
         .Int("kBlockN", c.bn)
         .Int("kRowTiles", c.rm)
         .Int("kWarps", c.warps)
         .Int("kStages", c.stages)
         .Bool("kCausal", v.causal)
-        .Int("kCluster", c.cl)
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -247,9 +225,7 @@ class DecodeFwd final : public Family {
     const DecodeConfig c(v);
     const Problem& p = a.problem;
     constexpr double kLog2e = 1.4426950408889634074;
-    // A cluster's blocks are its splits and merge among themselves (no workspace, no combine).
-    const int splits = c.cl > 0 ? c.cl : detail::DecodeSplits(p, out->sm_count, c.bn, c.rm, c.cs, SharedMemoryBytes(v));
-    const bool combine = c.cl == 0 && splits > 1;
+    const int splits = detail::DecodeSplits(p, out->sm_count, c.bn, c.rm, c.cs, SharedMemoryBytes(v));
     detail::DecodeParams k{};
     k.q = a.q;
     k.k = a.k;
@@ -265,8 +241,8 @@ class DecodeFwd final : public Family {
       k.total_k = a.varlen.total_k;
     }
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    k.ws_o = combine ? static_cast<float*>(a.workspace) : nullptr;
-    k.ws_lse = combine ? static_cast<float*>(a.workspace) + int64_t(splits) * rows * p.head_dim : nullptr;
+    k.ws_o = splits > 1 ? static_cast<float*>(a.workspace) : nullptr;
+    k.ws_lse = splits > 1 ? static_cast<float*>(a.workspace) + int64_t(splits) * rows * p.head_dim : nullptr;
     const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
     ft_abi::i64* dst[4] = {k.q_stride, k.k_stride, k.v_stride, k.o_stride};
     for (int t = 0; t < 4; ++t) {
@@ -300,7 +276,7 @@ class DecodeFwd final : public Family {
     out->tensor_maps = 0;
     out->SetArgs(k);
     out->next_steps = 0;
-    if (combine) {
+    if (splits > 1) {
       // The combine: one block of four warps per output row; on sm_90 and newer launched as
       // the split kernel's programmatic dependent (the split kernel triggers after its key
       // loop, so the launch hides under its merge and epilogue; the template waits with
@@ -320,7 +296,7 @@ class DecodeFwd final : public Family {
   std::string Describe(const Variant& v) const override {
     const DecodeConfig c(v);
     return std::to_string(16 * c.rm) + "x" + std::to_string(c.bn) + " w" + std::to_string(c.warps) + " s" +
-           std::to_string(c.stages) + (c.cl > 0 ? " cluster of " + std::to_string(c.cl) : " cs" + std::to_string(c.cs));
+           std::to_string(c.stages) + " cs" + std::to_string(c.cs);
   }
 
   // Decode is bandwidth-bound: the prior prefers the most K/V bytes in flight per SM (resident
@@ -341,7 +317,6 @@ class DecodeFwd final : public Family {
     score -= 0.3 * std::log2(double(blocks));
     if (16 * c.rm > 2 * rows) score += 0.5;  // mostly empty rows
     if (c.cs != 2) score += 0.1;              // one wave of two blocks per SM: the default
-    if (c.cl > 0) score += 0.2;               // a fixed split count: wins only where the combine dominates
     return score;
   }
 };

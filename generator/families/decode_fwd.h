@@ -7,18 +7,14 @@
 // split across `splits` blocks (a rule from the SM count, tuned through `cs`); each writes a
 // partial (o, lse) to the workspace and a second kernel of the module ("<uri>_combine")
 // merges them: lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s. With one split
-// the first kernel writes o and lse itself and the combine is not launched. With `cl` > 0
-// (compute capability 9.0 and newer) the splits are instead the cl blocks of one thread-block
-// cluster, merged through distributed shared memory by the first kernel: no workspace, no
-// combine. From compute
+// the first kernel writes o and lse itself and the combine is not launched. From compute
 // capability 9.0 both kernels are programmatic dependents of the kernel before them (the
 // packet's `overlap`): their launches overlap it, and the template waits for it first.
 //
 // Parameters, in URI order: bn (keys per pipeline step: 32, 64, 128), rm (16-row MMA tiles per
 // block: 1, 2, 4; rm * D <= 256 keeps the accumulator in registers), w (warps: 2, 4, 8; each
 // warp takes bn / w keys of a step, a multiple of 16), s (K/V shared-memory stages: 2-4), cs
-// (blocks per SM the split rule aims for: 1, 2, 4), cl (splits merged in a cluster: 0 = the
-// split rule and the combine kernel; 4, 8, 16 = that many splits, cs unused).
+// (blocks per SM the split rule aims for: 1, 2, 4).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -33,7 +29,7 @@ namespace flashtune {
 
 // A decode_fwd variant with every parameter given (tests and tools build them by hand).
 Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step, int row_tiles, int warps, int stages,
-                      int blocks_per_sm, int cluster_splits = 0);
+                      int blocks_per_sm);
 
 namespace detail {
 

@@ -210,11 +210,6 @@ class Function {
   // Lets launches use up to `bytes` of dynamic shared memory (needed above 48 KB).
   // kOutOfResources when the device cannot give that much to this kernel.
   Status SetMaxDynamicSharedMemory(int bytes);
-  // Blocks per cluster the kernel was compiled for (__cluster_dims__; 0 when none). Clusters
-  // of more than 8 blocks (non-portable; 16 on H100/H200) launch only after
-  // AllowNonPortableClusterSize.
-  Result<int> RequiredClusterBlocks() const;
-  Status AllowNonPortableClusterSize();
 
   Result<int> NumRegisters() const;           // per thread
   Result<int> LocalBytes() const;             // local memory per thread (spills, stack)

@@ -40,8 +40,7 @@ class Kernel {
   // Loads `cubin` into `context`, finds the function `name` and raises its dynamic shared
   // memory limit to `smem_bytes`; finds `next_names` too (the packet's further steps, in
   // LaunchStep::kernel order) and raises theirs to the same limit (`smem_bytes` is the most
-  // any step of the module uses). A kernel compiled for clusters of more than 8 blocks
-  // (__cluster_dims__) is allowed that non-portable size. kNotFound when the cubin has no such kernel;
+  // any step of the module uses). kNotFound when the cubin has no such kernel;
   // kOutOfResources when the device cannot give it the shared memory; the driver's error
   // otherwise. Errors carry `name` as their variant URI.
   static Result<Kernel> Load(const Context& context, const Cubin& cubin, const std::string& name,

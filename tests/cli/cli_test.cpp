@@ -199,7 +199,7 @@ TEST(Cli, BenchAcceptsTheVarlenLayout) {
   EXPECT_TRUE(Contains(r.output, "timing the varlen problem's variants on dense tensors of the same shape")) << r.output;
   EXPECT_TRUE(Contains(r.output, "best: " + kB)) << r.output;
   CliRun decode = RunCli(std::string("bench ") + kBenchShape + " --layout varlen --replay " + BenchReplayFile(dir) +
-                         " --variant decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs1_cl0_full");
+                         " --variant decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs1_full");
   EXPECT_EQ(decode.exit_code, 2) << decode.output;
   CliRun bad = RunCli(std::string("bench ") + kBenchShape + " --layout ragged --replay " + BenchReplayFile(dir));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "generator/families/decode_fwd.h"
 #include "generator/families/fa2_fwd.h"
 #include "flashtune/compiler.h"
 #include "flashtune/source.h"
@@ -53,31 +52,6 @@ TEST(GeneratedSource, MinimalModeKeepsTheCubinBytes) {
     EXPECT_TRUE(a->image == b->image) << source->uri << ": --minimal changed the cubin";
   }
   EXPECT_GE(families_seen.size(), 2u);  // fa2_fwd and hopper_fwd
-}
-
-// decode_fwd's cluster variants (the splits merged through distributed shared memory) compile
-// for sm_90a at every head dim whose tile fits, and carry __cluster_dims__ only when they have
-// a cluster: sm_80 compiles the plain variant and refuses the clustered one with NVRTC's reason.
-TEST(GeneratedSource, DecodeClustersCompileForSm90aOnly) {
-  std::vector<testing_sweep::Job> jobs;
-  for (int d : {64, 128, 256})
-    for (int cl : {4, 8, 16}) jobs.push_back({DecodeVariant(DType::kBF16, d, d == 128, 64, 1, 4, 2, 2, cl), "sm_90a"});
-  jobs.push_back({DecodeVariant(DType::kF16, 96, false, 32, 1, 2, 4, 2, 16), "sm_90a"});
-  jobs.push_back({DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 2, 2, 0), "sm_80"});
-  testing_sweep::CompileAll(jobs);
-
-  const Variant clustered = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, 8);
-  auto source = GenerateSource(clustered);
-  ASSERT_TRUE(source.ok()) << source.status().ToString();
-  EXPECT_NE(source->text.find("#define FT_CLUSTER_DIMS __cluster_dims__(1, 8, 1)"), std::string::npos);
-  auto plain = GenerateSource(DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, 0));
-  ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(plain->text.find("#define FT_CLUSTER_DIMS __cluster_dims__"), std::string::npos);
-  Compiler compiler(Compiler::Options{"-", 1});
-  auto refused = compiler.Compile({source->uri, source->text, "sm_80", {}});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), Code::kCompileError);
-  EXPECT_NE(refused.status().log().find("__cluster_dims__"), std::string::npos) << refused.status().log();
 }
 
 // Pushes an invalid combination past the generator (a hand-made prologue) and expects the

@@ -81,7 +81,6 @@ TEST(GenerateCommand, ArchSetsTheSharedMemoryLimit) {
   EXPECT_NE(r90.out.find("fa2_fwd_f16_d256_br128_bc32_w4_s3_full"), std::string::npos);
   EXPECT_EQ(r80.out.find("fa2_fwd_f16_d256_br128_bc32_w4_s3_full"), std::string::npos);
   SpaceOptions o;
-  o.arch = "sm_80";
   o.max_smem_bytes = 166912;
   auto space = EnumerateSpace({DType::kF16, 256, false}, o);
   ASSERT_TRUE(space.ok());

@@ -2,8 +2,6 @@
 // checks, WorkspaceBytes, and which families say they serve which layouts.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <string>
 #include <vector>
 
@@ -306,39 +304,6 @@ TEST(WorkspaceArgs, KernelsAreProgrammaticDependentsFromComputeCapability9) {
     EXPECT_EQ(packet.overlap, cc >= 9) << "cc " << cc;
     EXPECT_EQ(packet.next[0].overlap, cc >= 9) << "cc " << cc;
   }
-}
-
-// A cluster variant's splits are its cluster's blocks, whatever the split rule would pick, and
-// they merge among themselves: no combine launch, no workspace pointer in the parameters.
-TEST(WorkspaceArgs, ClusterVariantsSplitIntoTheirClusterWithoutTheCombine) {
-  ForwardArgs a = GoodPaged();
-  a.workspace = storage[7];
-  a.workspace_bytes = WorkspaceBytes(a.problem, 132);
-  for (int cl : {4, 8, 16}) {
-    const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, cl);
-    LaunchPacket packet;
-    packet.sm_count = 132;
-    packet.cc_major = 9;
-    ASSERT_TRUE(PackForward(v, a, &packet).ok()) << PackForward(v, a, &packet).ToString();
-    EXPECT_EQ(packet.grid[0], 32u);  // B4 x Hkv8
-    EXPECT_EQ(packet.grid[1], unsigned(cl));
-    EXPECT_EQ(packet.next_steps, 0) << "cl " << cl;
-    EXPECT_TRUE(packet.overlap);
-    detail::DecodeParams k;
-    ASSERT_EQ(packet.arg_bytes, sizeof k);
-    std::memcpy(&k, packet.args, sizeof k);
-    EXPECT_EQ(k.splits, cl);
-    EXPECT_EQ(k.ws_o, nullptr);
-    EXPECT_EQ(k.ws_lse, nullptr);
-    EXPECT_EQ(packet.smem_bytes, uint32_t(SharedMemoryBytes(v)));
-  }
-  // The same tile without a cluster: the rule's 8 splits and the combine.
-  LaunchPacket plain;
-  plain.sm_count = 132;
-  plain.cc_major = 9;
-  ASSERT_TRUE(PackForward(DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, 0), a, &plain).ok());
-  EXPECT_EQ(plain.grid[1], 8u);
-  EXPECT_EQ(plain.next_steps, 1);
 }
 
 TEST(WorkspaceArgs, NoWorkspaceWhenTheBatchFillsTheGpu) {

@@ -1,4 +1,3 @@
-#include "generator/families/decode_fwd.h"
 #include "generator/families/fa2_fwd.h"
 #include "flashtune/space.h"
 
@@ -99,7 +98,7 @@ TEST(Space, IsDeterministicAndOrdered) {
   auto b = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
-  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn32_rm1_w2_s2_cs2_cl0_full");  // families in name order
+  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn32_rm1_w2_s2_cs2_full");  // families in name order
   for (const Variant& v : *a) {
     EXPECT_EQ(v.dtype, DType::kBF16);
     EXPECT_EQ(v.head_dim, 96);
@@ -109,57 +108,24 @@ TEST(Space, IsDeterministicAndOrdered) {
 
 // decode_fwd's default space holds 32-key steps (round 3's fastest at B1 x 2k) only as the
 // two-warp, one-tile configurations that have run on the GPU, and no other two-warp variant:
-// 42 + 4 candidates at d128 without a cluster.
+// 42 + 4 candidates at d128.
 TEST(DecodeSpace, SearchesBn32OnlyAsTwoWarpsOneTile) {
   SpaceOptions o;
   o.families = {"decode_fwd"};
   auto space = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, o);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
+  EXPECT_EQ(space->size(), 46u);
   std::vector<std::string> bn32;
-  size_t plain = 0;
   for (const Variant& v : *space) {
-    if (v.Param("cl") != 0) continue;
-    ++plain;
     if (v.Param("w") == 2) bn32.push_back(v.Uri());
     if (v.Param("bn") == 32) {
       EXPECT_EQ(v.Param("w"), 2) << v.Uri();
     }
   }
-  EXPECT_EQ(plain, 46u);
-  EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_cl0_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_cl0_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_cl0_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_cl0_full"}));
-}
-
-// Cluster variants exist where the target has thread-block clusters (sm_90 on), only with the
-// short-step, one-tile configurations and cs 2 (cs does not act with a cluster): 5 x 3 at d128.
-TEST(DecodeSpace, ClustersOnlyOnSm90AndOnlyWithTheShortStepTiles) {
-  SpaceOptions o;
-  o.families = {"decode_fwd"};
-  auto hopper = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, o);
-  ASSERT_TRUE(hopper.ok()) << hopper.status().ToString();
-  std::vector<std::string> clustered;
-  for (const Variant& v : *hopper) {
-    if (v.Param("cl") == 0) continue;
-    clustered.push_back(v.Uri());
-    EXPECT_EQ(v.Param("cs"), 2) << v.Uri();
-    EXPECT_EQ(v.Param("rm"), 1) << v.Uri();
-    EXPECT_EQ(v.Param("bn"), v.Param("w") * 16) << v.Uri();
-  }
-  EXPECT_EQ(clustered.size(), 15u);
-  EXPECT_NE(std::find(clustered.begin(), clustered.end(), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_cl16_full"),
-            clustered.end());
-  EXPECT_NE(std::find(clustered.begin(), clustered.end(), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_cl4_full"),
-            clustered.end());
-  o.arch = "sm_80";
-  o.max_smem_bytes = 166912;
-  auto ampere = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, o);
-  ASSERT_TRUE(ampere.ok()) << ampere.status().ToString();
-  ASSERT_FALSE(ampere->empty());
-  for (const Variant& v : *ampere) EXPECT_EQ(v.Param("cl"), 0) << v.Uri() << " on sm_80";
-  // Still a valid variant (CheckVariant knows no target): the compiler refuses it for sm_80.
-  EXPECT_TRUE(CheckVariant(DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, 8)).ok());
+  EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_full"}));
 }
 
 // The decode buckets' search leaves the prefill families out only where decode_fwd was measured
@@ -180,7 +146,7 @@ TEST(DecodeSpace, PrefillFamiliesAreSearchedOnlyWhereNotMeasuredToLose) {
   EXPECT_EQ(families(measured), decode_only);
   auto space = EnumerateSpaceFor(measured);
   ASSERT_TRUE(space.ok());
-  EXPECT_EQ(space->size(), 61u);  // decode_fwd alone: 46 plain and 15 clusters (was 98 with hopper_fwd and fa2_fwd)
+  EXPECT_EQ(space->size(), 46u);  // was 83 with hopper_fwd's 16 and fa2_fwd's 25
   Problem p = measured;
   p.seqlen_q = 4;  // 4 x 4 = 16 rows: still one tile (speculative decoding)
   EXPECT_EQ(families(p), decode_only);
