@@ -76,7 +76,9 @@ constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per row
 constexpr int kMergeStride = kHeadDim + 4;   // fp32 merge rows: the pad spreads rows over banks
 constexpr int kQBytes = kRows * kRowStride * 2;
 constexpr int kPipelineBytes = kQBytes + 2 * kStages * kBlockN * kRowStride * 2;
-constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + 2 * kWarps * kRows * 4;
+// The merge area: fp32 O rows, each warp's row max and sum, then per row the normaliser, lse,
+// query head and token.
+constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + 2 * kWarps * kRows * 4 + 4 * kRows * 4;
 
 static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256, "head dim must be a multiple of 32 in [32, 256]");
 static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "keys per step must be 32, 64 or 128");
@@ -210,8 +212,32 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
   // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
+  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
+  // per step and an add per chunk. The general form below multiplies a 64-bit offset and
+  // branches on the page table per chunk; at short caches (two steps a block) those address
+  // instructions were most of the block's count (docs/perf-notes.md, "Decode round 10").
+  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
+  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
   auto issue_step = [&](int it) {
-    if (it < w.steps) {
+    if (it < w.steps && kRegular && table == nullptr) {
+      const int n0 = (w.step0 + it) * kBlockN;
+      const u32 stage = (u32)(it % kStages) * kStageBytes;
+      const int r0 = tid / kChunksPerRow;
+      const int col = (tid % kChunksPerRow) * 8;
+      const i64 k_step = (i64)kRowsPerIter * p.k_stride[1], v_step = (i64)kRowsPerIter * p.v_stride[1];
+      const u16* ksrc = kbase + (i64)(n0 + r0) * p.k_stride[1] + col;
+      const u16* vsrc = vbase + (i64)(n0 + r0) * p.v_stride[1] + col;
+#pragma unroll
+      for (int i = 0; i < kIssueIters; ++i) {
+        const int r = r0 + i * kRowsPerIter;
+        const bool valid = n0 + r < w.n_k;  // keys past n_k read as zero
+        const u32 dst = Rows::offset(r, col) + stage;
+        cp_async16_line(sK_addr + dst, valid ? ksrc : kbase, valid ? 16 : 0);
+        cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
+        ksrc += k_step;
+        vsrc += v_step;
+      }
+    } else if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
 #pragma unroll
@@ -377,6 +403,29 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + row]);
       scale[mi][r] = fast_exp2(row_max[mi][r] - (m == kNegInf ? 0.f : m));
     }
+  // Each row's normaliser, lse and (query head g, token i) once, for the epilogue's 8-column
+  // chunks, which redid them per chunk (two loops over the warps, a reciprocal, a log and two
+  // integer divisions each): at short caches the block's fixed cost, not its loads, is what a
+  // call pays (docs/perf-notes.md, "Decode round 10"). The turns' barriers below publish them.
+  float* sInv = sL + kWarps * kRows;
+  float* sLse = sInv + kRows;
+  int* sG = reinterpret_cast<int*>(sLse + kRows);
+  int* sI = sG + kRows;
+  for (int r = tid; r < kRows; r += kThreads) {
+    float m = kNegInf;
+#pragma unroll
+    for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + r]);
+    const float m_base = m == kNegInf ? 0.f : m;
+    float l = 0.f;
+#pragma unroll
+    for (int x = 0; x < kWarps; ++x) l += sL[x * kRows + r] * fast_exp2(sM[x * kRows + r] - m_base);
+    sInv[r] = l > 0.f ? 1.f / l : 0.f;
+    sLse[r] = l > 0.f ? (m + fast_log2(l)) * kLn2 : kNegInf;
+    const int rg = w.row0 + r;
+    const bool valid = r < w.rows_valid;  // else Nq may be 0 (an empty varlen sequence)
+    sG[r] = valid ? rg / Nq : 0;
+    sI[r] = valid ? rg % Nq : 0;
+  }
 #pragma unroll 1
   for (int turn = 0; turn < kWarps; ++turn) {
     if (warp == turn) {
@@ -403,21 +452,13 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // Epilogue: normalise each row once; o and lse directly (one split) or the split's partial.
   const bool partial = p.splits > 1;
   const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;  // the workspace's rows
+#pragma unroll 1  // one chunk per trip: the block runs this once, so code size costs more than a loop
   for (int c = tid; c < kRows * kChunksPerRow; c += kThreads) {
     const int r = c / kChunksPerRow;
     const int col = (c % kChunksPerRow) * 8;
     if (r >= w.rows_valid) continue;
-    float m = kNegInf;
-#pragma unroll
-    for (int x = 0; x < kWarps; ++x) m = fmaxf(m, sM[x * kRows + r]);
-    const float m_base = m == kNegInf ? 0.f : m;
-    float l = 0.f;
-#pragma unroll
-    for (int x = 0; x < kWarps; ++x) l += sL[x * kRows + r] * fast_exp2(sM[x * kRows + r] - m_base);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const float lse = l > 0.f ? (m + fast_log2(l)) * kLn2 : kNegInf;
-    const int rg = w.row0 + r;
-    const int g = rg / Nq, i = rg % Nq;
+    const float inv = sInv[r], lse = sLse[r];
+    const int g = sG[r], i = sI[r];
     const int hq = w.hkv * w.group + g;
     const i64 row_id = ((i64)w.b * p.heads_q + hq) * p.seqlen_q + i;
     const float* src = sO + r * kMergeStride + col;

@@ -63,7 +63,8 @@ struct DecodeConfig {
 };
 
 // Shared memory: the Q tile and `stages` K and V tiles, or, after the key loop, the cross-warp
-// merge (fp32 O rows plus each warp's max and sum), whichever is larger. Tile rows are swizzled
+// merge (fp32 O rows, each warp's max and sum, each row's normaliser, lse, head and token),
+// whichever is larger. Tile rows are swizzled
 // (no pad) where the head dim is a multiple of 64, else padded by 16 bytes for ldmatrix. The
 // template asserts the same formula.
 int64_t DecodeSmemBytes(int bn, int rm, int stages, int head_dim, int warps) {
@@ -71,7 +72,7 @@ int64_t DecodeSmemBytes(int bn, int rm, int stages, int head_dim, int warps) {
   const int64_t row_elems = head_dim % 64 == 0 ? head_dim : head_dim + 8;
   const int64_t q = rows * row_elems * 2;
   const int64_t pipeline = q + int64_t(2) * stages * bn * row_elems * 2;
-  const int64_t merge = q + rows * (head_dim + 4) * 4 + int64_t(2) * warps * rows * 4;
+  const int64_t merge = q + rows * (head_dim + 4) * 4 + int64_t(2) * warps * rows * 4 + 4 * rows * 4;
   return std::max(pipeline, merge);
 }
 
