@@ -210,14 +210,15 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
   };
 
-  // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
-  // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
   // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
-  // per step and an add per chunk. The general form below multiplies a 64-bit offset and
-  // branches on the page table per chunk; at short caches (two steps a block) those address
-  // instructions were most of the block's count (docs/perf-notes.md, "Decode round 10").
+  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
+  // offset and branches on the page table per chunk; at short caches (two steps a block) those
+  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
   constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
   constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
+
+  // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
+  // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
   auto issue_step = [&](int it) {
     if (it < w.steps && kRegular && table == nullptr) {
       const int n0 = (w.step0 + it) * kBlockN;
@@ -406,7 +407,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // Each row's normaliser, lse and (query head g, token i) once, for the epilogue's 8-column
   // chunks, which redid them per chunk (two loops over the warps, a reciprocal, a log and two
   // integer divisions each): at short caches the block's fixed cost, not its loads, is what a
-  // call pays (docs/perf-notes.md, "Decode round 10"). The turns' barriers below publish them.
+  // call pays (docs/perf-notes.md, "Decode round 11"). The turns' barriers below publish them.
   float* sInv = sL + kWarps * kRows;
   float* sLse = sInv + kRows;
   int* sG = reinterpret_cast<int*>(sLse + kRows);
@@ -452,7 +453,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // Epilogue: normalise each row once; o and lse directly (one split) or the split's partial.
   const bool partial = p.splits > 1;
   const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;  // the workspace's rows
-#pragma unroll 1  // one chunk per trip: the block runs this once, so code size costs more than a loop
   for (int c = tid; c < kRows * kChunksPerRow; c += kThreads) {
     const int r = c / kChunksPerRow;
     const int col = (c % kChunksPerRow) * 8;
