@@ -101,6 +101,33 @@ ALTER TABLE variants ADD COLUMN family TEXT NOT NULL DEFAULT 'fa2_fwd';
 PRAGMA user_version = 3;
 )sql";
 
+// Version 4 adds the layout of every problem (dense or paged): a paged problem is timed on a
+// page table and has a winner of its own, so it is a row of its own, and the natural key gains
+// the layout. SQLite cannot change a UNIQUE constraint in place: the table is rebuilt with its
+// ids kept (trials and winners refer to them), foreign keys off meanwhile (the caller). Every
+// problem stored before version 4 was timed on dense tensors.
+const char* kMigrate3To4 = R"sql(
+CREATE TABLE problems_v4(
+  id INTEGER PRIMARY KEY, dtype TEXT NOT NULL, head_dim INTEGER NOT NULL, causal INTEGER NOT NULL,
+  batch INTEGER NOT NULL, seqlen_q INTEGER NOT NULL, seqlen_k INTEGER NOT NULL,
+  heads_q INTEGER NOT NULL, heads_kv INTEGER NOT NULL, bucket TEXT NOT NULL,
+  q_bucket INTEGER NOT NULL, k_bucket INTEGER NOT NULL, bh_bucket INTEGER NOT NULL,
+  layout TEXT NOT NULL DEFAULT 'dense',
+  UNIQUE(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout));
+INSERT INTO problems_v4(id, dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, bucket, q_bucket,
+                        k_bucket, bh_bucket)
+  SELECT id, dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, bucket, q_bucket, k_bucket,
+         bh_bucket FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_v4 RENAME TO problems;
+PRAGMA user_version = 4;
+)sql";
+
+// What a reader of a file older than version 4 sees as `problems` (readers never migrate): every row of
+// such a file is dense. A temp view shadows main.problems for every unqualified query.
+const char* kDenseLayoutView =
+    "CREATE TEMP VIEW problems AS SELECT *, 'dense' AS layout FROM main.problems";
+
 Code CodeFromName(std::string_view name) {
   for (int c = 0; c <= int(Code::kInternal); ++c)
     if (CodeName(Code(c)) == name) return Code(c);
@@ -116,7 +143,7 @@ std::string VariantParams(const Variant& v) {
   return s + "}";
 }
 
-// problems columns p.dtype .. p.heads_kv starting at `c`.
+// problems columns p.dtype .. p.heads_kv, p.layout starting at `c`.
 Problem ReadProblem(const Stmt& s, int c) {
   Problem p;
   auto dt = ParseDType(s.Text(c));
@@ -128,10 +155,13 @@ Problem ReadProblem(const Stmt& s, int c) {
   p.seqlen_k = s.Int(c + 5);
   p.heads_q = s.Int(c + 6);
   p.heads_kv = s.Int(c + 7);
+  auto layout = ParseLayout(s.Text(c + 8));
+  p.layout = layout.ok() ? *layout : Layout::kDense;
   return p;
 }
 
-constexpr const char* kProblemCols = "p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv";
+constexpr const char* kProblemCols =
+    "p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.layout";
 
 // The id in the first row of `q`; `missing` when there is no row, the SQLite error otherwise.
 Result<int64_t> IdFrom(Stmt& q, Status missing) {
@@ -146,9 +176,10 @@ Result<int64_t> IdFrom(Stmt& q, Status missing) {
 Result<int64_t> FindProblemIn(sqlite3* db, const Problem& p, Status missing) {
   Stmt q(db,
          "SELECT id FROM problems WHERE dtype=? AND head_dim=? AND causal=? AND batch=? AND seqlen_q=?"
-         " AND seqlen_k=? AND heads_q=? AND heads_kv=?");
+         " AND seqlen_k=? AND heads_q=? AND heads_kv=? AND layout=?");
   q.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
-      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv);
+      .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv)
+      .Bind(9, std::string(LayoutName(p.layout)));
   return IdFrom(q, std::move(missing));
 }
 
@@ -167,14 +198,18 @@ Result<int64_t> FindToolchainIn(sqlite3* db, const ToolchainInfo& t, Status miss
 Result<int64_t> UpsertProblemIn(sqlite3* db, const Problem& p) {
   Status s = ValidateProblem(p);
   if (!s.ok()) return s;
+  if (p.layout == Layout::kVarlen)  // varlen calls share the dense buckets (problem_set.h)
+    return Status(Code::kInvalidArgument, "problem " + p.ToString() +
+                                              ": layout varlen is not stored; allowed: dense, paged (a varlen call is "
+                                              "tuned as its dense shape)");
   BucketKey b = BucketOf(p);
   Stmt ins(db,
            "INSERT INTO problems(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,"
-           " bucket, q_bucket, k_bucket, bh_bucket) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
+           " bucket, q_bucket, k_bucket, bh_bucket, layout) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
   ins.Bind(1, std::string(DTypeName(p.dtype))).Bind(2, p.head_dim).Bind(3, p.causal).Bind(4, p.batch)
       .Bind(5, p.seqlen_q).Bind(6, p.seqlen_k).Bind(7, p.heads_q).Bind(8, p.heads_kv)
       .Bind(9, BucketString(b)).Bind(10, b.seqlen_q_bucket).Bind(11, b.seqlen_k_bucket)
-      .Bind(12, b.batch_heads_bucket);
+      .Bind(12, b.batch_heads_bucket).Bind(13, std::string(LayoutName(p.layout)));
   FT_RETURN_IF_ERROR(ins.Run());
   return FindProblemIn(db, p, Status(Code::kInternal, "problem row vanished after insert"));
 }
@@ -332,6 +367,11 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
       return Status(Code::kNotFound, "database '" + path + "' holds no flashtune schema yet (empty, or being created)");
     FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
     sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+    if (version < 4) {  // a temp view writes nothing to the file, but query_only refuses it too
+      if (reader_can_write) FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA query_only = OFF"));
+      FT_RETURN_IF_ERROR(Exec(raw, kDenseLayoutView));
+      if (reader_can_write) FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA query_only = ON"));
+    }
     return db;
   }
   // WAL lets readers proceed while a tuner writes; it persists in the file.
@@ -350,13 +390,18 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
   // last transactions. FULL would fsync every trial.
   FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA synchronous = NORMAL"));
   if (version < kSchemaVersion) {
+    // Version 4 rebuilds a table that others refer to: foreign keys off until it is in place
+    // (the pragma is a no-op inside a transaction), checked before the commit.
+    FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = OFF"));
     Transaction tx(raw);
     FT_RETURN_IF_ERROR(tx.status());
-    // Re-read under the write lock: another process may have migrated meanwhile.
-    Stmt v(raw, "PRAGMA user_version");
-    Status st;
-    if (!v.Step(&st)) return st;
-    version = int(v.Int(0));
+    {  // Re-read under the write lock: another process may have migrated meanwhile. (Scoped: a
+       // statement left open blocks version 4's DROP TABLE.)
+      Stmt v(raw, "PRAGMA user_version");
+      Status st;
+      if (!v.Step(&st)) return st;
+      version = int(v.Int(0));
+    }
     if (version == 0) {
       FT_RETURN_IF_ERROR(Exec(raw, kSchemaV1));
       version = 1;
@@ -371,7 +416,20 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenOp
       if (!m.ok()) return Status(m.code(), "migrating '" + path + "' from schema 2 to 3: " + m.message());
       version = 3;
     }
+    if (version == 3) {
+      Status m = Exec(raw, kMigrate3To4);
+      if (!m.ok()) return Status(m.code(), "migrating '" + path + "' from schema 3 to 4: " + m.message());
+      Stmt fk(raw, "PRAGMA foreign_key_check");
+      Status st;
+      if (fk.Step(&st) || !st.ok())
+        return Status(Code::kCorrupt, "migrating '" + path + "' from schema 3 to 4: " +
+                                          (st.ok() ? "a row of table " + fk.Text(0) + " refers to a missing row"
+                                                   : st.message()) +
+                                          " (the file was left unchanged)");
+      version = 4;
+    }
     FT_RETURN_IF_ERROR(tx.Commit());
+    FT_RETURN_IF_ERROR(Exec(raw, "PRAGMA foreign_keys = ON"));
   }
   return db;
 }
@@ -545,8 +603,8 @@ namespace {
 
 constexpr const char* kWinnerSelect =
     "SELECT w.device_id, w.toolchain_id, w.problem_id, w.bucket, v.uri, v.source_hash, w.median_us, w.tflops,"
-    " w.updated_at, p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv"
-    " FROM winners w JOIN variants v ON v.id = w.variant_id JOIN problems p ON p.id = w.problem_id"
+    " w.updated_at, p.dtype, p.head_dim, p.causal, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv,"
+    " p.layout FROM winners w JOIN variants v ON v.id = w.variant_id JOIN problems p ON p.id = w.problem_id"
     " JOIN devices d ON d.id = w.device_id JOIN toolchains t ON t.id = w.toolchain_id ";
 
 WinnerRow ReadWinner(const Stmt& q) {
@@ -673,10 +731,10 @@ Result<std::vector<ProblemRow>> Database::ListProblems() {
     r.id = q.Int(0);
     r.bucket = q.Text(1);
     r.problem = ReadProblem(q, 2);
-    r.trials = q.Int(10);
-    r.ok_trials = q.Int(11);
-    r.best_variant = q.Text(12);
-    r.best_median_us = q.Double(13);
+    r.trials = q.Int(11);
+    r.ok_trials = q.Int(12);
+    r.best_variant = q.Text(13);
+    r.best_median_us = q.Double(14);
     out.push_back(std::move(r));
   }
   if (!st.ok()) return st;

@@ -27,7 +27,7 @@ namespace {
 constexpr const char* kExportSelect = R"sql(
 SELECT p.dtype AS dtype, p.head_dim AS head_dim, p.causal AS causal, p.batch AS batch,
        p.seqlen_q AS seqlen_q, p.seqlen_k AS seqlen_k, p.heads_q AS heads_q, p.heads_kv AS heads_kv,
-       v.uri AS variant, t.status AS status, t.median_us AS median_us, t.iqr_us AS iqr_us,
+       p.layout AS layout, v.uri AS variant, t.status AS status, t.median_us AS median_us, t.iqr_us AS iqr_us,
        t.reps AS reps, t.registers AS registers, t.smem_bytes AS smem_bytes,
        t.spill_bytes AS spill_bytes, t.message AS message, t.tflops AS tflops,
        t.compile_ms AS compile_ms, t.phase AS phase, v.source_hash AS source_hash,
@@ -43,7 +43,7 @@ ORDER BY t.id)sql";
 constexpr const char* kWinnersSelect = R"sql(
 SELECT p.dtype AS dtype, p.head_dim AS head_dim, p.causal AS causal, p.batch AS batch,
        p.seqlen_q AS seqlen_q, p.seqlen_k AS seqlen_k, p.heads_q AS heads_q, p.heads_kv AS heads_kv,
-       w.bucket AS bucket, v.uri AS variant, w.median_us AS median_us, w.tflops AS tflops,
+       p.layout AS layout, w.bucket AS bucket, v.uri AS variant, w.median_us AS median_us, w.tflops AS tflops,
        v.source_hash AS source_hash, d.name AS device, d.uuid AS device_uuid,
        d.driver_version AS driver_version, tc.nvrtc_version AS nvrtc_version,
        tc.generator_version AS generator_version, tc.template_hash AS template_hash,
@@ -129,8 +129,8 @@ Result<MergeStats> Database::Merge(const std::string& other_path, const MergeOpt
         "INSERT OR IGNORE INTO toolchains(nvrtc_version, generator_version, template_hash)"
         " SELECT nvrtc_version, generator_version, template_hash FROM other.toolchains;"
         "INSERT OR IGNORE INTO problems(dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,"
-        " bucket, q_bucket, k_bucket, bh_bucket) SELECT dtype, head_dim, causal, batch, seqlen_q, seqlen_k,"
-        " heads_q, heads_kv, bucket, q_bucket, k_bucket, bh_bucket FROM other.problems;"
+        " bucket, q_bucket, k_bucket, bh_bucket, layout) SELECT dtype, head_dim, causal, batch, seqlen_q, seqlen_k,"
+        " heads_q, heads_kv, bucket, q_bucket, k_bucket, bh_bucket, layout FROM other.problems;"
         "INSERT OR IGNORE INTO variants(uri, params, source_hash) SELECT uri, params, source_hash FROM other.variants;"));
     // Maps the other file's ids to ours through the natural keys.
     const std::string joins =
@@ -142,6 +142,7 @@ Result<MergeStats> Database::Merge(const std::string& other_path, const MergeOpt
         " JOIN other.problems op ON op.id = o.problem_id JOIN main.problems p ON p.dtype = op.dtype AND"
         " p.head_dim = op.head_dim AND p.causal = op.causal AND p.batch = op.batch AND p.seqlen_q = op.seqlen_q"
         " AND p.seqlen_k = op.seqlen_k AND p.heads_q = op.heads_q AND p.heads_kv = op.heads_kv"
+        " AND p.layout = op.layout"
         " JOIN other.variants ov ON ov.id = o.variant_id JOIN main.variants v ON v.uri = ov.uri AND"
         " v.source_hash = ov.source_hash ";
     Stmt trials(db_, ("INSERT INTO main.trials(device_id, toolchain_id, problem_id, variant_id, status, message,"

@@ -18,12 +18,22 @@ int HeadDimIndex(int d) {
   return -1;
 }
 
+// `of` with want's class fields: the distance of the sizes alone.
+BucketKey Aligned(BucketKey of, const BucketKey& want) {
+  of.dtype = want.dtype;
+  of.head_dim = want.head_dim;
+  of.causal = want.causal;
+  return of;
+}
+
 // Whether winners of `of`'s class may stand in for `want`'s: another class of the same or a
 // larger head dim, at most 2x (a smaller head dim's tile measured 11-22% off on the H200:
-// neighbour_guess.h).
+// neighbour_guess.h), of the same kind of call (operation, decode or prefill, paged or not:
+// BucketDistance's rule once the class is aligned).
 bool IsNeighbour(const BucketKey& of, const BucketKey& want) {
   const bool same_class = of.dtype == want.dtype && of.head_dim == want.head_dim && of.causal == want.causal;
-  return !same_class && of.head_dim >= want.head_dim && of.head_dim <= want.head_dim * 2;
+  return !same_class && of.head_dim >= want.head_dim && of.head_dim <= want.head_dim * 2 &&
+         BucketDistance(Aligned(of, want), want) >= 0;
 }
 
 }  // namespace
@@ -39,11 +49,7 @@ std::optional<NeighbourGuess> GuessFromNeighbours(const std::vector<WinnerRow>& 
     const BucketKey& b = w.bucket;
     if (!IsNeighbour(b, bucket)) continue;
     const int steps = std::abs(HeadDimIndex(b.head_dim) - HeadDimIndex(want.head_dim));
-    BucketKey aligned = b;  // the distance of the sizes alone
-    aligned.dtype = want.dtype;
-    aligned.head_dim = want.head_dim;
-    aligned.causal = want.causal;
-    ranked.push_back({Rank{b.causal != want.causal, steps, b.dtype != want.dtype, BucketDistance(aligned, bucket),
+    ranked.push_back({Rank{b.causal != want.causal, steps, b.dtype != want.dtype, BucketDistance(Aligned(b, bucket), bucket),
                            w.median_us},
                       &w});
   }

@@ -123,7 +123,8 @@ int RunBench(const std::vector<std::string>& args) {
       ("heads-q", po::value(&heads_q)->required(), "Hq")
       ("heads-kv", po::value(&heads_kv), "Hkv (default Hq)")
       ("layout", po::value(&layout_text), "dense (default), paged or varlen: `all` is then the families serving "
-                                          "that layout, timed on dense tensors of the same shape (varlen: B "
+                                          "that layout. Paged is timed on a pool of 16-key pages in shuffled order, "
+                                          "as the tuner times it; varlen on dense tensors of the same shape (B "
                                           "sequences of Nq/Nk rows each; bench/varlen_bench.py times ragged batches)")
       ("operation", po::value(&operation_text), "fwd (the forward pass, default) | bwd (the backward pass: "
                                                 "dq, dk, dv, checked against the float64 reference too)")
@@ -165,12 +166,10 @@ int RunBench(const std::vector<std::string>& args) {
     return Fail(Status(Code::kInvalidArgument, "--operation bwd: the backward pass serves the dense layout only"));
   auto variants = ParseVariants(variant_arg, problem);
   if (!variants.ok()) return Fail(variants.status());
-  if (problem.layout != Layout::kDense) {
-    // The measurer's inputs are dense; the layout's variants are the same kernels, which read
-    // pages or cu_seqlens through one branch (bench/decode_bench.py times real page pools,
-    // bench/varlen_bench.py ragged batches).
-    std::fprintf(stderr, "flashtune bench: timing the %s problem's variants on dense tensors of the same shape\n",
-                 std::string(LayoutName(problem.layout)).c_str());
+  if (problem.layout == Layout::kVarlen) {
+    // The measurer times dense and paged inputs; varlen's variants are the same kernels, which
+    // read cu_seqlens through one branch (bench/varlen_bench.py times ragged batches).
+    std::fprintf(stderr, "flashtune bench: timing the varlen problem's variants on dense tensors of the same shape\n");
     problem.layout = Layout::kDense;
   }
 

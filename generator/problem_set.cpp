@@ -124,7 +124,12 @@ std::vector<Problem> DefaultDecodeProblems() {
   std::vector<Problem> out;
   for (int64_t batch : {1, 8, 64})
     for (int64_t keys : {2048, 8192, 32768, 131072})
-      if (batch * keys <= 64 * 32768) out.push_back(Problem{DType::kBF16, 128, false, batch, 1, keys, 32, 8});
+      if (batch * keys <= 64 * 32768)
+        for (Layout layout : {Layout::kDense, Layout::kPaged}) {
+          Problem p{DType::kBF16, 128, false, batch, 1, keys, 32, 8};
+          p.layout = layout;
+          out.push_back(p);
+        }
   return out;
 }
 
@@ -157,8 +162,8 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
   // One vocabulary with the CLI and the export's columns; the CLI's dashes are accepted too.
   static const std::pair<const char*, const char*> kDeprecated[] = {
       {"d", "head_dim"}, {"nq", "seqlen_q"}, {"nk", "seqlen_k"}, {"hq", "heads_q"}, {"hkv", "heads_kv"}};
-  static const char* kKeys[] = {"dtype",   "head_dim", "causal",   "batch",  "seqlen_q",
-                                "seqlen_k", "heads_q",  "heads_kv", "tokens", "hidden"};
+  static const char* kKeys[] = {"dtype",    "head_dim", "causal", "batch",  "seqlen_q", "seqlen_k",
+                                "heads_q",  "heads_kv", "tokens", "hidden", "layout"};
   std::vector<std::string> deprecated_seen;
   std::vector<Problem> out;
   int line_no = 0;
@@ -192,7 +197,8 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
       for (const char* k : kKeys) known |= key == k;
       if (!known)
         return Invalid(where + "unknown field '" + as_written +
-                       "'; allowed: dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, tokens, hidden");
+                       "'; allowed: dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv, tokens, "
+                       "hidden, layout");
       if (fields.count(key)) return Invalid(where + "field '" + key + "' given twice");
       fields[key] = token.substr(eq + 1);
       written[key] = as_written;
@@ -203,7 +209,7 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
     }
     std::map<std::string, int64_t> nums;
     for (auto& [k, v] : fields) {
-      if (k == "dtype") continue;
+      if (k == "dtype" || k == "layout") continue;
       int64_t n;
       if (!ParseInt64(v, &n)) return Invalid(where + "field '" + written[k] + "': '" + v + "' is not an integer");
       nums[k] = n;
@@ -234,6 +240,12 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
       return Invalid(where + "fields 'batch' and 'heads_q' (or 'tokens' and 'hidden') are missing");
     }
     p.heads_kv = nums.count("heads_kv") ? nums["heads_kv"] : p.heads_q;
+    if (fields.count("layout")) {
+      // Varlen calls share the dense buckets: tuning one means tuning its dense shape.
+      if (fields["layout"] != "dense" && fields["layout"] != "paged")
+        return Invalid(where + "field 'layout': '" + fields["layout"] + "' is not allowed; allowed: dense, paged");
+      p.layout = fields["layout"] == "paged" ? Layout::kPaged : Layout::kDense;
+    }
     Status s = ValidateProblem(p);
     if (!s.ok()) {
       // Name the file's field, not the struct's.
@@ -269,7 +281,8 @@ std::string FormatProblemLine(const Problem& p) {
   return "dtype=" + std::string(DTypeName(p.dtype)) + " head_dim=" + std::to_string(p.head_dim) +
          " causal=" + (p.causal ? "1" : "0") + " batch=" + std::to_string(p.batch) +
          " seqlen_q=" + std::to_string(p.seqlen_q) + " seqlen_k=" + std::to_string(p.seqlen_k) +
-         " heads_q=" + std::to_string(p.heads_q) + " heads_kv=" + std::to_string(p.heads_kv);
+         " heads_q=" + std::to_string(p.heads_q) + " heads_kv=" + std::to_string(p.heads_kv) +
+         (p.layout == Layout::kPaged ? " layout=paged" : "");
 }
 
 BucketKey BucketOf(const Problem& p) {
@@ -282,6 +295,7 @@ BucketKey BucketOf(const Problem& p) {
   k.batch_heads_bucket = Log2Ceil(p.batch * p.heads_q);
   k.kv_group_bucket = p.heads_kv > 0 ? Log2Ceil(p.heads_q / p.heads_kv) : 0;
   k.operation = p.operation;
+  k.paged = p.layout == Layout::kPaged;
   return k;
 }
 
@@ -289,7 +303,8 @@ std::string BucketString(const BucketKey& k) {
   return std::string(k.operation == Operation::kBackward ? "bwd/" : "") + std::string(DTypeName(k.dtype)) + "/d" + std::to_string(k.head_dim) + "/" +
          (k.causal ? "causal" : "full") + "/q" + std::to_string(k.seqlen_q_bucket) + "/k" +
          std::to_string(k.seqlen_k_bucket) + "/bh" + std::to_string(k.batch_heads_bucket) +
-         (k.kv_group_bucket > 0 ? "/g" + std::to_string(k.kv_group_bucket) : std::string());
+         (k.kv_group_bucket > 0 ? "/g" + std::to_string(k.kv_group_bucket) : std::string()) +
+         (k.paged ? "/paged" : "");
 }
 
 Result<BucketKey> ParseBucketKey(std::string_view text) {
@@ -303,12 +318,16 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
   }
   auto bad = [&](const char* part) {
     return Invalid("bucket '" + std::string(text) + "': bad " + part +
-                   "; expected [bwd/]<dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>[/g<e>]");
+                   "; expected [bwd/]<dtype>/d<D>/<causal|full>/q<e>/k<e>/bh<e>[/g<e>][/paged]");
   };
   BucketKey k;
   if (!parts.empty() && parts[0] == "bwd") {
     k.operation = Operation::kBackward;
     parts.erase(parts.begin());
+  }
+  if (parts.size() > 6 && parts.back() == "paged") {
+    k.paged = true;
+    parts.pop_back();
   }
   if (parts.size() != 6 && parts.size() != 7) return bad("shape");
   auto dt = ParseDType(parts[0], "dtype");
@@ -334,7 +353,9 @@ Result<BucketKey> ParseBucketKey(std::string_view text) {
 }
 
 int BucketDistance(const BucketKey& a, const BucketKey& b) {
-  if (a.operation != b.operation || a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal) return -1;
+  if (a.operation != b.operation || a.dtype != b.dtype || a.head_dim != b.head_dim || a.causal != b.causal ||
+      a.paged != b.paged)
+    return -1;
   // Decode (Nq <= 16) and prefill are served by different kernels: never near each other.
   if ((a.seqlen_q_bucket <= kDecodeQueryBucket) != (b.seqlen_q_bucket <= kDecodeQueryBucket)) return -1;
   return std::abs(a.seqlen_q_bucket - b.seqlen_q_bucket) + std::abs(a.seqlen_k_bucket - b.seqlen_k_bucket) +

@@ -131,7 +131,8 @@ OnlineTuner::~OnlineTuner() {
 }
 
 void OnlineTuner::Request(const DeviceRecord& device, int ordinal, const Problem& problem) {
-  if (device.name.empty() || problem.layout != Layout::kDense || problem.operation != Operation::kForward) return;
+  // Varlen calls take the dense buckets (problem_set.h); a paged one is tuned on pages.
+  if (device.name.empty() || problem.layout == Layout::kVarlen || problem.operation != Operation::kForward) return;
   auto job = std::make_unique<Job>();
   job->device = device;
   job->ordinal = ordinal;

@@ -4,7 +4,7 @@
 //
 // Contract:
 // - Request() is called by the planner when it plans a bucket that has no exact winner (dense
-//   forward problems on a known GPU only). It returns at once (a mutex and a queue push); the
+//   and paged forward problems on a known GPU only; a varlen call's bucket is its dense one). It returns at once (a mutex and a queue push); the
 //   work happens on the tuner's own thread, started on the first request.
 // - The worker is the flashtune CLI (`flashtune tune --problem-set <one problem> --strategy
 //   budgeted --budget-per-problem N --devices <ordinal>`), started with posix_spawn — never a

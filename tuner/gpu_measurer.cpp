@@ -13,6 +13,7 @@
 #include "flashtune/hash.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "generator/family.h"
 #include "tuner/compile_queue.h"
 #include "tuner/gpu_protocol.h"
 #include "tuner/prefetch.h"
@@ -174,7 +175,14 @@ class GpuMeasurer final : public Measurer {
     m.spill_bytes = cubin.resources.spill_store_bytes + cubin.resources.spill_load_bytes;
     m.smem_bytes = static_cast<int>(SharedMemoryBytes(variant));
 
-    const Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin, device_.Arch());
+    // The class's default (a prefill kernel: another family than decode's candidates), unless
+    // it cannot serve the problem's layout (paged K/V): then the problem's own default.
+    Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin, device_.Arch());
+    if (const Family* f = FindFamily(trusted_variant.family); f == nullptr || f->PreferenceFor(problem) < 0) {
+      auto own = DefaultVariantFor(problem, device_.max_smem_per_block_optin, device_.Arch());
+      if (!own.ok()) return own.status();
+      trusted_variant = *own;
+    }
     const Compiled& trusted = CompiledFor(trusted_variant);
     if (!trusted.cubin.ok()) return Status(trusted.cubin.status()).WithVariant(trusted_variant.Uri());
 

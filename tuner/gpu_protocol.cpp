@@ -16,7 +16,7 @@ static Status GetStatus(FrameReader& r) {
 }
 static void PutProblem(FrameWriter& w, const Problem& p) {
   w.I64(static_cast<int64_t>(p.dtype)).I64(p.head_dim).I64(p.causal).I64(p.batch).I64(p.seqlen_q).I64(p.seqlen_k)
-      .I64(p.heads_q).I64(p.heads_kv).I64(static_cast<int64_t>(p.operation));
+      .I64(p.heads_q).I64(p.heads_kv).I64(static_cast<int64_t>(p.operation)).I64(static_cast<int64_t>(p.layout));
 }
 static Problem GetProblem(FrameReader& r) {
   Problem p;
@@ -29,6 +29,7 @@ static Problem GetProblem(FrameReader& r) {
   p.heads_q = r.I64();
   p.heads_kv = r.I64();
   p.operation = static_cast<Operation>(r.I64());
+  p.layout = static_cast<Layout>(r.I64());
   return p;
 }
 // A variant travels as its URI: every family's parameters, and the worker re-validates it.

@@ -16,7 +16,8 @@ enum MessageKind : int64_t { kHelloMessage = 1, kMeasureMessage = 2 };
 // Bumped whenever a message's layout changes. The hello carries it both ways, so a tuner and a
 // worker from different builds (a library user's FLASHTUNE_WORKER pointing at an older CLI)
 // stop with a message instead of misreading each other's frames.
-inline constexpr int64_t kProtocolVersion = 4;  // 3: variants travel as URIs; 4: problems carry their operation
+// 3: variants travel as URIs; 4: problems carry their operation; 5: and their layout (paged)
+inline constexpr int64_t kProtocolVersion = 5;
 
 struct HelloReply {
   int64_t protocol_version = 0;  // the worker's; 0 from a worker older than versioning

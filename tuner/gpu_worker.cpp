@@ -9,6 +9,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <optional>
 #include <string>
 #include <thread>
@@ -26,8 +28,17 @@ namespace flashtune::detail {
 
 double OutputTolerance(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 2e-3; }
 
+// A paged problem is timed and verified on pools of pages this long (vLLM's default; 16- and
+// 256-key pages read within 2% of each other untuned on the H200, docs/performance.md).
+constexpr int kPageSize = 16;
+
 size_t QElems(const Problem& p) { return size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim); }
-size_t KElems(const Problem& p) { return size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim); }
+// K (or V) elements as laid out on the device: [B, Nk, Hkv, D], or the page pool.
+size_t KElems(const Problem& p) {
+  const int64_t keys = p.layout == Layout::kPaged ? ForwardArgs::Contiguous(p, kPageSize).paged.num_blocks * kPageSize
+                                                  : p.batch * p.seqlen_k;
+  return size_t(keys * p.heads_kv * p.head_dim);
+}
 size_t LseElems(const Problem& p) { return size_t(p.batch * p.heads_q * p.seqlen_q); }
 
 std::string Format3g(double v) {
@@ -47,23 +58,51 @@ namespace {
 
 constexpr double kLseTolerance = 1e-3;
 
-// Device copies of a [B, N, H, D] problem's tensors, contiguous.
+// Device copies of a [B, N, H, D] problem's tensors, contiguous; for a paged problem k and v
+// are page pools and `table` and `lengths` its page table and key counts.
 struct DeviceTensors {
-  std::optional<DeviceBuffer> q, k, v, o, lse;  // empty until uploaded
+  std::optional<DeviceBuffer> q, k, v, o, lse, table, lengths;  // empty until uploaded
 };
 
 Result<DeviceBuffer> Alloc(const Context& context, size_t bytes) { return DeviceBuffer::Allocate(context, bytes); }
 
 ForwardArgs ArgsFor(const Problem& p, const DeviceTensors* t) {
-  ForwardArgs a = ForwardArgs::Contiguous(p);
+  ForwardArgs a = ForwardArgs::Contiguous(p, kPageSize);
   if (t != nullptr) {
     a.q = reinterpret_cast<const void*>(t->q->get());
     a.k = reinterpret_cast<const void*>(t->k->get());
     a.v = reinterpret_cast<const void*>(t->v->get());
     a.o = reinterpret_cast<void*>(t->o->get());
     a.lse = reinterpret_cast<float*>(t->lse->get());
+    if (p.layout == Layout::kPaged) {
+      a.paged.block_table = reinterpret_cast<const int32_t*>(t->table->get());
+      a.seqlens_k = reinterpret_cast<const int32_t*>(t->lengths->get());
+    }
   }
   return a;
+}
+
+// A paged problem's page table: every sequence full (Nk keys) on pages in shuffled order, as a
+// cache that has served a while holds them. Empty for a dense problem.
+std::vector<int32_t> PageTable(const Problem& p, uint64_t seed) {
+  if (p.layout != Layout::kPaged) return {};
+  const ForwardArgs a = ForwardArgs::Contiguous(p, kPageSize);
+  std::vector<int32_t> table(size_t(a.paged.num_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937_64(seed));
+  return table;  // row b is entries [b * max_blocks_per_seq, (b + 1) * max_blocks_per_seq)
+}
+
+// Logical [B, Nk, Hkv, D] keys (or values) laid out in the pool `table` names.
+std::vector<uint16_t> ToPages(const Problem& p, const std::vector<int32_t>& table, const std::vector<uint16_t>& logical) {
+  const int64_t row = p.heads_kv * p.head_dim, per_seq = ForwardArgs::Contiguous(p, kPageSize).paged.max_blocks_per_seq;
+  std::vector<uint16_t> pool(KElems(p), 0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t j = 0; j < p.seqlen_k; ++j) {
+      const int64_t page = table[size_t(b * per_seq + j / kPageSize)];
+      std::copy_n(logical.begin() + (b * p.seqlen_k + j) * row, row, pool.begin() + (page * kPageSize + j % kPageSize) * row);
+    }
+  return pool;
 }
 
 // A small ragged shape of a problem class, its host inputs and float64 reference answer.
@@ -179,14 +218,24 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  // Device copies of q, k, v, and room for o and lse.
+  // Device copies of q, k, v (as laid out on the device), a paged problem's `table` and full
+  // key counts, and room for o and lse.
   Status Upload(DeviceTensors& t, const Problem& p, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
-                const std::vector<uint16_t>& v) {
+                const std::vector<uint16_t>& v, const std::vector<int32_t>& table) {
     auto dq = Alloc(*context_, q.size() * 2), dk = Alloc(*context_, k.size() * 2), dv = Alloc(*context_, v.size() * 2);
     for (const Status& s : {dq.status(), dk.status(), dv.status()}) FT_RETURN_IF_ERROR(s);
     t.q.emplace(std::move(*dq));
     t.k.emplace(std::move(*dk));
     t.v.emplace(std::move(*dv));
+    if (p.layout == Layout::kPaged) {
+      const std::vector<int32_t> lengths(size_t(p.batch), int32_t(p.seqlen_k));
+      auto dt = Alloc(*context_, table.size() * 4), dl = Alloc(*context_, lengths.size() * 4);
+      for (const Status& s : {dt.status(), dl.status()}) FT_RETURN_IF_ERROR(s);
+      t.table.emplace(std::move(*dt));
+      t.lengths.emplace(std::move(*dl));
+      FT_RETURN_IF_ERROR(t.table->CopyFromHost(table.data(), table.size() * 4));
+      FT_RETURN_IF_ERROR(t.lengths->CopyFromHost(lengths.data(), lengths.size() * 4));
+    }
     FT_RETURN_IF_ERROR(AllocOutputs(t, p));
     FT_RETURN_IF_ERROR(t.q->CopyFromHost(q.data(), q.size() * 2));
     FT_RETURN_IF_ERROR(t.k->CopyFromHost(k.data(), k.size() * 2));
@@ -226,11 +275,13 @@ class GpuWorker {
   // Two ragged shapes per class: GQA with Nq < Nk, and MQA with Nq > Nk (rows that see no key
   // when causal). Sizes avoid multiples of every tile. Decode problems (few query rows, which
   // decode kernels alone may serve) get decode shapes: GQA 4:1 with one and with 13 query rows
-  // over keys that split, and MQA with more query rows than keys.
+  // over keys that split, and MQA with more query rows than keys. A paged problem's cases are
+  // paged the same way as its timed inputs (shuffled pages; the last page of each sequence
+  // partly filled).
   Result<std::vector<VerifyCase>*> CasesFor(const Problem& timed) {
     const bool decode = Log2Ceil(timed.seqlen_q) <= kDecodeQueryBucket;
     const std::string key = std::string(DTypeName(timed.dtype)) + std::to_string(timed.head_dim) +
-                            (timed.causal ? "c" : "f") + (decode ? "d" : "p");
+                            (timed.causal ? "c" : "f") + (decode ? "d" : "p") + std::string(LayoutName(timed.layout));
     auto it = cases_.find(key);
     if (it != cases_.end()) return &it->second;
     std::vector<VerifyCase> cases(decode ? 3 : 2);
@@ -244,20 +295,29 @@ class GpuWorker {
     }
     uint64_t seed = 1234;
     for (VerifyCase& c : cases) {
+      c.problem.layout = timed.layout;
+      Problem logical = c.problem;  // the reference reads dense K/V
+      logical.layout = Layout::kDense;
       c.q.resize(QElems(c.problem));
-      c.k.resize(KElems(c.problem));
-      c.v.resize(KElems(c.problem));
+      c.k.resize(KElems(logical));
+      c.v.resize(KElems(logical));
       FillRandom(c.q, c.problem.dtype, seed++);
       FillRandom(c.k, c.problem.dtype, seed++);
       FillRandom(c.v, c.problem.dtype, seed++);
-      ForwardArgs host = ArgsFor(c.problem, nullptr);
+      ForwardArgs host = ArgsFor(logical, nullptr);
       host.q = c.q.data();
       host.k = c.k.data();
       host.v = c.v.data();
       auto expected = ReferenceForward(host);
       if (!expected.ok()) return expected.status();
       c.expected = std::move(*expected);
-      FT_RETURN_IF_ERROR(Upload(c.device, c.problem, c.q, c.k, c.v));
+      const std::vector<int32_t> table = PageTable(c.problem, seed++);
+      if (table.empty()) {
+        FT_RETURN_IF_ERROR(Upload(c.device, c.problem, c.q, c.k, c.v, table));
+      } else {
+        FT_RETURN_IF_ERROR(
+            Upload(c.device, c.problem, c.q, ToPages(c.problem, table, c.k), ToPages(c.problem, table, c.v), table));
+      }
     }
     return &(cases_[key] = std::move(cases));
   }
@@ -319,8 +379,10 @@ class GpuWorker {
     if (inputs_key_ == key) return Status::Ok();
     inputs_key_.clear();
     trusted_key_.clear();
+    // A page table is laid out for one batch and key count: paged inputs are shared by those only.
     const std::string data_key =
-        std::string(DTypeName(p.dtype)) + " q" + std::to_string(QElems(p)) + " kv" + std::to_string(KElems(p));
+        std::string(DTypeName(p.dtype)) + " q" + std::to_string(QElems(p)) + " kv" + std::to_string(KElems(p)) +
+        (p.layout == Layout::kPaged ? " paged B" + std::to_string(p.batch) + " Nk" + std::to_string(p.seqlen_k) : "");
     if (data_key_ == data_key) {
       for (DeviceTensors& t : inputs_) {
         t.o.reset();
@@ -337,10 +399,12 @@ class GpuWorker {
       FillRandom(k, p.dtype, 12);
       FillRandom(v, p.dtype, 13);
       const double fill_ms = clock.Lap();
+      // Paged: the random pool read through a shuffled table (its contents need no order).
+      const std::vector<int32_t> table = PageTable(p, 14);
       const double set_bytes = 2.0 * (2 * q.size() + 2 * k.size());
       const int sets = std::clamp(int(std::ceil(3.0 * info_.l2_bytes / set_bytes)), 1, 8);
       inputs_.resize(sets);
-      for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v));
+      for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v, table));
       data_key_ = data_key;
       if (trace_)  // where a new input set's time goes (it was ~1.4 s per problem on an H200)
         std::fprintf(stderr, "trace worker inputs for %s: free %.1f ms, fill %.1f ms, %d set(s) of %.0f MB "

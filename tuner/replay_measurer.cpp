@@ -192,6 +192,12 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     if (d < 0 || d > 1024) return Invalid(where + "column 'head_dim': " + std::to_string(d) + " is out of range");
     p.head_dim = int(d);
     p.causal = causal != 0;
+    // Optional (exports before schema 4 have no layout column): absent or empty is dense.
+    if (const std::string layout = get("layout"); !layout.empty()) {
+      if (layout != "dense" && layout != "paged")
+        return Invalid(where + "column 'layout': '" + layout + "' is not allowed; allowed: dense, paged");
+      p.layout = layout == "paged" ? Layout::kPaged : Layout::kDense;
+    }
     Status valid = ValidateProblem(p);
     if (!valid.ok()) return Invalid(where + valid.message());
     auto var = Variant::FromUri(get("variant"));

@@ -45,7 +45,7 @@ struct sqlite3;
 FLASHTUNE_API_BEGIN
 namespace flashtune {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // The GPU a trial ran on. Identity of a physical GPU: uuid + driver_version.
 struct DeviceRecord {
@@ -298,7 +298,7 @@ class Database {
 
   // kTrials: all trials joined with problem, variant, device and toolchain. The CSV/JSON has the
   // replay columns (dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv,
-  // variant, status, median_us, iqr_us, reps, registers, smem_bytes, spill_bytes, message, ...)
+  // layout, variant, status, median_us, iqr_us, reps, registers, smem_bytes, spill_bytes, message, ...)
   // so an export can be fed back to the replay measurer.
   // kWinners: what the runtime launches, one row per device x toolchain x bucket: the tuned
   // problem's columns as above, then bucket, variant, median_us (the time that decided it),

@@ -12,7 +12,10 @@
 // tile (H200: 3-5% at d128 causal, docs/performance.md). Two buckets of the same (dtype, D,
 // causal) are `BucketDistance` apart (sum of the sequence and B·Hq exponent gaps); the group gap
 // only breaks ties (`GroupGap`), so a GQA call whose own group is untuned gets the MHA winner of
-// its shape, as before groups were buckets.
+// its shape, as before groups were buckets. A paged K/V call has buckets of its own, never near
+// the dense ones: a winner is timed on the layout it serves (the dense winner of B8 x 32k, bn128
+// w4 s2, read 16-key pages at 68% of the H200's read bandwidth, the untuned default at 91-94%).
+// Varlen calls share the dense buckets.
 //
 // Problem-set file format (one problem per line, '#' starts a comment, blank lines ignored):
 //   dtype=bf16 head_dim=128 causal=1 batch=4 seqlen_q=4096 seqlen_k=4096 heads_q=16 heads_kv=16
@@ -20,7 +23,8 @@
 // (--seqlen-q) and the export's columns (seqlen_q), with '-' or '_'. Required: dtype, head_dim,
 // seqlen_q, and either batch and heads_q, or tokens and hidden (batch = tokens/seqlen_q,
 // heads_q = hidden/head_dim). Optional: causal (0/1, default 0), seqlen_k (default seqlen_q),
-// heads_kv (default heads_q). The old keys d, nq, nk, hq, hkv are read too, with a notice.
+// heads_kv (default heads_q), layout (dense or paged, default dense; the tuner times a paged
+// problem on a pool of shuffled 16-key pages). The old keys d, nq, nk, hq, hkv are read too, with a notice.
 // Errors name the file, line and field.
 //
 // Thread safety: free functions on value types; safe from any thread.
@@ -65,7 +69,8 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
 // The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
 // one query token, bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention), batch 1, 8, 64 x keys
-// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold).
+// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold);
+// each shape dense and paged (Layout::kPaged, its own bucket).
 std::vector<Problem> DefaultDecodeProblems();
 
 // The default set's GQA buckets (`flashtune tune` adds them, like the decode ones, when no shape
@@ -113,6 +118,7 @@ struct BucketKey {
   int batch_heads_bucket = 0;  // Log2Ceil(B·Hq)
   int kv_group_bucket = 0;     // Log2Ceil(Hq / Hkv): 0 for MHA
   Operation operation = Operation::kForward;
+  bool paged = false;          // Layout::kPaged (varlen calls take the dense buckets)
   bool operator==(const BucketKey&) const = default;
 };
 
@@ -120,16 +126,17 @@ BucketKey BucketOf(const Problem& problem);
 // "bf16/d128/causal/q12/k12/bh8" — the database stores and matches this string. A GQA group
 // appends "/g3" (MHA buckets keep the string they had before groups were buckets); backward
 // buckets carry a "bwd/" prefix ("bwd/bf16/d128/..."), so forward keys stored before the
-// backward pass existed keep their meaning: no schema change.
+// backward pass existed keep their meaning; paged buckets end in "/paged".
 std::string BucketString(const BucketKey& key);
 // Inverse of BucketString; kInvalidArgument naming the bad part.
 Result<BucketKey> ParseBucketKey(std::string_view text);
 // Decode buckets: Nq <= 2^kDecodeQueryBucket = 16 query rows per sequence.
 inline constexpr int kDecodeQueryBucket = 4;
 inline constexpr int64_t kDecodeMaxQueries = int64_t(1) << kDecodeQueryBucket;
-// Sum of |exponent differences| when operation, dtype, D and causal match and both or neither are decode
-// buckets; -1 otherwise (such buckets are never "near": a kernel for another class cannot run
-// the problem, and decode and prefill winners are different kernels).
+// Sum of |exponent differences| when operation, dtype, D, causal and paged match and both or
+// neither are decode buckets; -1 otherwise (such buckets are never "near": a kernel for another
+// class cannot run the problem, decode and prefill winners are different kernels, and a dense
+// winner was timed on no page table).
 int BucketDistance(const BucketKey& a, const BucketKey& b);
 // |a.kv_group_bucket - b.kv_group_bucket|: the tie-break between buckets of equal distance.
 int GroupGap(const BucketKey& a, const BucketKey& b);

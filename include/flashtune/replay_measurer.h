@@ -18,8 +18,9 @@ namespace flashtune {
 
 // Replay: a Measurer that answers from recorded rows (CSV with a header, or a JSON array of
 // objects; both as written by Database::Export). Columns used: dtype, head_dim, causal, batch,
-// seqlen_q, seqlen_k, heads_q, heads_kv, variant, status, median_us, iqr_us; optional reps,
-// registers, smem_bytes, spill_bytes, compile_ms, message, source_hash, phase. The first row per
+// seqlen_q, seqlen_k, heads_q, heads_kv, variant, status, median_us, iqr_us; optional layout
+// (dense or paged; absent: dense), reps, registers, smem_bytes, spill_bytes, compile_ms, message,
+// source_hash, phase. The first row per
 // (problem, variant) answers Measure; later rows (e.g. phase=retime) answer successive Remeasure
 // calls, cycling. Unknown columns are ignored; errors name the line and column.
 class ReplayMeasurer : public Measurer {

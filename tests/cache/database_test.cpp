@@ -1,3 +1,4 @@
+#include "generator/families/decode_fwd.h"
 #include "generator/families/fa2_fwd.h"
 #include "flashtune/replay_measurer.h"
 #include "flashtune/database.h"
@@ -5,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -64,11 +66,12 @@ TEST(Database, CreatesSchemaVersion2WithWal) {
   sqlite3_close(raw);
 }
 
-TEST(Database, MigratesVersion1File) {
-  std::string path = TempDir("db_migrate") + "/v1.db";
-  // A version-1 file written by hand: no compile_ms/phase/run_id columns, no tuning_runs.
+// A version-1 file written by hand (no compile_ms/phase/run_id columns, no tuning_runs, no
+// variant family, no problem layout) with one dense problem, trial and winner; `version` 3 adds
+// what versions 2 and 3 added, as those migrations wrote it.
+bool WriteOldFile(const std::string& path, int version) {
   sqlite3* raw;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  if (sqlite3_open(path.c_str(), &raw) != SQLITE_OK) return false;
   const char* v1 = R"sql(
     CREATE TABLE devices(id INTEGER PRIMARY KEY, name TEXT NOT NULL, uuid TEXT NOT NULL, cc_major INTEGER NOT NULL,
       cc_minor INTEGER NOT NULL, sm_count INTEGER NOT NULL, driver_version TEXT NOT NULL, UNIQUE(uuid, driver_version));
@@ -98,19 +101,40 @@ TEST(Database, MigratesVersion1File) {
     INSERT INTO variants VALUES(1, 'fa2_fwd_bf16_d128_br128_bc64_w4_s2_full', '{}', 'h');
     INSERT INTO trials(device_id, toolchain_id, problem_id, variant_id, status, median_us, iqr_us, tflops, reps, created_at)
       VALUES(1, 1, 1, 1, 'ok', 250.0, 2.0, 300.0, 20, '2026-01-01T00:00:00.000Z');
+    INSERT INTO winners VALUES(1, 1, 'bf16/d128/full/q12/k12/bh6', 'bf16', 128, 0, 12, 12, 6, 1, 1, 250.0, 300.0,
+      '2026-01-01T00:00:00.000Z');
     PRAGMA user_version = 1;)sql";
-  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  const char* v3 = R"sql(
+    ALTER TABLE trials ADD COLUMN compile_ms REAL NOT NULL DEFAULT 0;
+    ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'search';
+    ALTER TABLE trials ADD COLUMN run_id INTEGER;
+    CREATE TABLE tuning_runs(id INTEGER PRIMARY KEY, device_id INTEGER, toolchain_id INTEGER, strategy TEXT NOT NULL,
+      started_at TEXT NOT NULL, ended_at TEXT, problems INTEGER NOT NULL DEFAULT 0, measured INTEGER NOT NULL DEFAULT 0,
+      failed INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0, winners INTEGER NOT NULL DEFAULT 0);
+    ALTER TABLE variants ADD COLUMN family TEXT NOT NULL DEFAULT 'fa2_fwd';
+    PRAGMA user_version = 3;)sql";
+  bool ok = sqlite3_exec(raw, v1, nullptr, nullptr, nullptr) == SQLITE_OK &&
+            (version == 1 || sqlite3_exec(raw, v3, nullptr, nullptr, nullptr) == SQLITE_OK);
+  if (!ok) std::fprintf(stderr, "%s\n", sqlite3_errmsg(raw));
   sqlite3_close(raw);
+  return ok;
+}
+
+TEST(Database, MigratesVersion1File) {
+  std::string path = TempDir("db_migrate") + "/v1.db";
+  ASSERT_TRUE(WriteOldFile(path, 1));
 
   auto db = Database::Open(path);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  EXPECT_EQ(*(*db)->SchemaVersion(), 3);
-  // The old trial survived with v2 defaults; v2 features work; v3 knows its family.
+  EXPECT_EQ(*(*db)->SchemaVersion(), 4);
+  // The old trial survived with v2 defaults; v2 features work; v3 knows its family; v4 its
+  // problem's layout (dense).
   auto rows = (*db)->TrialsForProblem(1);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].trial.phase, "search");
   EXPECT_DOUBLE_EQ((*rows)[0].trial.median_us, 250.0);
+  EXPECT_EQ((*rows)[0].trial.problem.layout, Layout::kDense);
   auto run = (*db)->BeginRun(1, 1, "exhaustive");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_TRUE((*db)->EndRun(*run, RunCounts{1, 2, 0, 0, 1}).ok());
@@ -385,7 +409,7 @@ TEST(Database, ExportOfWinnersListsWhatTheRuntimeLaunches) {
   std::getline(lines, header);
   std::getline(lines, row);
   EXPECT_FALSE(std::getline(lines, extra)) << *csv;  // one winner, one row
-  EXPECT_EQ(header.rfind("dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,bucket,variant,median_us,", 0),
+  EXPECT_EQ(header.rfind("dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,layout,bucket,variant,median_us,", 0),
             0u) << header;
   EXPECT_NE(row.find("," + V(128, 64).Uri() + ",301.5,"), std::string::npos) << row;
   EXPECT_NE(row.find(BucketString(BucketOf(P(4096)))), std::string::npos) << row;
@@ -432,6 +456,129 @@ TEST(Database, PruneAndCheck) {
   EXPECT_TRUE(w->has_value());
   auto after = (*db)->Check(kTc);
   EXPECT_EQ(after->stale_trials, 0);
+}
+
+// Version 4 rebuilt the problems table: ids, trials and winners survive, foreign keys hold, and
+// a paged problem of the same shape is then a row of its own.
+TEST(Database, MigratesVersion3FileKeepingRowsAndAddingLayout) {
+  const std::string path = TempDir("db_migrate3") + "/v3.db";
+  ASSERT_TRUE(WriteOldFile(path, 3));
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->SchemaVersion(), 4);
+  const Problem dense{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
+  EXPECT_EQ(*(*db)->FindProblem(dense), 1);
+  auto winner = (*db)->FindWinner(kH200, kTc, BucketOf(dense));
+  ASSERT_TRUE(winner.ok() && winner->has_value()) << winner.status().ToString();
+  EXPECT_EQ((*winner)->problem, dense);
+  EXPECT_DOUBLE_EQ((*winner)->median_us, 250.0);
+  Problem paged = dense;
+  paged.layout = Layout::kPaged;
+  EXPECT_EQ((*db)->FindProblem(paged).status().code(), Code::kNotFound);
+  auto pid = (*db)->UpsertProblem(paged);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  EXPECT_NE(*pid, 1);
+  sqlite3* check = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &check, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(check, "PRAGMA foreign_key_check", -1, &st, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_DONE) << "a row refers to a missing one";
+  sqlite3_finalize(st);
+  sqlite3_close(check);
+}
+
+// Readers never migrate: a version-3 file read-only serves its (dense) winners, unchanged.
+TEST(Database, ReadOnlyReaderOfVersion3FileSeesDenseProblems) {
+  const std::string path = TempDir("db_ro3") + "/v3.db";
+  ASSERT_TRUE(WriteOldFile(path, 3));
+  const std::string before = Slurp(path);
+  {
+    auto db = Database::Open(path, Database::OpenOptions{true, 100});
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_EQ(*(*db)->SchemaVersion(), 3);
+    const Problem dense{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
+    auto winner = (*db)->FindWinner(kH200, kTc, BucketOf(dense));
+    ASSERT_TRUE(winner.ok() && winner->has_value()) << winner.status().ToString();
+    EXPECT_EQ((*winner)->problem.layout, Layout::kDense);
+    auto rows = (*db)->TrialsForProblem(1);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_EQ(rows->size(), 1u);
+    auto problems = (*db)->ListProblems();
+    ASSERT_TRUE(problems.ok()) << problems.status().ToString();
+    ASSERT_EQ(problems->size(), 1u);
+    EXPECT_EQ((*problems)[0].trials, 1);
+    Problem paged = dense;
+    paged.layout = Layout::kPaged;
+    auto none = (*db)->FindWinner(kH200, kTc, BucketOf(paged));
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+  }
+  EXPECT_EQ(Slurp(path), before);
+}
+
+// A paged problem is timed on a page table: its trials, its problem row and its bucket are its
+// own, and its bucket is never "near" a dense one (nor the reverse).
+TEST(Database, PagedProblemIsARowAndABucketOfItsOwn) {
+  auto db = Database::Open(TempDir("db_paged") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
+  Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
+  Problem paged = dense;
+  paged.layout = Layout::kPaged;
+  const Variant a = DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2);
+  const Variant b = DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4);
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(dense, a, 100)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(dense, b, 120)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(paged, a, 140)).ok());
+  ASSERT_TRUE((*db)->RecordTrial(dev, tc, Ok(paged, b, 110)).ok());
+  auto dense_id = (*db)->FindProblem(dense), paged_id = (*db)->FindProblem(paged);
+  ASSERT_TRUE(dense_id.ok() && paged_id.ok());
+  EXPECT_NE(*dense_id, *paged_id);
+  auto paged_rows = (*db)->TrialsForProblem(*paged_id);
+  ASSERT_TRUE(paged_rows.ok());
+  ASSERT_EQ(paged_rows->size(), 2u);
+  EXPECT_EQ((*paged_rows)[0].trial.variant, b);
+  EXPECT_EQ((*paged_rows)[0].trial.problem.layout, Layout::kPaged);
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, dense, a, "src-" + a.Uri(), 100, 1).ok());
+  // A winner needs an ok trial of its own problem: b was timed dense, but not as the winner
+  // of the paged bucket until it is recorded there.
+  ASSERT_TRUE((*db)->SetWinner(dev, tc, paged, b, "src-" + b.Uri(), 110, 1).ok());
+  EXPECT_EQ(BucketString(BucketOf(paged)), "bf16/d128/full/q0/k15/bh8/g2/paged");
+  auto w_dense = (*db)->FindWinner(kH200, kTc, BucketOf(dense));
+  auto w_paged = (*db)->FindWinner(kH200, kTc, BucketOf(paged));
+  ASSERT_TRUE(w_dense.ok() && w_dense->has_value() && w_paged.ok() && w_paged->has_value());
+  EXPECT_EQ((*w_dense)->variant, a);
+  EXPECT_EQ((*w_paged)->variant, b);
+  EXPECT_EQ((*w_paged)->problem.layout, Layout::kPaged);
+  EXPECT_TRUE((*w_paged)->bucket.paged);
+  // Another length: the nearest winner of the same layout, never the other layout's.
+  Problem paged_long = paged, dense_long = dense;
+  paged_long.seqlen_k = dense_long.seqlen_k = 131072;
+  auto near_paged = (*db)->FindNearestWinner(kH200, kTc, BucketOf(paged_long));
+  auto near_dense = (*db)->FindNearestWinner(kH200, kTc, BucketOf(dense_long));
+  ASSERT_TRUE(near_paged.ok() && near_paged->has_value() && near_dense.ok() && near_dense->has_value());
+  EXPECT_EQ((*near_paged)->variant, b);
+  EXPECT_EQ((*near_dense)->variant, a);
+  // The export names the layout; a replay of it keeps the two problems apart.
+  auto csv = (*db)->Export(ExportFormat::kCsv);
+  ASSERT_TRUE(csv.ok());
+  auto replay = ReplayMeasurer::FromText(*csv, "export.csv", ReplayMeasurer::Options{});
+  ASSERT_TRUE(replay.ok()) << replay.status().ToString();
+  auto m = (*replay)->Measure(paged, b);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_DOUBLE_EQ(m->median_us, 110);
+  EXPECT_DOUBLE_EQ((*replay)->Measure(dense, b)->median_us, 120);
+}
+
+// Varlen calls share the dense buckets; a varlen problem is never stored as one of its own.
+TEST(Database, VarlenProblemIsRefused) {
+  auto db = Database::Open(TempDir("db_varlen") + "/t.db");
+  ASSERT_TRUE(db.ok());
+  Problem p = P(4096);
+  p.layout = Layout::kVarlen;
+  auto id = (*db)->UpsertProblem(p);
+  EXPECT_EQ(id.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("allowed: dense, paged"), std::string::npos) << id.status().message();
 }
 
 TEST(Database, ReadOnlyMissingIsNotFound) {

@@ -78,6 +78,24 @@ TEST(NeighbourGuess, NearestBucketOfTheNeighbourClass) {
   EXPECT_EQ(g->variant.Uri(), "fa2_fwd_bf16_d128_br64_bc64_w4_s2_full");
 }
 
+// Only winners of the same kind of call stand in: a dense decode winner of the other dtype is
+// no guess for a paged decode bucket (it was timed on no page table), nor a prefill winner for
+// a decode bucket; a paged one is.
+TEST(NeighbourGuess, OnlyTheSameKindOfCall) {
+  const auto dense_decode = Row("decode_fwd_f16_d128_bn128_rm1_w4_s2_cs2_full", "f16/d128/full/q0/k15/bh8/g2");
+  const auto prefill = Row("fa2_fwd_f16_d128_br128_bc64_w4_s2_full", "f16/d128/full/q11/k11/bh6");
+  EXPECT_FALSE(GuessFromNeighbours({dense_decode, prefill}, Key("bf16/d128/full/q0/k15/bh8/g2/paged"), "sm_90a",
+                                   kDefaultMaxSmemBytes)
+                   .has_value());
+  auto g = GuessFromNeighbours({prefill}, Key("bf16/d128/full/q0/k15/bh8/g2"), "sm_90a", kDefaultMaxSmemBytes);
+  EXPECT_FALSE(g.has_value()) << g->variant.Uri();
+  const auto paged_decode = Row("decode_fwd_f16_d128_bn32_rm1_w2_s2_cs4_full", "f16/d128/full/q0/k13/bh8/g2/paged");
+  g = GuessFromNeighbours({dense_decode, paged_decode}, Key("bf16/d128/full/q0/k15/bh8/g2/paged"), "sm_90a",
+                          kDefaultMaxSmemBytes);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full");
+}
+
 // A neighbour's tile is kept only where its family serves the class on the target and accepts
 // it: hopper_fwd has no d96 and needs sm_90a; a tile may not fit a smaller GPU's shared memory.
 TEST(NeighbourGuess, SkipsTilesTheFamilyOrTheDeviceCannotRun) {

@@ -185,6 +185,70 @@ TEST(Bucket, GqaGroupIsPartOfTheBucket) {
   EXPECT_EQ(BucketOf(mqa).kv_group_bucket, 4);
 }
 
+// A paged call has buckets of its own ("/paged" last), never near a dense bucket; varlen calls
+// take the dense ones.
+TEST(Bucket, PagedLayoutIsABucketOfItsOwn) {
+  Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
+  Problem paged = dense, varlen = dense;
+  paged.layout = Layout::kPaged;
+  varlen.layout = Layout::kVarlen;
+  EXPECT_EQ(BucketString(BucketOf(dense)), "bf16/d128/full/q0/k15/bh8/g2");
+  EXPECT_EQ(BucketString(BucketOf(paged)), "bf16/d128/full/q0/k15/bh8/g2/paged");
+  EXPECT_EQ(BucketOf(varlen), BucketOf(dense));
+  Problem mha_paged = paged;
+  mha_paged.heads_kv = 32;
+  EXPECT_EQ(BucketString(BucketOf(mha_paged)), "bf16/d128/full/q0/k15/bh8/paged");
+  for (const Problem& p : {paged, mha_paged}) {
+    auto parsed = ParseBucketKey(BucketString(BucketOf(p)));
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(*parsed, BucketOf(p));
+  }
+  EXPECT_FALSE(ParseBucketKey("bf16/d128/full/q0/k15/bh8/paged/g2").ok());  // the order is fixed
+  EXPECT_FALSE(ParseBucketKey("bf16/d128/full/q0/k15/paged").ok());
+  EXPECT_EQ(BucketDistance(BucketOf(paged), BucketOf(dense)), -1);
+  EXPECT_EQ(BucketDistance(BucketOf(dense), BucketOf(paged)), -1);
+  Problem paged_long = paged;
+  paged_long.seqlen_k = 131072;
+  EXPECT_EQ(BucketDistance(BucketOf(paged), BucketOf(paged_long)), 2);
+}
+
+TEST(ProblemSet, FileLayoutIsDenseOrPaged) {
+  auto parsed = ParseProblemSet(
+      "dtype=bf16 head_dim=128 seqlen_q=1 seqlen_k=8192 batch=8 heads_q=32 heads_kv=8 layout=paged\n"
+      "dtype=bf16 head_dim=128 seqlen_q=1 seqlen_k=8192 batch=8 heads_q=32 heads_kv=8 layout=dense\n",
+      "set.txt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].layout, Layout::kPaged);
+  EXPECT_EQ((*parsed)[1].layout, Layout::kDense);
+  EXPECT_EQ(FormatProblemLine((*parsed)[0]),
+            "dtype=bf16 head_dim=128 causal=0 batch=8 seqlen_q=1 seqlen_k=8192 heads_q=32 heads_kv=8 layout=paged");
+  auto again = ParseProblemSet(FormatProblemLine((*parsed)[0]), "again.txt");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0], (*parsed)[0]);
+  auto varlen = ParseProblemSet("dtype=bf16 head_dim=128 seqlen_q=1 batch=8 heads_q=32 layout=varlen\n", "set.txt");
+  ASSERT_FALSE(varlen.ok());
+  EXPECT_NE(varlen.status().message().find("set.txt:1: field 'layout': 'varlen' is not allowed; allowed: dense, paged"),
+            std::string::npos)
+      << varlen.status().message();
+}
+
+TEST(ProblemSet, DefaultDecodeProblemsAreDenseAndPaged) {
+  const std::vector<Problem> decode = DefaultDecodeProblems();
+  ASSERT_EQ(decode.size(), 22u);  // B 1, 8, 64 x 2k-128k keys but 64 x 128k, each dense and paged
+  std::set<std::string> buckets;
+  int paged = 0;
+  for (const Problem& p : decode) {
+    EXPECT_TRUE(ValidateProblem(p).ok()) << p.ToString();
+    EXPECT_EQ(p.seqlen_q, 1);
+    EXPECT_TRUE(p.layout == Layout::kDense || p.layout == Layout::kPaged) << p.ToString();
+    paged += p.layout == Layout::kPaged;
+    buckets.insert(BucketString(BucketOf(p)));
+  }
+  EXPECT_EQ(paged, 11);
+  EXPECT_EQ(buckets.size(), 22u) << "one bucket each";
+}
+
 TEST(ProblemSet, DefaultGqaProblemsAreD128CausalGqa8) {
   const std::vector<Problem> gqa = DefaultGqaProblems();
   ASSERT_EQ(gqa.size(), 12u);  // two dtypes x six lengths

@@ -224,6 +224,22 @@ TEST_F(OnlineTuning, SwapIsSafeWhileOtherThreadsPlan) {
   EXPECT_EQ(exact_seen.load(), 4);
 }
 
+// A paged call's bucket is its own: the worker is asked to tune the paged problem (the
+// problem-set line says layout=paged), not its dense shape.
+TEST_F(OnlineTuning, PagedBucketIsTunedAsPaged) {
+  auto a = Open(FakeCli("cat \"$5\" >> '" + calls_ + "'; exit 1", "0"));
+  ASSERT_TRUE(a);
+  Problem paged = Planted();
+  paged.seqlen_q = 1;
+  paged.layout = Layout::kPaged;
+  auto plan = a->plan(paged);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->source, PlanSource::kExact);
+  EXPECT_EQ(plan->bucket_name, BucketString(BucketOf(paged)));
+  EXPECT_TRUE(WaitFor([&] { return ReadText(calls_).find("layout=paged") != std::string::npos; })) << AllLog();
+  EXPECT_NE(ReadText(calls_).find(FormatProblemLine(paged)), std::string::npos) << ReadText(calls_);
+}
+
 TEST_F(OnlineTuning, NothingIsSpawnedWhenOff) {
   const std::string cli = MergingCli("0");
   ::setenv("FLASHTUNE_ONLINE_TUNE", "1", 1);

@@ -1,4 +1,5 @@
 #include "flashtune/runtime.h"
+#include "generator/families/decode_fwd.h"
 
 #include <gtest/gtest.h>
 
@@ -208,6 +209,50 @@ TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
     EXPECT_EQ(PlanSourceName(plan->source), "neighbour");
   }
   EXPECT_EQ(logged.warnings(), 0);
+}
+
+// A paged call has its own bucket: never the dense winner of its shape (timed on no page
+// table), but the paged winner once tuned; and the dense call keeps the dense winner.
+TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
+  const std::string db = TempDir("runtime_paged") + "/t.db";
+  Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
+  Problem paged = dense;
+  paged.layout = Layout::kPaged;
+  const Variant wide = DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2);
+  const Variant narrow = DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4);
+  auto row = [](const Problem& p, const Variant& v, double us) {
+    RecordedRow r;
+    r.problem = p;
+    r.variant = v;
+    r.median_us = us;
+    r.iqr_us = us * 0.003;
+    return r;
+  };
+  // Dense only at first: the paged call is planned untuned.
+  TuneRowsInto(db, {dense}, {row(dense, wide, 60), row(dense, narrow, 62)});
+  Logged logged;
+  {
+    auto rt = OpenOn(db, TunedDevice(), &logged);
+    auto d = rt->plan(dense);
+    auto p = rt->plan(paged);
+    ASSERT_TRUE(d.ok() && p.ok());
+    EXPECT_EQ(d->source, PlanSource::kExact);
+    EXPECT_EQ(d->variant, wide);
+    EXPECT_EQ(p->bucket_name, d->bucket_name + "/paged");
+    EXPECT_EQ(p->source, PlanSource::kHeuristic) << p->why;
+    EXPECT_EQ(p->variant.family, "decode_fwd");
+  }
+  // Then tuned on pages, where the narrow tile wins.
+  TuneRowsInto(db, {paged}, {row(paged, wide, 90), row(paged, narrow, 65)});
+  auto rt = OpenOn(db, TunedDevice(), &logged);
+  auto d = rt->plan(dense);
+  auto p = rt->plan(paged);
+  ASSERT_TRUE(d.ok() && p.ok());
+  EXPECT_EQ(d->variant, wide);
+  EXPECT_EQ(p->source, PlanSource::kExact) << p->why;
+  EXPECT_EQ(p->variant, narrow);
+  ASSERT_TRUE(p->tuned_problem.has_value());
+  EXPECT_EQ(p->tuned_problem->layout, Layout::kPaged);
 }
 
 TEST_F(RuntimeLookup, UntunedClassWithNoNeighbourUsesTheHeuristic) {

@@ -35,14 +35,10 @@ inline std::vector<RecordedRow> TunedRows() {
   return rows;
 }
 
-// Tunes `problems` from synthetic replay rows (seeds from `seed`) into a fresh database at
-// `path`, as TunedDevice() with this build's toolchain so the runtime's lookups match.
-inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem>& problems, uint32_t seed = 7) {
-  std::vector<RecordedRow> rows;
-  for (size_t i = 0; i < problems.size(); ++i) {
-    auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + seed));
-    rows.insert(rows.end(), r.begin(), r.end());
-  }
+// Tunes `problems` from the replayed `rows` into the database at `path`, as TunedDevice() with
+// this build's toolchain so the runtime's lookups match.
+inline void TuneRowsInto(const std::string& path, const std::vector<Problem>& problems,
+                         const std::vector<RecordedRow>& rows) {
   ReplayMeasurer::Options o;
   o.device = TunedDevice();
   o.toolchain = CurrentToolchain();
@@ -59,6 +55,17 @@ inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem
   auto summary = Tune(t, std::move(measurers));
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->winners, static_cast<int64_t>(problems.size()));
+}
+
+// Tunes `problems` from synthetic replay rows (seeds from `seed`) into a fresh database at
+// `path` (TuneRowsInto).
+inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem>& problems, uint32_t seed = 7) {
+  std::vector<RecordedRow> rows;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + seed));
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  TuneRowsInto(path, problems, rows);
 }
 
 // TunedProblems() tuned from TunedRows() into a fresh database at `dir`/t.db. Returns the path.

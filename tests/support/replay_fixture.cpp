@@ -44,13 +44,15 @@ std::vector<RecordedRow> SyntheticRows(const Problem& p, uint32_t seed) {
 
 std::string ReplayCsv(const std::vector<RecordedRow>& rows) {
   std::string out =
-      "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,variant,status,median_us,iqr_us,phase,message\n";
+      "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,layout,variant,status,median_us,iqr_us,phase,"
+      "message\n";
   char buf[512];
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%s,%d,%d,%lld,%lld,%lld,%lld,%lld,%s,%s,%.6f,%.6f,%s,",
+    std::snprintf(buf, sizeof buf, "%s,%d,%d,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.6f,%.6f,%s,",
                   std::string(DTypeName(r.problem.dtype)).c_str(), r.problem.head_dim, r.problem.causal ? 1 : 0,
                   (long long)r.problem.batch, (long long)r.problem.seqlen_q, (long long)r.problem.seqlen_k,
-                  (long long)r.problem.heads_q, (long long)r.problem.heads_kv, r.variant.Uri().c_str(),
+                  (long long)r.problem.heads_q, (long long)r.problem.heads_kv,
+                  std::string(LayoutName(r.problem.layout)).c_str(), r.variant.Uri().c_str(),
                   r.status.c_str(), r.median_us, r.iqr_us, r.phase.c_str());
     out += buf + detail::CsvField(r.message) + "\n";
   }

@@ -11,6 +11,7 @@
 #include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "flashtune/tuner.h"
+#include "generator/families/decode_fwd.h"
 #include "tests/support/temp_dir.h"
 
 namespace flashtune {
@@ -168,6 +169,30 @@ TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
   std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
   EXPECT_NE(winner, wrong.Uri());
   EXPECT_NE(winner.find("_bwd_"), std::string::npos) << winner;  // fa2_bwd or, on sm_90a, hopper_bwd
+  EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
+  EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
+  EXPECT_EQ(status_of[candidates[1].Uri()], "ok");
+}
+
+// A paged problem is verified and timed on a page pool (shuffled 16-key pages): every candidate
+// that reads its pages right passes against the float64 reference on paged cases, a planted
+// variant that masks the other way (the causal kernel under a non-causal name: wrong from the
+// second of 4 query rows) is recorded as wrong_result, and the winner is stored for the paged
+// problem's own bucket.
+TEST(TuneGpu, PagedDecodeIsVerifiedAndTimedOnPages) {
+  Problem problem{DType::kBF16, 128, false, 3, 4, 1000, 8, 2};
+  problem.layout = Layout::kPaged;
+  const std::vector<Variant> candidates = {DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2),
+                                           DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4),
+                                           DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2)};
+  const Variant wrong = candidates[2];
+  auto measurers = PlantedMeasurers({{wrong.Uri(), TwinSource(wrong, /*twin_causal=*/true)}});
+  if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
+
+  std::string winner;
+  std::map<std::string, std::string> status_of = TuneAndReadStatuses(problem, candidates, std::move(*measurers), &winner);
+  EXPECT_NE(winner, wrong.Uri());
   EXPECT_EQ(status_of[wrong.Uri()], "wrong_result");
   EXPECT_EQ(status_of[candidates[0].Uri()], "ok");
   EXPECT_EQ(status_of[candidates[1].Uri()], "ok");

@@ -57,10 +57,10 @@ TEST(TuneShapesCli, DefaultSetHasTheBackwardBuckets) {
             std::string::npos) << text.substr(0, 2000);
   EXPECT_NE(text.find("f16 d128 causal B2 Nq8192 Nk8192 Hq16 Hkv16 bwd  [bwd/f16/d128/causal/q13/k13/bh5]"),
             std::string::npos);
-  EXPECT_NE(text.find("159 problem(s)"), std::string::npos) << "120 + 12 GQA + 11 decode + 16 backward";
+  EXPECT_NE(text.find("170 problem(s)"), std::string::npos) << "120 + 12 GQA + 22 decode (11 dense, 11 paged) + 16 backward";
   ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --operation fwd > " + out + " 2>&1"), 0);
   EXPECT_EQ(Read(out).find(" bwd "), std::string::npos) << "--operation fwd: forward only";
-  EXPECT_NE(Read(out).find("143 problem(s)"), std::string::npos);
+  EXPECT_NE(Read(out).find("154 problem(s)"), std::string::npos);
   ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --head-dims 64 > " + out + " 2>&1"), 0);
   EXPECT_EQ(Read(out).find(" bwd "), std::string::npos) << "a shape option: forward only";
 }
