@@ -121,6 +121,12 @@ Result<int64_t> ParsePositive(std::string_view s) {
   return v;
 }
 Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
+// A decode problem's K/V: dense or paged (varlen calls take the dense buckets).
+Result<Layout> ParseDecodeLayoutItem(std::string_view s) {
+  if (s == "dense") return Layout::kDense;
+  if (s == "paged") return Layout::kPaged;
+  return Status(Code::kInvalidArgument, Quoted(s, " is not allowed; allowed: dense, paged"));
+}
 Result<bool> ParseCausalItem(std::string_view s) { return ParseCausal(s, "item"); }
 
 int Fail(const Status& s) {
@@ -131,7 +137,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch, model, shard, decode, operation;
+      devices, replay, arch, model, shard, decode, operation, decode_batches, decode_layouts;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   desc.add_options()
@@ -148,8 +154,14 @@ int RunTune(const std::vector<std::string>& args) {
       ("tokens", po::value(&tokens), "B * Nq (default 16384)")
       ("heads-kv", po::value(&heads_kv), "K/V heads for GQA/MQA (default Hq)")
       ("decode", po::value(&decode)->default_value("auto"),
-       "decode buckets (problem_set.h's DefaultDecodeProblems): auto (added when no shape option or file is "
-       "given, with the GQA-8 d128 causal buckets of DefaultGqaProblems), only, none")
+       "decode buckets (problem_set.h's MakeDecodeSet: B 1, 8, 64 x keys 2k-128k, one query token, dense "
+       "and paged K/V): auto (with no shape option, the default set's Llama-3-8B-shaped ones and the GQA-8 d128 "
+       "causal buckets of DefaultGqaProblems; with --model, that model's, keys up to its context; with other "
+       "shape options, none), only (just those; --causal, --seqlens-q (1 to 16 query tokens), --seqlens-k "
+       "(keys), --dtypes, --head-dims, --hidden and --heads-kv then shape the decode problems), none")
+      ("decode-batches", po::value(&decode_batches), "the decode problems' batch sizes (default 1,8,64)")
+      ("decode-layouts", po::value(&decode_layouts),
+       "the decode problems' K/V: dense, paged or both (default dense,paged; each its own bucket)")
       ("operation", po::value(&operation),
        "fwd (the forward pass), bwd (the backward pass: dq, dk, dv) or both: which pass each shape is tuned for "
        "(decode and GQA buckets are forward only). Default: fwd, and the default set (no shape option) adds "
@@ -266,6 +278,51 @@ int RunTune(const std::vector<std::string>& args) {
   if (operation == "bwd" && decode == "only")
     return Fail(Status(Code::kInvalidArgument, "--decode only and --operation bwd exclude each other: decode is a forward "
                                                "call"));
+  const bool decode_given = !vm["decode"].defaulted();
+  const bool decode_shape_given = vm.count("decode-batches") || vm.count("decode-layouts");
+  if (!set_file.empty() && (decode_given || decode_shape_given))
+    return Fail(Status(Code::kInvalidArgument, "--problem-set FILE lists the problems, decode ones included (seqlen_q "
+                                               "<= 16, layout=paged); drop --decode, --decode-batches, --decode-layouts"));
+  if (decode_shape_given && (decode == "none" || operation == "bwd"))
+    return Fail(Status(Code::kInvalidArgument, "--decode-batches and --decode-layouts shape decode problems; this run "
+                                               "has none (--decode none or --operation bwd)"));
+  if (decode == "only" && vm.count("tokens"))
+    return Fail(Status(Code::kInvalidArgument, "--tokens sizes prefill batches (B = tokens / Nq); with --decode only "
+                                               "give --decode-batches"));
+  // The decode problems' options; `from_shape_options`: --causal, --seqlens-q and --seqlens-k
+  // describe them (--decode only), instead of the prefill problems.
+  auto DecodeOptions = [&](bool from_shape_options) -> Result<DecodeSetOptions> {
+    DecodeSetOptions d;
+    if (from_shape_options && vm.count("causal")) {
+      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
+      if (!v.ok()) return v.status();
+      d.causal = *v;
+    }
+    if (from_shape_options && vm.count("seqlens-q")) {
+      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
+      if (!v.ok()) return v.status();
+      d.seqlens_q = *v;
+    }
+    if (from_shape_options && vm.count("seqlens-k")) {
+      auto v = SplitList<int64_t>(seqlens_k, "--seqlens-k", ParsePositive);
+      if (!v.ok()) return v.status();
+      d.keys = *v;
+    }
+    if (vm.count("decode-batches")) {
+      auto v = SplitList<int64_t>(decode_batches, "--decode-batches", ParsePositive);
+      if (!v.ok()) return v.status();
+      d.batches = *v;
+    }
+    if (vm.count("decode-layouts")) {
+      auto v = SplitList<Layout>(decode_layouts, "--decode-layouts", ParseDecodeLayoutItem);
+      if (!v.ok()) return v.status();
+      d.layouts = *v;
+    }
+    return d;
+  };
+  auto Named = [](const Status& s, const char* what) {  // MakeDecodeSet's option names are the CLI's
+    return Status(s.code(), std::string(what) + ": " + s.message());
+  };
   // The shapes for the chosen pass(es): backward copies after (or instead of) the forward ones.
   auto ForOperation = [&](std::vector<Problem> shapes) {
     if (operation == "fwd") return shapes;
@@ -335,10 +392,20 @@ int RunTune(const std::vector<std::string>& args) {
     if (!pso.ok()) return Fail(pso.status());
     auto ps = ModelProblemSet(*shape, *pso, /*use_model_dtype=*/!vm.count("dtypes"));
     if (!ps.ok()) return Fail(Status(Code::kInvalidArgument, "--model " + model + ": " + ps.status().message()));
-    options.problems = ForOperation(*ps);
+    if (decode != "only") options.problems = ForOperation(*ps);
+    if (operation != "bwd" && decode != "none") {  // a model is tuned for inference: its decode steps too
+      auto dopts = DecodeOptions(decode == "only");
+      if (!dopts.ok()) return Fail(dopts.status());
+      auto d = ModelDecodeSet(*shape, pso->dtypes, *dopts, /*use_model_dtype=*/!vm.count("dtypes"));
+      if (!d.ok()) return Fail(Named(d.status(), ("--model " + model).c_str()));
+      options.problems.insert(options.problems.end(), d->begin(), d->end());
+    }
   } else if (replay_space && !shape_given) {
     options.problems = replay_space->Problems();
   } else {
+    if (decode == "auto" && shape_given && decode_shape_given)
+      return Fail(Status(Code::kInvalidArgument, "--decode-batches and --decode-layouts shape decode problems, and shape "
+                                                 "options alone make none: add --decode only"));
     auto pso = ShapeOptions();
     if (!pso.ok()) return Fail(pso.status());
     auto ps = MakeProblemSet(*pso);
@@ -348,9 +415,24 @@ int RunTune(const std::vector<std::string>& args) {
       const std::vector<Problem> g = DefaultGqaProblems();
       options.problems.insert(options.problems.end(), g.begin(), g.end());
     }
-    if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
-      const std::vector<Problem> d = DefaultDecodeProblems();
-      options.problems.insert(options.problems.end(), d.begin(), d.end());
+    if (operation != "bwd" && decode == "only" && shape_given) {  // the shape options' decode problems
+      auto dopts = DecodeOptions(true);
+      if (!dopts.ok()) return Fail(dopts.status());
+      for (DType dtype : pso->dtypes)
+        for (int d : pso->head_dims) {
+          auto heads_q = HeadsFor(*pso, d);
+          if (!heads_q.ok()) return Fail(heads_q.status());
+          auto set = MakeDecodeSet(dtype, d, *heads_q, heads_kv > 0 ? heads_kv : *heads_q, *dopts);
+          if (!set.ok()) return Fail(Named(set.status(), "--decode only"));
+          options.problems.insert(options.problems.end(), set->begin(), set->end());
+        }
+    } else if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
+      // The default set's (Llama-3-8B's attention: DefaultDecodeProblems), as --decode-* shape them.
+      auto dopts = DecodeOptions(false);
+      if (!dopts.ok()) return Fail(dopts.status());
+      auto d = MakeDecodeSet(DType::kBF16, 128, 32, 8, *dopts);
+      if (!d.ok()) return Fail(Named(d.status(), "--decode"));
+      options.problems.insert(options.problems.end(), d->begin(), d->end());
     }
     if (default_backward && decode != "only" && !shape_given) {
       const std::vector<Problem> b = DefaultBackwardProblems();

@@ -234,4 +234,18 @@ Result<std::vector<Problem>> ModelProblemSet(const ModelShape& model, const Prob
   return MakeProblemSet(o);
 }
 
+Result<std::vector<Problem>> ModelDecodeSet(const ModelShape& model, const std::vector<DType>& dtypes,
+                                            DecodeSetOptions options, bool use_model_dtype) {
+  const std::vector<DType> which = use_model_dtype && model.dtype ? std::vector<DType>{*model.dtype} : dtypes;
+  if (which.empty()) return Status(Code::kInvalidArgument, "dtypes: empty; allowed: bf16, f16");
+  if (model.max_positions > 0) options.max_keys = model.max_positions;
+  std::vector<Problem> out;
+  for (DType dtype : which) {
+    auto set = MakeDecodeSet(dtype, model.head_dim, model.heads_q, model.heads_kv, options);
+    if (!set.ok()) return set.status();
+    out.insert(out.end(), set->begin(), set->end());
+  }
+  return out;
+}
+
 }  // namespace flashtune

@@ -120,17 +120,48 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   return out;
 }
 
-std::vector<Problem> DefaultDecodeProblems() {
+Result<std::vector<Problem>> MakeDecodeSet(DType dtype, int head_dim, int64_t heads_q, int64_t heads_kv,
+                                           const DecodeSetOptions& o) {
+  if (o.causal.empty()) return Invalid("decode causal: empty; allowed: 0, 1");
+  if (o.seqlens_q.empty()) return Invalid("decode seqlens_q: empty; allowed: 1 to " + std::to_string(kDecodeMaxQueries));
+  if (o.batches.empty()) return Invalid("decode batches: empty; allowed: integers >= 1");
+  if (o.keys.empty()) return Invalid("decode keys: empty; allowed: integers >= 1");
+  if (o.layouts.empty()) return Invalid("decode layouts: empty; allowed: dense, paged");
+  for (int64_t nq : o.seqlens_q)
+    if (nq < 1 || nq > kDecodeMaxQueries)
+      return Invalid("decode seqlens_q: " + std::to_string(nq) + " is not a decode length; allowed: 1 to " +
+                     std::to_string(kDecodeMaxQueries) + " (longer ones are prefill: --seqlens-q without --decode only)");
+  for (Layout l : o.layouts)
+    if (l != Layout::kDense && l != Layout::kPaged)
+      return Invalid("decode layouts: " + std::string(LayoutName(l)) + " is not allowed; allowed: dense, paged");
+  std::vector<int64_t> keys;
+  for (int64_t n : o.keys)
+    if (o.max_keys <= 0 || n <= o.max_keys) keys.push_back(n);
+  if (keys.empty()) keys = {o.max_keys};
   std::vector<Problem> out;
-  for (int64_t batch : {1, 8, 64})
-    for (int64_t keys : {2048, 8192, 32768, 131072})
-      if (batch * keys <= 64 * 32768)
-        for (Layout layout : {Layout::kDense, Layout::kPaged}) {
-          Problem p{DType::kBF16, 128, false, batch, 1, keys, 32, 8};
-          p.layout = layout;
-          out.push_back(p);
+  for (bool causal : o.causal)
+    for (int64_t nq : o.seqlens_q)
+      for (int64_t batch : o.batches)
+        for (int64_t nk : keys) {
+          Problem p{dtype, head_dim, causal, batch, nq, nk, heads_q, heads_kv};
+          Status s = ValidateProblem(p);
+          if (!s.ok()) return Invalid("decode set: " + p.ToString() + ": " + s.message());
+          // Doubles: a bad option must not overflow the bound into a shape that passes.
+          if (double(batch) * double(nk) * double(heads_kv) * head_dim * 4 > double(kMaxDecodeKvBytes)) continue;
+          for (Layout layout : o.layouts) {
+            p.layout = layout;
+            out.push_back(p);
+          }
         }
+  if (out.empty())
+    return Invalid("decode set: every shape holds more than " + std::to_string(kMaxDecodeKvBytes >> 30) +
+                   " GiB of K+V; give smaller batches or key counts");
   return out;
+}
+
+std::vector<Problem> DefaultDecodeProblems() {
+  auto set = MakeDecodeSet(DType::kBF16, 128, 32, 8);
+  return set.ok() ? *set : std::vector<Problem>{};  // the defaults are valid (tested)
 }
 
 std::vector<Problem> DefaultGqaProblems() {

@@ -51,4 +51,10 @@ Result<ModelShape> LoadModelConfig(const std::string& path);
 Result<std::vector<Problem>> ModelProblemSet(const ModelShape& model, const ProblemSetOptions& options,
                                              bool use_model_dtype);
 
+// The decode problems that tune `model` for inference: MakeDecodeSet with its Hq, Hkv and D for
+// each of `dtypes` (only the model's own dtype when `use_model_dtype` and the config names one),
+// key counts up to its context (options.max_keys is replaced by it when the config gives one).
+Result<std::vector<Problem>> ModelDecodeSet(const ModelShape& model, const std::vector<DType>& dtypes,
+                                            DecodeSetOptions options, bool use_model_dtype);
+
 }  // namespace flashtune

@@ -67,10 +67,32 @@ struct ProblemSetOptions {
 // Hq % Hkv != 0).
 Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& options);
 
+// Decode shapes of one attention configuration (dtype, D, Hq, Hkv): what an inference engine's
+// decode steps call. Crossed, in this order: causal, Nq (query tokens per sequence: 1, or a
+// speculative draft's few; at most kDecodeMaxQueries), batch, keys, layout.
+struct DecodeSetOptions {
+  std::vector<bool> causal = {false};
+  std::vector<int64_t> seqlens_q = {1};
+  std::vector<int64_t> batches = {1, 8, 64};
+  std::vector<int64_t> keys = {2048, 8192, 32768, 131072};
+  // Dense and paged K/V each have their own buckets (a paged call's winner is timed on pages).
+  std::vector<Layout> layouts = {Layout::kDense, Layout::kPaged};
+  // A model's context: longer key counts are left out (none left: this count alone); 0: none.
+  int64_t max_keys = 0;
+};
+// Inclusive bound on a decode problem's K+V bytes (B·Nk·Hkv·D·2·2): 8 GiB, B64 x 32k at 8 K/V
+// heads of d128; larger shapes (B64 x 128k: 34 GB) are more than a tuning run should hold.
+inline constexpr int64_t kMaxDecodeKvBytes = int64_t(8) << 30;
+// The cross product, leaving out shapes past kMaxDecodeKvBytes. kInvalidArgument naming the
+// option and the allowed values: an empty list, Nq outside [1, 16], a layout other than dense
+// or paged, or a shape ValidateProblem refuses.
+Result<std::vector<Problem>> MakeDecodeSet(DType dtype, int head_dim, int64_t heads_q, int64_t heads_kv,
+                                           const DecodeSetOptions& options = {});
+
 // The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
-// one query token, bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention), batch 1, 8, 64 x keys
-// 2k, 8k, 32k, 128k, but not 64 x 128k (34 GB of K+V, more than a tuning run should hold);
-// each shape dense and paged (Layout::kPaged, its own bucket).
+// MakeDecodeSet for bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention) with the default
+// options: one query token, batch 1, 8, 64 x keys 2k, 8k, 32k, 128k but not 64 x 128k, each
+// dense and paged: 22 buckets.
 std::vector<Problem> DefaultDecodeProblems();
 
 // The default set's GQA buckets (`flashtune tune` adds them, like the decode ones, when no shape

@@ -99,3 +99,38 @@ TEST(ModelConfig, ProblemSetUsesTheModelsShapeDtypeAndContext) {
 
 }  // namespace
 }  // namespace flashtune
+
+namespace flashtune {
+namespace {
+
+// A model's decode steps: its heads and head dim, key counts up to its context, its dtype.
+TEST(ModelConfig, DecodeSetUsesTheModelsShapeDtypeAndContext) {
+  ModelShape llama;
+  llama.heads_q = 64;
+  llama.heads_kv = 8;
+  llama.head_dim = 128;
+  llama.max_positions = 8192;
+  llama.dtype = DType::kBF16;
+  auto set = ModelDecodeSet(llama, {DType::kBF16, DType::kF16}, DecodeSetOptions{}, /*use_model_dtype=*/true);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->size(), 12u);  // B 1, 8, 64 x keys 2k, 8k x dense, paged
+  for (const Problem& p : *set) {
+    EXPECT_EQ(p.dtype, DType::kBF16);
+    EXPECT_EQ(p.heads_q, 64);
+    EXPECT_EQ(p.heads_kv, 8);
+    EXPECT_EQ(p.seqlen_q, 1);
+    EXPECT_LE(p.seqlen_k, 8192);
+  }
+  auto both = ModelDecodeSet(llama, {DType::kBF16, DType::kF16}, DecodeSetOptions{}, /*use_model_dtype=*/false);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->size(), 24u);
+  // A context shorter than every default key count: the context itself.
+  llama.max_positions = 1024;
+  auto short_context = ModelDecodeSet(llama, {}, DecodeSetOptions{}, true);
+  ASSERT_TRUE(short_context.ok());
+  ASSERT_EQ(short_context->size(), 6u);
+  EXPECT_EQ((*short_context)[0].seqlen_k, 1024);
+}
+
+}  // namespace
+}  // namespace flashtune

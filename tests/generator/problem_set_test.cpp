@@ -249,6 +249,36 @@ TEST(ProblemSet, DefaultDecodeProblemsAreDenseAndPaged) {
   EXPECT_EQ(buckets.size(), 22u) << "one bucket each";
 }
 
+// The cross product leaves out shapes past 8 GiB of K+V and refuses what is not a decode set.
+TEST(ProblemSet, DecodeSetCrossesItsOptionsUnderTheMemoryBound) {
+  DecodeSetOptions o;
+  o.causal = {false, true};
+  o.seqlens_q = {1, 16};
+  o.batches = {64};
+  o.keys = {32768, 131072};
+  o.layouts = {Layout::kPaged};
+  auto set = MakeDecodeSet(DType::kF16, 128, 32, 8, o);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->size(), 4u);  // 2 causal x 2 Nq x B64 x 32k (64 x 128k: 34 GB, left out)
+  EXPECT_EQ((*set)[3].ToString(), "f16 d128 causal B64 Nq16 Nk32768 Hq32 Hkv8 paged");
+  struct Bad { DecodeSetOptions o; const char* says; };
+  DecodeSetOptions too_long, varlen, empty, huge;
+  too_long.seqlens_q = {17};
+  varlen.layouts = {Layout::kVarlen};
+  empty.batches = {};
+  huge.batches = {65535};
+  huge.keys = {131072};
+  for (const Bad& b : {Bad{too_long, "17 is not a decode length; allowed: 1 to 16"},
+                       Bad{varlen, "varlen is not allowed; allowed: dense, paged"},
+                       Bad{empty, "decode batches: empty"},
+                       Bad{huge, "more than 8 GiB of K+V"}}) {
+    auto r = MakeDecodeSet(DType::kBF16, 128, 32, 8, b.o);
+    ASSERT_FALSE(r.ok()) << b.says;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ProblemSet, DefaultGqaProblemsAreD128CausalGqa8) {
   const std::vector<Problem> gqa = DefaultGqaProblems();
   ASSERT_EQ(gqa.size(), 12u);  // two dtypes x six lengths

@@ -76,15 +76,62 @@ TEST(TuneShapesCli, ModelConfigGivesTheProblemSet) {
   EXPECT_EQ(text.find("Nq8192"), std::string::npos) << "past the model's 4k context";
   EXPECT_EQ(text.find("\nf16 d96"), std::string::npos) << "its torch_dtype only";
   EXPECT_EQ(text.rfind("f16 d96", 0), std::string::npos) << "its torch_dtype only";
-  EXPECT_NE(text.find("8 problem(s)"), std::string::npos) << text;
-  // --dtypes overrides the config's dtype; shape options the model gives are refused.
+  // 8 prefill problems and its decode steps: B 1, 8, 64 x 2k keys (its context is 4k), dense and
+  // paged, non-causal.
+  EXPECT_NE(text.find("14 problem(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("bf16 d96 full B64 Nq1 Nk2048 Hq32 Hkv32 paged  [bf16/d96/full/q0/k11/bh11/paged]"),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("Nk8192"), std::string::npos) << "decode keys past the model's 4k context";
+  // --dtypes overrides the config's dtype; --causal shapes the prefill problems.
   ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --model " + phi + " --dtypes f16 --causal 1 > " +
                      out + " 2>&1"), 0);
-  EXPECT_NE(Read(out).find("4 problem(s)"), std::string::npos) << Read(out);
+  EXPECT_NE(Read(out).find("10 problem(s)"), std::string::npos) << Read(out);
+  // --decode none: prefill only; --decode only: its decode steps, which --causal, --seqlens-q
+  // (speculative drafts) and --decode-layouts then shape.
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --model " + phi + " --decode none > " + out +
+                     " 2>&1"), 0);
+  EXPECT_NE(Read(out).find("8 problem(s)"), std::string::npos) << Read(out);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --model " + phi +
+                     " --decode only --causal 1 --seqlens-q 1,4 --decode-layouts paged --decode-batches 16 > " + out +
+                     " 2>&1"), 0) << Read(out);
+  EXPECT_NE(Read(out).find("2 problem(s)"), std::string::npos) << Read(out);
+  EXPECT_NE(Read(out).find("bf16 d96 causal B16 Nq4 Nk2048 Hq32 Hkv32 paged"), std::string::npos) << Read(out);
+  // Shape options the model gives are refused.
   ASSERT_EQ(RunShell(kCli + " tune --dry-run --model " + phi + " --head-dims 128 > " + out + " 2>&1"), 2);
   EXPECT_NE(Read(out).find("--model FILE gives the heads, K/V heads and head dim; drop --head-dims"), std::string::npos);
   ASSERT_EQ(RunShell(kCli + " tune --dry-run --model " + dir + "/none.json > " + out + " 2>&1"), 1);
   EXPECT_NE(Read(out).find("none.json' cannot be read"), std::string::npos) << Read(out);
+}
+
+// --decode only with shape options: the decode problems of those configurations; what would be
+// ignored is refused.
+TEST(TuneShapesCli, DecodeOnlyShapeOptionsGiveDecodeProblems) {
+  const std::string dir = TempDir("cli_decode_only");
+  const std::string out = dir + "/out.txt";
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --decode only --dtypes f16 --head-dims 64 "
+                     "--heads-kv 4 --seqlens-k 1000,5000 --decode-layouts dense > " + out + " 2>&1"), 0) << Read(out);
+  std::string text = Read(out);
+  EXPECT_NE(text.find("6 problem(s)"), std::string::npos) << text;  // B 1, 8, 64 x 2 key counts
+  EXPECT_NE(text.find("f16 d64 full B8 Nq1 Nk5000 Hq32 Hkv4  [f16/d64/full/q0/k13/bh8/g3]"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" paged "), std::string::npos) << text;
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --decode only > " + out + " 2>&1"), 0);
+  EXPECT_NE(Read(out).find("22 problem(s)"), std::string::npos) << "the default set's decode buckets";
+  struct Refused { const char* args; const char* says; };
+  for (const Refused& r : {Refused{"--decode only --seqlens-q 32", "allowed: 1 to 16"},
+                           Refused{"--decode only --tokens 4096", "--tokens sizes prefill batches"},
+                           Refused{"--head-dims 64 --decode-batches 2", "add --decode only"},
+                           Refused{"--decode none --decode-layouts paged", "this run has none"},
+                           Refused{"--decode-layouts varlen", "'varlen' is not allowed; allowed: dense, paged"}}) {
+    EXPECT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db " + r.args + " > " + out + " 2>&1"), 2) << r.args;
+    EXPECT_NE(Read(out).find(r.says), std::string::npos) << r.args << ": " << Read(out);
+  }
+  const std::string set = dir + "/set.txt";
+  std::ofstream(set) << "dtype=bf16 head_dim=128 seqlen_q=1 seqlen_k=4096 batch=2 heads_q=8 heads_kv=2 layout=paged\n";
+  EXPECT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --problem-set " + set + " --decode only > " + out +
+                     " 2>&1"), 2);
+  EXPECT_NE(Read(out).find("lists the problems, decode ones included"), std::string::npos) << Read(out);
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --problem-set " + set + " > " + out + " 2>&1"), 0);
+  EXPECT_NE(Read(out).find("[bf16/d128/full/q0/k12/bh4/g2/paged]"), std::string::npos) << Read(out);
 }
 
 // Three machines each tune a shard (replayed timings), `db merge` joins them: the winners of one
