@@ -10,8 +10,8 @@ are in the JSON) and its fraction of the streaming
 read bandwidth measured here: the faster of torch.sum over a 4 GiB fp32 tensor and a plain
 read kernel (CuPy, when present: 16-byte loads, grid-stride, 4 in flight per thread), reads only.
 --baseline LIB[,LIB...] times other libflashtunes (e.g. main's, before a change; each named by
-its folder) on the same dense inputs right after this one, for an A/B in one run (each plan is
-its own). K/V copies are
+its folder) on the same inputs (dense and paged) right after this one, for an A/B in one run
+(each plan is its own). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 
@@ -315,7 +315,7 @@ def main():
                     if rc != 0:
                         rt.check(rc, "ft_forward_ex")
                 timed(call, copies, row, layout)
-                for bi, (bname, base) in enumerate(bases if layout == "dense" else []):
+                for bi, (bname, base) in enumerate(bases):
                     pairs = [base.args(x) for x in args_list]
                     base_ws = torch.empty(max(pairs[0][1], 16), device=dev, dtype=torch.uint8)
                     for x, size in pairs:
@@ -329,10 +329,11 @@ def main():
                     o.fill_(float("nan"))
                     base_call(0)
                     torch.cuda.synchronize()
-                    key = "base_" + bname
+                    # Dense: base_<name>_* (as before paged baselines); paged: pbase_<name>_<layout>_*.
+                    key = "base_" + bname if layout == "dense" else f"pbase_{bname}_{layout}"
                     row[key + "_err"] = ((o.float() - ref).norm() / ref.norm()).item()
                     timed(base_call, copies, row, key)
-                    if bi == 0:
+                    if bi == 0 and layout == "dense":
                         row["base_err"], row["base_us"] = row[key + "_err"], row[key + "_us"]
                     del pairs, base_ws
                 row[layout + "_err"] = err
@@ -350,8 +351,9 @@ def main():
             cudnn = tb(row["cudnn_us"])
             line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}" if cudnn == cudnn else ""
             for bname, _ in bases:
-                us = row[f"base_{bname}_us"]
-                line += f" | {bname} {us:8.1f} us {tb(us):5.2f} TB/s, new/{bname} time {row['dense_us'] / us:.3f}"
+                for layout in a.layouts.split(","):
+                    us = row[f"base_{bname}_us" if layout == "dense" else f"pbase_{bname}_{layout}_us"]
+                    line += f" | {bname} {layout} {us:8.1f} us, new/{bname} time {row[layout + '_us'] / us:.3f}"
             rows.append(line)
             print(line, flush=True)
             del q, o, lse, dense, ref
@@ -361,7 +363,8 @@ def main():
     for line in rows:
         print(line)
     bad = [r for r in results for layout in a.layouts.split(",") if not (r[layout + "_err"] < 2e-2)]
-    bad += [r for r in results for bname, _ in bases if not (r[f"base_{bname}_err"] < 2e-2)]
+    bad += [r for r in results for bname, _ in bases for layout in a.layouts.split(",")
+            if not (r[f"base_{bname}_err" if layout == "dense" else f"pbase_{bname}_{layout}_err"] < 2e-2)]
     print(f"output check vs SDPA flash: {'all within 2e-2' if not bad else f'{len(bad)} outside 2e-2'}")
     return 1 if bad else 0
 

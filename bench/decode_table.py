@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The decode benchmark's table from bench/decode_bench.py's JSON: per shape, flashtune's K+V
 TB/s (dense, paged 16, paged 256), SDPA cuDNN's and SDPA flash's on the same bytes, the ratios
-to cuDNN, and each baseline's time against this library's (new / baseline; below 1 is faster).
+to cuDNN, and each baseline's time against this library's (new / baseline; below 1 is faster),
+dense and, where the JSON has them, paged.
 
 usage: decode_table.py DECODE_BENCH_JSON   (prints Markdown)
 """
@@ -18,7 +19,10 @@ def main():
                     if k.startswith("base_") and k.endswith("_us") and k not in ("base_us", "base_eager_us")
                     and not k.endswith("_eager_us")})
     head = ["shape"] + [f"{x} TB/s" for x in layouts] + ["cuDNN", "flash"] + [f"{x} x cuDNN" for x in layouts]
+    # Paged baselines: pbase_<name>_<layout>_us.
+    pbases = [(b, x) for b in bases for x in layouts if x != "dense" and rows and f"pbase_{b}_{x}_us" in rows[0]]
     head += [f"new/{b} time" for b in bases]
+    head += [f"new/{b} {x} time" for b, x in pbases]
     print(f"streaming read {read:.2f} TB/s")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -30,6 +34,7 @@ def main():
         cells += [f"{cudnn:.2f}", f"{flash:.2f}"]
         cells += [f"{tb(r[x + '_us']) / cudnn:.2f}" for x in layouts]
         cells += [f"{r['dense_us'] / r[f'base_{b}_us']:.3f}" for b in bases]
+        cells += [f"{r[x + '_us'] / r[f'pbase_{b}_{x}_us']:.3f}" for b, x in pbases]
         print("| " + " | ".join(cells) + " |")
 
 
