@@ -158,7 +158,8 @@ int RunTune(const std::vector<std::string>& args) {
        "and paged K/V): auto (with no shape option, the default set's Llama-3-8B-shaped ones and the GQA-8 d128 "
        "causal buckets of DefaultGqaProblems; with --model, that model's, keys up to its context; with other "
        "shape options, none), only (just those; --causal, --seqlens-q (1 to 16 query tokens), --seqlens-k "
-       "(keys), --dtypes, --head-dims, --hidden and --heads-kv then shape the decode problems), none")
+       "(keys), --dtypes, --head-dims, --hidden (Hq = hidden / D) and --heads-kv then change the default set's "
+       "bf16, d128, Hq 32, Hkv 8), none")
       ("decode-batches", po::value(&decode_batches), "the decode problems' batch sizes (default 1,8,64)")
       ("decode-layouts", po::value(&decode_layouts),
        "the decode problems' K/V: dense, paged or both (default dense,paged; each its own bucket)")
@@ -408,21 +409,27 @@ int RunTune(const std::vector<std::string>& args) {
                                                  "options alone make none: add --decode only"));
     auto pso = ShapeOptions();
     if (!pso.ok()) return Fail(pso.status());
-    auto ps = MakeProblemSet(*pso);
-    if (!ps.ok()) return Fail(ps.status());
-    if (decode != "only") options.problems = ForOperation(*ps);
+    if (decode != "only") {  // the prefill problems (--decode only has none to check)
+      auto ps = MakeProblemSet(*pso);
+      if (!ps.ok()) return Fail(ps.status());
+      options.problems = ForOperation(*ps);
+    }
     if (operation != "bwd" && decode != "only" && !shape_given) {  // the default set's GQA buckets go with it
       const std::vector<Problem> g = DefaultGqaProblems();
       options.problems.insert(options.problems.end(), g.begin(), g.end());
     }
-    if (operation != "bwd" && decode == "only" && shape_given) {  // the shape options' decode problems
+    if (operation != "bwd" && decode == "only" && shape_given) {
+      // The default decode set's configuration (bf16, d128, Hq 32, Hkv 8) with what the shape
+      // options change: --dtypes, --head-dims, --hidden (Hq = hidden / D), --heads-kv.
       auto dopts = DecodeOptions(true);
       if (!dopts.ok()) return Fail(dopts.status());
-      for (DType dtype : pso->dtypes)
-        for (int d : pso->head_dims) {
-          auto heads_q = HeadsFor(*pso, d);
+      const std::vector<DType> decode_dtypes = vm.count("dtypes") ? pso->dtypes : std::vector<DType>{DType::kBF16};
+      const std::vector<int> decode_dims = vm.count("head-dims") ? pso->head_dims : std::vector<int>{128};
+      for (DType dtype : decode_dtypes)
+        for (int d : decode_dims) {
+          auto heads_q = vm.count("hidden") ? HeadsFor(*pso, d) : Result<int64_t>(int64_t(32));
           if (!heads_q.ok()) return Fail(heads_q.status());
-          auto set = MakeDecodeSet(dtype, d, *heads_q, heads_kv > 0 ? heads_kv : *heads_q, *dopts);
+          auto set = MakeDecodeSet(dtype, d, *heads_q, heads_kv > 0 ? heads_kv : 8, *dopts);
           if (!set.ok()) return Fail(Named(set.status(), "--decode only"));
           options.problems.insert(options.problems.end(), set->begin(), set->end());
         }

@@ -198,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   constexpr int kChunks = kBlockN * kChunksPerRow;
   constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
   int pages[kIssueIters];
-  auto load_pages = [&](int it, int (&out)[kIssueIters]) {
+  auto load_pages = [&](int it) {
     if (table == nullptr) return;
     const int n0 = (w.step0 + it) * kBlockN;
 #pragma unroll
@@ -206,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const int c = i * kThreads + tid;
       const int key = n0 + c / kChunksPerRow;
       const bool read = it < w.steps && (kChunks % kThreads == 0 || c < kChunks) && key < w.n_k;
-      out[i] = read ? table[key >> p.block_shift] : -1;
+      pages[i] = read ? table[key >> p.block_shift] : -1;
     }
   };
 
@@ -218,8 +218,8 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
 
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
-  // Paged: `pg` holds the pages load_pages(it) fetched.
-  auto issue_step = [&](int it, const int (&pg)[kIssueIters]) {
+  // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
+  auto issue_step = [&](int it) {
     if (it < w.steps && kRegular && table == nullptr) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
@@ -252,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
           i64 koff = 0, voff = 0;
           if (valid) {
             if (table != nullptr) {
-              const int page = pg[i];
+              const int page = pages[i];
               valid = page >= 0 && page < p.num_blocks;
               const int in_page = key & page_mask;
               koff = (i64)page * p.k_stride[0] + (i64)in_page * p.k_stride[1];
@@ -269,6 +269,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       }
     }
     cp_async_commit();  // empty groups keep the wait counts uniform
+    load_pages(it + 1);
   };
 
   float acc_o[kRowTiles][kDTiles][4];
@@ -298,18 +299,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       cp_async16(sQ_addr + Rows::offset(r, col), valid ? src : p.q, valid ? 16 : 0);
     }
     cp_async_commit();
-    {
-      // The prologue's steps' pages in one round trip: fetched step by step, each step's copies
-      // waited for its own table read, kStages - 1 round trips in a row before the last
-      // prologue copy was issued, which at short caches (a block's whole split is 2-4 steps)
-      // is most of a block's life. These registers die before the key loop.
-      int first[kStages - 1][kIssueIters];
+    load_pages(0);
 #pragma unroll
-      for (int s = 0; s < kStages - 1; ++s) load_pages(s, first[s]);
-#pragma unroll
-      for (int s = 0; s < kStages - 1; ++s) issue_step(s, first[s]);
-    }
-    load_pages(kStages - 1, pages);
+    for (int s = 0; s < kStages - 1; ++s) issue_step(s);
 
     const float scale_log2 = p.scale_log2;
     const int wn0 = warp * kWarpN;
@@ -317,8 +309,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     for (int it = 0; it < w.steps; ++it) {
       cp_async_wait<kStages - 2>();  // Q and this step's K/V have landed
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
-      issue_step(it + kStages - 1, pages);
-      load_pages(it + kStages, pages);
+      issue_step(it + kStages - 1);
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
 

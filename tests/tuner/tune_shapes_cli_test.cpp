@@ -114,8 +114,16 @@ TEST(TuneShapesCli, DecodeOnlyShapeOptionsGiveDecodeProblems) {
   EXPECT_NE(text.find("6 problem(s)"), std::string::npos) << text;  // B 1, 8, 64 x 2 key counts
   EXPECT_NE(text.find("f16 d64 full B8 Nq1 Nk5000 Hq32 Hkv4  [f16/d64/full/q0/k13/bh8/g3]"), std::string::npos) << text;
   EXPECT_EQ(text.find(" paged "), std::string::npos) << text;
-  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --decode only > " + out + " 2>&1"), 0);
-  EXPECT_NE(Read(out).find("22 problem(s)"), std::string::npos) << "the default set's decode buckets";
+  // Alone, or with the default set's own dtype and head dim: the default set's decode buckets.
+  for (const char* same : {"", " --dtypes bf16 --head-dims 128"}) {
+    ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --decode only" + same + " > " + out + " 2>&1"), 0);
+    EXPECT_NE(Read(out).find("22 problem(s)"), std::string::npos) << same << ": " << Read(out);
+    EXPECT_NE(Read(out).find("bf16 d128 full B64 Nq1 Nk32768 Hq32 Hkv8 paged"), std::string::npos) << same;
+  }
+  ASSERT_EQ(RunShell(kCli + " tune --dry-run --db " + dir + "/t.db --decode only --hidden 2048 --decode-batches 1 "
+                     "--seqlens-k 4096 > " + out + " 2>&1"), 0);
+  EXPECT_NE(Read(out).find("bf16 d128 full B1 Nq1 Nk4096 Hq16 Hkv8  [bf16/d128/full/q0/k12/bh4/g1]"), std::string::npos)
+      << Read(out);
   struct Refused { const char* args; const char* says; };
   for (const Refused& r : {Refused{"--decode only --seqlens-q 32", "allowed: 1 to 16"},
                            Refused{"--decode only --tokens 4096", "--tokens sizes prefill batches"},
