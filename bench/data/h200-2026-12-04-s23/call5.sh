@@ -34,10 +34,10 @@ for line in open(sys.argv[1]):
     m = re.match(r"(decode_fwd\S+)\s+ok\s+([\d.]+)", line)
     if m and key: t[(key[2], key[3], m.group(1), key[1])].append(float(m.group(2)))
 rows = sorted({(s, l, v) for s, l, v, b in t})
-print("shape layout variant: s23a us / s23b us (median of passes), new/old")
+print("shape layout variant: s23a us / s23b us (mean of the two passes), new/old")
 for s, l, v in rows:
     a, b = t.get((s, l, v, "s23a"), []), t.get((s, l, v, "s23b"), [])
     if a and b:
-        ma, mb = sorted(a)[len(a) // 2], sorted(b)[len(b) // 2]
+        ma, mb = sum(a) / len(a), sum(b) / len(b)
         print(f"{s} {l:5s} {v[20:-5]:18s} {ma:8.2f} {mb:8.2f}  {mb / ma:.3f}")
 PY
