@@ -290,24 +290,14 @@ int RunTune(const std::vector<std::string>& args) {
   if (decode == "only" && vm.count("tokens"))
     return Fail(Status(Code::kInvalidArgument, "--tokens sizes prefill batches (B = tokens / Nq); with --decode only "
                                                "give --decode-batches"));
-  // The decode problems' options; `from_shape_options`: --causal, --seqlens-q and --seqlens-k
-  // describe them (--decode only), instead of the prefill problems.
-  auto DecodeOptions = [&](bool from_shape_options) -> Result<DecodeSetOptions> {
+  // The decode problems' options; `shape` (--decode only): the parsed shape options, whose
+  // --causal, --seqlens-q and --seqlens-k then describe them instead of the prefill problems.
+  auto DecodeOptions = [&](const ProblemSetOptions* shape) -> Result<DecodeSetOptions> {
     DecodeSetOptions d;
-    if (from_shape_options && vm.count("causal")) {
-      auto v = SplitList<bool>(causal, "--causal", ParseCausalItem);
-      if (!v.ok()) return v.status();
-      d.causal = *v;
-    }
-    if (from_shape_options && vm.count("seqlens-q")) {
-      auto v = SplitList<int64_t>(seqlens, "--seqlens-q", ParsePositive);
-      if (!v.ok()) return v.status();
-      d.seqlens_q = *v;
-    }
-    if (from_shape_options && vm.count("seqlens-k")) {
-      auto v = SplitList<int64_t>(seqlens_k, "--seqlens-k", ParsePositive);
-      if (!v.ok()) return v.status();
-      d.keys = *v;
+    if (shape != nullptr) {
+      if (vm.count("causal")) d.causal = shape->causal;
+      if (vm.count("seqlens-q")) d.seqlens_q = shape->seqlens;
+      if (vm.count("seqlens-k")) d.keys = shape->seqlens_k;
     }
     if (vm.count("decode-batches")) {
       auto v = SplitList<int64_t>(decode_batches, "--decode-batches", ParsePositive);
@@ -395,7 +385,7 @@ int RunTune(const std::vector<std::string>& args) {
     if (!ps.ok()) return Fail(Status(Code::kInvalidArgument, "--model " + model + ": " + ps.status().message()));
     if (decode != "only") options.problems = ForOperation(*ps);
     if (operation != "bwd" && decode != "none") {  // a model is tuned for inference: its decode steps too
-      auto dopts = DecodeOptions(decode == "only");
+      auto dopts = DecodeOptions(decode == "only" ? &*pso : nullptr);
       if (!dopts.ok()) return Fail(dopts.status());
       auto d = ModelDecodeSet(*shape, pso->dtypes, *dopts, /*use_model_dtype=*/!vm.count("dtypes"));
       if (!d.ok()) return Fail(Named(d.status(), ("--model " + model).c_str()));
@@ -421,7 +411,7 @@ int RunTune(const std::vector<std::string>& args) {
     if (operation != "bwd" && decode == "only" && shape_given) {
       // The default decode set's configuration (bf16, d128, Hq 32, Hkv 8) with what the shape
       // options change: --dtypes, --head-dims, --hidden (Hq = hidden / D), --heads-kv.
-      auto dopts = DecodeOptions(true);
+      auto dopts = DecodeOptions(&*pso);
       if (!dopts.ok()) return Fail(dopts.status());
       const std::vector<DType> decode_dtypes = vm.count("dtypes") ? pso->dtypes : std::vector<DType>{DType::kBF16};
       const std::vector<int> decode_dims = vm.count("head-dims") ? pso->head_dims : std::vector<int>{128};
@@ -435,7 +425,7 @@ int RunTune(const std::vector<std::string>& args) {
         }
     } else if (operation != "bwd" && (decode == "only" || (decode == "auto" && !shape_given))) {
       // The default set's (Llama-3-8B's attention: DefaultDecodeProblems), as --decode-* shape them.
-      auto dopts = DecodeOptions(false);
+      auto dopts = DecodeOptions(nullptr);
       if (!dopts.ok()) return Fail(dopts.status());
       auto d = MakeDecodeSet(DType::kBF16, 128, 32, 8, *dopts);
       if (!d.ok()) return Fail(Named(d.status(), "--decode"));
