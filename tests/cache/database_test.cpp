@@ -519,7 +519,8 @@ TEST(Database, ReadOnlyReaderOfVersion3FileSeesDenseProblems) {
 // A paged problem is timed on a page table: its trials, its problem row and its bucket are its
 // own, and its bucket is never "near" a dense one (nor the reverse).
 TEST(Database, PagedProblemIsARowAndABucketOfItsOwn) {
-  auto db = Database::Open(TempDir("db_paged") + "/t.db");
+  const std::string dir = TempDir("db_paged");
+  auto db = Database::Open(dir + "/t.db");
   ASSERT_TRUE(db.ok());
   int64_t dev = *(*db)->UpsertDevice(kH200), tc = *(*db)->UpsertToolchain(kTc);
   Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
@@ -568,6 +569,20 @@ TEST(Database, PagedProblemIsARowAndABucketOfItsOwn) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_DOUBLE_EQ(m->median_us, 110);
   EXPECT_DOUBLE_EQ((*replay)->Measure(dense, b)->median_us, 120);
+  // A merge keeps the two problems, their trials and their winners apart.
+  auto merged = Database::Open(dir + "/merged.db");
+  ASSERT_TRUE(merged.ok());
+  auto stats = (*merged)->Merge(dir + "/t.db");
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->trials_added, 4);
+  EXPECT_EQ(stats->winners_added, 2);
+  auto m_paged = (*merged)->FindWinner(kH200, kTc, BucketOf(paged));
+  ASSERT_TRUE(m_paged.ok() && m_paged->has_value());
+  EXPECT_EQ((*m_paged)->variant, b);
+  EXPECT_EQ((*m_paged)->problem.layout, Layout::kPaged);
+  auto m_id = (*merged)->FindProblem(paged);
+  ASSERT_TRUE(m_id.ok());
+  EXPECT_EQ((*merged)->TrialsForProblem(*m_id)->size(), 2u);
 }
 
 // Varlen calls share the dense buckets; a varlen problem is never stored as one of its own.
