@@ -235,6 +235,24 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   return PlanFor(runtime, problem, out, flashtune::Operation::kForward, "ft_plan");
 }
 
+int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out) {
+  if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: runtime is NULL");
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: args is NULL");
+  if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: out is NULL");
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  if (a->problem.layout == flashtune::Layout::kVarlen && a->varlen.decode_seqs > 0 &&
+      a->problem.seqlen_q > flashtune::kDecodeMaxQueries)
+    return Fail(Code::kInvalidArgument,
+                "ft_plan_ex: args.decode_seqs (" + std::to_string(a->varlen.decode_seqs) +
+                    ") makes a mixed call, which launches two plans; ask for each part: the decode part as a varlen "
+                    "call of decode_seqs sequences of decode_max_seqlen_q queries, the rest with decode_seqs 0");
+  auto plan = runtime->runtime->plan(a->problem);
+  if (!plan.ok()) return Fail(plan.status());
+  FillPlanInfo(*plan, out);
+  return Succeed();
+}
+
 int ft_plan_backward(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   return PlanFor(runtime, problem, out, flashtune::Operation::kBackward, "ft_plan_backward");
 }

@@ -202,6 +202,13 @@ int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_
 /* What ft_forward would launch for `problem`, and why, into *out. */
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
 
+/* What ft_forward_ex would launch for args' problem and layout, and why, into *out (pointers
+ * are not read, as for ft_workspace_size). A paged call has buckets of its own (the bucket ends
+ * in "/paged"); a varlen call plans its dense shape's. A mixed varlen call (decode_seqs > 0
+ * and more than 16 queries) launches two plans: FT_INVALID_ARGUMENT; ask for each part (its
+ * decode part is a varlen call of decode_seqs sequences of decode_max_seqlen_q queries). */
+int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out);
+
 /* Device workspace bytes an ft_backward call of `problem` needs, into *out. */
 int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out);
 

@@ -150,6 +150,7 @@ _SIGNATURES = {
     "ft_backward": (ctypes.c_int, [_P, ctypes.POINTER(BackwardArgs), _P]),
     "ft_backward_workspace_bytes": (ctypes.c_int, [ctypes.POINTER(Problem), ctypes.POINTER(ctypes.c_int64)]),
     "ft_plan_backward": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
+    "ft_plan_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(PlanInfo)]),
     "ft_last_error": (ctypes.c_char_p, []),
     "ft_status_name": (ctypes.c_char_p, [ctypes.c_int]),
     "ft_version": (ctypes.c_char_p, []),

@@ -127,14 +127,25 @@ class Runtime:
         self._finalizer = weakref.finalize(self, fn("ft_runtime_close"), self._handle)
         self._finalizer.atexit = False  # at exit the CUDA context may already be torn down
 
-    def plan(self, problem_or_q, k=None, v=None, *, causal=False, backward=False):
+    def plan(self, problem_or_q, k=None, v=None, *, causal=False, backward=False, layout="dense"):
         """The Plan for a Problem, or for attention(q, k, v, causal) on tensors; with backward,
-        the plan of its backward pass (ft_plan_backward)."""
+        the plan of its backward pass (ft_plan_backward). layout: "dense", or "paged" / "varlen"
+        for what ft_forward_ex launches on that layout (ft_plan_ex: a paged call has buckets of
+        its own; seqlen_k / seqlen_q are then the call's longest)."""
         problem = problem_or_q if isinstance(problem_or_q, Problem) else Problem.from_tensors(problem_or_q, k, v, causal)
+        if layout not in _capi.LAYOUTS:
+            raise invalid(f"flashtune.plan: layout={layout!r}; allowed: {', '.join(_capi.LAYOUTS)}")
+        if backward and layout != "dense":
+            raise invalid(f"flashtune.plan: layout={layout!r} with backward; the backward pass serves the dense layout")
         info = _capi.PlanInfo()
         c_problem = problem._c()
-        fn = _capi.function("ft_plan_backward") if backward else self._plan
-        _capi.check(fn(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
+        if layout != "dense":
+            args = _capi.AttentionArgs.make(layout, c_problem)
+            _capi.check(_capi.function("ft_plan_ex")(self._live(), ctypes.byref(args), ctypes.byref(info)),
+                        "flashtune.plan")
+        else:
+            fn = _capi.function("ft_plan_backward") if backward else self._plan
+            _capi.check(fn(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
         t = _capi.text
         return Plan(problem, t(info.variant_uri), t(info.family), info.source, t(info.source_name), t(info.bucket),
                     t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,
@@ -207,6 +218,7 @@ def runtime_by_id(runtime_id):
     return rt
 
 
-def plan(problem_or_q, k=None, v=None, *, causal=False):
-    """What flashtune.attention would launch, and why: default_runtime().plan(...)."""
-    return default_runtime().plan(problem_or_q, k, v, causal=causal)
+def plan(problem_or_q, k=None, v=None, *, causal=False, layout="dense"):
+    """What flashtune.attention (layout "dense"), or ft_forward_ex on a "paged" / "varlen"
+    layout, would launch, and why: default_runtime().plan(...)."""
+    return default_runtime().plan(problem_or_q, k, v, causal=causal, layout=layout)

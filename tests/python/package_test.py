@@ -104,6 +104,19 @@ class CAbi(unittest.TestCase):
         self.assertEqual(plan.problem.seqlen_k, 1024)  # defaults to seqlen_q
         self.assertEqual(plan.problem.heads_kv, 16)
 
+    def test_plan_of_a_paged_call_is_its_own_bucket(self):
+        problem = flashtune.Problem("bf16", 128, batch=8, seqlen_q=1, heads_q=32, seqlen_k=32768, heads_kv=8)
+        paged = self.rt.plan(problem, layout="paged")
+        dense = self.rt.plan(problem)
+        self.assertEqual(paged.bucket, "bf16/d128/full/q0/k15/bh8/g2/paged")
+        self.assertEqual(paged.family, "decode_fwd")
+        self.assertEqual(dense.bucket, "bf16/d128/full/q0/k15/bh8/g2")
+        self.assertEqual(self.rt.plan(problem, layout="varlen").bucket, dense.bucket)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"layout='blocked'; allowed: dense, paged, varlen"):
+            self.rt.plan(problem, layout="blocked")
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "backward pass serves the dense layout"):
+            self.rt.plan(problem, layout="paged", backward=True)
+
     def test_module_plan_uses_the_default_runtime(self):
         proc = run_python("-c", "import flashtune; p = flashtune.plan(flashtune.Problem('f16', 64, 4, 512, 8, "
                                 "heads_kv=2)); print(p.source_name, p.bucket)",

@@ -233,6 +233,44 @@ TEST(CAbi, PlanReportsTheChoice) {
   EXPECT_NE(std::string(info.why).find("default tile"), std::string::npos) << info.why;
 }
 
+// ft_plan_ex plans any layout from the args (no pointer read): a paged call its own bucket, a
+// varlen call its dense one (RuntimePaged.PagedCallsPlanTheirOwnBuckets shows a tuned dense
+// winner is never a paged call's plan); a mixed call, which launches two plans, is refused
+// naming decode_seqs.
+TEST(CAbi, PlanExPlansEveryLayout) {
+  Handle h;
+  ASSERT_EQ(ft_runtime_open((TempDir("c_abi_plan_ex") + "/absent.db").c_str(), &h.rt), FT_OK) << ft_last_error();
+  ft_attention_args a = PagedDecodeArgs();
+  a.q = a.k = a.v = a.o = nullptr;  // not read
+  a.block_table = nullptr;
+  ft_plan_info paged, as_dense, varlen, dense_plan;
+  ASSERT_EQ(ft_plan_ex(h.rt, &a, &paged), FT_OK) << ft_last_error();
+  EXPECT_STREQ(paged.bucket, "bf16/d128/full/q0/k13/bh7/g2/paged");
+  EXPECT_STREQ(paged.family, "decode_fwd");
+  EXPECT_NE(paged.source, FT_PLAN_EXACT) << paged.why;
+  a.layout = FT_LAYOUT_DENSE;
+  ASSERT_EQ(ft_plan_ex(h.rt, &a, &as_dense), FT_OK) << ft_last_error();
+  EXPECT_STREQ(as_dense.bucket, "bf16/d128/full/q0/k13/bh7/g2");
+  ASSERT_EQ(ft_plan(h.rt, &a.problem, &dense_plan), FT_OK) << ft_last_error();
+  EXPECT_STREQ(dense_plan.variant_uri, as_dense.variant_uri);
+  EXPECT_EQ(dense_plan.source, as_dense.source);
+  a.layout = FT_LAYOUT_VARLEN;
+  ASSERT_EQ(ft_plan_ex(h.rt, &a, &varlen), FT_OK) << ft_last_error();
+  EXPECT_STREQ(varlen.bucket, as_dense.bucket);
+  a.problem.seqlen_q = 512;
+  a.decode_seqs = 2;
+  a.decode_max_seqlen_q = 1;
+  EXPECT_EQ(ft_plan_ex(h.rt, &a, &varlen), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args.decode_seqs (2) makes a mixed call"), std::string::npos)
+      << ft_last_error();
+  EXPECT_EQ(ft_plan_ex(h.rt, nullptr, &varlen), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("ft_plan_ex: args is NULL"), std::string::npos);
+  EXPECT_EQ(ft_plan_ex(h.rt, &a, nullptr), FT_INVALID_ARGUMENT);
+  a.layout = 9;
+  EXPECT_EQ(ft_plan_ex(h.rt, &a, &varlen), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args.layout (9)"), std::string::npos) << ft_last_error();
+}
+
 TEST(CAbi, BackwardSizesItsWorkspaceAndRefusesBadArguments) {
   ft_problem p = SmallProblem();
   int64_t bytes = 0;
