@@ -409,17 +409,17 @@ int RunTune(const std::vector<std::string>& args) {
       options.problems.insert(options.problems.end(), g.begin(), g.end());
     }
     if (operation != "bwd" && decode == "only" && shape_given) {
-      // The default decode set's configuration (bf16, d128, Hq 32, Hkv 8) with what the shape
-      // options change: --dtypes, --head-dims, --hidden (Hq = hidden / D), --heads-kv.
+      // The default decode configuration (problem_set.h) with what the shape options change:
+      // --dtypes, --head-dims, --hidden (Hq = hidden / D), --heads-kv.
       auto dopts = DecodeOptions(&*pso);
       if (!dopts.ok()) return Fail(dopts.status());
-      const std::vector<DType> decode_dtypes = vm.count("dtypes") ? pso->dtypes : std::vector<DType>{DType::kBF16};
-      const std::vector<int> decode_dims = vm.count("head-dims") ? pso->head_dims : std::vector<int>{128};
+      const std::vector<DType> decode_dtypes = vm.count("dtypes") ? pso->dtypes : std::vector<DType>{kDefaultDecodeDType};
+      const std::vector<int> decode_dims = vm.count("head-dims") ? pso->head_dims : std::vector<int>{kDefaultDecodeHeadDim};
       for (DType dtype : decode_dtypes)
         for (int d : decode_dims) {
-          auto heads_q = vm.count("hidden") ? HeadsFor(*pso, d) : Result<int64_t>(int64_t(32));
+          auto heads_q = vm.count("hidden") ? HeadsFor(*pso, d) : Result<int64_t>(kDefaultDecodeHeadsQ);
           if (!heads_q.ok()) return Fail(heads_q.status());
-          auto set = MakeDecodeSet(dtype, d, *heads_q, heads_kv > 0 ? heads_kv : 8, *dopts);
+          auto set = MakeDecodeSet(dtype, d, *heads_q, heads_kv > 0 ? heads_kv : kDefaultDecodeHeadsKv, *dopts);
           if (!set.ok()) return Fail(Named(set.status(), "--decode only"));
           options.problems.insert(options.problems.end(), set->begin(), set->end());
         }
@@ -427,7 +427,8 @@ int RunTune(const std::vector<std::string>& args) {
       // The default set's (Llama-3-8B's attention: DefaultDecodeProblems), as --decode-* shape them.
       auto dopts = DecodeOptions(nullptr);
       if (!dopts.ok()) return Fail(dopts.status());
-      auto d = MakeDecodeSet(DType::kBF16, 128, 32, 8, *dopts);
+      auto d = MakeDecodeSet(kDefaultDecodeDType, kDefaultDecodeHeadDim, kDefaultDecodeHeadsQ, kDefaultDecodeHeadsKv,
+                             *dopts);
       if (!d.ok()) return Fail(Named(d.status(), "--decode"));
       options.problems.insert(options.problems.end(), d->begin(), d->end());
     }

@@ -160,7 +160,7 @@ Result<std::vector<Problem>> MakeDecodeSet(DType dtype, int head_dim, int64_t he
 }
 
 std::vector<Problem> DefaultDecodeProblems() {
-  auto set = MakeDecodeSet(DType::kBF16, 128, 32, 8);
+  auto set = MakeDecodeSet(kDefaultDecodeDType, kDefaultDecodeHeadDim, kDefaultDecodeHeadsQ, kDefaultDecodeHeadsKv);
   return set.ok() ? *set : std::vector<Problem>{};  // the defaults are valid (tested)
 }
 

@@ -89,10 +89,16 @@ inline constexpr int64_t kMaxDecodeKvBytes = int64_t(8) << 30;
 Result<std::vector<Problem>> MakeDecodeSet(DType dtype, int head_dim, int64_t heads_q, int64_t heads_kv,
                                            const DecodeSetOptions& options = {});
 
+// The default set's decode configuration: Llama-3-8B's attention.
+inline constexpr DType kDefaultDecodeDType = DType::kBF16;
+inline constexpr int kDefaultDecodeHeadDim = 128;
+inline constexpr int64_t kDefaultDecodeHeadsQ = 32;
+inline constexpr int64_t kDefaultDecodeHeadsKv = 8;
+
 // The default set's decode buckets (`flashtune tune` adds them when no shape option is given):
-// MakeDecodeSet for bf16, d128, Hq 32, Hkv 8 (Llama-3-8B's attention) with the default
-// options: one query token, batch 1, 8, 64 x keys 2k, 8k, 32k, 128k but not 64 x 128k, each
-// dense and paged: 22 buckets.
+// MakeDecodeSet for the default decode configuration with the default options: one query
+// token, batch 1, 8, 64 x keys 2k, 8k, 32k, 128k but not 64 x 128k, each dense and paged: 22
+// buckets.
 std::vector<Problem> DefaultDecodeProblems();
 
 // The default set's GQA buckets (`flashtune tune` adds them, like the decode ones, when no shape
