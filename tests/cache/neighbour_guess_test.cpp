@@ -89,6 +89,10 @@ TEST(NeighbourGuess, OnlyTheSameKindOfCall) {
                    .has_value());
   auto g = GuessFromNeighbours({prefill}, Key("bf16/d128/full/q0/k15/bh8/g2"), "sm_90a", kDefaultMaxSmemBytes);
   EXPECT_FALSE(g.has_value()) << g->variant.Uri();
+  // Before, a prefill winner ranked first (its distance, -1, sorted before every real one).
+  g = GuessFromNeighbours({prefill, dense_decode}, Key("bf16/d128/full/q0/k15/bh8/g2"), "sm_90a", kDefaultMaxSmemBytes);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_full");
   const auto paged_decode = Row("decode_fwd_f16_d128_bn32_rm1_w2_s2_cs4_full", "f16/d128/full/q0/k13/bh8/g2/paged");
   g = GuessFromNeighbours({dense_decode, paged_decode}, Key("bf16/d128/full/q0/k15/bh8/g2/paged"), "sm_90a",
                           kDefaultMaxSmemBytes);
