@@ -197,10 +197,31 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // L1/L2 round trip at the top of every step (in-order issue), compute included.
   constexpr int kChunks = kBlockN * kChunksPerRow;
   constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
-  int pages[kIssueIters];
+  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
+  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
+  // offset and branches on the page table per chunk; at short caches (two steps a block) those
+  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
+  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
+  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
+  // Paged the same way, with pages of 16 keys or more: a step's 16-row groups each lie in one
+  // page, and a thread's chunks in a group are rows of it, so the table is read and the page's
+  // address formed once per group (kBlockN / 16 a step), not once per chunk.
+  constexpr int kGroups = kBlockN / 16;
+  constexpr bool kGroupedPages = kRegular && kRowsPerIter <= 16;
+  static_assert(!kGroupedPages || kGroups <= kIssueIters, "a thread covers every 16-row group of a step");
+  const bool grouped = kGroupedPages && table != nullptr && p.block_shift >= 4;
+  int pages[kIssueIters];  // per chunk, or (grouped) per 16-row group in the first kGroups
   auto load_pages = [&](int it) {
     if (table == nullptr) return;
     const int n0 = (w.step0 + it) * kBlockN;
+    if (grouped) {
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const int key = n0 + 16 * g;
+        pages[g] = it < w.steps && key < w.n_k ? table[key >> p.block_shift] : -1;
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kIssueIters; ++i) {
       const int c = i * kThreads + tid;
@@ -210,12 +231,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
   };
 
-  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
-  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
-  // offset and branches on the page table per chunk; at short caches (two steps a block) those
-  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
-  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
-  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
 
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
   // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
@@ -237,6 +252,31 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
         ksrc += k_step;
         vsrc += v_step;
+      }
+    } else if (kGroupedPages && it < w.steps && grouped) {
+      const int n0 = (w.step0 + it) * kBlockN;
+      const u32 stage = (u32)(it % kStages) * kStageBytes;
+      const int r0 = tid / kChunksPerRow;
+      const int col = (tid % kChunksPerRow) * 8;
+      const i64 k_row = p.k_stride[1], v_row = p.v_stride[1];
+      const u16* kgroup[kGroups > 0 ? kGroups : 1];
+      const u16* vgroup[kGroups > 0 ? kGroups : 1];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {  // the group's first row in its page, and this thread's row in it
+        const int page = pages[g] >= 0 && pages[g] < p.num_blocks ? pages[g] : 0;
+        const i64 first = (i64)((n0 + 16 * g) & page_mask) + r0;
+        kgroup[g] = kbase + (i64)page * p.k_stride[0] + first * k_row + col;
+        vgroup[g] = vbase + (i64)page * p.v_stride[0] + first * v_row + col;
+      }
+#pragma unroll
+      for (int i = 0; i < kIssueIters; ++i) {
+        const int g = i * kRowsPerIter / 16;  // compile-time: r0 < kRowsPerIter <= 16
+        const int r = r0 + i * kRowsPerIter;
+        const int in_group = i * kRowsPerIter - 16 * g;
+        const bool valid = pages[g] >= 0 && pages[g] < p.num_blocks && n0 + r < w.n_k;
+        const u32 dst = Rows::offset(r, col) + stage;
+        cp_async16_line(sK_addr + dst, valid ? kgroup[g] + in_group * k_row : kbase, valid ? 16 : 0);
+        cp_async16_line(sV_addr + dst, valid ? vgroup[g] + in_group * v_row : vbase, valid ? 16 : 0);
       }
     } else if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
