@@ -259,24 +259,25 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const int r0 = tid / kChunksPerRow;
       const int col = (tid % kChunksPerRow) * 8;
       const i64 k_row = p.k_stride[1], v_row = p.v_stride[1];
-      const u16* kgroup[kGroups > 0 ? kGroups : 1];
-      const u16* vgroup[kGroups > 0 ? kGroups : 1];
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g) {  // the group's first row in its page, and this thread's row in it
-        const int page = pages[g] >= 0 && pages[g] < p.num_blocks ? pages[g] : 0;
-        const i64 first = (i64)((n0 + 16 * g) & page_mask) + r0;
-        kgroup[g] = kbase + (i64)page * p.k_stride[0] + first * k_row + col;
-        vgroup[g] = vbase + (i64)page * p.v_stride[0] + first * v_row + col;
-      }
+      const u16 *ksrc = kbase, *vsrc = vbase;  // this thread's row of the current group
+      bool page_ok = false;
 #pragma unroll
       for (int i = 0; i < kIssueIters; ++i) {
         const int g = i * kRowsPerIter / 16;  // compile-time: r0 < kRowsPerIter <= 16
         const int r = r0 + i * kRowsPerIter;
-        const int in_group = i * kRowsPerIter - 16 * g;
-        const bool valid = pages[g] >= 0 && pages[g] < p.num_blocks && n0 + r < w.n_k;
+        if (i * kRowsPerIter == 16 * g) {  // compile-time: the thread's first chunk of group g
+          const int page = pages[g];
+          page_ok = page >= 0 && page < p.num_blocks;
+          const i64 first = (i64)((n0 + 16 * g) & page_mask) + r0;
+          ksrc = kbase + (i64)(page_ok ? page : 0) * p.k_stride[0] + first * k_row + col;
+          vsrc = vbase + (i64)(page_ok ? page : 0) * p.v_stride[0] + first * v_row + col;
+        }
+        const bool valid = page_ok && n0 + r < w.n_k;
         const u32 dst = Rows::offset(r, col) + stage;
-        cp_async16_line(sK_addr + dst, valid ? kgroup[g] + in_group * k_row : kbase, valid ? 16 : 0);
-        cp_async16_line(sV_addr + dst, valid ? vgroup[g] + in_group * v_row : vbase, valid ? 16 : 0);
+        cp_async16_line(sK_addr + dst, valid ? ksrc : kbase, valid ? 16 : 0);
+        cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
+        ksrc += kRowsPerIter * k_row;
+        vsrc += kRowsPerIter * v_row;
       }
     } else if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
