@@ -197,31 +197,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // L1/L2 round trip at the top of every step (in-order issue), compute included.
   constexpr int kChunks = kBlockN * kChunksPerRow;
   constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
-  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
-  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
-  // offset and branches on the page table per chunk; at short caches (two steps a block) those
-  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
-  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
-  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
-  // Paged the same way, with pages of 16 keys or more: a step's 16-row groups each lie in one
-  // page, and a thread's chunks in a group are rows of it, so the table is read and the page's
-  // address formed once per group (kBlockN / 16 a step), not once per chunk.
-  constexpr int kGroups = kBlockN / 16;
-  constexpr bool kGroupedPages = kRegular && kRowsPerIter <= 16;
-  static_assert(!kGroupedPages || kGroups <= kIssueIters, "a thread covers every 16-row group of a step");
-  const bool grouped = kGroupedPages && table != nullptr && p.block_shift >= 4;
-  int pages[kIssueIters];  // per chunk, or (grouped) per 16-row group in the first kGroups
+  int pages[kIssueIters];
   auto load_pages = [&](int it) {
     if (table == nullptr) return;
     const int n0 = (w.step0 + it) * kBlockN;
-    if (grouped) {
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g) {
-        const int key = n0 + 16 * g;
-        pages[g] = it < w.steps && key < w.n_k ? table[key >> p.block_shift] : -1;
-      }
-      return;
-    }
 #pragma unroll
     for (int i = 0; i < kIssueIters; ++i) {
       const int c = i * kThreads + tid;
@@ -231,6 +210,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
   };
 
+  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
+  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
+  // offset and branches on the page table per chunk; at short caches (two steps a block) those
+  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
+  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
+  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
 
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
   // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
@@ -252,32 +237,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
         ksrc += k_step;
         vsrc += v_step;
-      }
-    } else if (kGroupedPages && it < w.steps && grouped) {
-      const int n0 = (w.step0 + it) * kBlockN;
-      const u32 stage = (u32)(it % kStages) * kStageBytes;
-      const int r0 = tid / kChunksPerRow;
-      const int col = (tid % kChunksPerRow) * 8;
-      const i64 k_row = p.k_stride[1], v_row = p.v_stride[1];
-      const u16 *ksrc = kbase, *vsrc = vbase;  // this thread's row of the current group
-      bool page_ok = false;
-#pragma unroll
-      for (int i = 0; i < kIssueIters; ++i) {
-        const int g = i * kRowsPerIter / 16;  // compile-time: r0 < kRowsPerIter <= 16
-        const int r = r0 + i * kRowsPerIter;
-        if (i * kRowsPerIter == 16 * g) {  // compile-time: the thread's first chunk of group g
-          const int page = pages[g];
-          page_ok = page >= 0 && page < p.num_blocks;
-          const i64 first = (i64)((n0 + 16 * g) & page_mask) + r0;
-          ksrc = kbase + (i64)(page_ok ? page : 0) * p.k_stride[0] + first * k_row + col;
-          vsrc = vbase + (i64)(page_ok ? page : 0) * p.v_stride[0] + first * v_row + col;
-        }
-        const bool valid = page_ok && n0 + r < w.n_k;
-        const u32 dst = Rows::offset(r, col) + stage;
-        cp_async16_line(sK_addr + dst, valid ? ksrc : kbase, valid ? 16 : 0);
-        cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
-        ksrc += kRowsPerIter * k_row;
-        vsrc += kRowsPerIter * v_row;
       }
     } else if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
