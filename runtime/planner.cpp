@@ -159,6 +159,12 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     return plan;
   }
   const ProblemClass cls = ClassOf(problem);
+  // A paged call is never planned on a dense winner (problem_set.h): say where paged ones come from.
+  const std::string kind = bucket.paged ? "paged " : "";
+  const std::string paged_hint =
+      bucket.paged ? " (paged calls are tuned on pages, apart from dense ones: `flashtune tune --decode only "
+                     "--decode-layouts paged`, or layout=paged in a problem-set file)"
+                   : "";
   const std::optional<NeighbourGuess>& guess = found->guess;
   const Family* guess_family = guess ? FindFamily(guess->variant.family) : nullptr;
   if (guess && guess_family != nullptr && guess_family->PreferenceFor(problem) >= 0) {
@@ -166,7 +172,8 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     plan.source = PlanSource::kNeighbour;
     plan.tuned_problem = guess->from.problem;
     plan.tuned_bucket = BucketString(guess->from.bucket);
-    plan.why = "no tuned bucket of class " + cls.ToString() + " on " + who + stale + "; the neighbouring class's " +
+    plan.why = "no tuned " + kind + "bucket of class " + cls.ToString() + " on " + who + stale + paged_hint +
+               "; the neighbouring class's " +
                guess->from.variant_uri + " (" + guess->reason + ", tuned on " + guess->from.problem.ToString() +
                ": " + FormatUs(guess->from.median_us) + " us) as " + plan.variant.Uri();
     return plan;
@@ -177,9 +184,9 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   plan.source = PlanSource::kHeuristic;
   FT_RETURN_IF_ERROR(CheckVariant(plan.variant, target.max_smem_bytes));
   auto family = FamilyOf(plan.variant);
-  plan.why = unfit + "no tuned bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
+  plan.why = unfit + "no tuned " + kind + "bucket of class " + cls.ToString() + " on " + who + " with this toolchain" +
              (have_device ? "" : " (no device to match tuned rows)") +
-             (stale_winner.empty() ? "" : " (this bucket's " + stale_winner + ")") +
+             (stale_winner.empty() ? "" : " (this bucket's " + stale_winner + ")") + paged_hint +
              "; " + plan.variant.family +
              "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";

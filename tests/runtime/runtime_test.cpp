@@ -241,6 +241,8 @@ TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
     EXPECT_EQ(p->bucket_name, d->bucket_name + "/paged");
     EXPECT_EQ(p->source, PlanSource::kHeuristic) << p->why;
     EXPECT_EQ(p->variant.family, "decode_fwd");
+    EXPECT_NE(p->why.find("no tuned paged bucket of class bf16 d128 full"), std::string::npos) << p->why;
+    EXPECT_NE(p->why.find("--decode-layouts paged"), std::string::npos) << p->why;
   }
   // Then tuned on pages, where the narrow tile wins.
   TuneRowsInto(db, {paged}, {row(paged, wide, 90), row(paged, narrow, 65)});
