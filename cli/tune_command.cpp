@@ -121,12 +121,6 @@ Result<int64_t> ParsePositive(std::string_view s) {
   return v;
 }
 Result<DType> ParseDTypeItem(std::string_view s) { return ParseDType(s); }
-// A decode problem's K/V: dense or paged (varlen calls take the dense buckets).
-Result<Layout> ParseDecodeLayoutItem(std::string_view s) {
-  if (s == "dense") return Layout::kDense;
-  if (s == "paged") return Layout::kPaged;
-  return Status(Code::kInvalidArgument, Quoted(s, " is not allowed; allowed: dense, paged"));
-}
 Result<bool> ParseCausalItem(std::string_view s) { return ParseCausal(s, "item"); }
 
 int Fail(const Status& s) {
@@ -305,7 +299,7 @@ int RunTune(const std::vector<std::string>& args) {
       d.batches = *v;
     }
     if (vm.count("decode-layouts")) {
-      auto v = SplitList<Layout>(decode_layouts, "--decode-layouts", ParseDecodeLayoutItem);
+      auto v = SplitList<Layout>(decode_layouts, "--decode-layouts", ParseTunedLayout);
       if (!v.ok()) return v.status();
       d.layouts = *v;
     }

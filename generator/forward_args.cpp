@@ -262,10 +262,14 @@ Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_
   return Status::Ok();
 }
 
+bool IsMixedVarlen(const ForwardArgs& a) {
+  return a.problem.layout == Layout::kVarlen && a.varlen.decode_seqs != 0 && a.problem.seqlen_q > kDecodeMaxQueries;
+}
+
 CallParts MixedVarlenParts(const ForwardArgs& a) {
   CallParts out;
   const Varlen& v = a.varlen;
-  if (a.problem.layout != Layout::kVarlen || v.decode_seqs == 0 || a.problem.seqlen_q <= kDecodeMaxQueries) {
+  if (!IsMixedVarlen(a)) {
     out.part[out.count++] = a;
     return out;
   }

@@ -120,6 +120,12 @@ Result<std::vector<Problem>> MakeProblemSet(const ProblemSetOptions& o) {
   return out;
 }
 
+Result<Layout> ParseTunedLayout(std::string_view text) {
+  if (text == "dense") return Layout::kDense;
+  if (text == "paged") return Layout::kPaged;
+  return Invalid("'" + std::string(text) + "' is not allowed; allowed: dense, paged");
+}
+
 Result<std::vector<Problem>> MakeDecodeSet(DType dtype, int head_dim, int64_t heads_q, int64_t heads_kv,
                                            const DecodeSetOptions& o) {
   if (o.causal.empty()) return Invalid("decode causal: empty; allowed: 0, 1");
@@ -272,10 +278,9 @@ Result<std::vector<Problem>> ParseProblemSet(std::string_view text, std::string_
     }
     p.heads_kv = nums.count("heads_kv") ? nums["heads_kv"] : p.heads_q;
     if (fields.count("layout")) {
-      // Varlen calls share the dense buckets: tuning one means tuning its dense shape.
-      if (fields["layout"] != "dense" && fields["layout"] != "paged")
-        return Invalid(where + "field 'layout': '" + fields["layout"] + "' is not allowed; allowed: dense, paged");
-      p.layout = fields["layout"] == "paged" ? Layout::kPaged : Layout::kDense;
+      auto layout = ParseTunedLayout(fields["layout"]);
+      if (!layout.ok()) return Invalid(where + "field 'layout': " + layout.status().message());
+      p.layout = *layout;
     }
     Status s = ValidateProblem(p);
     if (!s.ok()) {

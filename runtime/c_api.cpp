@@ -141,6 +141,14 @@ void FillPlanInfo(const flashtune::Plan& plan, ft_plan_info* out) {
   Copy(out->why, sizeof out->why, plan.why);
 }
 
+// The runtime's plan of `problem` into *out (the arguments checked).
+int PlanInto(ft_runtime* runtime, const flashtune::Problem& problem, ft_plan_info* out) {
+  auto plan = runtime->runtime->plan(problem);
+  if (!plan.ok()) return Fail(plan.status());
+  FillPlanInfo(*plan, out);
+  return Succeed();
+}
+
 int PlanFor(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out, flashtune::Operation operation,
             const char* fn) {
   if (runtime == nullptr) return Fail(Code::kInvalidArgument, std::string(fn) + ": runtime is NULL");
@@ -149,10 +157,7 @@ int PlanFor(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out, f
   auto p = ToProblem(*problem, "problem");
   if (!p.ok()) return Fail(p.status());
   p->operation = operation;
-  auto plan = runtime->runtime->plan(*p);
-  if (!plan.ok()) return Fail(plan.status());
-  FillPlanInfo(*plan, out);
-  return Succeed();
+  return PlanInto(runtime, *p, out);
 }
 
 }  // namespace
@@ -241,16 +246,12 @@ int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info*
   if (out == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: out is NULL");
   auto a = FromAttentionArgs(*args);
   if (!a.ok()) return Fail(a.status());
-  if (a->problem.layout == flashtune::Layout::kVarlen && a->varlen.decode_seqs > 0 &&
-      a->problem.seqlen_q > flashtune::kDecodeMaxQueries)
+  if (flashtune::IsMixedVarlen(*a))
     return Fail(Code::kInvalidArgument,
                 "ft_plan_ex: args.decode_seqs (" + std::to_string(a->varlen.decode_seqs) +
                     ") makes a mixed call, which launches two plans; ask for each part: the decode part as a varlen "
                     "call of decode_seqs sequences of decode_max_seqlen_q queries, the rest with decode_seqs 0");
-  auto plan = runtime->runtime->plan(a->problem);
-  if (!plan.ok()) return Fail(plan.status());
-  FillPlanInfo(*plan, out);
-  return Succeed();
+  return PlanInto(runtime, a->problem, out);
 }
 
 int ft_plan_backward(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {

@@ -193,10 +193,10 @@ Result<std::unique_ptr<ReplayMeasurer>> ReplayMeasurer::FromText(std::string_vie
     p.head_dim = int(d);
     p.causal = causal != 0;
     // Optional (exports before schema 4 have no layout column): absent or empty is dense.
-    if (const std::string layout = get("layout"); !layout.empty()) {
-      if (layout != "dense" && layout != "paged")
-        return Invalid(where + "column 'layout': '" + layout + "' is not allowed; allowed: dense, paged");
-      p.layout = layout == "paged" ? Layout::kPaged : Layout::kDense;
+    if (const std::string text = get("layout"); !text.empty()) {
+      auto layout = ParseTunedLayout(text);
+      if (!layout.ok()) return Invalid(where + "column 'layout': " + layout.status().message());
+      p.layout = *layout;
     }
     Status valid = ValidateProblem(p);
     if (!valid.ok()) return Invalid(where + valid.message());

@@ -131,6 +131,8 @@ struct CallParts {
   int count = 0;
 };
 CallParts MixedVarlenParts(const ForwardArgs& args);
+// Whether `args` is a mixed varlen call (two parts above); reads no pointer.
+bool IsMixedVarlen(const ForwardArgs& args);
 
 // Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
 // q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), finite positive

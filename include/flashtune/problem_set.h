@@ -118,6 +118,11 @@ std::vector<Problem> DefaultBackwardProblems();
 // kInvalidArgument naming what to pass when there is none.
 Result<int64_t> HeadsFor(const ProblemSetOptions& options, int head_dim);
 
+// The layouts a problem is tuned and stored in: "dense" or "paged" (varlen calls take the dense
+// buckets). kInvalidArgument "'<text>' is not allowed; allowed: dense, paged" otherwise, for the
+// caller to prefix with the field it read.
+Result<Layout> ParseTunedLayout(std::string_view text);
+
 // Checks one problem against what the kernel can launch (the same rule as
 // ValidateForwardArgs): supported D, batch, heads_q and heads_kv in [1, 65535] (grid limits),
 // seqlens in [1, 2^31-1], Hq % Hkv == 0. OK, or kInvalidArgument naming the field, e.g.
