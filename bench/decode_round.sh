@@ -82,7 +82,7 @@ gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sus
 fi
 if want sweep; then
   s=$(date +%s)
-  V=decode_fwd_bf16_d128_; F=_full
+  V=decode_fwd_bf16_d128_; F=_kv0_full  # dense K/V kernels: the sweep times dense calls
   list=${SWEEP_LIST:-${V}bn64_rm1_w4_s3_cs2$F,${V}bn32_rm1_w2_s4_cs4$F,${V}bn64_rm1_w4_s2_cs4$F,${V}bn64_rm1_w4_s4_cs1$F,${V}bn128_rm1_w8_s2_cs1$F,${V}bn128_rm1_w4_s2_cs2$F}
   IFS=, read -ra shapes <<< "${SWEEP_SHAPES:-1 8192,64 32768}"  # "B Nk" pairs
   for shape in "${shapes[@]}"; do

@@ -64,6 +64,10 @@ Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem
       return Status(Code::kInvalidArgument, "--variant " + uri + ": " + v->family + " does not serve " +
                                                 std::string(LayoutName(problem.layout)) + " problems like " +
                                                 problem.ToString());
+    if (family != nullptr && !family->ReadsLayout(*v, problem.layout))
+      return Status(Code::kInvalidArgument, "--variant " + uri + " is compiled for another K/V layout than this " +
+                                                std::string(LayoutName(problem.layout)) + " problem's (" +
+                                                v->family + " has a variant per layout)");
     for (const Variant& seen : out)
       if (seen.Uri() == v->Uri()) return Status(Code::kInvalidArgument, "--variant names " + uri + " twice");
     out.push_back(*v);

@@ -169,6 +169,15 @@ std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target
   return out;
 }
 
+Variant Family::DefaultFor(const Problem& problem, const Target& target) const {
+  return Default(ClassOf(problem), target);
+}
+
+bool VariantServes(const Variant& v, const Problem& problem) {
+  const Family* f = FindFamily(v.family);
+  return f != nullptr && f->PreferenceFor(problem) >= 0 && f->ReadsLayout(v, problem.layout);
+}
+
 std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target) {
   std::vector<Variant> out;
   for (const Family* f : Families()) {
@@ -235,6 +244,11 @@ Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, in
   }
   if (f->PreferenceFor(problem) < 0)
     return Status(Code::kUnsupported, std::string(f->name()) + " does not serve " + problem.ToString()).WithVariant(v.Uri());
+  if (!f->ReadsLayout(v, problem.layout))
+    return Status(Code::kUnsupported, "variant " + v.Uri() + " is compiled for another K/V layout than this " +
+                                          std::string(LayoutName(problem.layout)) + " call's; " +
+                                          std::string(f->name()) + " has a variant per layout")
+        .WithVariant(v.Uri());
   const int64_t need = f->WorkspaceBytes(problem, sm_count);
   if (workspace_bytes < need)
     return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(workspace_bytes) + ") is less than the " +

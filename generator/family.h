@@ -96,6 +96,16 @@ class Family {
   }
   // Whether its kernels read packed varlen batches (ForwardArgs::varlen's cu_seqlens).
   virtual bool reads_varlen() const { return false; }
+  // Whether `v`'s kernel reads K/V in `layout`. A family may compile a kernel per layout, so
+  // that one layout's code does not slow the other's (decode_fwd's `kv`); such a variant
+  // serves only the problems of its layouts: the tuner does not search it for others, and the
+  // planner does not pick it for them. Default: every variant reads every layout the family
+  // serves (PreferenceFor).
+  virtual bool ReadsLayout(const Variant& v, Layout layout) const {
+    (void)v;
+    (void)layout;
+    return true;
+  }
   // Whether `problem` asks for the operation the family computes.
   bool ServesOperation(const Problem& problem) const { return problem.operation == operation(); }
   // Workspace bytes a call of `problem` needs on a device of `sm_count` SMs, for any variant
@@ -130,6 +140,9 @@ class Family {
   // The family's untuned choice for `cls` on `target` (what the runtime runs without a tuned
   // winner). Must pass Check.
   virtual Variant Default(const ProblemClass& cls, const Target& target) const = 0;
+  // The untuned choice for `problem` (which the family serves): Default of its class, made to
+  // read the problem's layout (ReadsLayout) by a family that compiles a kernel per layout.
+  virtual Variant DefaultFor(const Problem& problem, const Target& target) const;
   // The constexpr prologue (ends with `#line 1 "<template>"`).
   virtual std::string Prologue(const Variant& v) const = 0;
   // OK when the variant's kernel can run `args` (already validated and matching the variant's
@@ -229,6 +242,10 @@ std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target
 
 // The union of the spaces of every family serving (cls, target), families in name order.
 std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target);
+
+// Whether `v` can serve `problem`: its family is registered, serves the problem
+// (PreferenceFor) and `v`'s kernel reads the problem's layout (ReadsLayout).
+bool VariantServes(const Variant& v, const Problem& problem);
 
 // Threads per block of `v`, through its family (0 for an unknown family). SharedMemoryBytes
 // is in flashtune/space.h.

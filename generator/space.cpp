@@ -94,7 +94,7 @@ Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const Spa
   std::vector<Variant> out;
   for (Variant& v : *all) {
     const Family* f = FindFamily(v.family);
-    if (f == nullptr || f->PreferenceFor(problem) < 0) continue;
+    if (f == nullptr || f->PreferenceFor(problem) < 0 || !f->ReadsLayout(v, problem.layout)) continue;
     if (opt.families.empty() && std::find(searched.begin(), searched.end(), f) == searched.end()) continue;
     out.push_back(std::move(v));
   }
@@ -106,7 +106,7 @@ Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes
   const Target target{std::string(arch), max_smem_bytes};
   const ProblemClass cls = ClassOf(problem);
   for (const Family* f : FamiliesFor(problem))
-    if (f->Serves(cls, target)) return f->Default(cls, target);
+    if (f->Serves(cls, target)) return f->DefaultFor(problem, target);
   return Invalid("no kernel family serves " + problem.ToString() + " on " + std::string(arch));
 }
 

@@ -132,8 +132,7 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   const std::string stale = stale_winner.empty() ? std::string() : " with this build (its " + stale_winner + ")";
   std::string unfit;  // why a tuned winner cannot serve this problem's layout
   if (const std::optional<WinnerRow>& winner = found->winner) {
-    const Family* f = FindFamily(winner->variant.family);
-    if (f == nullptr || f->PreferenceFor(problem) < 0) {
+    if (!VariantServes(winner->variant, problem)) {
       unfit = "the tuned winner " + winner->variant.Uri() + " of bucket " + BucketString(winner->bucket) +
               " cannot serve " + std::string(LayoutName(problem.layout)) + " calls; ";
       found->winner.reset();
@@ -166,8 +165,7 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
                      "--decode-layouts paged`, or layout=paged in a problem-set file)"
                    : "";
   const std::optional<NeighbourGuess>& guess = found->guess;
-  const Family* guess_family = guess ? FindFamily(guess->variant.family) : nullptr;
-  if (guess && guess_family != nullptr && guess_family->PreferenceFor(problem) >= 0) {
+  if (guess && VariantServes(guess->variant, problem)) {
     plan.variant = guess->variant;
     plan.source = PlanSource::kNeighbour;
     plan.tuned_problem = guess->from.problem;
@@ -202,7 +200,7 @@ std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Prob
   const ProblemClass cls = ClassOf(problem);
   for (const Family* family : FamiliesFor(problem)) {
     if (!family->Serves(cls, target)) continue;
-    Variant v = family->Default(cls, target);
+    Variant v = family->DefaultFor(problem, target);
     if (fits(v) && family->Check(v, target.max_smem_bytes).ok()) return v;
   }
   return std::nullopt;

@@ -12,10 +12,12 @@
 //    lse, otherwise a partial (o, lse) into the workspace and the second kernel of the module
 //    (FT_KERNEL_NAME_combine) merges the splits: lse = log sum_s exp(lse_s),
 //    o = sum_s exp(lse_s - lse) o_s.
-// K/V come from a dense [B, Nk, Hkv, D] tensor or, when block_table is set, from a page pool
-// [num_blocks, block_size, Hkv, D]: key j of sequence b is row j % block_size of page
-// block_table[b][j / block_size]. A page index outside [0, num_blocks) is not read (its keys
-// read as zero). seqlens_k (optional for dense) gives each sequence its key count, clamped to
+// K/V come from a dense [B, Nk, Hkv, D] tensor (or packed varlen rows) or, in a kernel compiled
+// with kPaged (block_table then set), from a page pool [num_blocks, block_size, Hkv, D]: key j
+// of sequence b is row j % block_size of page block_table[b][j / block_size]. A page index
+// outside [0, num_blocks) is not read (its keys read as zero). Each kernel carries one layout's
+// copy path: the page code slowed the dense kernel that carried it (docs/perf-notes.md,
+// "Decode round 12"). seqlens_k (optional for dense) gives each sequence its key count, clamped to
 // [0, seqlen_k]. Varlen (cu_seqlens set): q/o and k/v are packed [total, H, D], sequence b is
 // rows [cu[b], cu[b+1]) with at most seqlen_q (<= 16) queries; lse is [Hq, total_q]; the
 // workspace rows stay [B, Hq, seqlen_q]. Causal aligns bottom-right per sequence: token i of
@@ -25,7 +27,7 @@
 // prologue (namespace ft_config, FT_KERNEL_NAME); without it the defaults below compile.
 
 #ifndef FT_CONFIG_PROVIDED
-#define FT_KERNEL_NAME decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_full
+#define FT_KERNEL_NAME decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full
 namespace ft_config {
 constexpr bool kBf16 = true;
 constexpr int kHeadDim = 128;
@@ -34,6 +36,7 @@ constexpr int kRowTiles = 1;
 constexpr int kWarps = 4;
 constexpr int kStages = 3;
 constexpr bool kCausal = false;
+constexpr bool kPaged = false;
 constexpr int kSmemBytes = 16 * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2;
 }  // namespace ft_config
 #endif
@@ -185,22 +188,46 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 
   const u16* kbase = static_cast<const u16*>(p.k) + (i64)w.hkv * p.k_stride[2];
   const u16* vbase = static_cast<const u16*>(p.v) + (i64)w.hkv * p.v_stride[2];
-  const int* table = p.block_table ? p.block_table + (i64)w.b * p.block_table_stride : nullptr;
-  if (table == nullptr) {  // dense, or varlen (batch strides 0, the sequence's first row)
+  const int* table = kPaged ? p.block_table + (i64)w.b * p.block_table_stride : nullptr;
+  if (!kPaged) {  // dense, or varlen (batch strides 0, the sequence's first row)
     kbase += (i64)w.b * p.k_stride[0] + w.k_row0 * p.k_stride[1];
     vbase += (i64)w.b * p.v_stride[0] + w.k_row0 * p.v_stride[1];
   }
   const int page_mask = (1 << p.block_shift) - 1;
 
-  // Paged K/V: the page of each of this thread's rows in a step, loaded one step ahead of the
-  // copies that use it. Loaded right before its cp.async, a page-table read stalled the warp an
-  // L1/L2 round trip at the top of every step (in-order issue), compute included.
   constexpr int kChunks = kBlockN * kChunksPerRow;
   constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
-  int pages[kIssueIters];
+  // Where each thread's chunks are one column of rows kRowsPerIter apart (every searched d64 /
+  // d128 / d256 tile): dense K/V take one address per step and an add per chunk; the general
+  // form multiplies a 64-bit offset per chunk, and at short caches (two steps a block) those
+  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
+  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
+  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
+  // Paged the same way where pages hold 16 keys or more: a step's 16-row groups each lie in one
+  // page, and a thread's chunks in a group are rows of it, so the table is read and the page's
+  // address formed once per group (kBlockN / 16 a step), not once per chunk. Pages of 1-8 keys
+  // take the general form.
+  constexpr int kGroups = kBlockN / 16;
+  constexpr bool kGroupedPages = kPaged && kRegular && kRowsPerIter <= 16;
+  static_assert(!kGroupedPages || kGroups <= kIssueIters, "a thread covers every 16-row group of a step");
+  const bool grouped = kGroupedPages && p.block_shift >= 4;
+
+  // Paged K/V: the page of each of this thread's chunks (or, grouped, of each 16-row group, in
+  // the first kGroups) in a step, loaded one step ahead of the copies that use it. Loaded right
+  // before its cp.async, a page-table read stalled the warp an L1/L2 round trip at the top of
+  // every step (in-order issue), compute included.
+  int pages[kIssueIters];  // unused (and dropped by the compiler) in dense kernels
   auto load_pages = [&](int it) {
-    if (table == nullptr) return;
+    if (!kPaged) return;
     const int n0 = (w.step0 + it) * kBlockN;
+    if (grouped) {
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const int key = n0 + 16 * g;
+        pages[g] = it < w.steps && key < w.n_k ? table[key >> p.block_shift] : -1;
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kIssueIters; ++i) {
       const int c = i * kThreads + tid;
@@ -210,17 +237,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
   };
 
-  // Dense K/V where each thread's chunks are one column of rows kRowsPerIter apart: one address
-  // per step and an add per chunk. The general form (paged, other head dims) multiplies a 64-bit
-  // offset and branches on the page table per chunk; at short caches (two steps a block) those
-  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
-  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
-  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
-
   // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
   // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
   auto issue_step = [&](int it) {
-    if (it < w.steps && kRegular && table == nullptr) {
+    if (!kPaged && kRegular && it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
       const int r0 = tid / kChunksPerRow;
@@ -238,6 +258,32 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         ksrc += k_step;
         vsrc += v_step;
       }
+    } else if (kGroupedPages && grouped && it < w.steps) {
+      const int n0 = (w.step0 + it) * kBlockN;
+      const u32 stage = (u32)(it % kStages) * kStageBytes;
+      const int r0 = tid / kChunksPerRow;
+      const int col = (tid % kChunksPerRow) * 8;
+      const i64 k_row = p.k_stride[1], v_row = p.v_stride[1];
+      const u16 *ksrc = kbase, *vsrc = vbase;  // this thread's row of the current group
+      bool page_ok = false;
+#pragma unroll
+      for (int i = 0; i < kIssueIters; ++i) {
+        const int g = i * kRowsPerIter / 16;  // compile-time: r0 < kRowsPerIter <= 16
+        const int r = r0 + i * kRowsPerIter;
+        if (i * kRowsPerIter == 16 * g) {  // compile-time: the thread's first chunk of group g
+          const int page = pages[g];
+          page_ok = page >= 0 && page < p.num_blocks;
+          const i64 first = (i64)((n0 + 16 * g) & page_mask) + r0;
+          ksrc = kbase + (i64)(page_ok ? page : 0) * p.k_stride[0] + first * k_row + col;
+          vsrc = vbase + (i64)(page_ok ? page : 0) * p.v_stride[0] + first * v_row + col;
+        }
+        const bool valid = page_ok && n0 + r < w.n_k;
+        const u32 dst = Rows::offset(r, col) + stage;
+        cp_async16_line(sK_addr + dst, valid ? ksrc : kbase, valid ? 16 : 0);
+        cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
+        ksrc += kRowsPerIter * k_row;
+        vsrc += kRowsPerIter * v_row;
+      }
     } else if (it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
@@ -251,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
           bool valid = key < w.n_k;
           i64 koff = 0, voff = 0;
           if (valid) {
-            if (table != nullptr) {
+            if (kPaged) {
               const int page = pages[i];
               valid = page >= 0 && page < p.num_blocks;
               const int in_page = key & page_mask;

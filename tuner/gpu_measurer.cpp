@@ -85,7 +85,9 @@ class GpuMeasurer final : public Measurer {
     return out;
   }
 
-  void Prefetch(const Problem& problem) override { QueueSpaces(ClassOf(problem), detail::PrefetchFamilies(problem, device_.Arch())); }
+  void Prefetch(const Problem& problem) override {
+    QueueSpaces(ClassOf(problem), detail::PrefetchFamilies(problem, device_.Arch()), problem.layout);
+  }
 
   Result<int> CompiledRegisters(const Variant& variant) override {
     const Compiled& c = CompiledFor(variant);
@@ -109,21 +111,23 @@ class GpuMeasurer final : public Measurer {
     return Source{v, v.Uri(), v.Uri(), it->second, Sha256Hex(it->second)};
   }
 
-  // Queues, the first time each (class, family) is seen, that family's space in `cls` for
-  // compilation on the background threads (the class's trusted variant first), so NVRTC works
-  // while the GPU measures; a candidate needed before its turn is compiled at once
-  // (CompileQueue::Get). Only the families the caller names: those that serve the problem at
-  // hand (tuner/prefetch.h says why), or the one family of a variant asked for by itself.
-  void QueueSpaces(const ProblemClass& cls, const std::vector<std::string>& families) {
+  // Queues, the first time each (class, family, layout) is seen, that family's space in `cls`
+  // for `layout` for compilation on the background threads (the class's trusted variant
+  // first), so NVRTC works while the GPU measures; a candidate needed before its turn is
+  // compiled at once (CompileQueue::Get). Only the families the caller names: those that serve
+  // the problem at hand (tuner/prefetch.h says why), or the one family of a variant asked for
+  // by itself.
+  void QueueSpaces(const ProblemClass& cls, const std::vector<std::string>& families, Layout layout) {
     // The operation too: a backward class shares dtype, head dim and mask with a forward one
     // but none of its variants.
     const std::string class_key = std::string(OperationName(cls.operation)) + std::string(DTypeName(cls.dtype)) +
-                                  std::to_string(cls.head_dim) + (cls.causal ? "c" : "f");
+                                  std::to_string(cls.head_dim) + (cls.causal ? "c" : "f") + " " +
+                                  std::string(LayoutName(layout));
     std::vector<Variant> variants;
     for (const std::string& family : families) {
       if (!queued_spaces_.insert(class_key + " " + family).second) continue;
       std::vector<Variant> space =
-          detail::FamilySpace(cls, family, device_.Arch(), device_.max_smem_per_block_optin);
+          detail::FamilySpace(cls, family, device_.Arch(), device_.max_smem_per_block_optin, layout);
       variants.insert(variants.end(), space.begin(), space.end());
     }
     if (variants.empty()) return;
@@ -150,7 +154,7 @@ class GpuMeasurer final : public Measurer {
   }
 
   const Compiled& CompiledFor(const Variant& v) {
-    QueueSpaces(ClassOf(v), {v.family});
+    QueueSpaces(ClassOf(v), {v.family}, detail::FirstLayoutRead(v));
     Compiled& c = Prepare(v);  // also a hand-picked variant outside the enumerated space
     if (c.request && !c.fetched) {
       c.cubin = compile_queue_.Get(*c.request);
@@ -178,7 +182,7 @@ class GpuMeasurer final : public Measurer {
     // The class's default (a prefill kernel: another family than decode's candidates), unless
     // it cannot serve the problem's layout (paged K/V): then the problem's own default.
     Variant trusted_variant = DefaultVariant(ClassOf(problem), device_.max_smem_per_block_optin, device_.Arch());
-    if (const Family* f = FindFamily(trusted_variant.family); f == nullptr || f->PreferenceFor(problem) < 0) {
+    if (!VariantServes(trusted_variant, problem)) {
       auto own = DefaultVariantFor(problem, device_.max_smem_per_block_optin, device_.Arch());
       if (!own.ok()) return own.status();
       trusted_variant = *own;

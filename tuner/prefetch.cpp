@@ -12,7 +12,7 @@ std::vector<std::string> PrefetchFamilies(const Problem& problem, const std::str
 }
 
 std::vector<Variant> FamilySpace(const ProblemClass& cls, const std::string& family, const std::string& arch,
-                                 int64_t max_smem_bytes) {
+                                 int64_t max_smem_bytes, Layout layout) {
   SpaceOptions options;
   options.arch = arch;
   options.max_smem_bytes = max_smem_bytes;
@@ -20,7 +20,19 @@ std::vector<Variant> FamilySpace(const ProblemClass& cls, const std::string& fam
   auto space = EnumerateSpace(cls, options);
   // An error here means no variant of this family fits (or no such family): nothing to queue;
   // the candidate that asked for it is compiled, and fails, on its own.
-  return space.ok() ? std::move(*space) : std::vector<Variant>{};
+  if (!space.ok()) return {};
+  const Family* f = FindFamily(family);
+  std::vector<Variant> out;
+  for (Variant& v : *space)
+    if (f->ReadsLayout(v, layout)) out.push_back(std::move(v));
+  return out;
+}
+
+Layout FirstLayoutRead(const Variant& v) {
+  const Family* f = FindFamily(v.family);
+  for (Layout l : {Layout::kDense, Layout::kPaged, Layout::kVarlen})
+    if (f != nullptr && f->ReadsLayout(v, l)) return l;
+  return Layout::kDense;
 }
 
 }  // namespace flashtune::detail

@@ -21,9 +21,14 @@ namespace flashtune::detail {
 std::vector<std::string> PrefetchFamilies(const Problem& problem, const std::string& arch = "sm_90a");
 
 // The variants of `family` in `cls`'s space on `arch` with `max_smem_bytes` of shared
-// memory, in the space's order; empty where the family has none there (e.g. hopper_fwd
-// below sm_90a).
+// memory whose kernels read `layout` (Family::ReadsLayout: decode_fwd compiles a kernel per
+// layout, and a dense tune never runs the paged half), in the space's order; empty where the
+// family has none there (e.g. hopper_fwd below sm_90a).
 std::vector<Variant> FamilySpace(const ProblemClass& cls, const std::string& family, const std::string& arch,
-                                 int64_t max_smem_bytes);
+                                 int64_t max_smem_bytes, Layout layout);
+
+// The first of dense, paged, varlen that `v`'s kernel reads (dense for an unknown family): the
+// layout whose space a variant asked for by itself is compiled ahead with.
+Layout FirstLayoutRead(const Variant& v);
 
 }  // namespace flashtune::detail

@@ -14,13 +14,14 @@
 namespace flashtune {
 
 Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step, int row_tiles, int warps, int stages,
-                      int blocks_per_sm) {
+                      int blocks_per_sm, bool paged) {
   Variant v;
   v.family = "decode_fwd";
   v.dtype = dtype;
   v.head_dim = head_dim;
   v.causal = causal;
-  v.params = {{"bn", keys_per_step}, {"rm", row_tiles}, {"w", warps}, {"s", stages}, {"cs", blocks_per_sm}};
+  v.params = {{"bn", keys_per_step}, {"rm", row_tiles}, {"w", warps}, {"s", stages}, {"cs", blocks_per_sm},
+              {"kv", paged ? 1 : 0}};
   return v;
 }
 
@@ -58,8 +59,14 @@ namespace {
 
 struct DecodeConfig {
   int bn, rm, warps, stages, cs;
+  bool paged;
   explicit DecodeConfig(const Variant& v)
-      : bn(v.Param("bn")), rm(v.Param("rm")), warps(v.Param("w")), stages(v.Param("s")), cs(v.Param("cs")) {}
+      : bn(v.Param("bn")),
+        rm(v.Param("rm")),
+        warps(v.Param("w")),
+        stages(v.Param("s")),
+        cs(v.Param("cs")),
+        paged(v.Param("kv") == 1) {}
 };
 
 // Shared memory: the Q tile and `stages` K and V tiles, or, after the key loop, the cross-warp
@@ -95,6 +102,11 @@ class DecodeFwd final : public Family {
         // searching 2 and 4, kept 4 stages x 1 block at 76%: bench/data/h200-2026-12-01-decode).
         {"s", "stages (s)", {2, 3, 4}, {2, 3, 4}},
         {"cs", "blocks_per_sm (cs)", {1, 2, 4}, {1, 2, 4}},
+        // The K/V layout the kernel is compiled for: 0 rows (dense or varlen), 1 pages. Page
+        // copies by 16-row groups gained 1-35% on pages but cost dense calls 1-3.5% while one
+        // kernel carried both paths (docs/perf-notes.md, "Decode round 12"). A problem's space
+        // holds its layout's half (ReadsLayout).
+        {"kv", "kv_layout (kv: 0 dense or varlen rows, 1 pages)", {0, 1}, {0, 1}},
     };
     return kAxes;
   }
@@ -141,6 +153,9 @@ class DecodeFwd final : public Family {
   }
   bool reads_seqlens_k() const override { return true; }
   bool reads_varlen() const override { return true; }
+  bool ReadsLayout(const Variant& v, Layout layout) const override {
+    return DecodeConfig(v).paged == (layout == Layout::kPaged);
+  }
   std::vector<std::string_view> extra_kernels() const override { return {"combine"}; }
 
   // The most any variant splits: the smallest key step, the most row rows per tile and blocks
@@ -191,10 +206,16 @@ class DecodeFwd final : public Family {
 
   // 64 keys per step over 4 warps, one 16-row tile, 3 stages, 2 blocks per SM; fewer stages
   // and shorter steps until the shared memory fits.
+  // The class default reads dense K/V; DefaultFor gives a paged problem the same tile on pages.
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     int s = 3;
     Variant v = DecodeVariant(cls.dtype, cls.head_dim, cls.causal, 64, 1, 4, s, 2);
     while (SharedMemoryBytes(v) > target.max_smem_bytes && s > 2) v.SetParam("s", --s);
+    return v;
+  }
+  Variant DefaultFor(const Problem& problem, const Target& target) const override {
+    Variant v = Default(ClassOf(problem), target);
+    v.SetParam("kv", problem.layout == Layout::kPaged ? 1 : 0);
     return v;
   }
 
@@ -208,6 +229,7 @@ class DecodeFwd final : public Family {
         .Int("kWarps", c.warps)
         .Int("kStages", c.stages)
         .Bool("kCausal", v.causal)
+        .Bool("kPaged", c.paged, "false = dense or varlen rows")
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -297,7 +319,7 @@ class DecodeFwd final : public Family {
   std::string Describe(const Variant& v) const override {
     const DecodeConfig c(v);
     return std::to_string(16 * c.rm) + "x" + std::to_string(c.bn) + " w" + std::to_string(c.warps) + " s" +
-           std::to_string(c.stages) + " cs" + std::to_string(c.cs);
+           std::to_string(c.stages) + " cs" + std::to_string(c.cs) + (c.paged ? " paged" : "");
   }
 
   // Decode is bandwidth-bound: the prior prefers the most K/V bytes in flight per SM (resident

@@ -14,7 +14,9 @@
 // Parameters, in URI order: bn (keys per pipeline step: 32, 64, 128), rm (16-row MMA tiles per
 // block: 1, 2, 4; rm * D <= 256 keeps the accumulator in registers), w (warps: 2, 4, 8; each
 // warp takes bn / w keys of a step, a multiple of 16), s (K/V shared-memory stages: 2-4), cs
-// (blocks per SM the split rule aims for: 1, 2, 4).
+// (blocks per SM the split rule aims for: 1, 2, 4), kv (the K/V layout the kernel is compiled for:
+// 0 dense or varlen rows, 1 pages; each kernel carries one layout's copy path, and a variant
+// serves only problems of its layout).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -28,8 +30,9 @@
 namespace flashtune {
 
 // A decode_fwd variant with every parameter given (tests and tools build them by hand).
+// `paged`: the kernel reads a page pool (kv1), else dense or varlen rows (kv0).
 Variant DecodeVariant(DType dtype, int head_dim, bool causal, int keys_per_step, int row_tiles, int warps, int stages,
-                      int blocks_per_sm);
+                      int blocks_per_sm, bool paged = false);
 
 namespace detail {
 

@@ -72,13 +72,14 @@ Result<std::vector<Variant>> EnumerateSpace(const ProblemClass& problem_class,
 
 // The tuner's candidates for `problem`: EnumerateSpace restricted to the families that can serve
 // it (its layout and sizes: Family::PreferenceFor), e.g. no decode variants for a long prefill,
-// and, unless `options.families` names them, to the family searched alone for it where one is
+// and to the variants compiled for its K/V layout (Family::ReadsLayout), and, unless `options.families` names them, to the family searched alone for it where one is
 // (Family::SearchedAloneFor: decode_fwd for few query rows per K/V head, where the prefill
 // families measured 2-11x slower). The runtime may still fall back to the others.
 Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const SpaceOptions& options = {});
 
 // The untuned choice for `problem` on `arch`: the default of the family that fits the problem
-// best (Family::PreferenceFor) and serves its class there. kInvalidArgument when none does.
+// best (Family::PreferenceFor) and serves its class there, for the problem's layout
+// (Family::DefaultFor). kInvalidArgument when none does.
 Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes = kDefaultMaxSmemBytes,
                                   std::string_view arch = "sm_90a");
 

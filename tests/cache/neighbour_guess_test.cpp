@@ -82,7 +82,7 @@ TEST(NeighbourGuess, NearestBucketOfTheNeighbourClass) {
 // no guess for a paged decode bucket (it was timed on no page table), nor a prefill winner for
 // a decode bucket; a paged one is.
 TEST(NeighbourGuess, OnlyTheSameKindOfCall) {
-  const auto dense_decode = Row("decode_fwd_f16_d128_bn128_rm1_w4_s2_cs2_full", "f16/d128/full/q0/k15/bh8/g2");
+  const auto dense_decode = Row("decode_fwd_f16_d128_bn128_rm1_w4_s2_cs2_kv0_full", "f16/d128/full/q0/k15/bh8/g2");
   const auto prefill = Row("fa2_fwd_f16_d128_br128_bc64_w4_s2_full", "f16/d128/full/q11/k11/bh6");
   EXPECT_FALSE(GuessFromNeighbours({dense_decode, prefill}, Key("bf16/d128/full/q0/k15/bh8/g2/paged"), "sm_90a",
                                    kDefaultMaxSmemBytes)
@@ -92,12 +92,12 @@ TEST(NeighbourGuess, OnlyTheSameKindOfCall) {
   // Before, a prefill winner ranked first (its distance, -1, sorted before every real one).
   g = GuessFromNeighbours({prefill, dense_decode}, Key("bf16/d128/full/q0/k15/bh8/g2"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
-  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_full");
-  const auto paged_decode = Row("decode_fwd_f16_d128_bn32_rm1_w2_s2_cs4_full", "f16/d128/full/q0/k13/bh8/g2/paged");
+  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_kv0_full");
+  const auto paged_decode = Row("decode_fwd_f16_d128_bn32_rm1_w2_s2_cs4_kv1_full", "f16/d128/full/q0/k13/bh8/g2/paged");
   g = GuessFromNeighbours({dense_decode, paged_decode}, Key("bf16/d128/full/q0/k15/bh8/g2/paged"), "sm_90a",
                           kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
-  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full");
+  EXPECT_EQ(g->variant.Uri(), "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_kv1_full");
 }
 
 // A neighbour's tile is kept only where its family serves the class on the target and accepts

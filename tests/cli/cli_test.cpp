@@ -192,22 +192,34 @@ TEST(Cli, BenchReportsAFailedVariantAndTimesTheOthers) {
 // of shuffled 16-key pages), not the dense ones of the same shape, and no "dense tensors" notice.
 TEST(Cli, BenchTimesThePagedLayoutAsItself) {
   flashtune::testing::TempDir dir;
-  const std::string a = "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_full", b = "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs4_full";
+  // Each tile compiled for dense K/V (kv0) and for pages (kv1).
+  const std::string a = "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_kv0_full", b = "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs4_kv0_full";
+  const std::string pa = "decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_kv1_full", pb = "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs4_kv1_full";
   const std::string shape = "bf16,128,0,8,1,32768,32,8,";
   const std::string path = dir.path() + "/paged_replay.csv";
   std::ofstream(path) << "dtype,head_dim,causal,batch,seqlen_q,seqlen_k,heads_q,heads_kv,layout,variant,status,"
                          "median_us,iqr_us\n" +
                              shape + "dense," + a + ",ok,247,1\n" + shape + "dense," + b + ",ok,250,1\n" + shape +
-                             "paged," + a + ",ok,355,1\n" + shape + "paged," + b + ",ok,257,1\n";
+                             "paged," + pa + ",ok,355,1\n" + shape + "paged," + pb + ",ok,257,1\n";
   const std::string args = "bench --head-dim 128 --batch 8 --seqlen-q 1 --seqlen-k 32768 --heads-q 32 --heads-kv 8 "
-                           "--replay " + path + " --variant " + a + "," + b;
-  CliRun paged = RunCli(args + " --layout paged", "", /*stderr_only=*/false);
+                           "--replay " + path + " --variant ";
+  CliRun paged = RunCli(args + pa + "," + pb + " --layout paged", "", /*stderr_only=*/false);
   ASSERT_EQ(paged.exit_code, 0) << paged.output;
-  EXPECT_TRUE(Contains(paged.output, "best: " + b)) << paged.output;
+  EXPECT_TRUE(Contains(paged.output, "best: " + pb)) << paged.output;
   EXPECT_FALSE(Contains(paged.output, "dense tensors")) << paged.output;
-  CliRun dense = RunCli(args, "", /*stderr_only=*/false);
+  CliRun dense = RunCli(args + a + "," + b, "", /*stderr_only=*/false);
   ASSERT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_TRUE(Contains(dense.output, "best: " + a)) << dense.output;
+}
+
+// A variant compiled for dense K/V named for a paged call is refused, saying so; nothing is timed.
+TEST(Cli, BenchRefusesAVariantOfAnotherKvLayout) {
+  const std::string dense = "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs4_kv0_full";
+  CliRun r = RunCli("bench --head-dim 128 --batch 8 --seqlen-q 1 --seqlen-k 32768 --heads-q 32 --heads-kv 8 "
+                    "--layout paged --variant " + dense);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--variant " + dense + " is compiled for another K/V layout than this paged")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "no CUDA driver")) << r.output;  // refused before any GPU work
 }
 
 // --layout varlen: the varlen problem's variants (fa2_fwd, hopper_fwd), timed on dense tensors

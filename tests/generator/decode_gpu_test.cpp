@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -149,11 +150,24 @@ std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
   return why.empty() ? "" : c.name + ": " + why;
 }
 
-// Compiles `variants` and runs each on every case of the class.
+// Compiles `variants` (dense K/V tiles) and each one's paged twin (kv1), and runs each tile on
+// every case of the class: the dense kernel on dense cases, its twin on paged ones.
 void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  std::vector<Variant> twins;
+  for (Variant v : variants) {
+    EXPECT_EQ(v.Param("kv"), 0) << v.Uri();
+    v.SetParam("kv", 1);
+    twins.push_back(v);
+  }
   auto kernels = testing::CompileAndLoad(**gpu, variants);
+  auto paged_kernels = testing::CompileAndLoad(**gpu, twins);
+  std::map<const ForwardKernel*, const ForwardKernel*> twin_of;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    ASSERT_EQ(kernels[i].ok(), paged_kernels[i].ok()) << twins[i].Uri() << ": " << paged_kernels[i].status().ToString();
+    if (kernels[i].ok()) twin_of[&*kernels[i]] = &*paged_kernels[i];
+  }
   const std::vector<int32_t> ragged = {0, 1, 17, 1000, 4097};
   std::vector<DecodeCase> cases;
   uint64_t seed = 500 + uint64_t(cls.head_dim) + (cls.causal ? 7 : 0);
@@ -165,8 +179,9 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 3, 8, 1, ragged, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {300, 300}, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 2, 32, 8, {2048}, 1, seed += 10));
-  testing::CheckEveryVariant(cls.ToString() + " decode", variants, kernels, cases,
-                             [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
+  testing::CheckEveryVariant(cls.ToString() + " decode", variants, kernels, cases, [&](const ForwardKernel& k, DecodeCase& c) {
+    return RunDecode(**gpu, c.device.problem.layout == Layout::kPaged ? *twin_of.at(&k) : k, c);
+  });
 }
 
 class DecodeClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};

@@ -267,7 +267,7 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   const Problem p = DecodeProblem(Layout::kPaged);  // B4 x Hkv8 = 32 blocks before splitting
   ASSERT_GT(WorkspaceBytes(p, 132), 0);
   ForwardArgs a = GoodPaged();
-  const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true);
   LaunchPacket packet;
   packet.sm_count = 132;
   Status s = PackForward(v, a, &packet);
@@ -288,11 +288,26 @@ TEST(WorkspaceArgs, PackingRefusesATooSmallWorkspace) {
   EXPECT_FALSE(packet.next[0].overlap) << "compute capability unknown: plain launches";
 }
 
+// A kernel compiled for one K/V layout is never packed for a call of the other: the dense
+// kernel would read the page pool as one sequence, the paged one would read a null table.
+TEST(WorkspaceArgs, PackingRefusesAKernelOfAnotherKvLayout) {
+  ForwardArgs a = GoodPaged();
+  a.workspace = storage[7];
+  a.workspace_bytes = WorkspaceBytes(a.problem, 132);
+  LaunchPacket packet;
+  packet.sm_count = 132;
+  const Variant dense = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  Status s = PackForward(dense, a, &packet);
+  EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
+  EXPECT_NE(s.message().find("is compiled for another K/V layout than this paged call's"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(PackForward(DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true), a, &packet).ok());
+}
+
 TEST(WorkspaceArgs, KernelsAreProgrammaticDependentsFromComputeCapability9) {
   ForwardArgs a = GoodPaged();
   a.workspace = storage[7];
   a.workspace_bytes = WorkspaceBytes(a.problem, 132);
-  const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  const Variant v = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true);
   for (int cc : {0, 8, 9, 10}) {
     LaunchPacket packet;
     packet.sm_count = 132;

@@ -98,7 +98,7 @@ TEST(Space, IsDeterministicAndOrdered) {
   auto b = EnumerateSpace(ProblemClass{DType::kBF16, 96, false});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
-  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn32_rm1_w2_s2_cs2_full");  // families in name order
+  EXPECT_EQ(a->front().Uri(), "decode_fwd_bf16_d96_bn32_rm1_w2_s2_cs2_kv0_full");  // families in name order
   for (const Variant& v : *a) {
     EXPECT_EQ(v.dtype, DType::kBF16);
     EXPECT_EQ(v.head_dim, 96);
@@ -108,24 +108,51 @@ TEST(Space, IsDeterministicAndOrdered) {
 
 // decode_fwd's default space holds 32-key steps (round 3's fastest at B1 x 2k) only as the
 // two-warp, one-tile configurations that have run on the GPU, and no other two-warp variant:
-// 42 + 4 candidates at d128.
+// 42 + 4 tiles at d128, each compiled for dense K/V and for pages.
 TEST(DecodeSpace, SearchesBn32OnlyAsTwoWarpsOneTile) {
   SpaceOptions o;
   o.families = {"decode_fwd"};
   auto space = EnumerateSpace(ProblemClass{DType::kBF16, 128, false}, o);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
-  EXPECT_EQ(space->size(), 46u);
+  EXPECT_EQ(space->size(), 2 * 46u);
   std::vector<std::string> bn32;
   for (const Variant& v : *space) {
-    if (v.Param("w") == 2) bn32.push_back(v.Uri());
+    if (v.Param("w") == 2 && v.Param("kv") == 0) bn32.push_back(v.Uri());
     if (v.Param("bn") == 32) {
       EXPECT_EQ(v.Param("w"), 2) << v.Uri();
     }
   }
-  EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_full",
-                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_full"}));
+  EXPECT_EQ(bn32, (std::vector<std::string>{"decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_kv0_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_kv0_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_kv0_full",
+                                            "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full"}));
+}
+
+// A decode problem's candidates are the kernels compiled for its K/V layout: dense and varlen
+// K/V the kv0 half, pages the kv1 half, the same tiles in the same order.
+TEST(DecodeSpace, AProblemSearchesTheKernelsOfItsLayout) {
+  Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
+  Problem paged = dense;
+  paged.layout = Layout::kPaged;
+  auto d = EnumerateSpaceFor(dense);
+  auto p = EnumerateSpaceFor(paged);
+  ASSERT_TRUE(d.ok() && p.ok());
+  ASSERT_EQ(d->size(), 46u);
+  ASSERT_EQ(p->size(), d->size());
+  for (size_t i = 0; i < d->size(); ++i) {
+    EXPECT_EQ((*d)[i].Param("kv"), 0) << (*d)[i].Uri();
+    Variant twin = (*d)[i];
+    twin.SetParam("kv", 1);
+    EXPECT_EQ((*p)[i], twin);
+  }
+  // The untuned choice follows the layout too.
+  auto dd = DefaultVariantFor(dense);
+  auto pd = DefaultVariantFor(paged);
+  ASSERT_TRUE(dd.ok() && pd.ok());
+  EXPECT_EQ(dd->Param("kv"), 0);
+  EXPECT_EQ(pd->Param("kv"), 1);
+  pd->SetParam("kv", 0);
+  EXPECT_EQ(*pd, *dd);
 }
 
 // The decode buckets' search leaves the prefill families out only where decode_fwd was measured

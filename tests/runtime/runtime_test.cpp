@@ -220,6 +220,9 @@ TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
   paged.layout = Layout::kPaged;
   const Variant wide = DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2);
   const Variant narrow = DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4);
+  // The same tiles compiled for pages.
+  const Variant paged_wide = DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2, /*paged=*/true);
+  const Variant paged_narrow = DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4, /*paged=*/true);
   auto row = [](const Problem& p, const Variant& v, double us) {
     RecordedRow r;
     r.problem = p;
@@ -241,18 +244,19 @@ TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
     EXPECT_EQ(p->bucket_name, d->bucket_name + "/paged");
     EXPECT_EQ(p->source, PlanSource::kHeuristic) << p->why;
     EXPECT_EQ(p->variant.family, "decode_fwd");
+    EXPECT_EQ(p->variant.Param("kv"), 1) << p->variant.Uri();  // the default tile, compiled for pages
     EXPECT_NE(p->why.find("no tuned paged bucket of class bf16 d128 full"), std::string::npos) << p->why;
     EXPECT_NE(p->why.find("--decode-layouts paged"), std::string::npos) << p->why;
   }
   // Then tuned on pages, where the narrow tile wins.
-  TuneRowsInto(db, {paged}, {row(paged, wide, 90), row(paged, narrow, 65)});
+  TuneRowsInto(db, {paged}, {row(paged, paged_wide, 90), row(paged, paged_narrow, 65)});
   auto rt = OpenOn(db, TunedDevice(), &logged);
   auto d = rt->plan(dense);
   auto p = rt->plan(paged);
   ASSERT_TRUE(d.ok() && p.ok());
   EXPECT_EQ(d->variant, wide);
   EXPECT_EQ(p->source, PlanSource::kExact) << p->why;
-  EXPECT_EQ(p->variant, narrow);
+  EXPECT_EQ(p->variant, paged_narrow);
   ASSERT_TRUE(p->tuned_problem.has_value());
   EXPECT_EQ(p->tuned_problem->layout, Layout::kPaged);
 }

@@ -2,6 +2,8 @@
 // families the tuner searches for that problem, in their order of preference, and nothing else.
 #include "tuner/prefetch.h"
 
+#include "generator/family.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +30,7 @@ std::set<std::string> Uris(const std::vector<Variant>& variants) {
 std::vector<Variant> Queued(const Problem& problem, const std::string& arch) {
   std::vector<Variant> all;
   for (const std::string& family : PrefetchFamilies(problem, arch)) {
-    std::vector<Variant> space = FamilySpace(ClassOf(problem), family, arch, kH200Smem);
+    std::vector<Variant> space = FamilySpace(ClassOf(problem), family, arch, kH200Smem, problem.layout);
     all.insert(all.end(), space.begin(), space.end());
   }
   return all;
@@ -65,26 +67,43 @@ TEST(PrefetchFamilies, ABackwardProblemGetsOnlyTheBackwardFamilies) {
   EXPECT_EQ(PrefetchFamilies(p), (std::vector<std::string>{"hopper_bwd", "fa2_bwd"}));  // most preferred first
 }
 
-TEST(FamilySpace, IsTheClassSpaceOfThatFamilyInItsOrder) {
+TEST(FamilySpace, IsTheClassSpaceOfThatFamilyForTheLayoutInItsOrder) {
   const ProblemClass cls = ClassOf(Prefill(64));
   SpaceOptions options;
   options.max_smem_bytes = kH200Smem;
   auto whole = EnumerateSpace(cls, options);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
-  for (const std::string family : {"decode_fwd", "fa2_fwd", "hopper_fwd"}) {
-    std::vector<Variant> expected;
-    for (const Variant& v : *whole)
-      if (v.family == family) expected.push_back(v);
-    ASSERT_FALSE(expected.empty()) << family;
-    const std::vector<Variant> got = FamilySpace(cls, family, "sm_90a", kH200Smem);
-    ASSERT_EQ(got.size(), expected.size()) << family;
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].Uri(), expected[i].Uri());
+  for (Layout layout : {Layout::kDense, Layout::kPaged}) {
+    for (const std::string family : {"decode_fwd", "fa2_fwd", "hopper_fwd"}) {
+      std::vector<Variant> expected;
+      for (const Variant& v : *whole)
+        if (v.family == family && FindFamily(family)->ReadsLayout(v, layout)) expected.push_back(v);
+      ASSERT_FALSE(expected.empty()) << family;
+      const std::vector<Variant> got = FamilySpace(cls, family, "sm_90a", kH200Smem, layout);
+      ASSERT_EQ(got.size(), expected.size()) << family;
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].Uri(), expected[i].Uri());
+    }
   }
 }
 
+// decode_fwd compiles a kernel per K/V layout: a dense decode tune compiles none of the paged
+// half ahead, and a paged one none of the dense half.
+TEST(FamilySpace, DecodeQueuesOnlyTheKernelsOfTheLayout) {
+  const ProblemClass cls = ClassOf(Decode(128));
+  const std::vector<Variant> dense = FamilySpace(cls, "decode_fwd", "sm_90a", kH200Smem, Layout::kDense);
+  const std::vector<Variant> paged = FamilySpace(cls, "decode_fwd", "sm_90a", kH200Smem, Layout::kPaged);
+  ASSERT_FALSE(dense.empty());
+  ASSERT_EQ(dense.size(), paged.size());
+  for (const Variant& v : dense) EXPECT_EQ(v.Param("kv"), 0) << v.Uri();
+  for (const Variant& v : paged) EXPECT_EQ(v.Param("kv"), 1) << v.Uri();
+  EXPECT_EQ(FirstLayoutRead(dense.front()), Layout::kDense);
+  EXPECT_EQ(FirstLayoutRead(paged.front()), Layout::kPaged);
+  EXPECT_EQ(FamilySpace(cls, "decode_fwd", "sm_90a", kH200Smem, Layout::kVarlen).size(), dense.size());
+}
+
 TEST(FamilySpace, AFamilyWithNoVariantOnTheArchOrAnUnknownOneIsEmpty) {
-  EXPECT_TRUE(FamilySpace(ClassOf(Prefill(128)), "hopper_fwd", "sm_80", 166912).empty());
-  EXPECT_TRUE(FamilySpace(ClassOf(Prefill(128)), "no_such_family", "sm_90a", kH200Smem).empty());
+  EXPECT_TRUE(FamilySpace(ClassOf(Prefill(128)), "hopper_fwd", "sm_80", 166912, Layout::kDense).empty());
+  EXPECT_TRUE(FamilySpace(ClassOf(Prefill(128)), "no_such_family", "sm_90a", kH200Smem, Layout::kDense).empty());
 }
 
 // The contract the tuner relies on: what is compiled ahead is exactly what it searches
@@ -92,7 +111,9 @@ TEST(FamilySpace, AFamilyWithNoVariantOnTheArchOrAnUnknownOneIsEmpty) {
 TEST(Prefetch, QueuesExactlyTheSpaceTheTunerSearches) {
   Problem backward = Prefill(128);
   backward.operation = Operation::kBackward;
-  for (const Problem& p : {Prefill(64), Prefill(96), Prefill(256), Decode(128), backward}) {
+  Problem paged = Decode(128);
+  paged.layout = Layout::kPaged;
+  for (const Problem& p : {Prefill(64), Prefill(96), Prefill(256), Decode(128), paged, backward}) {
     SpaceOptions options;
     options.max_smem_bytes = kH200Smem;
     auto searched = EnumerateSpaceFor(p, options);

@@ -182,9 +182,9 @@ TEST(TuneGpu, BackwardCandidatesAreVerifiedAndTimed) {
 TEST(TuneGpu, PagedDecodeIsVerifiedAndTimedOnPages) {
   Problem problem{DType::kBF16, 128, false, 3, 4, 1000, 8, 2};
   problem.layout = Layout::kPaged;
-  const std::vector<Variant> candidates = {DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2),
-                                           DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4),
-                                           DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2)};
+  const std::vector<Variant> candidates = {DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true),
+                                           DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, 4, /*paged=*/true),
+                                           DecodeVariant(DType::kBF16, 128, false, 128, 1, 4, 2, 2, /*paged=*/true)};
   const Variant wrong = candidates[2];
   auto measurers = PlantedMeasurers({{wrong.Uri(), TwinSource(wrong, /*twin_causal=*/true)}});
   if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
