@@ -1,3 +1,4 @@
+#include "generator/families/decode_fwd.h"
 #include "generator/families/fa2_fwd.h"
 #include "flashtune/source.h"
 
@@ -39,6 +40,20 @@ TEST(Source, PrologueCarriesEveryParameterThenLineDirective) {
   const std::string q = GeneratePrologue(f16);
   EXPECT_NE(q.find("constexpr bool kBf16 = false;"), std::string::npos);
   EXPECT_NE(q.find("constexpr bool kCausal = false;"), std::string::npos);
+}
+
+// decode_fwd's kv parameter compiles the kernel for one K/V layout (the template's kPaged).
+TEST(Source, DecodePrologueNamesTheKvLayout) {
+  const Variant dense = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2);
+  const Variant paged = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true);
+  EXPECT_EQ(dense.Uri(), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
+  EXPECT_EQ(paged.Uri(), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
+  EXPECT_NE(GeneratePrologue(dense).find("constexpr bool kPaged = false;"), std::string::npos) << GeneratePrologue(dense);
+  EXPECT_NE(GeneratePrologue(paged).find("constexpr bool kPaged = true;"), std::string::npos) << GeneratePrologue(paged);
+  auto a = GenerateSource(dense);
+  auto b = GenerateSource(paged);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->sha256, b->sha256);
 }
 
 TEST(Source, IsProloguePlusTheEmbeddedTemplate) {
