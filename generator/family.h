@@ -131,14 +131,6 @@ class Family {
   virtual bool Serves(const ProblemClass& cls, const Target& target) const = 0;
   // Dynamic shared memory the variant's kernel needs, in bytes.
   virtual int64_t SharedMemoryBytes(const Variant& v) const = 0;
-  // Dynamic shared memory its launches ask for on a device of compute capability `cc_major`
-  // (>= SharedMemoryBytes; what the kernel is loaded with): a family may ask for more than it
-  // uses to cap the blocks resident per SM (decode_fwd: exactly the blocks per SM its split
-  // rule counts on). Default: SharedMemoryBytes.
-  virtual int64_t LaunchSharedMemoryBytes(const Variant& v, int cc_major) const {
-    (void)cc_major;
-    return SharedMemoryBytes(v);
-  }
   // Threads per block.
   virtual int Threads(const Variant& v) const = 0;
   // OK when the template accepts `v` (beyond the per-axis allowed values, which the caller

@@ -10,11 +10,9 @@ Result<ForwardKernel> ForwardKernel::Load(const Context& context, const Cubin& c
   if (!family.ok()) return Status(family.status()).WithVariant(variant.Uri());
   std::vector<std::string> next;
   for (std::string_view suffix : (*family)->extra_kernels()) next.push_back(variant.Uri() + "_" + std::string(suffix));
-  auto device = context.driver().Device(context.ordinal());
-  const int cc_major = device.ok() ? device->cc_major : 0;
-  auto kernel =
-      Kernel::Load(context, cubin, variant.Uri(), (*family)->LaunchSharedMemoryBytes(variant, cc_major), next);
+  auto kernel = Kernel::Load(context, cubin, variant.Uri(), (*family)->SharedMemoryBytes(variant), next);
   if (!kernel.ok()) return kernel.status();
+  auto device = context.driver().Device(context.ordinal());
   return ForwardKernel(variant, std::move(*kernel), device.ok() ? device->sm_count : 0,
                        device.ok() ? device->cc_major : 0);
 }

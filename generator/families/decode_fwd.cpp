@@ -29,17 +29,13 @@ namespace detail {
 
 namespace {
 constexpr int kDefaultSmCount = 132;  // H100/H200: the planning default when the device is unknown
+constexpr int64_t kSmemPerSm = 233472;  // H100/H200 shared memory per SM (the per-block 1 KB reserve aside)
 
 int64_t RowTileCount(const Problem& p, int row_tiles) {
   const int64_t rows = (p.heads_q / p.heads_kv) * p.seqlen_q;
   return (rows + 16 * row_tiles - 1) / (16 * row_tiles);
 }
 }  // namespace
-
-int DecodeBlocksPerSm(int blocks_per_sm, int64_t block_smem_bytes) {
-  if (block_smem_bytes <= 0) return blocks_per_sm;
-  return int(std::clamp<int64_t>(kSmemPerSm / (block_smem_bytes + 1024), 1, blocks_per_sm));
-}
 
 int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm,
                  int64_t block_smem_bytes) {
@@ -50,7 +46,8 @@ int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tile
   // bandwidth with 5 splits over 264 slots, where 4 fill one wave). A block whose shared memory
   // lets fewer be resident counts what fits: 4 stages of 64 keys at d128 (143 KB, one per SM)
   // with cs2 ran two waves (tuner, B1 x 8k: 31.5 us against 24.4 us for cs1).
-  const int64_t per_sm = DecodeBlocksPerSm(blocks_per_sm, block_smem_bytes);
+  int64_t per_sm = blocks_per_sm;
+  if (block_smem_bytes > 0) per_sm = std::clamp<int64_t>(kSmemPerSm / (block_smem_bytes + 1024), 1, per_sm);
   const int64_t want = per_sm * sms / base;
   const int64_t steps = (p.seqlen_k + keys_per_step - 1) / keys_per_step;
   return int(std::clamp<int64_t>(std::min<int64_t>(want, steps), 1, kMaxDecodeSplits));
@@ -189,17 +186,6 @@ class DecodeFwd final : public Family {
     const DecodeConfig c(v);
     return DecodeSmemBytes(c.bn, c.rm, c.stages, v.head_dim, c.warps);
   }
-  // On sm_90 (228 KB of shared memory per SM on every part) a launch asks for the shared memory
-  // that lets exactly the split rule's blocks per SM be resident. A kernel with few registers
-  // (a dense kernel without page code: 152 at bn32 w2) otherwise fits more blocks per SM than
-  // the one wave the splits fill, and the block scheduler may stack them unevenly.
-  int64_t LaunchSharedMemoryBytes(const Variant& v, int cc_major) const override {
-    const int64_t need = SharedMemoryBytes(v);
-    if (cc_major != 9) return need;
-    const int per_sm = detail::DecodeBlocksPerSm(DecodeConfig(v).cs, need);
-    if (detail::kSmemPerSm / (need + 1024) <= per_sm) return need;  // no more fit anyway
-    return detail::kSmemPerSm / per_sm - 1024;
-  }
   int Threads(const Variant& v) const override { return v.Param("w") * 32; }
 
   Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
@@ -305,7 +291,7 @@ class DecodeFwd final : public Family {
     out->grid[2] = unsigned(detail::RowTileCount(p, c.rm));
     out->block[0] = unsigned(c.warps * 32);
     out->block[1] = out->block[2] = 1;
-    out->smem_bytes = uint32_t(LaunchSharedMemoryBytes(v, out->cc_major));
+    out->smem_bytes = uint32_t(SharedMemoryBytes(v));
     // sm_90+: a programmatic dependent of the kernel before it on the stream (the previous
     // call's combine in a decode loop): its launch and block scheduling overlap that kernel's
     // tail; the template waits (griddepcontrol.wait) before touching global memory.

@@ -44,11 +44,6 @@ using DecodeParams = ft_abi::DecodeParams;
 // an H100/H200's 228 KB; 0: no such cap), at least one key step per split, at most
 // kMaxDecodeSplits, at least 1. sm_count 0 means 132.
 inline constexpr int kMaxDecodeSplits = 64;
-// Shared memory per SM on H100/H200 (every sm_90 part), the 1 KB reserved per block included.
-inline constexpr int64_t kSmemPerSm = 233472;
-// The blocks per SM the split rule counts on: `blocks_per_sm`, or fewer where `block_smem_bytes`
-// (> 0) of shared memory per block lets fewer be resident on kSmemPerSm; at least 1.
-int DecodeBlocksPerSm(int blocks_per_sm, int64_t block_smem_bytes);
 int DecodeSplits(const Problem& problem, int sm_count, int keys_per_step, int row_tiles, int blocks_per_sm,
                  int64_t block_smem_bytes = 0);
 

@@ -303,37 +303,6 @@ TEST(WorkspaceArgs, PackingRefusesAKernelOfAnotherKvLayout) {
   ASSERT_TRUE(PackForward(DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 3, 2, /*paged=*/true), a, &packet).ok());
 }
 
-// On sm_90 a launch asks for the shared memory that leaves room for exactly the blocks per SM
-// the split rule counts on (one wave); other devices get what the kernel uses.
-TEST(WorkspaceArgs, Sm90LaunchesHoldTheSplitRulesBlocksPerSm) {
-  ForwardArgs a = GoodPaged();
-  a.workspace = storage[7];
-  a.workspace_bytes = WorkspaceBytes(a.problem, 132);
-  const Family* f = FindFamily("decode_fwd");
-  ASSERT_NE(f, nullptr);
-  for (int cs : {1, 2, 4}) {
-    const Variant v = DecodeVariant(DType::kBF16, 128, false, 32, 1, 2, 2, cs, /*paged=*/true);
-    const int64_t need = f->SharedMemoryBytes(v);  // 36 KB: six would fit on an SM
-    for (int cc : {8, 9}) {
-      LaunchPacket packet;
-      packet.sm_count = 132;
-      packet.cc_major = cc;
-      ASSERT_TRUE(PackForward(v, a, &packet).ok());
-      EXPECT_EQ(int64_t(packet.smem_bytes), f->LaunchSharedMemoryBytes(v, cc)) << "what the kernel is loaded with";
-      if (cc != 9) {
-        EXPECT_EQ(int64_t(packet.smem_bytes), need);
-        continue;
-      }
-      const int64_t per_block = int64_t(packet.smem_bytes) + 1024;  // the driver's per-block reserve
-      EXPECT_EQ(detail::kSmemPerSm / per_block, cs) << "cs" << cs;
-      EXPECT_LE(int64_t(packet.smem_bytes), 232448) << "the opt-in limit per block";
-    }
-  }
-  // A block whose own shared memory allows fewer than cs keeps its size.
-  const Variant big = DecodeVariant(DType::kBF16, 128, false, 64, 1, 4, 4, 4, /*paged=*/true);
-  EXPECT_EQ(f->LaunchSharedMemoryBytes(big, 9), f->SharedMemoryBytes(big));
-}
-
 TEST(WorkspaceArgs, KernelsAreProgrammaticDependentsFromComputeCapability9) {
   ForwardArgs a = GoodPaged();
   a.workspace = storage[7];

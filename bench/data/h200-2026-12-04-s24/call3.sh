@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Session 24, call 3 (not run in session 24 or 25: no device was lent): s24b = commit 5a4e66c (on sm_90,
+# decode launches ask for the shared memory that leaves room for exactly the split rule's blocks per
+# SM; reverted on main until measured) against s24a = f00042b (the kernel per K/V layout, no cap: a
+# dense bn32 w2 kernel (152 registers, 36 KB) fits 6 blocks per SM where cs4 fills 4). The decode GPU
+# tests on s24b, a process each; decode_bench.py on s24b with s24a as the baseline (untuned bn64 s3
+# cs2: 100 KB, two per SM either way, so this is a control); `flashtune bench` of each build in turn
+# (two passes, three rounds) on the small-shared-memory tiles the cap changes, dense and paged 16.
+# Packs: git worktree add /work/ab-a f00042b; git worktree add /work/ab-b 5a4e66c; build each and
+#   bash bench/pack_for_gpu.sh <worktree>/build .devcarry-s24a (resp. -s24b), carried.
+# usage (GPU): OUT=$OUT bash bench/data/h200-2026-12-04-s24/call3.sh
+set -uo pipefail
+W=/tmp/call3
+mkdir -p $W
+OUT=$W FILTER='DecodeGpu*:VarlenGpu/VarlenDecodeClasses.*' SUITE_S=120 JOBS=2 bash bench/gpu_suite.sh .devcarry-s24b \
+  > $W/suite-stdout.txt 2>&1
+echo "suite exit $?"; tail -2 $W/suite-stdout.txt
+STEPS="bench" BASELINE=.devcarry-s24a/libflashtune.so BENCH_S=120 OUT=$W bash bench/decode_round.sh .devcarry-s24b | \
+  grep -E "^\||streaming|exit"
+export FLASHTUNE_CACHE_DIR=/tmp/ft-cache3
+V=decode_fwd_bf16_d128_
+tiles="bn32_rm1_w2_s2_cs4 bn32_rm1_w2_s4_cs4 bn32_rm1_w2_s2_cs2 bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s2_cs4 bn64_rm1_w4_s2_cs2"
+list() { local out="" t k; [ $1 = paged ] && k=kv1 || k=kv0; for t in $tiles; do out+="${V}${t}_${k}_full,"; done; echo ${out%,}; }
+for pass in 1 2; do
+  for build in s24a s24b; do
+    C=.devcarry-$build
+    for shape in "1 2048" "1 8192" "8 2048" "8 32768" "64 8192"; do
+      set -- $shape
+      for layout in paged dense; do
+        echo "== pass $pass $build B$1 x $2 $layout" >> $W/bench.txt
+        LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 $C/flashtune bench --batch $1 \
+          --seqlen-q 1 --seqlen-k $2 --heads-q 32 --heads-kv 8 --layout $layout --variant "$(list $layout)" --rounds 3 \
+          >> $W/bench.txt 2>&1
+      done
+    done
+  done
+done
+cp $W/suite-stdout.txt $W/decode_table.md $W/decode_bench.log $W/bench.txt $OUT/
+python3 - $W/bench.txt <<'PY'
+import re, sys, collections
+t = collections.defaultdict(list)
+key = None
+for line in open(sys.argv[1]):
+    m = re.match(r"== pass (\d) (\S+) (B\d+ x \d+) (\S+)", line)
+    if m: key = m.groups(); continue
+    m = re.match(r"decode_fwd_bf16_d128_(bn\S+?)_kv\d_full\s+ok\s+([\d.]+)", line)
+    if m and key: t[(key[2], key[3], m.group(1), key[1])].append(float(m.group(2)))
+print("shape layout tile: s24a us / s24b us (each pass), new/old of the means")
+for s, l, v in sorted({(s, l, v) for s, l, v, b in t}):
+    a, b = t.get((s, l, v, "s24a"), []), t.get((s, l, v, "s24b"), [])
+    if a and b:
+        ma, mb = sum(a) / len(a), sum(b) / len(b)
+        print(f"{s} {l:5s} {v:18s} {'/'.join(f'{x:.1f}' for x in a):>13s} {'/'.join(f'{x:.1f}' for x in b):>13s}  {mb / ma:.3f}")
+PY
