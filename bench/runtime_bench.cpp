@@ -1,8 +1,11 @@
 // Host overhead of Runtime::forward when warm (target <= 5 us/call) with repeated tensors (the
-// tensor-map cache hits) and with new pointers every call (it misses), packing + encoding alone,
+// tensor-map cache hits) and with new pointers every call (it misses), a paged decode call (two
+// launches), packing + encoding alone,
 // the bare cuLaunchKernel floor, and the first call of a tuned problem through a new Runtime
 // (cubin from the database; target <= 50 ms).
 //   FLASHTUNE_BENCH_DB=<tuned db> build/bench/flashtune_runtime_bench
+// Without a GPU, FLASHTUNE_LIBCUDA=build/tests/libft_fake_gpu_libcuda.so (a fake H200 that runs
+// nothing, tests/fixtures/fake_gpu.h) times flashtune's own host work: the launches cost ~0.
 // The first-call benchmark needs a database tuned for bf16 d64 N256 Hq4 B2 (the GPU test's
 // `flashtune tune ... --head-dims 64 --seqlens 256 --hidden 256 --tokens 512`).
 #include <benchmark/benchmark.h>
@@ -128,6 +131,34 @@ void BM_ForwardWarmNewPointersEveryCall(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_ForwardWarmNewPointersEveryCall);
+
+// A warm paged decode call (split kernel + combine: two launches), B1 Nk 1024 Hq 32 Hkv 8 d128
+// on 16-key pages, inside the 8 MB buffer: k and v pools at 0 and 2 MB, q and o at 4 MB, the
+// table and key lengths at 5 MB (zero: page 0, empty sequences), the workspace at 6 MB.
+void BM_DecodeForwardWarmHostOverhead(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  Problem p{DType::kBF16, 128, false, 1, 1, 1024, 32, 8};
+  p.layout = Layout::kPaged;
+  ForwardArgs a = ForwardArgs::Contiguous(p, 16);
+  char* base = reinterpret_cast<char*>(g.buffer->get());
+  a.k = base;
+  a.v = base + (2 << 20);
+  a.q = base + (4 << 20);
+  a.o = base + (4 << 20) + (64 << 10);
+  a.paged.block_table = reinterpret_cast<const int32_t*>(base + (5 << 20));
+  a.seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20) + (64 << 10));
+  auto ws = (*rt)->workspace_size(p);
+  if (!ws.ok() || *ws > (2 << 20)) return state.SkipWithError("the workspace does not fit the buffer");
+  a.workspace = base + (6 << 20);
+  a.workspace_bytes = *ws;
+  if (!(*rt)->forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  TimeLaunches(state, g, [&] { return (*rt)->forward(a, g.stream->get()); });
+}
+BENCHMARK(BM_DecodeForwardWarmHostOverhead);
 
 // The runtime's plan for SmallArgs, for the benchmarks that bypass forward().
 struct PlannedCall {

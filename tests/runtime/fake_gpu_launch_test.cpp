@@ -1,0 +1,368 @@
+// The runtime's launch path without a GPU, on the recording fake (tests/fixtures/fake_gpu.h: one
+// H200-like sm_90 device that runs nothing and records what it is asked to run). What forward()
+// launches for each kind of call (prefill on hopper_fwd with its tensor maps, decode's split
+// kernel of the call's K/V layout and its combine as programmatic dependents, the fa2_fwd
+// fallback), that a refused call launches and loads nothing, that a warm call allocates nothing,
+// and that a call captured into a CUDA graph needs no capture-unsafe driver call. This binary
+// points FLASHTUNE_LIBCUDA at the fake before any test runs; kernels compile with NVRTC as on a
+// GPU machine (into a cubin cache under the build tree).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "flashtune/driver.h"
+#include "flashtune/runtime.h"
+#include "generator/family.h"
+#include "jit/cuda_api.h"
+#include "tests/fixtures/fake_gpu.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+// Allocations made on threads that asked to be counted (WarmForwardAllocatesNothing).
+thread_local bool t_counting = false;
+std::atomic<int64_t> g_counted_allocations{0};
+
+// Before any test: every Driver::Load() of this process opens the fake.
+const bool g_fake_installed = [] {
+  ::setenv("FLASHTUNE_LIBCUDA", FLASHTUNE_FAKE_GPU_LIBCUDA, 1);
+  ::setenv("FLASHTUNE_CACHE_DIR", FLASHTUNE_BINARY_DIR "/test_tmp/fake_gpu_cubins", 1);
+  return true;
+}();
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (t_counting) g_counted_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace flashtune {
+namespace {
+
+using flashtune::testing::TempDir;
+
+// The fake's record, read through its C functions.
+struct Fake {
+  void* handle = ::dlopen(FLASHTUNE_FAKE_GPU_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+  template <typename F>
+  F* Fn(const char* name) const {
+    return reinterpret_cast<F*>(::dlsym(handle, name));
+  }
+  void Reset() const { Fn<void()>("ft_fake_reset")(); }
+  std::vector<FtFakeLaunch> Launches() const {
+    std::vector<FtFakeLaunch> out(size_t(Fn<int()>("ft_fake_launch_count")()));
+    for (size_t i = 0; i < out.size(); ++i) Fn<int(int, FtFakeLaunch*)>("ft_fake_launch_at")(int(i), &out[i]);
+    return out;
+  }
+  std::vector<FtFakeTensorMap> TensorMaps() const {
+    std::vector<FtFakeTensorMap> out(size_t(Fn<int()>("ft_fake_tensor_map_count")()));
+    for (size_t i = 0; i < out.size(); ++i)
+      Fn<int(int, FtFakeTensorMap*)>("ft_fake_tensor_map_at")(int(i), &out[i]);
+    return out;
+  }
+  int ModuleLoads() const { return Fn<int()>("ft_fake_module_load_count")(); }
+};
+
+// "Device" memory: the fake's memory is the host's.
+struct Buffers {
+  std::vector<std::unique_ptr<void, decltype(&std::free)>> owned;
+  void* Get(size_t bytes) {
+    owned.emplace_back(std::aligned_alloc(256, (bytes + 255) / 256 * 256), &std::free);
+    std::memset(owned.back().get(), 0, (bytes + 255) / 256 * 256);
+    return owned.back().get();
+  }
+};
+
+// Contiguous arguments for `p` with every tensor, table and workspace it needs.
+ForwardArgs ArgsFor(const Problem& p, Buffers& b, int64_t workspace_bytes, int block_size = 16) {
+  ForwardArgs a = ForwardArgs::Contiguous(p, block_size);
+  const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
+  size_t kv = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
+  if (p.layout == Layout::kPaged) kv = size_t(a.paged.num_blocks * block_size * p.heads_kv * p.head_dim) * 2;
+  a.q = b.Get(q);
+  a.k = b.Get(kv);
+  a.v = b.Get(kv);
+  a.o = b.Get(q);
+  a.lse = static_cast<float*>(b.Get(size_t(p.batch * p.heads_q * p.seqlen_q) * 4));
+  if (p.layout == Layout::kPaged) {
+    auto* table = static_cast<int32_t*>(b.Get(size_t(p.batch * a.paged.block_table_stride) * 4));
+    for (int64_t i = 0; i < p.batch * a.paged.block_table_stride; ++i) table[i] = int32_t(i % a.paged.num_blocks);
+    a.paged.block_table = table;
+    auto* lens = static_cast<int32_t*>(b.Get(size_t(p.batch) * 4));
+    for (int64_t i = 0; i < p.batch; ++i) lens[i] = int32_t(p.seqlen_k);
+    a.seqlens_k = lens;
+  }
+  if (workspace_bytes > 0) {
+    a.workspace = b.Get(size_t(workspace_bytes));
+    a.workspace_bytes = workspace_bytes;
+  }
+  return a;
+}
+
+struct Opened {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  std::unique_ptr<Runtime> rt;
+  Opened() {
+    RuntimeOptions o;
+    o.db_path = dir.path() + "/absent.db";  // heuristic plans
+    o.log = [this](LogLevel level, const std::string& m) {
+      if (level >= LogLevel::kWarning) warnings.push_back(m);
+    };
+    auto r = Runtime::Open(o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) rt = std::move(*r);
+  }
+};
+
+// What the library's own packing says the launch of `v` for `a` is, on the fake's device.
+LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
+  LaunchPacket packet;
+  packet.sm_count = 132;
+  packet.cc_major = 9;
+  Status s = PackForward(v, a, &packet);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return packet;
+}
+
+TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
+  ASSERT_TRUE(g_fake_installed);
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok()) << driver.status().ToString();
+  auto info = (*driver)->Device(0);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->name, "NVIDIA H200");
+  EXPECT_EQ(info->Arch(), "sm_90a");
+  EXPECT_EQ(info->sm_count, 132);
+}
+
+// A prefill call on sm_90a: one launch of the planned hopper_fwd kernel, as the family packs
+// it, through tensor maps of the call's own tensors (head dim innermost, rows H * D apart).
+TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->variant.family, "hopper_fwd") << plan->why;
+  Buffers b;
+  ForwardArgs a = ArgsFor(p, b, 0);
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  const LaunchPacket want = Packed(plan->variant, a);
+  EXPECT_EQ(std::string(launches[0].kernel), plan->variant.Uri());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(launches[0].grid[i], want.grid[i]) << i;
+    EXPECT_EQ(launches[0].block[i], want.block[i]) << i;
+  }
+  EXPECT_EQ(launches[0].smem_bytes, want.smem_bytes);
+  EXPECT_EQ(fake.ModuleLoads(), 1);
+  // q, k and v each described by a map at their own address.
+  const auto maps = fake.TensorMaps();
+  for (const void* t : {a.q, a.k, a.v}) {
+    const int64_t heads = t == a.q ? p.heads_q : p.heads_kv;
+    bool found = false;
+    for (const FtFakeTensorMap& m : maps) {
+      if (m.address != reinterpret_cast<uintptr_t>(t)) continue;
+      found = true;
+      EXPECT_EQ(m.dims[0], 128u) << "head dim innermost";
+      EXPECT_EQ(m.box[0] * 2, 128u) << "one 128-byte swizzle span";
+      bool row_stride = false;
+      for (unsigned i = 0; i + 1 < m.rank; ++i) row_stride |= m.strides[i] == uint64_t(heads * 128 * 2);
+      EXPECT_TRUE(row_stride) << "rows H * D elements apart";
+    }
+    EXPECT_TRUE(found) << (t == a.q ? "q" : t == a.k ? "k" : "v");
+  }
+  // Warm: the same launch, no module load, maps from the cache.
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(fake.ModuleLoads(), 0);
+  EXPECT_TRUE(fake.TensorMaps().empty()) << "the cache of encoded maps serves the same pointers";
+}
+
+// Decode: the split kernel compiled for the call's K/V layout, then its combine; both
+// programmatic dependents on sm_90 (each waits for the kernel before it on the stream).
+TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  for (Layout layout : {Layout::kDense, Layout::kPaged}) {
+    Problem p{DType::kBF16, 128, false, 2, 1, 8192, 32, 8};
+    p.layout = layout;
+    auto plan = r.rt->plan(p);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->variant.family, "decode_fwd") << plan->why;
+    auto ws = r.rt->workspace_size(p);
+    ASSERT_TRUE(ws.ok());
+    ASSERT_GT(*ws, 0);
+    Buffers b;
+    ForwardArgs a = ArgsFor(p, b, *ws);
+    fake.Reset();
+    Status s = r.rt->forward(a, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const auto launches = fake.Launches();
+    ASSERT_EQ(launches.size(), 2u) << p.ToString();
+    const std::string uri = plan->variant.Uri();
+    EXPECT_EQ(std::string(launches[0].kernel), uri);
+    EXPECT_NE(uri.find(layout == Layout::kPaged ? "_kv1_" : "_kv0_"), std::string::npos) << uri;
+    EXPECT_EQ(std::string(launches[1].kernel), uri + "_combine");
+    EXPECT_EQ(launches[0].programmatic, 1);
+    EXPECT_EQ(launches[1].programmatic, 1);
+    const LaunchPacket want = Packed(plan->variant, a);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(launches[0].grid[i], want.grid[i]) << i;
+    EXPECT_EQ(launches[0].grid[0], unsigned(p.batch * p.heads_kv)) << "a block row per (sequence, K/V head)";
+    EXPECT_GT(launches[0].grid[1], 1u) << "8192 keys at B2 are split";
+    EXPECT_EQ(launches[1].grid[0], unsigned(p.batch * p.heads_q * p.seqlen_q)) << "a combine block per output row";
+  }
+}
+
+// Nothing launched for a call the host can refuse, and nothing loaded for one refused on its
+// arguments alone; the error names the argument.
+TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
+  dec.layout = Layout::kPaged;
+  auto ws = r.rt->workspace_size(dec);
+  ASSERT_TRUE(ws.ok());
+  struct Case {
+    const char* name;
+    void (*mutate)(ForwardArgs&);
+  } cases[] = {
+      {"q", [](ForwardArgs& a) { a.q = nullptr; }},
+      {"head_dim", [](ForwardArgs& a) { a.problem.head_dim = 48; }},
+      {"heads_kv", [](ForwardArgs& a) { a.problem.heads_kv = 3; }},
+      {"softmax_scale", [](ForwardArgs& a) { a.softmax_scale = -1.0f; }},
+      {"k", [](ForwardArgs& a) { a.k = static_cast<const char*>(a.k) + 2; }},
+      {"block_size", [](ForwardArgs& a) { a.paged.block_size = 24; }},
+      {"block_table", [](ForwardArgs& a) { a.paged.block_table = nullptr; }},
+      {"workspace", [](ForwardArgs& a) { a.workspace_bytes = 256; }},
+  };
+  for (const Case& c : cases) {
+    Buffers b;
+    ForwardArgs a = ArgsFor(dec, b, *ws);
+    c.mutate(a);
+    fake.Reset();
+    Status s = r.rt->forward(a, nullptr);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.name), std::string::npos) << c.name << ": " << s.message();
+    EXPECT_TRUE(fake.Launches().empty()) << c.name;
+    // The workspace a call needs is its planned family's (decode_fwd's splits): that check comes
+    // once the plan's kernel is loaded; every other refusal comes before planning.
+    if (std::string(c.name) != "workspace") EXPECT_EQ(fake.ModuleLoads(), 0) << c.name;
+  }
+}
+
+// K and V sharing one head (head stride 0): TMA cannot describe it, so the call falls back to
+// fa2_fwd, says so once, and keeps launching it.
+TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
+  Buffers b;
+  ForwardArgs a = ArgsFor(p, b, 0);
+  a.k_strides.head = a.v_strides.head = 0;
+  fake.Reset();
+  for (int i = 0; i < 2; ++i) {
+    Status s = r.rt->forward(a, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  const auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 2u);
+  for (const FtFakeLaunch& l : launches)
+    EXPECT_EQ(std::string(l.kernel).rfind("fa2_fwd_bf16_d128_", 0), 0u) << l.kernel;
+  int fallbacks = 0;
+  for (const std::string& w : r.warnings) fallbacks += w.find("falling back to fa2_fwd_bf16_d128_") != std::string::npos;
+  EXPECT_EQ(fallbacks, 1);
+}
+
+// Warm calls allocate nothing on the calling thread, prefill and paged decode alike, whether
+// the tensors repeat or alternate between two sets.
+TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
+  dec.layout = Layout::kPaged;
+  const Problem pre{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
+  for (const Problem& p : {pre, dec}) {
+    auto ws = r.rt->workspace_size(p);
+    ASSERT_TRUE(ws.ok());
+    Buffers b;
+    const ForwardArgs sets[2] = {ArgsFor(p, b, *ws), ArgsFor(p, b, *ws)};
+    for (const ForwardArgs& a : sets) ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // load, encode
+    fake.Reset();
+    g_counted_allocations = 0;
+    t_counting = true;
+    bool ok = true;
+    for (int i = 0; i < 50; ++i) ok &= r.rt->forward(sets[i % 2], nullptr).ok();
+    t_counting = false;
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(g_counted_allocations.load(), 0) << p.ToString();
+    EXPECT_EQ(fake.Launches().size(), p.layout == Layout::kPaged ? 100u : 50u);
+  }
+}
+
+// A warm call captured in global mode (the strictest: any allocation or synchronisation in the
+// process breaks it) records its launches into the graph, and the graph replays them.
+TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
+  Fake fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok());
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  auto stream = Stream::Create(*ctx);
+  ASSERT_TRUE(stream.ok());
+  const auto& api = (*driver)->api();
+  Problem dec{DType::kBF16, 128, false, 4, 1, 8192, 32, 8};
+  dec.layout = Layout::kPaged;
+  const Problem pre{DType::kBF16, 128, true, 1, 2048, 2048, 8, 8};
+  for (const Problem& p : {pre, dec}) {
+    auto ws = r.rt->workspace_size(p);
+    ASSERT_TRUE(ws.ok());
+    Buffers b;
+    const ForwardArgs a = ArgsFor(p, b, *ws);
+    ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up: compile, load, encode
+    fake.Reset();
+    ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    Status s = r.rt->forward(a, stream->get());
+    CUgraph graph = nullptr;
+    ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS) << "forward() broke the capture";
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    CUgraphExec exec = nullptr;
+    ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+    const auto launches = fake.Launches();
+    const size_t n = p.layout == Layout::kPaged ? 2 : 1;
+    ASSERT_EQ(launches.size(), 2 * n) << p.ToString();
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(launches[i].captured, 1);
+      EXPECT_EQ(launches[n + i].captured, 2);
+      EXPECT_STREQ(launches[n + i].kernel, launches[i].kernel);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flashtune
