@@ -34,7 +34,7 @@ std::string SelfExecutable() {
 
 static void PrintUsage(std::FILE* out) {
   std::fprintf(out,
-               "flashtune %s — FlashAttention-2 kernels generated, compiled and tuned for this GPU\n\n"
+               "flashtune %s — attention kernels (forward, backward, decode) generated, compiled and tuned for this GPU\n\n"
                "usage: flashtune <command> [options]   (flashtune <command> --help for its options)\n\n"
                "commands:\n",
                FLASHTUNE_VERSION);
