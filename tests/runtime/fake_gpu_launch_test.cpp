@@ -9,11 +9,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -22,12 +20,10 @@
 #include "generator/family.h"
 #include "jit/cuda_api.h"
 #include "tests/fixtures/fake_gpu.h"
+#include "tests/support/allocation_counter.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
-// Allocations made on threads that asked to be counted (WarmForwardAllocatesNothing).
-thread_local bool t_counting = false;
-std::atomic<int64_t> g_counted_allocations{0};
 
 // Before any test: every Driver::Load() of this process opens the fake.
 const bool g_fake_installed = [] {
@@ -36,17 +32,6 @@ const bool g_fake_installed = [] {
   return true;
 }();
 }  // namespace
-
-void* operator new(std::size_t size) {
-  if (t_counting) g_counted_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace flashtune {
 namespace {
@@ -311,13 +296,15 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
     const ForwardArgs sets[2] = {ArgsFor(p, b, *ws), ArgsFor(p, b, *ws)};
     for (const ForwardArgs& a : sets) ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // load, encode
     fake.Reset();
-    g_counted_allocations = 0;
-    t_counting = true;
     bool ok = true;
-    for (int i = 0; i < 50; ++i) ok &= r.rt->forward(sets[i % 2], nullptr).ok();
-    t_counting = false;
+    int64_t allocations = 0;
+    {
+      flashtune::testing::CountAllocations counter;
+      for (int i = 0; i < 50; ++i) ok &= r.rt->forward(sets[i % 2], nullptr).ok();
+      allocations = counter.count();
+    }
     EXPECT_TRUE(ok);
-    EXPECT_EQ(g_counted_allocations.load(), 0) << p.ToString();
+    EXPECT_EQ(allocations, 0) << p.ToString();
     EXPECT_EQ(fake.Launches().size(), p.layout == Layout::kPaged ? 100u : 50u);
   }
 }

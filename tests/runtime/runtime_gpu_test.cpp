@@ -1,15 +1,13 @@
 // The runtime on a real GPU: tune a small set with the CLI, then launch it from a fresh process
 // with zero NVRTC calls; graph capture and replay; first-use compile for an untuned shape; a
-// warm forward() allocates nothing (this binary counts operator new) and follows the call's
+// warm forward() allocates nothing (tests/support/allocation_counter.h) and follows the call's
 // pointers through the cache of encoded tensor maps.
 #include "flashtune/runtime.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <new>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -18,26 +16,10 @@
 #include "flashtune/driver.h"
 #include "flashtune/reference.h"
 #include "jit/cuda_api.h"
+#include "tests/support/allocation_counter.h"
 #include "tests/support/gpu_fixture.h"
 #include "tests/support/replay_fixture.h"
 #include "tests/support/varlen_case.h"
-
-namespace {
-// Allocations made on threads that asked to be counted (ForwardHotPath below).
-thread_local bool t_counting = false;
-std::atomic<int64_t> g_counted_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (t_counting) g_counted_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace flashtune {
 namespace {
@@ -341,13 +323,15 @@ TEST(RuntimeGpu, WarmForwardAllocatesNothingAndFollowsThePointers) {
     EXPECT_LT(t->Error(first.back()), 1e-2);
   }
   ASSERT_TRUE(a->buffers[3].Memset(0).ok() && b->buffers[3].Memset(0).ok());
-  g_counted_allocations = 0;
-  t_counting = true;
   Status status = Status::Ok();
-  for (int i = 0; i < 50 && status.ok(); ++i) status = (*rt)->forward((i % 2 ? *b : *a).dev, stream->get());
-  t_counting = false;
+  int64_t allocations = 0;
+  {
+    CountAllocations counter;
+    for (int i = 0; i < 50 && status.ok(); ++i) status = (*rt)->forward((i % 2 ? *b : *a).dev, stream->get());
+    allocations = counter.count();
+  }
   ASSERT_TRUE(status.ok()) << status.ToString();
-  EXPECT_EQ(g_counted_allocations.load(), 0);
+  EXPECT_EQ(allocations, 0);
   ASSERT_TRUE(stream->Synchronize().ok());
   EXPECT_EQ(a->ReadO(), first[0]);
   EXPECT_EQ(b->ReadO(), first[1]);

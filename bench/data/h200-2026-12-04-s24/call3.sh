@@ -36,19 +36,4 @@ for pass in 1 2; do
   done
 done
 cp $W/suite-stdout.txt $W/decode_table.md $W/decode_bench.log $W/bench.txt $OUT/
-python3 - $W/bench.txt <<'PY'
-import re, sys, collections
-t = collections.defaultdict(list)
-key = None
-for line in open(sys.argv[1]):
-    m = re.match(r"== pass (\d) (\S+) (B\d+ x \d+) (\S+)", line)
-    if m: key = m.groups(); continue
-    m = re.match(r"decode_fwd_bf16_d128_(bn\S+?)_kv\d_full\s+ok\s+([\d.]+)", line)
-    if m and key: t[(key[2], key[3], m.group(1), key[1])].append(float(m.group(2)))
-print("shape layout tile: s24a us / s24b us (each pass), new/old of the means")
-for s, l, v in sorted({(s, l, v) for s, l, v, b in t}):
-    a, b = t.get((s, l, v, "s24a"), []), t.get((s, l, v, "s24b"), [])
-    if a and b:
-        ma, mb = sum(a) / len(a), sum(b) / len(b)
-        print(f"{s} {l:5s} {v:18s} {'/'.join(f'{x:.1f}' for x in a):>13s} {'/'.join(f'{x:.1f}' for x in b):>13s}  {mb / ma:.3f}")
-PY
+python3 bench/bench_ab_summary.py $W/bench.txt s24a s24b
