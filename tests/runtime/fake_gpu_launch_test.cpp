@@ -3,14 +3,11 @@
 // launches for each kind of call (prefill on hopper_fwd with its tensor maps, decode's split
 // kernel of the call's K/V layout and its combine as programmatic dependents, the fa2_fwd
 // fallback), that a refused call launches and loads nothing, that a warm call allocates nothing,
-// and that a call captured into a CUDA graph needs no capture-unsafe driver call. This binary
-// points FLASHTUNE_LIBCUDA at the fake before any test runs; kernels compile with NVRTC as on a
-// GPU machine (into a cubin cache under the build tree).
-#include <dlfcn.h>
+// and that a call captured into a CUDA graph needs no capture-unsafe driver call. The binary
+// opens the fake for every Driver::Load() (tests/fixtures/fake_gpu_install.cpp); kernels compile
+// with NVRTC as on a GPU machine.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,59 +16,19 @@
 #include "flashtune/runtime.h"
 #include "generator/family.h"
 #include "jit/cuda_api.h"
-#include "tests/fixtures/fake_gpu.h"
 #include "tests/support/allocation_counter.h"
+#include "tests/support/fake_gpu_record.h"
 #include "tests/support/temp_dir.h"
-
-namespace {
-
-// Before any test: every Driver::Load() of this process opens the fake.
-const bool g_fake_installed = [] {
-  ::setenv("FLASHTUNE_LIBCUDA", FLASHTUNE_FAKE_GPU_LIBCUDA, 1);
-  ::setenv("FLASHTUNE_CACHE_DIR", FLASHTUNE_BINARY_DIR "/test_tmp/fake_gpu_cubins", 1);
-  return true;
-}();
-}  // namespace
 
 namespace flashtune {
 namespace {
 
+using flashtune::testing::FakeGpuRecord;
+using flashtune::testing::HostBuffers;
 using flashtune::testing::TempDir;
 
-// The fake's record, read through its C functions.
-struct Fake {
-  void* handle = ::dlopen(FLASHTUNE_FAKE_GPU_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
-  template <typename F>
-  F* Fn(const char* name) const {
-    return reinterpret_cast<F*>(::dlsym(handle, name));
-  }
-  void Reset() const { Fn<void()>("ft_fake_reset")(); }
-  std::vector<FtFakeLaunch> Launches() const {
-    std::vector<FtFakeLaunch> out(size_t(Fn<int()>("ft_fake_launch_count")()));
-    for (size_t i = 0; i < out.size(); ++i) Fn<int(int, FtFakeLaunch*)>("ft_fake_launch_at")(int(i), &out[i]);
-    return out;
-  }
-  std::vector<FtFakeTensorMap> TensorMaps() const {
-    std::vector<FtFakeTensorMap> out(size_t(Fn<int()>("ft_fake_tensor_map_count")()));
-    for (size_t i = 0; i < out.size(); ++i)
-      Fn<int(int, FtFakeTensorMap*)>("ft_fake_tensor_map_at")(int(i), &out[i]);
-    return out;
-  }
-  int ModuleLoads() const { return Fn<int()>("ft_fake_module_load_count")(); }
-};
-
-// "Device" memory: the fake's memory is the host's.
-struct Buffers {
-  std::vector<std::unique_ptr<void, decltype(&std::free)>> owned;
-  void* Get(size_t bytes) {
-    owned.emplace_back(std::aligned_alloc(256, (bytes + 255) / 256 * 256), &std::free);
-    std::memset(owned.back().get(), 0, (bytes + 255) / 256 * 256);
-    return owned.back().get();
-  }
-};
-
 // Contiguous arguments for `p` with every tensor, table and workspace it needs.
-ForwardArgs ArgsFor(const Problem& p, Buffers& b, int64_t workspace_bytes, int block_size = 16) {
+ForwardArgs ArgsFor(const Problem& p, HostBuffers& b, int64_t workspace_bytes, int block_size = 16) {
   ForwardArgs a = ForwardArgs::Contiguous(p, block_size);
   const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
   size_t kv = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
@@ -123,7 +80,6 @@ LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
 }
 
 TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
-  ASSERT_TRUE(g_fake_installed);
   auto driver = Driver::Load();
   ASSERT_TRUE(driver.ok()) << driver.status().ToString();
   auto info = (*driver)->Device(0);
@@ -136,14 +92,14 @@ TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
 // A prefill call on sm_90a: one launch of the planned hopper_fwd kernel, as the family packs
 // it, through tensor maps of the call's own tensors (head dim innermost, rows H * D apart).
 TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   const Problem p{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->variant.family, "hopper_fwd") << plan->why;
-  Buffers b;
+  HostBuffers b;
   ForwardArgs a = ArgsFor(p, b, 0);
   fake.Reset();
   Status s = r.rt->forward(a, nullptr);
@@ -185,7 +141,7 @@ TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors)
 // Decode: the split kernel compiled for the call's K/V layout, then its combine; both
 // programmatic dependents on sm_90 (each waits for the kernel before it on the stream).
 TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   for (Layout layout : {Layout::kDense, Layout::kPaged}) {
@@ -197,7 +153,7 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
     auto ws = r.rt->workspace_size(p);
     ASSERT_TRUE(ws.ok());
     ASSERT_GT(*ws, 0);
-    Buffers b;
+    HostBuffers b;
     ForwardArgs a = ArgsFor(p, b, *ws);
     fake.Reset();
     Status s = r.rt->forward(a, nullptr);
@@ -221,7 +177,7 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
 // Nothing launched for a call the host can refuse, and nothing loaded for one refused on its
 // arguments alone; the error names the argument.
 TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
@@ -242,7 +198,7 @@ TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
       {"workspace", [](ForwardArgs& a) { a.workspace_bytes = 256; }},
   };
   for (const Case& c : cases) {
-    Buffers b;
+    HostBuffers b;
     ForwardArgs a = ArgsFor(dec, b, *ws);
     c.mutate(a);
     fake.Reset();
@@ -259,11 +215,11 @@ TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
 // K and V sharing one head (head stride 0): TMA cannot describe it, so the call falls back to
 // fa2_fwd, says so once, and keeps launching it.
 TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
-  Buffers b;
+  HostBuffers b;
   ForwardArgs a = ArgsFor(p, b, 0);
   a.k_strides.head = a.v_strides.head = 0;
   fake.Reset();
@@ -283,7 +239,7 @@ TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
 // Warm calls allocate nothing on the calling thread, prefill and paged decode alike, whether
 // the tensors repeat or alternate between two sets.
 TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
@@ -292,7 +248,7 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
   for (const Problem& p : {pre, dec}) {
     auto ws = r.rt->workspace_size(p);
     ASSERT_TRUE(ws.ok());
-    Buffers b;
+    HostBuffers b;
     const ForwardArgs sets[2] = {ArgsFor(p, b, *ws), ArgsFor(p, b, *ws)};
     for (const ForwardArgs& a : sets) ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // load, encode
     fake.Reset();
@@ -312,7 +268,7 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
 // A warm call captured in global mode (the strictest: any allocation or synchronisation in the
 // process breaks it) records its launches into the graph, and the graph replays them.
 TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
-  Fake fake;
+  FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
   auto driver = Driver::Load();
@@ -328,7 +284,7 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
   for (const Problem& p : {pre, dec}) {
     auto ws = r.rt->workspace_size(p);
     ASSERT_TRUE(ws.ok());
-    Buffers b;
+    HostBuffers b;
     const ForwardArgs a = ArgsFor(p, b, *ws);
     ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up: compile, load, encode
     fake.Reset();
