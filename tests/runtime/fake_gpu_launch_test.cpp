@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/driver.h"
 #include "flashtune/runtime.h"
 #include "generator/family.h"
@@ -305,6 +306,54 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
       EXPECT_STREQ(launches[n + i].kernel, launches[i].kernel);
     }
   }
+}
+
+// The backward pass: its family's three kernels of one module in order (the preprocess, then
+// "<uri>_main" and "<uri>_convert"), the deterministic mode another variant; a missing
+// gradient or a short workspace launches nothing.
+TEST(FakeGpuLaunch, BackwardLaunchesItsThreeKernelsInOrder) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, true, 2, 1024, 1024, 8, 2};
+  HostBuffers b;
+  BackwardArgs a = BackwardArgs::Contiguous(p);
+  ForwardArgs f = ArgsFor(p, b, 0);
+  a.forward.q = f.q, a.forward.k = f.k, a.forward.v = f.v, a.forward.o = f.o, a.forward.lse = f.lse;
+  const size_t q_bytes = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
+  const size_t kv_bytes = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
+  a.d_o = b.Get(q_bytes);
+  a.dq = b.Get(q_bytes);
+  a.dk = b.Get(kv_bytes);
+  a.dv = b.Get(kv_bytes);
+  Problem bwd = p;
+  bwd.operation = Operation::kBackward;
+  auto ws = r.rt->workspace_size(bwd);
+  ASSERT_TRUE(ws.ok());
+  a.forward.workspace = b.Get(size_t(*ws));
+  a.forward.workspace_bytes = *ws;
+  std::string uris[2];
+  for (bool det : {false, true}) {
+    a.deterministic = det;
+    fake.Reset();
+    Status s = r.rt->backward(a, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const auto launches = fake.Launches();
+    ASSERT_EQ(launches.size(), 3u) << "det " << det;
+    const std::string uri = launches[0].kernel;
+    EXPECT_EQ(std::string(launches[1].kernel), uri + "_main");
+    EXPECT_EQ(std::string(launches[2].kernel), uri + "_convert");
+    uris[det] = uri;
+  }
+  EXPECT_NE(uris[0], uris[1]) << "the deterministic mode is its own variant";
+  BackwardArgs no_grad = a;
+  no_grad.dk = nullptr;
+  fake.Reset();
+  EXPECT_EQ(r.rt->backward(no_grad, nullptr).code(), Code::kInvalidArgument);
+  BackwardArgs short_ws = a;
+  short_ws.forward.workspace_bytes = 256;
+  EXPECT_EQ(r.rt->backward(short_ws, nullptr).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(fake.Launches().empty());
 }
 
 }  // namespace
