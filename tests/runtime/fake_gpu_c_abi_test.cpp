@@ -25,7 +25,10 @@ using flashtune::testing::TempDir;
 struct Handle {
   TempDir dir;
   ft_runtime* rt = nullptr;
-  Handle() { EXPECT_EQ(ft_runtime_open((dir.path() + "/absent.db").c_str(), &rt), FT_OK) << ft_last_error(); }
+  Handle() {
+    EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
+    EXPECT_EQ(ft_runtime_open((dir.path() + "/absent.db").c_str(), &rt), FT_OK) << ft_last_error();
+  }
   ~Handle() { ft_runtime_close(rt); }
 };
 

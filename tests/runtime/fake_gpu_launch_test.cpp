@@ -8,12 +8,15 @@
 // with NVRTC as on a GPU machine.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "flashtune/backward_args.h"
+#include "flashtune/compiler.h"
 #include "flashtune/driver.h"
+#include "flashtune/source.h"
 #include "flashtune/runtime.h"
 #include "generator/family.h"
 #include "jit/cuda_api.h"
@@ -59,6 +62,7 @@ struct Opened {
   std::vector<std::string> warnings;
   std::unique_ptr<Runtime> rt;
   Opened() {
+    EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
     RuntimeOptions o;
     o.db_path = dir.path() + "/absent.db";  // heuristic plans
     o.log = [this](LogLevel level, const std::string& m) {
@@ -88,6 +92,18 @@ TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
   EXPECT_EQ(info->name, "NVIDIA H200");
   EXPECT_EQ(info->Arch(), "sm_90a");
   EXPECT_EQ(info->sm_count, 132);
+  // A cubin of another arch does not load (what makes EachDeviceRunsKernelsOfItsOwnArch bite).
+  auto ctx = Context::Primary(**driver, 1);
+  ASSERT_TRUE(ctx.ok());
+  auto source = GenerateSource(*Variant::FromUri("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full"));
+  ASSERT_TRUE(source.ok());
+  Compiler compiler(Compiler::Options{});
+  auto cubin = compiler.Compile(GeneratedSourceRequest(source->uri, source->text, "sm_90a"));
+  ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+  auto module = Module::Load(*ctx, *cubin);
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("CUDA_ERROR_NO_BINARY_FOR_GPU"), std::string::npos)
+      << module.status().ToString();
 }
 
 // A prefill call on sm_90a: one launch of the planned hopper_fwd kernel, as the family packs
@@ -115,8 +131,11 @@ TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors)
   }
   EXPECT_EQ(launches[0].smem_bytes, want.smem_bytes);
   EXPECT_EQ(fake.ModuleLoads(), 1);
-  // q, k and v each described by a map at their own address.
-  const auto maps = fake.TensorMaps();
+  // q, k and v each described by a map at their own address, in the launched parameters
+  // (encoded now, or by an earlier call with the same request: the cache of encoded maps is the
+  // process's).
+  const auto maps = fake.MapsLaunched(0);
+  EXPECT_GE(maps.size(), 3u);
   for (const void* t : {a.q, a.k, a.v}) {
     const int64_t heads = t == a.q ? p.heads_q : p.heads_kv;
     bool found = false;
@@ -131,12 +150,54 @@ TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors)
     }
     EXPECT_TRUE(found) << (t == a.q ? "q" : t == a.k ? "k" : "v");
   }
-  // Warm: the same launch, no module load, maps from the cache.
+  // Warm: the same launch with the same maps, no module load, no encoding (the cache).
   fake.Reset();
   ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
   ASSERT_EQ(fake.Launches().size(), 1u);
   EXPECT_EQ(fake.ModuleLoads(), 0);
   EXPECT_TRUE(fake.TensorMaps().empty()) << "the cache of encoded maps serves the same pointers";
+  const auto again = fake.MapsLaunched(0);
+  ASSERT_EQ(again.size(), maps.size());
+  for (size_t i = 0; i < maps.size(); ++i) EXPECT_EQ(std::memcmp(&again[i], &maps[i], sizeof maps[i]), 0) << i;
+}
+
+// Two devices of different architectures in one process (the fake's H200 and A100): a call
+// runs on the device of the current context, with kernels planned for and compiled to that
+// device's arch (the fake refuses an sm_90a cubin on the A100), each context with its own loads.
+TEST(FakeGpuLaunch, EachDeviceRunsKernelsOfItsOwnArch) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok());
+  ASSERT_EQ((*driver)->device_count(), 2);
+  auto a100 = (*driver)->Device(1);
+  ASSERT_TRUE(a100.ok());
+  ASSERT_EQ(a100->Arch(), "sm_80");
+  const Problem p{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
+  HostBuffers b;
+  const ForwardArgs a = ArgsFor(p, b, 0);
+  std::string kernels[3];
+  int devices[3];
+  for (int call = 0; call < 3; ++call) {  // device 0, device 1, device 0 again
+    const int ordinal = call == 1 ? 1 : 0;
+    auto ctx = Context::Primary(**driver, ordinal);  // made current
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    fake.Reset();
+    Status s = r.rt->forward(a, nullptr);
+    ASSERT_TRUE(s.ok()) << "device " << ordinal << ": " << s.ToString();
+    const auto launches = fake.Launches();
+    ASSERT_EQ(launches.size(), 1u);
+    kernels[call] = launches[0].kernel;
+    devices[call] = launches[0].device;
+    EXPECT_EQ(fake.ModuleLoads(), call == 2 ? 0 : 1) << "call " << call << ": one load per context";
+  }
+  EXPECT_EQ(devices[0], 0);
+  EXPECT_EQ(devices[1], 1);
+  EXPECT_EQ(devices[2], 0);
+  EXPECT_EQ(kernels[0].rfind("hopper_fwd_bf16_d128_", 0), 0u) << kernels[0];
+  EXPECT_EQ(kernels[1].rfind("fa2_fwd_bf16_d128_", 0), 0u) << kernels[1] << ": sm_80 has no wgmma";
+  EXPECT_EQ(kernels[2], kernels[0]);
 }
 
 // Decode: the split kernel compiled for the call's K/V layout, then its combine; both

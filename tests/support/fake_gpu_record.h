@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "flashtune/driver.h"
 #include "tests/fixtures/fake_gpu.h"
 
 namespace flashtune::testing {
@@ -31,6 +32,19 @@ class FakeGpuRecord {
     return out;
   }
   int ModuleLoads() const { return Fn<int()>("ft_fake_module_load_count")(); }
+  // The tensor maps in launch i's parameters (the fake's encodings, wherever the kernel's
+  // parameter struct holds them: 64-byte aligned), in order; empty when its bytes were not kept.
+  std::vector<FtFakeTensorMap> MapsLaunched(int i) const {
+    std::vector<unsigned char> bytes(4096);
+    const int n = Fn<int(int, void*, int)>("ft_fake_launch_params")(i, bytes.data(), int(bytes.size()));
+    std::vector<FtFakeTensorMap> maps;
+    for (int at = 0; at + int(sizeof(FtFakeTensorMap)) <= n; at += 64) {
+      FtFakeTensorMap m;
+      std::memcpy(&m, bytes.data() + at, sizeof m);
+      if (m.magic == FT_FAKE_TENSOR_MAP_MAGIC) maps.push_back(m);
+    }
+    return maps;
+  }
 
  private:
   template <typename F>
@@ -40,6 +54,15 @@ class FakeGpuRecord {
   // The same object Driver::Load() opened (dlopen of one path is one object).
   void* handle_ = ::dlopen(FLASHTUNE_FAKE_GPU_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
 };
+
+// Makes `ordinal`'s primary context current on this thread (the current context is per thread
+// and outlives a test: each test starts from device 0). False when the fake is not the driver.
+inline bool UseFakeDevice(int ordinal) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) return false;
+  auto context = Context::Primary(**driver, ordinal);  // retained by the runtime when it launches
+  return context.ok();
+}
 
 // "Device" memory for the fake, whose memory is the host's: zeroed, 256-byte aligned.
 class HostBuffers {
