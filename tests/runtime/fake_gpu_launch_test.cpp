@@ -18,6 +18,7 @@
 #include "flashtune/driver.h"
 #include "flashtune/source.h"
 #include "flashtune/runtime.h"
+#include "generator/families/decode_fwd.h"
 #include "generator/family.h"
 #include "jit/cuda_api.h"
 #include "tests/support/allocation_counter.h"
@@ -233,6 +234,31 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
     EXPECT_EQ(launches[0].grid[0], unsigned(p.batch * p.heads_kv)) << "a block row per (sequence, K/V head)";
     EXPECT_GT(launches[0].grid[1], 1u) << "8192 keys at B2 are split";
     EXPECT_EQ(launches[1].grid[0], unsigned(p.batch * p.heads_q * p.seqlen_q)) << "a combine block per output row";
+    // The parameter block both kernels read: the call's tensors, pages and workspace.
+    for (int i = 0; i < 2; ++i) {
+      detail::DecodeParams k;
+      ASSERT_EQ(launches[i].param_bytes, int(sizeof k)) << i;
+      ASSERT_EQ(fake.Params(i, &k, sizeof k), int(sizeof k)) << i;
+      EXPECT_EQ(k.q, a.q);
+      EXPECT_EQ(k.k, a.k);
+      EXPECT_EQ(k.v, a.v);
+      EXPECT_EQ(k.o, a.o);
+      EXPECT_EQ(k.splits, int(launches[0].grid[1]));
+      EXPECT_EQ(k.heads_q, 32);
+      EXPECT_EQ(k.heads_kv, 8);
+      EXPECT_EQ(k.seqlen_k, 8192);
+      EXPECT_GE(reinterpret_cast<const char*>(k.ws_o), static_cast<const char*>(a.workspace));
+      EXPECT_LE(reinterpret_cast<const char*>(k.ws_lse + int64_t(k.splits) * p.batch * p.heads_q),
+                static_cast<const char*>(a.workspace) + a.workspace_bytes) << "the partials fit the workspace";
+      if (layout == Layout::kPaged) {
+        EXPECT_EQ(k.block_table, a.paged.block_table);
+        EXPECT_EQ(k.seqlens_k, a.seqlens_k);
+        EXPECT_EQ(k.block_shift, 4) << "16-key pages";
+        EXPECT_EQ(k.num_blocks, int(a.paged.num_blocks));
+      } else {
+        EXPECT_EQ(k.block_table, nullptr);
+      }
+    }
   }
 }
 

@@ -32,11 +32,15 @@ class FakeGpuRecord {
     return out;
   }
   int ModuleLoads() const { return Fn<int()>("ft_fake_module_load_count")(); }
+  // Launch i's parameter bytes into out (at most `capacity`): their count, or -1 when not kept.
+  int Params(int i, void* out, int capacity) const {
+    return Fn<int(int, void*, int)>("ft_fake_launch_params")(i, out, capacity);
+  }
   // The tensor maps in launch i's parameters (the fake's encodings, wherever the kernel's
   // parameter struct holds them: 64-byte aligned), in order; empty when its bytes were not kept.
   std::vector<FtFakeTensorMap> MapsLaunched(int i) const {
     std::vector<unsigned char> bytes(4096);
-    const int n = Fn<int(int, void*, int)>("ft_fake_launch_params")(i, bytes.data(), int(bytes.size()));
+    const int n = Params(i, bytes.data(), int(bytes.size()));
     std::vector<FtFakeTensorMap> maps;
     for (int at = 0; at + int(sizeof(FtFakeTensorMap)) <= n; at += 64) {
       FtFakeTensorMap m;
