@@ -3,8 +3,10 @@ it in a fresh virtual environment that holds the wheel and nothing else).
 
 FLASHTUNE_TEST_SITE, when set, is the site-packages folder the package must be imported from
 (so a source checkout on sys.path cannot stand in for the wheel); FLASHTUNE_TEST_VERSION the
-version CMakeLists.txt declares.
+version CMakeLists.txt declares; FLASHTUNE_TEST_FAKE_GPU the build tree's recording fake GPU
+(tests/fixtures/fake_gpu.h), through which a call runs from Python to a launch without a GPU.
 """
+import json
 import ctypes
 import os
 import subprocess
@@ -150,6 +152,51 @@ class CAbi(unittest.TestCase):
         self.assertNotIsInstance(cm.exception, flashtune.InvalidArgument)
         self.assertIn(cm.exception.status_name, ("no_driver", "no_device"))
         self.assertIn(cm.exception.status_name, str(cm.exception))
+
+    @unittest.skipUnless(os.environ.get("FLASHTUNE_TEST_FAKE_GPU"), "FLASHTUNE_TEST_FAKE_GPU names no fake GPU")
+    def test_forward_reaches_a_launch_on_the_fake_gpu(self):
+        # A child process whose driver is the fake (an H200 that runs nothing and records what it
+        # is asked to run): ft_forward from Python launches the planned kernel once.
+        fake = os.environ["FLASHTUNE_TEST_FAKE_GPU"]
+        child = """
+import ctypes, json, sys
+import flashtune
+from flashtune import _capi
+
+class Launch(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_char * 192), ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("smem_bytes", ctypes.c_uint), ("stream", ctypes.c_void_p), ("programmatic", ctypes.c_int),
+                ("captured", ctypes.c_int), ("device", ctypes.c_int), ("param_bytes", ctypes.c_int)]
+
+def aligned(n, keep):
+    raw = ctypes.create_string_buffer(n + 256)
+    keep.append(raw)
+    return (ctypes.addressof(raw) + 255) // 256 * 256
+
+keep = []
+rt = flashtune.Runtime(sys.argv[1])
+plan = rt.plan(flashtune.Problem("bf16", 64, batch=2, seqlen_q=256, heads_q=4))
+n = 2 * 256 * 4 * 64 * 2
+q, k, v, o, lse = (aligned(n, keep) for _ in range(5))
+args = _capi.FORWARD_ARGS.pack(2, 64, 0, 2, 256, 256, 4, 4, 0.0, q, k, v, o, lse, *(256 * 4 * 64, 4 * 64, 64) * 4)
+fake = ctypes.CDLL(sys.argv[2])
+fake.ft_fake_reset()
+rt.forward_packed(args, 0)
+launches = []
+for i in range(fake.ft_fake_launch_count()):
+    l = Launch()
+    fake.ft_fake_launch_at(i, ctypes.byref(l))
+    launches.append({"kernel": l.kernel.decode(), "device": l.device, "block": list(l.block)})
+print(json.dumps({"planned": plan.variant_uri, "launches": launches}))
+"""
+        proc = run_python("-c", child, os.path.join(self.tmp.name, "absent.db"), fake, cwd=self.tmp.name,
+                          env={**os.environ, "FLASHTUNE_LIBCUDA": fake,
+                               "FLASHTUNE_CACHE_DIR": os.path.join(self.tmp.name, "cubins")})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertTrue(out["planned"].startswith("hopper_fwd_bf16_d64_"), out)
+        self.assertEqual([launch["kernel"] for launch in out["launches"]], [out["planned"]])
+        self.assertEqual(out["launches"][0]["device"], 0)
 
     def test_closed_runtime_is_refused(self):
         rt = flashtune.Runtime(os.path.join(self.tmp.name, "absent.db"))
