@@ -24,16 +24,38 @@ std::string_view CodeName(Code code) {
   return "unknown";
 }
 
+Status::Status(Code code, std::string message) : rep_(std::make_unique<Rep>()) {
+  rep_->code = code;
+  rep_->message = std::move(message);
+}
+
+Status::Status(const Status& other) : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
+
+Status& Status::operator=(const Status& other) {
+  if (this != &other) rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
+  return *this;
+}
+
+const std::string& Status::Empty() {
+  static const std::string empty;
+  return empty;
+}
+
+Status::Rep& Status::Mutable() {
+  if (!rep_) rep_ = std::make_unique<Rep>();
+  return *rep_;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
-  std::string s(CodeName(code_));
+  std::string s(CodeName(code()));
   s += ": ";
-  s += message_;
-  if (!variant_uri_.empty()) s += " [variant=" + variant_uri_ + "]";
-  if (!options_.empty()) s += " [options=" + options_ + "]";
-  if (!log_.empty()) {
+  s += message();
+  if (!variant_uri().empty()) s += " [variant=" + variant_uri() + "]";
+  if (!options().empty()) s += " [options=" + options() + "]";
+  if (!log().empty()) {
     s += "\n";
-    s += log_;
+    s += log();
   }
   return s;
 }

@@ -77,9 +77,21 @@ std::string Problem::ToString() const {
   return s;
 }
 
+namespace {
+// Parameter names are 1-3 characters: compared inline, not through a memcmp call (the launch
+// path reads a variant's parameters by name on every call: a third of a warm decode call's host
+// time was memcmp, docs/perf-notes.md "forward()'s own host work").
+bool SameName(const std::string& a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < b.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
 int Variant::Param(std::string_view name, int fallback) const {
   for (const VariantParam& p : params)
-    if (p.name == name) return p.value;
+    if (SameName(p.name, name)) return p.value;
   return fallback;
 }
 

@@ -124,6 +124,7 @@ Result<Plan> Runtime::plan(const Problem& problem) {
 
 Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
+  if (!IsMixedVarlen(args)) return impl_->launcher.Forward(args, stream);  // one launch: no copy of args
   const CallParts parts = MixedVarlenParts(args);  // a mixed varlen batch: decode part, then prefill
   for (int i = 0; i < parts.count; ++i) FT_RETURN_IF_ERROR(impl_->launcher.Forward(parts.part[i], stream));
   return Status::Ok();

@@ -8,6 +8,7 @@
 // Thread safety: value types; distinct objects may be used from different threads.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,30 +44,43 @@ std::string_view CodeName(Code code);
 class Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message);
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+  ~Status() = default;
 
   static Status Ok() { return Status(); }
-  bool ok() const { return code_ == Code::kOk; }
-  Code code() const { return code_; }
-  const std::string& message() const { return message_; }
+  bool ok() const { return rep_ == nullptr || rep_->code == Code::kOk; }
+  Code code() const { return rep_ ? rep_->code : Code::kOk; }
+  const std::string& message() const { return rep_ ? rep_->message : Empty(); }
 
   // Optional context, attached by whoever knows it; empty when unknown.
-  const std::string& variant_uri() const { return variant_uri_; }
-  const std::string& options() const { return options_; }
-  const std::string& log() const { return log_; }
-  Status& WithVariant(std::string uri) { variant_uri_ = std::move(uri); return *this; }
-  Status& WithOptions(std::string options) { options_ = std::move(options); return *this; }
-  Status& WithLog(std::string log) { log_ = std::move(log); return *this; }
+  const std::string& variant_uri() const { return rep_ ? rep_->variant_uri : Empty(); }
+  const std::string& options() const { return rep_ ? rep_->options : Empty(); }
+  const std::string& log() const { return rep_ ? rep_->log : Empty(); }
+  Status& WithVariant(std::string uri) { Mutable().variant_uri = std::move(uri); return *this; }
+  Status& WithOptions(std::string options) { Mutable().options = std::move(options); return *this; }
+  Status& WithLog(std::string log) { Mutable().log = std::move(log); return *this; }
 
   // "compile_error: <message> [variant=...] [options=...]\n<log>" — everything a user needs.
   std::string ToString() const;
 
  private:
-  Code code_ = Code::kOk;
-  std::string message_;
-  std::string variant_uri_;
-  std::string options_;
-  std::string log_;
+  // An OK status is a null pointer: the launch path creates and destroys dozens per call, and
+  // four empty strings each cost more than the checks they report on (docs/perf-notes.md,
+  // "forward()'s own host work").
+  struct Rep {
+    Code code = Code::kOk;
+    std::string message;
+    std::string variant_uri;
+    std::string options;
+    std::string log;
+  };
+  static const std::string& Empty();
+  Rep& Mutable();
+  std::unique_ptr<Rep> rep_;
 };
 
 // A value of type T, or the Status saying why there is none. Never holds an OK status.
