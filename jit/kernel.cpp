@@ -115,9 +115,14 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   if (!status.ok()) return status.WithVariant(name_);
   for (int i = 0; i < packet->next_steps; ++i) {
     const LaunchStep& step = packet->next[i];
-    status = LaunchOne(next_[size_t(step.kernel)], step.grid, step.block, step.smem_bytes, step.overlap, stream,
-                       kernel_args);
-    if (!status.ok()) return status.WithVariant(name_);
+    const Function& next = next_[size_t(step.kernel)];
+    status = LaunchOne(next, step.grid, step.block, step.smem_bytes, step.overlap, stream, kernel_args);
+    // The variant is the module's; the message says which of its kernels the driver refused
+    // (the kernels before it on the stream were launched).
+    if (!status.ok())
+      return Status(status.code(), "launching " + next.name() + " (after " + std::to_string(i + 1) +
+                                       " launched kernel(s) of this call): " + status.message())
+          .WithVariant(name_);
   }
   return status;
 }

@@ -296,7 +296,9 @@ TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
     EXPECT_TRUE(fake.Launches().empty()) << c.name;
     // The workspace a call needs is its planned family's (decode_fwd's splits): that check comes
     // once the plan's kernel is loaded; every other refusal comes before planning.
-    if (std::string(c.name) != "workspace") EXPECT_EQ(fake.ModuleLoads(), 0) << c.name;
+    if (std::string(c.name) != "workspace") {
+      EXPECT_EQ(fake.ModuleLoads(), 0) << c.name;
+    }
   }
 }
 

@@ -32,6 +32,10 @@ class FakeGpuRecord {
     return out;
   }
   int ModuleLoads() const { return Fn<int()>("ft_fake_module_load_count")(); }
+  // The next `count` calls of `entry_point`, after `skip` that pass, fail with `error`.
+  void Fail(const char* entry_point, int skip, int count, int error) const {
+    Fn<void(const char*, int, int, int)>("ft_fake_fail")(entry_point, skip, count, error);
+  }
   // Launch i's parameter bytes into out (at most `capacity`): their count, or -1 when not kept.
   int Params(int i, void* out, int capacity) const {
     return Fn<int(int, void*, int)>("ft_fake_launch_params")(i, out, capacity);

@@ -1,0 +1,155 @@
+// Driver failures on the launch path, injected by the recording fake GPU (ft_fake_fail): each is
+// a Status naming the driver call, its error and the kernel it concerns; nothing aborts, nothing
+// half-loaded is kept, and the next call runs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "flashtune/runtime.h"
+#include "tests/support/fake_gpu_record.h"
+#include "tests/support/temp_dir.h"
+
+namespace flashtune {
+namespace {
+
+using flashtune::testing::FakeGpuRecord;
+using flashtune::testing::HostBuffers;
+using flashtune::testing::TempDir;
+
+constexpr int kNoBinaryForGpu = 209;           // CUDA_ERROR_NO_BINARY_FOR_GPU
+constexpr int kInvalidValue = 1;               // CUDA_ERROR_INVALID_VALUE
+constexpr int kLaunchOutOfResources = 701;     // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+constexpr int kIllegalAddress = 700;           // CUDA_ERROR_ILLEGAL_ADDRESS
+
+struct Opened {
+  TempDir dir;
+  std::unique_ptr<Runtime> rt;
+  Opened() {
+    EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
+    RuntimeOptions o;
+    o.db_path = dir.path() + "/absent.db";
+    o.log = [](LogLevel, const std::string&) {};
+    auto r = Runtime::Open(o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) rt = std::move(*r);
+  }
+};
+
+// Dense or paged arguments for `p` in `b`, with the workspace the runtime asks for.
+ForwardArgs ArgsFor(Runtime& rt, const Problem& p, HostBuffers& b) {
+  ForwardArgs a = ForwardArgs::Contiguous(p, 16);
+  const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
+  const size_t kv = p.layout == Layout::kPaged ? size_t(a.paged.num_blocks * 16 * p.heads_kv * p.head_dim) * 2
+                                               : size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
+  a.q = b.Get(q);
+  a.k = b.Get(kv);
+  a.v = b.Get(kv);
+  a.o = b.Get(q);
+  if (p.layout == Layout::kPaged) {
+    a.paged.block_table = static_cast<const int32_t*>(b.Get(size_t(p.batch * a.paged.block_table_stride) * 4));
+    auto* lens = static_cast<int32_t*>(b.Get(size_t(p.batch) * 4));
+    for (int64_t i = 0; i < p.batch; ++i) lens[i] = int32_t(p.seqlen_k);
+    a.seqlens_k = lens;
+  }
+  auto ws = rt.workspace_size(p);
+  EXPECT_TRUE(ws.ok());
+  if (ws.ok() && *ws > 0) {
+    a.workspace = b.Get(size_t(*ws));
+    a.workspace_bytes = *ws;
+  }
+  return a;
+}
+
+TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 64, true, 1, 333, 333, 4, 4};
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok());
+  HostBuffers b;
+  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  fake.Reset();
+  fake.Fail("cuModuleLoadData", 0, 1, kNoBinaryForGpu);
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kDriverError) << s.ToString();
+  EXPECT_NE(s.message().find("cuModuleLoadData"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA_ERROR_NO_BINARY_FOR_GPU"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find(plan->variant.Uri()), std::string::npos) << "names the kernel: " << s.ToString();
+  EXPECT_TRUE(fake.Launches().empty());
+  s = r.rt->forward(a, nullptr);  // nothing half-loaded was kept: this call loads and launches
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(std::string(fake.Launches()[0].kernel), plan->variant.Uri());
+}
+
+// The split kernel launches, its combine is refused: the call reports the combine, and the
+// next call launches both.
+TEST(FakeGpuDriverErrors, ARefusedSecondLaunchNamesItsKernel) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, false, 1, 1, 8192, 32, 8};
+  p.layout = Layout::kPaged;
+  HostBuffers b;
+  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // loaded
+  fake.Reset();
+  fake.Fail("cuLaunchKernelEx", 1, 1, kLaunchOutOfResources);
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("launching decode_fwd_bf16_d128_"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("_combine"), std::string::npos) << "names the combine kernel: " << s.ToString();
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  EXPECT_EQ(fake.Launches().size(), 2u);
+}
+
+// A tensor map the driver refuses: the call says which map and why, and launches nothing. The
+// buffers are never freed and the shape is this test's own, so no map of the process's cache
+// can answer for them.
+TEST(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, false, 1, 777, 777, 4, 4};
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->variant.family, "hopper_fwd");
+  static HostBuffers* kept = new HostBuffers;
+  const ForwardArgs a = ArgsFor(*r.rt, p, *kept);
+  fake.Reset();
+  fake.Fail("cuTensorMapEncodeTiled", 0, 1, kInvalidValue);
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tensor map"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA_ERROR_INVALID_VALUE"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(fake.Launches().empty());
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  EXPECT_EQ(fake.Launches().size(), 1u);
+}
+
+// A kernel that faults is a kFault status naming it, not an abort.
+TEST(FakeGpuDriverErrors, AFaultIsAStatusNamingTheKernel) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok());
+  HostBuffers b;
+  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  fake.Reset();
+  fake.Fail("cuLaunchKernel", 0, 1, kIllegalAddress);
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kFault) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find(plan->variant.Uri()), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace flashtune
