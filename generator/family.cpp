@@ -261,6 +261,11 @@ Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, in
 
 }  // namespace
 
+Status CheckCallFits(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
+  auto f = FamilyForCall(v, problem, workspace_bytes, sm_count);
+  return f.ok() ? Status::Ok() : f.status();
+}
+
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {
   FT_RETURN_IF_ERROR(CheckArgsMatchVariant(v, args));
   auto f = FamilyForCall(v, args.problem, args.workspace_bytes, out->sm_count);

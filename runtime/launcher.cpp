@@ -18,7 +18,8 @@ Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
   return std::make_pair(driver, *current);
 }
 
-Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, uint64_t code) {
+Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, uint64_t code,
+                                               int64_t workspace_bytes) {
   auto current = Current();
   if (!current.ok()) return current.status();
   auto [driver, context] = *current;
@@ -26,7 +27,7 @@ Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool dete
     if (const ForwardKernel* kernel = launch_table_.Find(context, code)) return Call{driver, context, kernel};
   }
   std::lock_guard lock(load_mutex_);
-  auto prepared = Prepare(*driver, context, problem, deterministic, code);
+  auto prepared = Prepare(*driver, context, problem, deterministic, code, workspace_bytes);
   if (!prepared.ok()) return prepared.status();
   return Call{driver, context, *prepared};
 }
@@ -52,7 +53,7 @@ Result<const ForwardKernel*> Launcher::Fallback(Driver* driver, CUcontext contex
 Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
   // The deterministic variant is another kernel: its own launch-cache entry.
   const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
-  auto call = KernelForCall(args.problem(), args.deterministic, code);
+  auto call = KernelForCall(args.problem(), args.deterministic, code, args.forward.workspace_bytes);
   if (!call.ok()) return call.status();
   auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchBackwardValidated(args, stream);
@@ -66,7 +67,8 @@ Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
 }
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
-  auto call = KernelForCall(args.problem, false, BucketCode(BucketOf(args.problem), args.problem.layout));
+  auto call =
+      KernelForCall(args.problem, false, BucketCode(BucketOf(args.problem), args.problem.layout), args.workspace_bytes);
   if (!call.ok()) return call.status();
   auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchValidated(args, stream);
@@ -136,7 +138,7 @@ Result<const ForwardKernel*> Launcher::KernelFor(CUcontext context, ContextState
 }
 
 Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext current, const Problem& problem,
-                                               bool deterministic, uint64_t code) {
+                                               bool deterministic, uint64_t code, int64_t workspace_bytes) {
   auto state = ContextFor(driver, current);
   if (!state.ok()) return state.status();
   CUcontext context = (*state)->retained->get();
@@ -155,6 +157,7 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
       variant = *det;
     }
   }
+  FT_RETURN_IF_ERROR(CheckCallFits(variant, problem, workspace_bytes, (*state)->device->record.sm_count));
   auto kernel = KernelFor(context, **state, variant);
   if (!kernel.ok()) return kernel.status();
   launch_table_.Publish(context, code, *kernel);

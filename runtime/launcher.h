@@ -59,13 +59,14 @@ class Launcher {
     const ForwardKernel* kernel;
   };
   // The kernel for a call of `problem` cached under `code`: the warm lookup, else Prepare.
-  Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code);
+  Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code, int64_t workspace_bytes);
   // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
   // plan is a backward one; a deterministic call whose planned family has none gets another
-  // family's default, Planner::DeterministicVariant), kernel; caches it under `code`. Caller
-  // holds load_mutex_.
+  // family's default, Planner::DeterministicVariant), the call's fit to it (CheckCallFits: a
+  // workspace too small for the family is refused before anything is compiled or loaded),
+  // kernel; caches it under `code`. Caller holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
-                                       bool deterministic, uint64_t code);
+                                       bool deterministic, uint64_t code, int64_t workspace_bytes);
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);
