@@ -8,9 +8,11 @@
 // with NVRTC as on a GPU machine.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flashtune/backward_args.h"
@@ -321,6 +323,48 @@ TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
   int fallbacks = 0;
   for (const std::string& w : r.warnings) fallbacks += w.find("falling back to fa2_fwd_bf16_d128_") != std::string::npos;
   EXPECT_EQ(fallbacks, 1);
+}
+
+// Eight threads, none with a current context, calling one runtime for four buckets at once
+// (every first call of a bucket races the others through the cold path): every call succeeds
+// and launches its own bucket's planned kernel, in device 0's primary context, loaded once.
+TEST(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem problems[4] = {{DType::kBF16, 128, false, 1, 512, 512, 8, 8},
+                               {DType::kBF16, 128, true, 1, 2048, 2048, 8, 8},
+                               {DType::kF16, 64, false, 2, 1024, 1024, 4, 4},
+                               {DType::kBF16, 128, false, 4, 1, 4096, 32, 8}};
+  std::string planned[4];
+  HostBuffers b;
+  std::vector<ForwardArgs> args;
+  for (int i = 0; i < 4; ++i) {
+    auto plan = r.rt->plan(problems[i]);
+    ASSERT_TRUE(plan.ok());
+    planned[i] = plan->variant.Uri();
+    args.push_back(ArgsFor(problems[i], b, *r.rt->workspace_size(problems[i])));
+  }
+  fake.Reset();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {  // a new thread: no current context
+      for (int call = 0; call < 20; ++call)
+        if (!r.rt->forward(args[size_t((t + call) % 4)], nullptr).ok()) failures.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  const auto launches = fake.Launches();
+  int by_bucket[4] = {};
+  for (const FtFakeLaunch& l : launches) {
+    EXPECT_EQ(l.device, 0);
+    for (int i = 0; i < 4; ++i) by_bucket[i] += std::string(l.kernel) == planned[i];
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(by_bucket[i], 40) << planned[i];
+  EXPECT_EQ(by_bucket[3], 40) << planned[3] << ": the decode split kernel (its combine follows each)";
+  EXPECT_EQ(fake.ModuleLoads(), 4) << "one load per bucket's kernel, whatever the race";
 }
 
 // Warm calls allocate nothing on the calling thread, prefill and paged decode alike, whether
