@@ -17,23 +17,8 @@ OUT=$W FILTER='DecodeGpu*:VarlenGpu/VarlenDecodeClasses.*' SUITE_S=120 JOBS=2 ba
 echo "suite exit $?"; tail -2 $W/suite-stdout.txt
 STEPS="bench" BASELINE=.devcarry-s24a/libflashtune.so BENCH_S=120 OUT=$W bash bench/decode_round.sh .devcarry-s24b | \
   grep -E "^\||streaming|exit"
-export FLASHTUNE_CACHE_DIR=/tmp/ft-cache3
-V=decode_fwd_bf16_d128_
-tiles="bn32_rm1_w2_s2_cs4 bn32_rm1_w2_s4_cs4 bn32_rm1_w2_s2_cs2 bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s2_cs4 bn64_rm1_w4_s2_cs2"
-list() { local out="" t k; [ $1 = paged ] && k=kv1 || k=kv0; for t in $tiles; do out+="${V}${t}_${k}_full,"; done; echo ${out%,}; }
-for pass in 1 2; do
-  for build in s24a s24b; do
-    C=.devcarry-$build
-    for shape in "1 2048" "1 8192" "8 2048" "8 32768" "64 8192"; do
-      set -- $shape
-      for layout in paged dense; do
-        echo "== pass $pass $build B$1 x $2 $layout" >> $W/bench.txt
-        LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 $C/flashtune bench --batch $1 \
-          --seqlen-q 1 --seqlen-k $2 --heads-q 32 --heads-kv 8 --layout $layout --variant "$(list $layout)" --rounds 3 \
-          >> $W/bench.txt 2>&1
-      done
-    done
-  done
-done
+export FLASHTUNE_CACHE_DIR=/tmp/ft-cache-ab
+bash bench/decode_tile_ab.sh $W/bench.txt .devcarry-s24a .devcarry-s24b "bn32_rm1_w2_s2_cs4 bn32_rm1_w2_s4_cs4 bn32_rm1_w2_s2_cs2 bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s2_cs4 bn64_rm1_w4_s2_cs2" "1 2048,1 8192,8 2048,8 32768,64 8192" > $W/ab-summary.txt
 cp $W/suite-stdout.txt $W/decode_table.md $W/decode_bench.log $W/bench.txt $OUT/
-python3 bench/bench_ab_summary.py $W/bench.txt s24a s24b
+cp $W/ab-summary.txt $OUT/
+cat $W/ab-summary.txt
