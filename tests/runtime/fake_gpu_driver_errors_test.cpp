@@ -21,43 +21,13 @@ constexpr int kInvalidValue = 1;               // CUDA_ERROR_INVALID_VALUE
 constexpr int kLaunchOutOfResources = 701;     // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 constexpr int kIllegalAddress = 700;           // CUDA_ERROR_ILLEGAL_ADDRESS
 
-struct Opened {
-  TempDir dir;
-  std::unique_ptr<Runtime> rt;
-  Opened() {
-    EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
-    RuntimeOptions o;
-    o.db_path = dir.path() + "/absent.db";
-    o.log = [](LogLevel, const std::string&) {};
-    auto r = Runtime::Open(o);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (r.ok()) rt = std::move(*r);
-  }
-};
+using Opened = flashtune::testing::FakeGpuRuntime;
 
-// Dense or paged arguments for `p` in `b`, with the workspace the runtime asks for.
+// The arguments of `p` with the workspace the runtime asks for.
 ForwardArgs ArgsFor(Runtime& rt, const Problem& p, HostBuffers& b) {
-  ForwardArgs a = ForwardArgs::Contiguous(p, 16);
-  const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
-  const size_t kv = p.layout == Layout::kPaged ? size_t(a.paged.num_blocks * 16 * p.heads_kv * p.head_dim) * 2
-                                               : size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
-  a.q = b.Get(q);
-  a.k = b.Get(kv);
-  a.v = b.Get(kv);
-  a.o = b.Get(q);
-  if (p.layout == Layout::kPaged) {
-    a.paged.block_table = static_cast<const int32_t*>(b.Get(size_t(p.batch * a.paged.block_table_stride) * 4));
-    auto* lens = static_cast<int32_t*>(b.Get(size_t(p.batch) * 4));
-    for (int64_t i = 0; i < p.batch; ++i) lens[i] = int32_t(p.seqlen_k);
-    a.seqlens_k = lens;
-  }
   auto ws = rt.workspace_size(p);
   EXPECT_TRUE(ws.ok());
-  if (ws.ok() && *ws > 0) {
-    a.workspace = b.Get(size_t(*ws));
-    a.workspace_bytes = *ws;
-  }
-  return a;
+  return flashtune::testing::FakeCallArgs(p, b, ws.ok() ? *ws : 0);
 }
 
 TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) {

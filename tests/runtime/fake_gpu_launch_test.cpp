@@ -34,48 +34,8 @@ using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
 using flashtune::testing::TempDir;
 
-// Contiguous arguments for `p` with every tensor, table and workspace it needs.
-ForwardArgs ArgsFor(const Problem& p, HostBuffers& b, int64_t workspace_bytes, int block_size = 16) {
-  ForwardArgs a = ForwardArgs::Contiguous(p, block_size);
-  const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
-  size_t kv = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
-  if (p.layout == Layout::kPaged) kv = size_t(a.paged.num_blocks * block_size * p.heads_kv * p.head_dim) * 2;
-  a.q = b.Get(q);
-  a.k = b.Get(kv);
-  a.v = b.Get(kv);
-  a.o = b.Get(q);
-  a.lse = static_cast<float*>(b.Get(size_t(p.batch * p.heads_q * p.seqlen_q) * 4));
-  if (p.layout == Layout::kPaged) {
-    auto* table = static_cast<int32_t*>(b.Get(size_t(p.batch * a.paged.block_table_stride) * 4));
-    for (int64_t i = 0; i < p.batch * a.paged.block_table_stride; ++i) table[i] = int32_t(i % a.paged.num_blocks);
-    a.paged.block_table = table;
-    auto* lens = static_cast<int32_t*>(b.Get(size_t(p.batch) * 4));
-    for (int64_t i = 0; i < p.batch; ++i) lens[i] = int32_t(p.seqlen_k);
-    a.seqlens_k = lens;
-  }
-  if (workspace_bytes > 0) {
-    a.workspace = b.Get(size_t(workspace_bytes));
-    a.workspace_bytes = workspace_bytes;
-  }
-  return a;
-}
-
-struct Opened {
-  TempDir dir;
-  std::vector<std::string> warnings;
-  std::unique_ptr<Runtime> rt;
-  Opened() {
-    EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
-    RuntimeOptions o;
-    o.db_path = dir.path() + "/absent.db";  // heuristic plans
-    o.log = [this](LogLevel level, const std::string& m) {
-      if (level >= LogLevel::kWarning) warnings.push_back(m);
-    };
-    auto r = Runtime::Open(o);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (r.ok()) rt = std::move(*r);
-  }
-};
+using Opened = flashtune::testing::FakeGpuRuntime;
+using flashtune::testing::FakeCallArgs;
 
 // What the library's own packing says the launch of `v` for `a` is, on the fake's device.
 LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
@@ -120,7 +80,7 @@ TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors)
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->variant.family, "hopper_fwd") << plan->why;
   HostBuffers b;
-  ForwardArgs a = ArgsFor(p, b, 0);
+  ForwardArgs a = FakeCallArgs(p, b, 0);
   fake.Reset();
   Status s = r.rt->forward(a, nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -179,7 +139,7 @@ TEST(FakeGpuLaunch, EachDeviceRunsKernelsOfItsOwnArch) {
   ASSERT_EQ(a100->Arch(), "sm_80");
   const Problem p{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
   HostBuffers b;
-  const ForwardArgs a = ArgsFor(p, b, 0);
+  const ForwardArgs a = FakeCallArgs(p, b, 0);
   std::string kernels[3];
   int devices[3];
   for (int call = 0; call < 3; ++call) {  // device 0, device 1, device 0 again
@@ -219,7 +179,7 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
     ASSERT_TRUE(ws.ok());
     ASSERT_GT(*ws, 0);
     HostBuffers b;
-    ForwardArgs a = ArgsFor(p, b, *ws);
+    ForwardArgs a = FakeCallArgs(p, b, *ws);
     fake.Reset();
     Status s = r.rt->forward(a, nullptr);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -288,7 +248,7 @@ TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
   };
   for (const Case& c : cases) {
     HostBuffers b;
-    ForwardArgs a = ArgsFor(dec, b, *ws);
+    ForwardArgs a = FakeCallArgs(dec, b, *ws);
     c.mutate(a);
     fake.Reset();
     Status s = r.rt->forward(a, nullptr);
@@ -309,7 +269,7 @@ TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
   ASSERT_NE(r.rt, nullptr);
   const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
   HostBuffers b;
-  ForwardArgs a = ArgsFor(p, b, 0);
+  ForwardArgs a = FakeCallArgs(p, b, 0);
   a.k_strides.head = a.v_strides.head = 0;
   fake.Reset();
   for (int i = 0; i < 2; ++i) {
@@ -343,7 +303,7 @@ TEST(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
     auto plan = r.rt->plan(problems[i]);
     ASSERT_TRUE(plan.ok());
     planned[i] = plan->variant.Uri();
-    args.push_back(ArgsFor(problems[i], b, *r.rt->workspace_size(problems[i])));
+    args.push_back(FakeCallArgs(problems[i], b, *r.rt->workspace_size(problems[i])));
   }
   fake.Reset();
   std::atomic<int> failures{0};
@@ -380,7 +340,7 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
     auto ws = r.rt->workspace_size(p);
     ASSERT_TRUE(ws.ok());
     HostBuffers b;
-    const ForwardArgs sets[2] = {ArgsFor(p, b, *ws), ArgsFor(p, b, *ws)};
+    const ForwardArgs sets[2] = {FakeCallArgs(p, b, *ws), FakeCallArgs(p, b, *ws)};
     for (const ForwardArgs& a : sets) ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // load, encode
     fake.Reset();
     bool ok = true;
@@ -416,7 +376,7 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
     auto ws = r.rt->workspace_size(p);
     ASSERT_TRUE(ws.ok());
     HostBuffers b;
-    const ForwardArgs a = ArgsFor(p, b, *ws);
+    const ForwardArgs a = FakeCallArgs(p, b, *ws);
     ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up: compile, load, encode
     fake.Reset();
     ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -448,7 +408,7 @@ TEST(FakeGpuLaunch, BackwardLaunchesItsThreeKernelsInOrder) {
   const Problem p{DType::kBF16, 128, true, 2, 1024, 1024, 8, 2};
   HostBuffers b;
   BackwardArgs a = BackwardArgs::Contiguous(p);
-  ForwardArgs f = ArgsFor(p, b, 0);
+  ForwardArgs f = FakeCallArgs(p, b, 0);
   a.forward.q = f.q, a.forward.k = f.k, a.forward.v = f.v, a.forward.o = f.o, a.forward.lse = f.lse;
   const size_t q_bytes = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
   const size_t kv_bytes = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;

@@ -11,8 +11,13 @@
 #include <memory>
 #include <vector>
 
+#include <string>
+
 #include "flashtune/driver.h"
+#include "flashtune/forward_args.h"
+#include "flashtune/runtime.h"
 #include "tests/fixtures/fake_gpu.h"
+#include "tests/support/temp_dir.h"
 
 namespace flashtune::testing {
 
@@ -84,6 +89,51 @@ class HostBuffers {
 
  private:
   std::vector<std::unique_ptr<void, decltype(&std::free)>> owned_;
+};
+
+// Contiguous arguments for `p` with every tensor it needs in `b` (paged: a table walking the pool,
+// every sequence seqlen_k keys), and a workspace of `workspace_bytes` when that is positive.
+inline ForwardArgs FakeCallArgs(const Problem& p, HostBuffers& b, int64_t workspace_bytes, int block_size = 16) {
+  ForwardArgs a = ForwardArgs::Contiguous(p, block_size);
+  const size_t q = size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2;
+  size_t kv = size_t(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) * 2;
+  if (p.layout == Layout::kPaged) kv = size_t(a.paged.num_blocks * block_size * p.heads_kv * p.head_dim) * 2;
+  a.q = b.Get(q);
+  a.k = b.Get(kv);
+  a.v = b.Get(kv);
+  a.o = b.Get(q);
+  a.lse = static_cast<float*>(b.Get(size_t(p.batch * p.heads_q * p.seqlen_q) * 4));
+  if (p.layout == Layout::kPaged) {
+    auto* table = static_cast<int32_t*>(b.Get(size_t(p.batch * a.paged.block_table_stride) * 4));
+    for (int64_t i = 0; i < p.batch * a.paged.block_table_stride; ++i) table[i] = int32_t(i % a.paged.num_blocks);
+    a.paged.block_table = table;
+    auto* lens = static_cast<int32_t*>(b.Get(size_t(p.batch) * 4));
+    for (int64_t i = 0; i < p.batch; ++i) lens[i] = int32_t(p.seqlen_k);
+    a.seqlens_k = lens;
+  }
+  if (workspace_bytes > 0) {
+    a.workspace = b.Get(size_t(workspace_bytes));
+    a.workspace_bytes = workspace_bytes;
+  }
+  return a;
+}
+
+// A runtime on no database (heuristic plans) in a fresh folder, with device 0 current; the
+// warnings it logs are kept.
+struct FakeGpuRuntime {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  std::unique_ptr<Runtime> rt;
+  FakeGpuRuntime() {
+    UseFakeDevice(0);
+    RuntimeOptions o;
+    o.db_path = dir.path() + "/absent.db";
+    o.log = [this](LogLevel level, const std::string& m) {
+      if (level >= LogLevel::kWarning) warnings.push_back(m);
+    };
+    auto r = Runtime::Open(o);
+    if (r.ok()) rt = std::move(*r);
+  }
 };
 
 }  // namespace flashtune::testing
