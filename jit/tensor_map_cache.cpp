@@ -6,10 +6,9 @@
 namespace flashtune::detail {
 namespace {
 
-uint64_t Mix(uint64_t h, uint64_t w) {
-  h ^= w + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xFF51AFD7ED558CCDull;
-}
+// The key words' weights in the hash: distinct odd constants, so the products are independent
+// (no chain of dependent multiplies: four keys a call) and each word moves the sum.
+constexpr uint64_t Weight(int i) { return (0x9E3779B97F4A7C15ull + uint64_t(i) * 0xBF58476D1CE4E5B9ull) | 1u; }
 
 }  // namespace
 
@@ -27,7 +26,9 @@ TensorMapCache::Key TensorMapCache::KeyOf(const TensorMapRequest& r) {
   // Element strides are 1..8 when valid; a full byte each keeps invalid ones distinct too.
   for (int i = 0; i < 5; ++i) w[14] |= uint64_t(r.element_strides[i] & 0xFFu) << (8 * i);
   uint64_t h = 0;
-  for (uint64_t x : w) h = Mix(h, x);
+  for (int i = 0; i < kKeyWords; ++i) h += w[i] * Weight(i);
+  h ^= h >> 32;  // the set index takes low bits; aligned pointers leave them zero before mixing
+  h *= 0xFF51AFD7ED558CCDull;
   k.hash = h ^ (h >> 29);
   return k;
 }
@@ -42,11 +43,11 @@ bool TensorMapCache::Lookup(const Key& key, void* out) const {
     for (int i = 0; i < kKeyWords && match; ++i)
       match = slot.words[i].load(std::memory_order_relaxed) == key.words[i];
     if (!match) continue;
-    uint64_t map[kMapWords];
+    // Straight into `out`: a torn copy is reported as a miss, and the caller then encodes over it.
+    auto* map = static_cast<uint64_t*>(out);
     for (int i = 0; i < kMapWords; ++i) map[i] = slot.words[kKeyWords + i].load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (slot.sequence.load(std::memory_order_relaxed) != before) continue;  // torn by a writer: a miss
-    std::memcpy(out, map, sizeof map);
     return true;
   }
   return false;

@@ -43,7 +43,8 @@ class TensorMapCache {
   TensorMapCache(const TensorMapCache&) = delete;
   TensorMapCache& operator=(const TensorMapCache&) = delete;
 
-  // Copies the map cached for `key` to `out` (128 bytes) and returns true; false when absent.
+  // Copies the map cached for `key` to `out` (128 bytes, 8-byte aligned) and returns true; false
+  // when absent (`out` may then have been written: a copy torn by a writer is a miss).
   bool Lookup(const Key& key, void* out) const;
   // Remembers `map` (128 bytes) for `key`; may evict another entry of its set.
   void Insert(const Key& key, const void* map);
