@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Prepared in session 25 (no device was lent): hopper-pdl.patch (s25p: hopper_fwd launched as a
+# programmatic dependent of the kernel before it: griddepcontrol.wait before any global access,
+# then launch_dependents; the pack sets the launch attribute on cc 9) against s25m (main). Why:
+# queued back-to-back calls of the 64-row d64 kernels ran 5-10% slower than one launch (session
+# 20, call 6: 191 against 174 us for cuDNN at bf16 full N 512, 1-4% behind in one launch), and
+# the boundary between calls (launch latency, the next call's block scheduling and prologue) is
+# the part of that a dependent launch can hide. First the forward GPU tests on s25p (hopper classes
+# against the float64 reference, the runtime's tests: queued calls that read what the previous
+# call wrote), then `flashtune bench` (queued launches, checked) of each build in turn on the
+# tiles session 20's tune picked at d64 / d128 N 512-1k, two passes of five rounds.
+# Packs: as call1.sh, with hopper-pdl.patch applied in the s25p worktree.
+# usage (GPU): OUT=$OUT bash bench/data/h200-2026-12-05-s25/call2.sh
+set -uo pipefail
+W=/tmp/s25call2
+mkdir -p $W
+OUT=$W FILTER='ForwardGpu*:RuntimeGpu*:VarlenGpu/VarlenClasses.*' SUITE_S=200 JOBS=2 bash bench/gpu_suite.sh .devcarry-s25p \
+  > $W/suite-stdout.txt 2>&1
+echo "suite exit $?"; tail -2 $W/suite-stdout.txt
+export FLASHTUNE_CACHE_DIR=/tmp/ft-cache-pdl
+# shape: dtype head_dim causal B N H variant
+shapes=(
+  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full"
+  "bf16 64 0 16 1024 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full"
+  "bf16 64 1 32 512 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal"
+  "bf16 64 1 16 1024 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal"
+  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full"
+  "bf16 128 0 32 512 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full"
+  "bf16 128 1 16 1024 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_causal"
+)
+for pass in 1 2; do
+  for build in s25m s25p; do
+    C=.devcarry-$build
+    for shape in "${shapes[@]}"; do
+      set -- $shape
+      echo "== pass $pass $build B$4 x $5 d$2 c$3" >> $W/bench.txt
+      LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 $C/flashtune bench --dtype $1 \
+        --head-dim $2 --causal $3 --batch $4 --seqlen-q $5 --heads-q $6 --variant $7 --rounds 5 >> $W/bench.txt 2>&1
+    done
+  done
+done
+cp $W/suite-stdout.txt $W/bench.txt $OUT/
+python3 - $W/bench.txt <<'PY'
+import collections, re, sys
+runs = collections.defaultdict(list)
+key = None
+for line in open(sys.argv[1]):
+    m = re.match(r"== pass \d+ (\S+) (B\d+ x \d+ d\d+ c\d)", line)
+    if m:
+        key = m.groups()
+        continue
+    m = re.match(r"hopper_fwd_\S+?_(bm\S+?)_(?:full|causal)\s+ok\s+([\d.]+)", line)
+    if m and key:
+        runs[(key[1], m.group(1), key[0])].append(float(m.group(2)))
+print("shape tile: s25m us / s25p us (each pass), pdl / main of the means")
+for shape, tile in sorted({k[:2] for k in runs}):
+    a, b = runs.get((shape, tile, "s25m"), []), runs.get((shape, tile, "s25p"), [])
+    if a and b:
+        print(f"{shape:22s} {tile:28s} {'/'.join(f'{x:.1f}' for x in a):>13s} {'/'.join(f'{x:.1f}' for x in b):>13s}"
+              f"  {(sum(b) / len(b)) / (sum(a) / len(a)):.3f}")
+PY
