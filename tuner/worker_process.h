@@ -40,7 +40,8 @@ class FrameWriter {
 };
 
 // Reads fields in the order they were written; a short or malformed frame sets !ok() and
-// yields zeros, so a reader checks ok() once at the end.
+// yields zeros, so a reader checks ok() once at the end. It reads a view of `data`, which must
+// outlive it: not the frame of a temporary FrameWriter.
 class FrameReader {
  public:
   explicit FrameReader(std::string_view data) : data_(data) {}

@@ -116,7 +116,9 @@ TEST(GpuProtocol, HelloCarriesTheProtocolVersionBothWays) {
   FrameReader reader(request);
   ASSERT_EQ(reader.I64(), kHelloMessage);
   EXPECT_EQ(DecodeHelloRequestVersion(reader), kProtocolVersion);
-  FrameReader old_request(FrameWriter().I64(kHelloMessage).data());  // a tuner from before versioning
+  // A tuner from before versioning. The frame outlives its reader (which keeps a view of it).
+  const std::string old_frame = FrameWriter().I64(kHelloMessage).data();
+  FrameReader old_request(old_frame);
   old_request.I64();
   EXPECT_EQ(DecodeHelloRequestVersion(old_request), 0);
 
