@@ -232,6 +232,18 @@ int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
 
 namespace {
 
+// The caller's workspace holds what `f` needs for `problem` (kInvalidArgument naming it otherwise).
+Status CheckWorkspaceOf(const Family& f, const Variant& v, const Problem& problem, int64_t workspace_bytes,
+                        int sm_count) {
+  const int64_t need = f.WorkspaceBytes(problem, sm_count);
+  if (workspace_bytes >= need) return Status::Ok();
+  return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(workspace_bytes) + ") is less than the " +
+                                            std::to_string(need) + " bytes " + problem.ToString() +
+                                            " needs; size it with WorkspaceBytes / Runtime::workspace_size / "
+                                            "ft_workspace_size")
+      .WithVariant(v.Uri());
+}
+
 // What both operations check before packing: `v`'s family exists, computes `problem`'s
 // operation and serves its layout, and the caller's workspace holds what the family needs.
 Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
@@ -249,21 +261,15 @@ Result<const Family*> FamilyForCall(const Variant& v, const Problem& problem, in
                                           std::string(LayoutName(problem.layout)) + " call's; " +
                                           std::string(f->name()) + " has a variant per layout")
         .WithVariant(v.Uri());
-  const int64_t need = f->WorkspaceBytes(problem, sm_count);
-  if (workspace_bytes < need)
-    return Status(Code::kInvalidArgument, "workspace_bytes (" + std::to_string(workspace_bytes) + ") is less than the " +
-                                              std::to_string(need) + " bytes " + problem.ToString() +
-                                              " needs; size it with WorkspaceBytes / Runtime::workspace_size / "
-                                              "ft_workspace_size")
-        .WithVariant(v.Uri());
+  FT_RETURN_IF_ERROR(CheckWorkspaceOf(*f, v, problem, workspace_bytes, sm_count));
   return f;
 }
 
 }  // namespace
 
-Status CheckCallFits(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
-  auto f = FamilyForCall(v, problem, workspace_bytes, sm_count);
-  return f.ok() ? Status::Ok() : f.status();
+Status CheckCallWorkspace(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count) {
+  const Family* f = FindFamily(v.family);
+  return f == nullptr ? Status::Ok() : CheckWorkspaceOf(*f, v, problem, workspace_bytes, sm_count);
 }
 
 Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPacket* out) {

@@ -259,11 +259,11 @@ std::vector<const Family*> FamiliesFor(const Problem& problem);
 // (SearchedAloneFor) when any is.
 std::vector<const Family*> FamiliesSearchedFor(const Problem& problem, const Target& target);
 
-// What packing checks of a call before the family sees its arguments: `v`'s family exists,
-// computes `problem`'s pass and serves its layout, and `workspace_bytes` holds what the family
-// needs on a device of `sm_count` multiprocessors. The runtime asks it before loading a planned
+// The workspace check packing makes: `workspace_bytes` holds what `v`'s family needs for
+// `problem` on a device of `sm_count` multiprocessors (kInvalidArgument naming it otherwise; OK
+// for an unknown family, which packing refuses). The runtime asks it before loading a planned
 // kernel, so a call refused for its workspace compiles nothing.
-Status CheckCallFits(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count);
+Status CheckCallWorkspace(const Variant& v, const Problem& problem, int64_t workspace_bytes, int sm_count);
 
 // Validates args for `v` (ValidateForwardArgs, CheckArgsMatchVariant, the workspace the
 // family needs, the family's CanRun) and packs them. On error nothing is written that a launch could use.

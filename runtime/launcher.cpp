@@ -157,7 +157,7 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
       variant = *det;
     }
   }
-  FT_RETURN_IF_ERROR(CheckCallFits(variant, problem, workspace_bytes, (*state)->device->record.sm_count));
+  FT_RETURN_IF_ERROR(CheckCallWorkspace(variant, problem, workspace_bytes, (*state)->device->record.sm_count));
   auto kernel = KernelFor(context, **state, variant);
   if (!kernel.ok()) return kernel.status();
   launch_table_.Publish(context, code, *kernel);

@@ -62,8 +62,8 @@ class Launcher {
   Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code, int64_t workspace_bytes);
   // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
   // plan is a backward one; a deterministic call whose planned family has none gets another
-  // family's default, Planner::DeterministicVariant), the call's fit to it (CheckCallFits: a
-  // workspace too small for the family is refused before anything is compiled or loaded),
+  // family's default, Planner::DeterministicVariant), the call's workspace (CheckCallWorkspace:
+  // one too small for the family is refused before anything is compiled or loaded),
   // kernel; caches it under `code`. Caller holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
                                        bool deterministic, uint64_t code, int64_t workspace_bytes);
