@@ -33,29 +33,11 @@ for pass in 1 2; do
     C=.devcarry-$build
     for shape in "${shapes[@]}"; do
       set -- $shape
-      echo "== pass $pass $build B$4 x $5 d$2 c$3" >> $W/bench.txt
+      echo "== pass $pass $build B$4 x $5 d$2c$3" >> $W/bench.txt  # bench_ab_summary.py's header
       LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 $C/flashtune bench --dtype $1 \
         --head-dim $2 --causal $3 --batch $4 --seqlen-q $5 --heads-q $6 --variant $7 --rounds 5 >> $W/bench.txt 2>&1
     done
   done
 done
 cp $W/suite-stdout.txt $W/bench.txt $OUT/
-python3 - $W/bench.txt <<'PY'
-import collections, re, sys
-runs = collections.defaultdict(list)
-key = None
-for line in open(sys.argv[1]):
-    m = re.match(r"== pass \d+ (\S+) (B\d+ x \d+ d\d+ c\d)", line)
-    if m:
-        key = m.groups()
-        continue
-    m = re.match(r"hopper_fwd_\S+?_(bm\S+?)_(?:full|causal)\s+ok\s+([\d.]+)", line)
-    if m and key:
-        runs[(key[1], m.group(1), key[0])].append(float(m.group(2)))
-print("shape tile: s25m us / s25p us (each pass), pdl / main of the means")
-for shape, tile in sorted({k[:2] for k in runs}):
-    a, b = runs.get((shape, tile, "s25m"), []), runs.get((shape, tile, "s25p"), [])
-    if a and b:
-        print(f"{shape:22s} {tile:28s} {'/'.join(f'{x:.1f}' for x in a):>13s} {'/'.join(f'{x:.1f}' for x in b):>13s}"
-              f"  {(sum(b) / len(b)) / (sum(a) / len(a)):.3f}")
-PY
+python3 bench/bench_ab_summary.py $W/bench.txt s25m s25p
