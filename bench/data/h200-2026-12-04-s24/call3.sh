@@ -10,7 +10,7 @@
 #   bash bench/pack_for_gpu.sh <worktree>/build .devcarry-s24a (resp. -s24b), carried.
 # usage (GPU): OUT=$OUT bash bench/data/h200-2026-12-04-s24/call3.sh
 set -uo pipefail
-W=/tmp/call3
+W=${W:-/tmp/call3}
 mkdir -p $W
 OUT=$W FILTER='DecodeGpu*:VarlenGpu/VarlenDecodeClasses.*' SUITE_S=120 JOBS=2 bash bench/gpu_suite.sh .devcarry-s24b \
   > $W/suite-stdout.txt 2>&1

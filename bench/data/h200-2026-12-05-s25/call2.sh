@@ -12,7 +12,7 @@
 # Packs: as call1.sh, with hopper-pdl.patch applied in the s25p worktree.
 # usage (GPU): OUT=$OUT bash bench/data/h200-2026-12-05-s25/call2.sh
 set -uo pipefail
-W=/tmp/s25call2
+W=${W:-/tmp/s25call2}
 mkdir -p $W
 OUT=$W FILTER='ForwardGpu*:RuntimeGpu*:VarlenGpu/VarlenClasses.*' SUITE_S=200 JOBS=2 bash bench/gpu_suite.sh .devcarry-s25p \
   > $W/suite-stdout.txt 2>&1
