@@ -113,6 +113,15 @@ __device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int sr
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kLog2e = 1.44269504088896341f;
 
+// Packed row rg = g * Nq + i (0 <= rg < 2^16, 1 <= Nq <= 16) split without an integer division:
+// (rg + 0.5) / Nq is at least 0.5 / 16 from an integer, far more than the float product's error
+// (under rg * 2^-22), so truncating it gives g exactly. inv_nq = 1 / Nq (any rounding). A division by
+// the run-time Nq was about 20 instructions a row, and the Q copy, the masked steps and the
+// epilogue each divided per row.
+__device__ __forceinline__ int row_head(int rg, int nq, float inv_nq) {
+  return nq == 1 ? rg : __float2int_rz((float(rg) + 0.5f) * inv_nq);
+}
+
 // The block's coordinates and the sequence's sizes, shared by the loader and the epilogue.
 // q_row0 / k_row0: the sequence's first packed row (varlen; 0 for dense and paged).
 struct Work {
@@ -179,6 +188,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #endif
   const Work w = plan_work(p);
   const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
+  const float inv_nq = Nq > 0 ? 1.f / float(Nq) : 0.f;
 
   u16* sQ = reinterpret_cast<u16*>(smem);
   const u32 sQ_addr = smem_address(sQ);
@@ -237,9 +247,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     }
   };
 
-  // One step's K and V rows (one commit group); keys past n_k or on a bad page read as zero.
-  // Uses the pages load_pages(it) fetched, then fetches step it + 1's.
-  auto issue_step = [&](int it) {
+  // One step's K and V rows; keys past n_k or on a bad page read as zero. Uses the pages
+  // load_pages(it) fetched. issue_step below makes them one commit group.
+  auto issue_copies = [&](int it) {
     if (!kPaged && kRegular && it < w.steps) {
       const int n0 = (w.step0 + it) * kBlockN;
       const u32 stage = (u32)(it % kStages) * kStageBytes;
@@ -314,6 +324,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         }
       }
     }
+  };
+  // Step it's copies as one commit group, then step it + 1's pages.
+  auto issue_step = [&](int it) {
+    issue_copies(it);
     cp_async_commit();  // empty groups keep the wait counts uniform
     load_pages(it + 1);
   };
@@ -332,6 +346,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   }
 
   if (w.steps > 0) {
+    // The first step's K/V copies go out before Q's: they do not depend on it, and at short
+    // caches (one or two steps a block) their DRAM round trip is the block's critical path,
+    // which Q's address arithmetic used to delay (in-order issue). Q joins their commit group,
+    // so the groups are step 0 (with Q), step 1, ...
+    load_pages(0);
+    issue_copies(0);
     // Q rows: packed (head g, token i); rows past the tile's end read as zero.
     constexpr int kQChunks = kRows * kChunksPerRow;
     for (int c = tid; c < kQChunks; c += kThreads) {
@@ -339,21 +359,30 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const int col = (c % kChunksPerRow) * 8;
       const bool valid = r < w.rows_valid;
       const int rg = w.row0 + r;
-      const int g = valid ? rg / Nq : 0, i = valid ? rg % Nq : 0;
+      const int g = valid ? row_head(rg, Nq, inv_nq) : 0, i = valid ? rg - g * Nq : 0;
       const u16* src = static_cast<const u16*>(p.q) + (i64)w.b * p.q_stride[0] + (w.q_row0 + i) * p.q_stride[1] +
                        (i64)(w.hkv * w.group + g) * p.q_stride[2] + col;
       cp_async16(sQ_addr + Rows::offset(r, col), valid ? src : p.q, valid ? 16 : 0);
     }
     cp_async_commit();
-    load_pages(0);
+    load_pages(1);
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) issue_step(s);
+    for (int s = 1; s < kStages - 1; ++s) issue_step(s);
 
     const float scale_log2 = p.scale_log2;
     const int wn0 = warp * kWarpN;
     const int diag = w.n_k - Nq;  // token i sees keys j <= i + diag
+    // The query token of each of this thread's rows (causal masks by it), once.
+    int token[kRowTiles][2];
+#pragma unroll
+    for (int mi = 0; mi < kRowTiles; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rg = w.row0 + mi * 16 + lane / 4 + 8 * h;
+        token[mi][h] = kCausal ? rg - row_head(rg, Nq, inv_nq) * Nq : 0;
+      }
     for (int it = 0; it < w.steps; ++it) {
-      cp_async_wait<kStages - 2>();  // Q and this step's K/V have landed
+      cp_async_wait<kStages - 2>();  // this step's K/V (and, at step 0, Q) have landed
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
       issue_step(it + kStages - 1);
       const int n0 = (w.step0 + it) * kBlockN;
@@ -393,8 +422,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int key = n0 + wn0 + nj * 8 + 2 * (lane % 4) + (e & 1);
-              const int i = (w.row0 + mi * 16 + lane / 4 + (e >= 2 ? 8 : 0)) % Nq;
-              if (key >= w.n_k || (kCausal && key > i + diag)) acc_s[mi][nj][e] = kNegInf;
+              if (key >= w.n_k || (kCausal && key > token[mi][e >= 2] + diag)) acc_s[mi][nj][e] = kNegInf;
             }
       }
       // Online softmax in the exp2 domain, per warp over its keys.
@@ -470,8 +498,9 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     sLse[r] = l > 0.f ? (m + fast_log2(l)) * kLn2 : kNegInf;
     const int rg = w.row0 + r;
     const bool valid = r < w.rows_valid;  // else Nq may be 0 (an empty varlen sequence)
-    sG[r] = valid ? rg / Nq : 0;
-    sI[r] = valid ? rg % Nq : 0;
+    const int g = valid ? row_head(rg, Nq, inv_nq) : 0;
+    sG[r] = g;
+    sI[r] = valid ? rg - g * Nq : 0;
   }
 #pragma unroll 1
   for (int turn = 0; turn < kWarps; ++turn) {
