@@ -17,27 +17,16 @@ mkdir -p $W
 OUT=$W FILTER='ForwardGpu*:RuntimeGpu*:VarlenGpu/VarlenClasses.*' SUITE_S=200 JOBS=2 bash bench/gpu_suite.sh .devcarry-s25p \
   > $W/suite-stdout.txt 2>&1
 echo "suite exit $?"; tail -2 $W/suite-stdout.txt
+# Not run as such: session 26 ran this A/B inside bench/data/h200-2026-12-05-s26/call12.sh (an
+# H100; rejected, docs/perf-notes.md "hopper_fwd as a programmatic dependent").
 export FLASHTUNE_CACHE_DIR=/tmp/ft-cache-pdl
-# shape: dtype head_dim causal B N H variant
-shapes=(
-  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full"
-  "bf16 64 0 16 1024 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full"
-  "bf16 64 1 32 512 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal"
-  "bf16 64 1 16 1024 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal"
-  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full"
-  "bf16 128 0 32 512 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full"
-  "bf16 128 1 16 1024 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_causal"
-)
-for pass in 1 2; do
-  for build in s25m s25p; do
-    C=.devcarry-$build
-    for shape in "${shapes[@]}"; do
-      set -- $shape
-      echo "== pass $pass $build B$4 x $5 d$2c$3" >> $W/bench.txt  # bench_ab_summary.py's header
-      LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 $C/flashtune bench --dtype $1 \
-        --head-dim $2 --causal $3 --batch $4 --seqlen-q $5 --heads-q $6 --variant $7 --rounds 5 >> $W/bench.txt 2>&1
-    done
-  done
-done
-cp $W/suite-stdout.txt $W/bench.txt $OUT/
-python3 bench/bench_ab_summary.py $W/bench.txt s25m s25p
+bash bench/forward_tile_ab.sh $W/bench.txt .devcarry-s25m .devcarry-s25p \
+  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full" \
+  "bf16 64 0 16 1024 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full" \
+  "bf16 64 1 32 512 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal" \
+  "bf16 64 1 16 1024 32 hopper_fwd_bf16_d64_bm64_bn64_wg1_s2_p0_pp1_ov0_causal" \
+  "bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full" \
+  "bf16 128 0 32 512 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full" \
+  "bf16 128 1 16 1024 16 hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_causal" > $W/ab-summary.txt
+cp $W/suite-stdout.txt $W/bench.txt $W/ab-summary.txt $OUT/ 2>/dev/null
+cat $W/ab-summary.txt

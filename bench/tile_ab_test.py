@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""CPU tests of the two-build A/B tools (no GPU): bench/bench_ab_summary.py, and
+bench/decode_tile_ab.sh / bench/forward_tile_ab.sh driven against stand-in packs whose
+`flashtune bench` prints the real table format. Run by ctest (label cpu) or by hand."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUMMARY = os.path.join(HERE, "bench_ab_summary.py")
+
+# What `flashtune bench` prints for one run (bench/data/h100-2026-12-05-s26/call1-decode-bench.txt).
+TABLE = """bf16 d128 full B1 Nq1 Nk2048 Hq32 Hkv8 on NVIDIA H100 80GB HBM3, 3 rounds
+variant                                        status            median_us  spread_%  TFLOP/s  regs  spill
+{rows}best: {best} 2.8 TFLOP/s
+"""
+
+
+def table(rows):
+    """rows: (variant, status, median_us)."""
+    lines = "".join(f"{v:48s} {s:18s} {us:9.1f}       0.4      2.9   152      0\n" for v, s, us in rows)
+    return TABLE.format(rows=lines, best=rows[0][0])
+
+
+# A stand-in pack's flashtune: `bench --variant A,B,...` prints the table with every variant at
+# the pack's median ($FAKE_US), plus 1 us per batch so shapes differ; it records its arguments.
+FAKE_FLASHTUNE = textwrap.dedent("""\
+    #!/usr/bin/env python3
+    import os, sys
+    sys.path.insert(0, {here!r})
+    from tile_ab_test import table
+    args = sys.argv[1:]
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.txt"), "a") as f:
+        f.write(" ".join(args) + "\\n")
+    variants = args[args.index("--variant") + 1].split(",")
+    us = float({us!r}) + float(args[args.index("--batch") + 1])
+    print(table([(v, "ok", us) for v in variants]))
+    """)
+
+
+def summarise(log, old, new):
+    out = subprocess.run([sys.executable, SUMMARY, log, old, new], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+class BenchAbSummary(unittest.TestCase):
+    def write(self, text):
+        path = os.path.join(self.tmp.name, "bench.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_ratio_is_new_over_old_of_the_mean_medians_per_shape_label_and_tile(self):
+        v = "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_kv0_full"
+        log = ""
+        for p, (a, b) in enumerate(((10.0, 9.0), (12.0, 9.0)), start=1):
+            log += f"== pass {p} old B1 x 2048 dense\n" + table([(v, "ok", a)])
+            log += f"== pass {p} new B1 x 2048 dense\n" + table([(v, "ok", b)])
+        lines = summarise(self.write(log), "old", "new")
+        self.assertEqual(len(lines), 2, lines)
+        fields = lines[1].split()
+        self.assertEqual(fields[:5], ["B1", "x", "2048", "dense", "bn32_rm1_w2_s4_cs2"])
+        self.assertEqual(fields[5:7], ["10.0/12.0", "9.0/9.0"])
+        self.assertAlmostEqual(float(fields[7]), 9.0 / 11.0, places=3)
+
+    def test_layouts_and_masks_stay_apart_and_failed_variants_are_left_out(self):
+        dense, paged = "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full", "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full"
+        full, causal = "hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full", "hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_causal"
+        log = ""
+        for build, us in (("a", 20.0), ("b", 10.0)):
+            log += f"== pass 1 {build} B8 x 2048 dense\n" + table([(dense, "ok", us)])
+            log += f"== pass 1 {build} B8 x 2048 paged\n" + table([(paged, "ok", 2 * us)])
+            log += f"== pass 1 {build} B32 x 512 d64c0\n" + table([(full, "ok", us)])
+            log += f"== pass 1 {build} B32 x 512 d64c1\n" + table([(causal, "wrong result", us)])
+        lines = summarise(self.write(log), "a", "b")
+        labels = sorted(line.split()[3] for line in lines[1:])
+        self.assertEqual(labels, ["d64c0", "dense", "paged"])  # the causal run failed: no ratio
+        for line in lines[1:]:
+            self.assertAlmostEqual(float(line.split()[-1]), 0.5, places=3)
+
+    def test_a_tile_run_by_one_build_only_gets_no_ratio(self):
+        v = "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_kv0_full"
+        log = "== pass 1 old B1 x 8192 dense\n" + table([(v, "ok", 20.0)])
+        self.assertEqual(len(summarise(self.write(log), "old", "new")), 1)
+
+
+class TileAbScripts(unittest.TestCase):
+    """The drivers run each pack in turn, every pass, with the arguments their usage promises."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.packs = []
+        for name, us in (("old", 10.0), ("new", 8.0)):
+            pack = os.path.join(self.tmp.name, ".devcarry-" + name)
+            os.mkdir(pack)
+            exe = os.path.join(pack, "flashtune")
+            with open(exe, "w") as f:
+                f.write(FAKE_FLASHTUNE.format(here=HERE, us=us))
+            os.chmod(exe, 0o755)
+            self.packs.append(pack)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_script(self, script, *args):
+        env = dict(os.environ, PASSES="2", ROUNDS="1")
+        log = os.path.join(self.tmp.name, "bench.txt")
+        out = subprocess.run(["bash", os.path.join(HERE, script), log, *self.packs, *args], capture_output=True,
+                             text=True, env=env, cwd=self.tmp.name)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(log) as f:
+            return out.stdout.splitlines(), f.read()
+
+    def calls(self, pack):
+        with open(os.path.join(pack, "calls.txt")) as f:
+            return f.read().splitlines()
+
+    def test_forward_tile_ab_times_every_shape_on_both_packs_every_pass(self):
+        shapes = ["bf16 64 0 32 512 32 hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full",
+                  "f16 128 1 16 1024 16 hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_causal"]
+        summary, log = self.run_script("forward_tile_ab.sh", *shapes)
+        self.assertEqual(log.count("== pass"), 8)  # 2 passes x 2 packs x 2 shapes
+        for pack in self.packs:
+            calls = self.calls(pack)
+            self.assertEqual(len(calls), 4)
+            self.assertIn("--dtype f16 --head-dim 128 --causal 1 --batch 16 --seqlen-q 1024 --heads-q 16", calls[1])
+            self.assertIn("--rounds 1", calls[1])
+        self.assertEqual(sorted(line.split()[3] for line in summary[1:]), ["d128c1", "d64c0"])
+        by_shape = {line.split()[0]: float(line.split()[-1]) for line in summary[1:]}
+        self.assertAlmostEqual(by_shape["B32"], (8 + 32) / (10 + 32), places=3)
+        self.assertAlmostEqual(by_shape["B16"], (8 + 16) / (10 + 16), places=3)
+
+    def test_forward_tile_ab_refuses_no_shape(self):
+        out = subprocess.run(["bash", os.path.join(HERE, "forward_tile_ab.sh"), "log", *self.packs],
+                             capture_output=True, text=True, cwd=self.tmp.name)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("no shape", out.stderr)
+
+    def test_decode_tile_ab_times_each_layout_with_its_kernels(self):
+        summary, log = self.run_script("decode_tile_ab.sh", "bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s3_cs1", "1 2048,8 8192")
+        self.assertEqual(log.count("== pass"), 16)  # 2 passes x 2 packs x 2 shapes x 2 layouts
+        calls = self.calls(self.packs[0])
+        paged = [c for c in calls if "--layout paged" in c]
+        dense = [c for c in calls if "--layout dense" in c]
+        self.assertEqual((len(paged), len(dense)), (4, 4))
+        self.assertTrue(all("_kv1_full" in c and "_kv0_" not in c for c in paged))
+        self.assertTrue(all("_kv0_full" in c and "_kv1_" not in c for c in dense))
+        self.assertIn("--batch 8 --seqlen-q 1 --seqlen-k 8192 --heads-q 32 --heads-kv 8", calls[2])
+        self.assertEqual(len(summary), 1 + 2 * 2 * 2)  # shapes x layouts x tiles
+
+
+if __name__ == "__main__":
+    unittest.main()
