@@ -27,3 +27,4 @@ if [ "${FWD:-0}" = 1 ]; then
 fi
 cat "$OUT/gpu.txt"; echo "=== decode ($P)"; cat "$OUT/dec.txt"; cat "$OUT/dec/tuned/decode_table.md" 2>/dev/null
 echo "=== d64 forward ($P)"; cat "$OUT/fwd.txt" 2>/dev/null
+bash bench/pack_out.sh "$OUT" gpu.txt dec.txt dec/tuned/decode_table.md dec/tuned_winners.csv fwd.txt > /dev/null  # the device returns at most 8 files

@@ -25,3 +25,4 @@ for k in 'regex:^decode_fwd.*kv0_full$' 'regex:^decode_fwd.*_combine$' 'regex:cu
   echo "source $n ($k): exit $?, $(wc -l < "$OUT/source-$n.csv") lines"
 done
 grep -E "^  [a-zA-Z_]|Duration|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Stall" "$OUT/details.txt" | head -80
+bash bench/pack_out.sh "$OUT" gpu.txt details.txt source-1.csv source-2.csv source-3.csv source-4.csv > /dev/null  # at most 8 files come back

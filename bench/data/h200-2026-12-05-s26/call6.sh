@@ -23,3 +23,4 @@ FLASHTUNE_CACHE_DIR=/tmp/ft-cache-ab PASSES=${PASSES:-2} timeout $(( 300 - ($(da
 echo "tile A/B: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 [ -s "$OUT/ab-summary.txt" ] || python3 bench/bench_ab_summary.py "$OUT/bench.txt" s26 s26b > "$OUT/ab-summary.txt" 2>&1
 cat "$OUT/gpu.txt" "$OUT/summary.txt" "$OUT/ab-summary.txt"
+bash bench/pack_out.sh "$OUT" gpu.txt summary.txt ab-summary.txt > /dev/null  # the device returns at most 8 files

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""CPU tests of the two-build A/B tools (no GPU): bench/bench_ab_summary.py, and
-bench/decode_tile_ab.sh / bench/forward_tile_ab.sh driven against stand-in packs whose
-`flashtune bench` prints the real table format. Run by ctest (label cpu) or by hand."""
+"""CPU tests of the scripts device calls are built from (no GPU): the two-build A/B tools
+(bench/bench_ab_summary.py, and bench/decode_tile_ab.sh / bench/forward_tile_ab.sh driven against
+stand-in packs whose `flashtune bench` prints the real table format) and bench/pack_out.sh.
+Run by ctest (label cpu) or by hand."""
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
 import unittest
@@ -31,7 +33,7 @@ FAKE_FLASHTUNE = textwrap.dedent("""\
     #!/usr/bin/env python3
     import os, sys
     sys.path.insert(0, {here!r})
-    from tile_ab_test import table
+    from device_scripts_test import table
     args = sys.argv[1:]
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.txt"), "a") as f:
         f.write(" ".join(args) + "\\n")
@@ -156,6 +158,27 @@ class TileAbScripts(unittest.TestCase):
         self.assertTrue(all("_kv0_full" in c and "_kv1_" not in c for c in dense))
         self.assertIn("--batch 8 --seqlen-q 1 --seqlen-k 8192 --heads-q 32 --heads-kv 8", calls[2])
         self.assertEqual(len(summary), 1 + 2 * 2 * 2)  # shapes x layouts x tiles
+
+
+class PackOut(unittest.TestCase):
+    """The device returns at most 8 files from $OUT, two folders deep: pack_out.sh leaves the
+    kept files and one archive of everything."""
+
+    def test_everything_is_archived_and_only_the_kept_files_stay_beside_it(self):
+        with tempfile.TemporaryDirectory() as out:
+            files = {"summary.txt": "s", "a/t.txt": "t", "a/b/c/deep.log": "d"}
+            files.update({f"t/{i}.log": str(i) for i in range(12)})
+            for rel, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
+                with open(os.path.join(out, rel), "w") as f:
+                    f.write(text)
+            subprocess.run(["bash", os.path.join(HERE, "pack_out.sh"), out, "summary.txt", "a/t.txt", "absent.txt"],
+                           check=True, capture_output=True)
+            self.assertEqual(sorted(os.listdir(out)), ["logs.tgz", "summary.txt", "t.txt"])
+            with tarfile.open(os.path.join(out, "logs.tgz")) as tar:
+                names = {os.path.normpath(m.name) for m in tar.getmembers() if m.isfile()}
+                self.assertEqual(names, set(files))
+                self.assertEqual(tar.extractfile("./a/b/c/deep.log").read(), b"d")
 
 
 if __name__ == "__main__":
