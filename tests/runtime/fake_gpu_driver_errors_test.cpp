@@ -23,13 +23,6 @@ constexpr int kIllegalAddress = 700;           // CUDA_ERROR_ILLEGAL_ADDRESS
 
 using Opened = flashtune::testing::FakeGpuRuntime;
 
-// The arguments of `p` with the workspace the runtime asks for.
-ForwardArgs ArgsFor(Runtime& rt, const Problem& p, HostBuffers& b) {
-  auto ws = rt.workspace_size(p);
-  EXPECT_TRUE(ws.ok());
-  return flashtune::testing::FakeCallArgs(p, b, ws.ok() ? *ws : 0);
-}
-
 TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) {
   FakeGpuRecord fake;
   Opened r;
@@ -38,7 +31,7 @@ TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) 
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
   HostBuffers b;
-  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  const ForwardArgs a = r.ArgsFor(p, b);
   fake.Reset();
   fake.Fail("cuModuleLoadData", 0, 1, kNoBinaryForGpu);
   Status s = r.rt->forward(a, nullptr);
@@ -63,7 +56,7 @@ TEST(FakeGpuDriverErrors, ARefusedSecondLaunchNamesItsKernel) {
   Problem p{DType::kBF16, 128, false, 1, 1, 8192, 32, 8};
   p.layout = Layout::kPaged;
   HostBuffers b;
-  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  const ForwardArgs a = r.ArgsFor(p, b);
   ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // loaded
   fake.Reset();
   fake.Fail("cuLaunchKernelEx", 1, 1, kLaunchOutOfResources);
@@ -90,7 +83,7 @@ TEST(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->variant.family, "hopper_fwd");
   static HostBuffers* kept = new HostBuffers;
-  const ForwardArgs a = ArgsFor(*r.rt, p, *kept);
+  const ForwardArgs a = r.ArgsFor(p, *kept);
   fake.Reset();
   fake.Fail("cuTensorMapEncodeTiled", 0, 1, kInvalidValue);
   Status s = r.rt->forward(a, nullptr);
@@ -111,7 +104,7 @@ TEST(FakeGpuDriverErrors, AFaultIsAStatusNamingTheKernel) {
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
   HostBuffers b;
-  const ForwardArgs a = ArgsFor(*r.rt, p, b);
+  const ForwardArgs a = r.ArgsFor(p, b);
   fake.Reset();
   fake.Fail("cuLaunchKernel", 0, 1, kIllegalAddress);
   Status s = r.rt->forward(a, nullptr);

@@ -175,11 +175,9 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
     auto plan = r.rt->plan(p);
     ASSERT_TRUE(plan.ok());
     ASSERT_EQ(plan->variant.family, "decode_fwd") << plan->why;
-    auto ws = r.rt->workspace_size(p);
-    ASSERT_TRUE(ws.ok());
-    ASSERT_GT(*ws, 0);
     HostBuffers b;
-    ForwardArgs a = FakeCallArgs(p, b, *ws);
+    ForwardArgs a = r.ArgsFor(p, b);
+    ASSERT_GT(a.workspace_bytes, 0);
     fake.Reset();
     Status s = r.rt->forward(a, nullptr);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -303,7 +301,7 @@ TEST(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
     auto plan = r.rt->plan(problems[i]);
     ASSERT_TRUE(plan.ok());
     planned[i] = plan->variant.Uri();
-    args.push_back(FakeCallArgs(problems[i], b, *r.rt->workspace_size(problems[i])));
+    args.push_back(r.ArgsFor(problems[i], b));
   }
   fake.Reset();
   std::atomic<int> failures{0};
@@ -337,10 +335,8 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
   dec.layout = Layout::kPaged;
   const Problem pre{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
   for (const Problem& p : {pre, dec}) {
-    auto ws = r.rt->workspace_size(p);
-    ASSERT_TRUE(ws.ok());
     HostBuffers b;
-    const ForwardArgs sets[2] = {FakeCallArgs(p, b, *ws), FakeCallArgs(p, b, *ws)};
+    const ForwardArgs sets[2] = {r.ArgsFor(p, b), r.ArgsFor(p, b)};
     for (const ForwardArgs& a : sets) ASSERT_TRUE(r.rt->forward(a, nullptr).ok());  // load, encode
     fake.Reset();
     bool ok = true;
@@ -373,10 +369,8 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
   dec.layout = Layout::kPaged;
   const Problem pre{DType::kBF16, 128, true, 1, 2048, 2048, 8, 8};
   for (const Problem& p : {pre, dec}) {
-    auto ws = r.rt->workspace_size(p);
-    ASSERT_TRUE(ws.ok());
     HostBuffers b;
-    const ForwardArgs a = FakeCallArgs(p, b, *ws);
+    const ForwardArgs a = r.ArgsFor(p, b);
     ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up: compile, load, encode
     fake.Reset();
     ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);

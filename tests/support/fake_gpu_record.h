@@ -5,6 +5,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -133,6 +134,13 @@ struct FakeGpuRuntime {
     };
     auto r = Runtime::Open(o);
     if (r.ok()) rt = std::move(*r);
+  }
+  // FakeCallArgs of `p` with the workspace this runtime asks for (none, and a test failure, when
+  // it refuses the problem).
+  ForwardArgs ArgsFor(const Problem& p, HostBuffers& b) const {
+    auto ws = rt->workspace_size(p);
+    EXPECT_TRUE(ws.ok()) << ws.status().ToString();
+    return FakeCallArgs(p, b, ws.ok() ? *ws : 0);
   }
 };
 
