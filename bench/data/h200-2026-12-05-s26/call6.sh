@@ -10,17 +10,21 @@
 #   bench/data/h200-2026-12-05-s26/decode-plan-before-wait.patch); build it and main;
 #   bash bench/pack_for_gpu.sh <build> .devcarry-s26b (resp. .devcarry-s26 for main); carry both.
 # usage (GPU): OUT=$OUT bash bench/data/h200-2026-12-05-s26/call6.sh
+#   call7.sh runs this A/B form for another patch: NEW (the patched pack), FILTER, TILES, SHAPES
+#   and LAYOUTS replace this call's values.
 set -uo pipefail
 t0=$(date +%s)
+NEW=${NEW:-.devcarry-s26b}
+name=${NEW#.devcarry-}
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt"
 mkdir -p "$OUT/t"
-OUT=$OUT/t FILTER='DecodeGpu*:VarlenGpu/VarlenDecodeClasses.*:RuntimeGpu.MixedVarlen*' SUITE_S=90 JOBS=4 \
-  bash bench/gpu_suite.sh .devcarry-s26b > "$OUT/suite-stdout.txt" 2>&1
-echo "tests (s26b): exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-stdout.txt")" > "$OUT/summary.txt"
+OUT=$OUT/t FILTER=${FILTER:-'DecodeGpu*:VarlenGpu/VarlenDecodeClasses.*:RuntimeGpu.MixedVarlen*'} SUITE_S=90 JOBS=4 \
+  bash bench/gpu_suite.sh "$NEW" > "$OUT/suite-stdout.txt" 2>&1
+echo "tests ($name): exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-stdout.txt")" > "$OUT/summary.txt"
 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-ab PASSES=${PASSES:-2} timeout $(( 300 - ($(date +%s) - t0) )) bash bench/decode_tile_ab.sh \
-  "$OUT/bench.txt" .devcarry-s26 .devcarry-s26b "bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s3_cs1" "1 2048,8 2048,1 8192,64 2048" \
-  > "$OUT/ab-summary.txt" 2>&1
+  "$OUT/bench.txt" .devcarry-s26 "$NEW" "${TILES:-bn32_rm1_w2_s4_cs2 bn64_rm1_w4_s3_cs1}" \
+  "${SHAPES:-1 2048,8 2048,1 8192,64 2048}" "${LAYOUTS:-paged dense}" > "$OUT/ab-summary.txt" 2>&1
 echo "tile A/B: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
-[ -s "$OUT/ab-summary.txt" ] || python3 bench/bench_ab_summary.py "$OUT/bench.txt" s26 s26b > "$OUT/ab-summary.txt" 2>&1
+[ -s "$OUT/ab-summary.txt" ] || python3 bench/bench_ab_summary.py "$OUT/bench.txt" s26 "$name" > "$OUT/ab-summary.txt" 2>&1
 cat "$OUT/gpu.txt" "$OUT/summary.txt" "$OUT/ab-summary.txt"
 bash bench/pack_out.sh "$OUT" gpu.txt summary.txt ab-summary.txt > /dev/null  # the device returns at most 8 files
