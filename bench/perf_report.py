@@ -7,7 +7,8 @@ On the GPU machine (python3 with torch and matplotlib):
   2. every shape of FA-2's benchmark grid (hidden 2048, B*N = 16k, N 512 ... 16k; d64, d128,
      d256; bf16 and fp16; causal and not) plus B1 H32 N8192 d128 is timed through
      libflashtune.so's C ABI (the flashtune package of python/, torch's current stream) and through SDPA's flash, cuDNN and
-     efficient backends: fresh random inputs per shape, warm-up, CUDA events, median of --reps;
+     efficient backends: fresh random inputs per shape, warm-up, CUDA events, median of --reps,
+     in --rounds rounds with the systems in a rotated order (the median round is kept);
   3. flashtune's output is checked against SDPA flash on every shape (relative L2 <= 2e-2;
      cuDNN, then efficient, when flash cannot run the shape);
   4. OUT/perf_report.{json,csv,png} and the table with ratios and geometric means on stdout.
@@ -91,6 +92,37 @@ def geomean(values):
 
 def mask_name(causal):
     return "causal" if causal else "full"
+
+
+def interleaved(timers, rounds):
+    """Times every system of a shape `rounds` times, in a rotated order, and keeps the median round.
+
+    timers: {name: callable returning milliseconds (one timing: warm-up and a median of calls)}.
+    Round r starts at system r (mod the count), so no system is always timed first or right after
+    the same neighbour: the GPU's clock and power state drift over a shape's timings (timing one
+    kernel after another biased the first of a pair by up to 12%, docs/perf-notes.md), and a
+    single pass charges that drift to whichever system it lands on. A system whose timer raises
+    RuntimeError is dropped from the later rounds with its first error line.
+    Returns ({name: median of its rounds' ms}, {name: [ms per round]}, {name: error})."""
+    names = list(timers)
+    per_round = {n: [] for n in names}
+    errors = {}
+    for r in range(rounds):
+        for j in range(len(names)):
+            name = names[(j + r) % len(names)]
+            if name in errors:
+                continue
+            try:
+                per_round[name].append(timers[name]())
+            except RuntimeError as e:
+                errors[name] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+    medians = {}
+    for n in names:
+        if n in errors or not per_round[n]:
+            continue
+        ms = sorted(per_round[n])
+        medians[n] = ms[(len(ms) - 1) // 2]  # an even count takes the lower middle: no averaging of rounds
+    return medians, {n: per_round[n] for n in names if n not in errors}, errors
 
 
 # ---- JSON (NaN is stored as null: strict JSON) ------------------------------------------------
@@ -353,23 +385,25 @@ def measure(a, doc, json_path):
                 save_json(doc, json_path)
                 continue
 
-            refs = {}
+            # Each backend runs once for its output (the reference), then every system that ran
+            # is timed in interleaved rounds (interleaved()); wall_s is where this script's time goes.
+            refs, timers = {}, {}
             for name, backend in backends.items():
                 t_start = time.time()
                 try:
                     with sdpa_kernel(backend):
-                        call = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=s["causal"])  # noqa: E731
-                        refs[name] = call().transpose(1, 2).float()
-                        ms = bench(call)
-                    row["ms"][name] = ms
-                    row["tflops"][name] = f / ms / 1e9
+                        refs[name] = F.scaled_dot_product_attention(qt, kt, vt, is_causal=s["causal"]).transpose(1, 2).float()
+
+                    def timed(backend=backend, causal=s["causal"]):
+                        with sdpa_kernel(backend):
+                            return bench(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal))
+                    timers[name] = timed
                 except RuntimeError as e:
                     row["errors"][name] = str(e).splitlines()[0][:300]
                     refs.pop(name, None)
                 torch.cuda.synchronize()
                 row["wall_s"][name] = round(time.time() - t_start, 3)
             t_start = time.time()
-
             try:
                 info = rt.plan(Problem(s["dtype"], D, B, N, H, causal=s["causal"]))
                 row["plan"], row["plan_source"] = info.variant_uri, info.source_name
@@ -384,12 +418,24 @@ def measure(a, doc, json_path):
                     row["ref"] = ref_name
                     row["err"] = ((o.float() - ref).norm() / ref.norm()).item()
                     row["ok"] = bool(row["err"] <= TOLERANCE)
-                ms = bench(lambda: rt.forward_packed(args, stream))
-                row["ms"]["flashtune"] = ms
-                row["tflops"]["flashtune"] = f / ms / 1e9
+
+                def timed_flashtune():
+                    try:
+                        return bench(lambda: rt.forward_packed(args, stream))
+                    except FlashtuneError as e:
+                        raise RuntimeError(str(e)) from e
+                timers["flashtune"] = timed_flashtune
             except (FlashtuneError, RuntimeError) as e:
                 row["errors"]["flashtune"] = str(e).splitlines()[0][:300]
             row["wall_s"]["flashtune"] = round(time.time() - t_start, 3)
+            refs = None  # the reference outputs are not needed while timing
+            t_start = time.time()
+            medians, row["ms_rounds"], timing_errors = interleaved(timers, a.rounds)
+            row["errors"].update(timing_errors)
+            for name, ms in medians.items():
+                row["ms"][name] = ms
+                row["tflops"][name] = f / ms / 1e9
+            row["wall_s"]["timing"] = round(time.time() - t_start, 3)
             doc["rows"].append(row)
             save_json(doc, json_path)
             t = row["tflops"]
@@ -399,7 +445,6 @@ def measure(a, doc, json_path):
                   + "  wall " + " ".join(f"{n} {w:.1f}s" for n, w in row["wall_s"].items())
                   + ("  errors: " + "; ".join(f"{k}: {v}" for k, v in row["errors"].items()) if row["errors"] else ""),
                   flush=True)
-            refs = None  # frees the reference outputs before the next shape's inputs
             torch.cuda.empty_cache()
     finally:
         rt.close()
@@ -424,7 +469,9 @@ def main(argv=None):
     ap.add_argument("--seqlens", type=int_list, default=GRID_SEQLENS, help="N values (default 512..16384)")
     ap.add_argument("--no-extra", action="store_true", help="leave out B1 H32 N8192 d128")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per system and shape (>= 30)")
-    ap.add_argument("--warmup-s", type=float, default=0.05, help="warm-up time per system and shape")
+    ap.add_argument("--warmup-s", type=float, default=0.05, help="warm-up time per system, shape and round")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="timings per system and shape, in a rotated order; the median round is reported (>= 1)")
     ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
                     help="queued: the timed calls back to back, one synchronisation at the end (the GPU's time "
                          "per call); sync: each call synchronised, so its time holds the host's launch latency "
@@ -446,11 +493,14 @@ def main(argv=None):
         ap.error("--lib is required (the path of libflashtune.so), unless --plot-only is given")
     if a.reps < 30:
         ap.error(f"--reps must be >= 30, got {a.reps}")
+    if a.rounds < 1:
+        ap.error(f"--rounds must be >= 1, got {a.rounds}")
     if any(dt not in GRID_DTYPES for dt in a.dtypes):
         ap.error(f"--dtypes takes bf16 and f16, got {','.join(a.dtypes)}")
     doc = {"meta": {"command": shlex.join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
                     "timing": f"CUDA events on torch's current stream, warm-up {a.warmup_s} s, median of {a.reps} "
                               + ("calls queued back to back" if a.timing == "queued" else "calls, each synchronised")
+                              + f"; {a.rounds} rounds per shape, the systems in a rotated order, the median round"
                               + "; flashtune through libflashtune.so's ft_forward (the python/ package)",
                     "flops": "4*B*H*N^2*D, halved for causal"},
            "systems": list(SYSTEMS), "rows": []}

@@ -91,6 +91,58 @@ class PerfReportArithmetic(unittest.TestCase):
             self.assertEqual(doc["rows"][0]["tflops"]["flash"], 200.0 + 8 + 64)
 
 
+class Interleaved(unittest.TestCase):
+    """perf_report.interleaved: the systems of a shape timed in rotated rounds, the median kept."""
+
+    def recorder(self, values):
+        """Timers that log their calls in order and return values[name][call index]."""
+        self.calls = []
+        counts = {}
+
+        def make(name):
+            def timer():
+                i = counts.get(name, 0)
+                counts[name] = i + 1
+                self.calls.append(name)
+                v = values[name][i]
+                if isinstance(v, Exception):
+                    raise v
+                return v
+            return timer
+        return {name: make(name) for name in values}
+
+    def test_each_round_starts_one_system_later(self):
+        timers = self.recorder({"a": [1.0] * 3, "b": [2.0] * 3, "c": [3.0] * 3})
+        perf_report.interleaved(timers, 3)
+        self.assertEqual(self.calls, ["a", "b", "c", "b", "c", "a", "c", "a", "b"])
+
+    def test_the_median_round_is_kept_not_the_mean(self):
+        timers = self.recorder({"a": [5.0, 1.0, 9.0], "b": [2.0, 40.0, 3.0]})
+        medians, rounds, errors = perf_report.interleaved(timers, 3)
+        self.assertEqual(medians, {"a": 5.0, "b": 3.0})
+        self.assertEqual(rounds, {"a": [5.0, 1.0, 9.0], "b": [2.0, 40.0, 3.0]})
+        self.assertEqual(errors, {})
+
+    def test_two_rounds_keep_the_faster_one(self):
+        medians, _, _ = perf_report.interleaved(self.recorder({"a": [4.0, 3.0]}), 2)
+        self.assertEqual(medians, {"a": 3.0})
+
+    def test_a_system_that_raises_is_dropped_with_its_error_and_the_others_go_on(self):
+        timers = self.recorder({"a": [1.0, 1.5, 2.0], "b": [RuntimeError("CUDA error: out of memory\nmore")],
+                                "c": [7.0, 8.0, 9.0]})
+        medians, rounds, errors = perf_report.interleaved(timers, 3)
+        self.assertEqual(medians, {"a": 1.5, "c": 8.0})
+        self.assertNotIn("b", rounds)
+        self.assertEqual(errors, {"b": "CUDA error: out of memory"})
+        self.assertEqual(self.calls.count("b"), 1)
+
+    def test_one_round_is_one_pass_in_the_given_order(self):
+        timers = self.recorder({"x": [2.0], "y": [1.0]})
+        medians, _, _ = perf_report.interleaved(timers, 1)
+        self.assertEqual(self.calls, ["x", "y"])
+        self.assertEqual(medians, {"x": 2.0, "y": 1.0})
+
+
 class PerfReportPlotOnly(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -146,6 +198,12 @@ class PerfReportPlotOnly(unittest.TestCase):
         proc = subprocess.run([sys.executable, SCRIPT, "--out", self.out], capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--lib", proc.stderr)
+
+    def test_rounds_below_one_are_refused(self):
+        proc = subprocess.run([sys.executable, SCRIPT, "--lib", "x.so", "--rounds", "0", "--out", self.out],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--rounds must be >= 1, got 0", proc.stderr)
 
     def test_an_unknown_timing_is_refused_naming_the_choices(self):
         proc = subprocess.run([sys.executable, SCRIPT, "--timing", "eager", "--plot-only", self.json, "--out", self.out],
