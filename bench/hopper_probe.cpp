@@ -18,12 +18,15 @@
 // winners at N 16k. (Session 16 ran it with the knobs FT_HOPPER_SPLIT_S and FT_HOPPER_DESC_ADD,
 // at commit b74e67e; both are now the template's own.)
 //
+// --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against the template on the grid's tuned
+// winners (d256, d128, d64).
+//
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE[,NAME=VALUE]
 // compiles every variant with those template knobs (its name gets the knobs appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -197,9 +200,10 @@ Status LaunchHopper(Gpu& gpu, const Probe& p, const ForwardArgs& args) {
 using flashtune::testing::Shape;
 using Case = flashtune::testing::ForwardCase;
 
-std::unique_ptr<Case> MakeCase(Gpu& gpu, DType dt, int d, bool causal, const Shape& s, uint64_t seed, bool reference) {
+std::unique_ptr<Case> MakeCase(Gpu& gpu, DType dt, int d, bool causal, const Shape& s, uint64_t seed, bool reference,
+                               double key_ramp = 0) {
   return Must(flashtune::testing::MakeForwardCase(gpu, ProblemClass{dt, d, causal}, s, seed,
-                                                  {.reference = reference, .o_like_q = true}),
+                                                  {.reference = reference, .o_like_q = true, .key_ramp = key_ramp}),
               "test case");
 }
 
@@ -346,8 +350,15 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
   uint64_t seed = 1000;
   for (auto& cls : classes) {
     if (cls.configs.empty()) continue;
-    for (const Shape& s : shapes) {
-      auto c = MakeCase(gpu, cls.dt, cls.d, cls.causal, s, seed += 10, true);
+    // Then shapes whose scores grow towards the first keys (key_ramp: a row's max rises block
+    // after block as the kernel walks the keys backwards), for the rescale's every path.
+    std::vector<std::pair<Shape, double>> cases;
+    for (const Shape& s : shapes) cases.push_back({s, 0.0});
+    for (const Shape& s : small ? std::vector<Shape>{{1, 300, 700, 2, 1, false}}
+                                : std::vector<Shape>{{1, 4097, 4097, 1, 1, false}, {2, 1000, 1000, 2, 2, true}, {1, 127, 1000, 2, 1, false}})
+      for (double ramp : {8.0, 60.0}) cases.push_back({s, ramp});
+    for (const auto& [s, ramp] : cases) {
+      auto c = MakeCase(gpu, cls.dt, cls.d, cls.causal, s, seed += 10, true, ramp);
       for (const Probe& config : cls.configs) {
         for (bool with_lse : {true, false}) {
           if (!with_lse && s.seqlen_q != 127) continue;  // one lse=null run per class
@@ -357,7 +368,8 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
             ++pass;
           } else {
             ++fail;
-            std::printf("FAIL %s %s: %s\n", uri.c_str(), ShapeText(s).c_str(), why.c_str());
+            std::printf("FAIL %s %s%s: %s\n", uri.c_str(), ShapeText(s).c_str(),
+                        ramp > 0 ? (" key ramp " + std::to_string(int(ramp))).c_str() : "", why.c_str());
             std::fflush(stdout);
             if (why.rfind("sync", 0) == 0) {  // a fault poisons the context: stop here
               std::printf("check: %d passed, %d failed (stopped at a fault)\n", pass, fail);
@@ -368,7 +380,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       }
     }
     std::printf("checked %s d%d %s: %zu configs x %zu shapes\n", std::string(DTypeName(cls.dt)).c_str(), cls.d,
-                cls.causal ? "causal" : "full", cls.configs.size(), shapes.size());
+                cls.causal ? "causal" : "full", cls.configs.size(), cases.size());
     std::fflush(stdout);
   }
   for (auto& [uri, l] : g_loaded)
@@ -458,6 +470,41 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
                          {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal, {Config(dt, 256, causal, 2, 80, 2)}});
     }
+  } else if (mode == "ab27") {
+    // Session 27: a row's running max kept until a block's scores pass it by more than 8 (log2
+    // units; FT_HOPPER_RESCALE_THRESHOLD=8), so the O rescale is skipped for a whole warp on
+    // almost every block (kHeadDim / 2 multiplies a thread per block), against the template,
+    // on the grid's tuned winners (session 20, call 4) where d256 and d64 trail cuDNN.
+    const std::string t8 = "FT_HOPPER_RESCALE_THRESHOLD=8";
+    // p: 0 non-persistent, 1 persistent, 2 persistent with two Q buffers.
+    auto pair = [&](int d, bool causal, int wgs, int bn, int p, bool overlap) {
+      std::vector<Probe> out;
+      for (const std::string& def : {std::string(), t8}) {
+        Probe probe = Config(dt, d, causal, wgs, bn, 2, def, p > 0, true, overlap);
+        if (def.empty()) probe.define.clear();  // the template as it is, even under --define
+        if (p == 2) probe.config.q_buffers = 2;
+        out.push_back(probe);
+      }
+      return out;
+    };
+    auto join = [](std::vector<Probe> a, const std::vector<Probe>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    auto grid = [](int64_t n, int d) { return Shape{16384 / n, n, n, 2048 / d, 2048 / d, false}; };
+    benches.push_back({grid(512, 256), 256, false, join(pair(256, false, 2, 80, 1, true), pair(256, false, 2, 64, 1, true))});
+    benches.push_back({grid(1024, 256), 256, false, pair(256, false, 2, 80, 0, true)});
+    benches.push_back({grid(2048, 256), 256, false, pair(256, false, 2, 80, 1, true)});
+    benches.push_back({grid(16384, 256), 256, false, pair(256, false, 2, 80, 0, true)});
+    benches.push_back({grid(512, 256), 256, true, pair(256, true, 2, 64, 1, true)});
+    benches.push_back({grid(16384, 256), 256, true, pair(256, true, 2, 80, 0, true)});
+    benches.push_back({grid(512, 128), 128, false, pair(128, false, 2, 128, 2, true)});
+    benches.push_back({grid(16384, 128), 128, false, pair(128, false, 2, 192, 0, true)});
+    benches.push_back({grid(16384, 128), 128, true, pair(128, true, 2, 176, 0, true)});
+    benches.push_back({grid(512, 64), 64, false, join(pair(64, false, 1, 128, 0, false), pair(64, false, 3, 128, 2, true))});
+    benches.push_back({grid(1024, 64), 64, false, pair(64, false, 1, 128, 0, false)});
+    benches.push_back({grid(2048, 64), 64, true, pair(64, true, 1, 64, 0, false)});
+    benches.push_back({grid(16384, 64), 64, false, pair(64, false, 3, 128, 0, true)});
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
@@ -624,7 +671,8 @@ int main(int argc, char** argv) {
     if (a == "--check") check = true;
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
-    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14" || a == "--ab15" || a == "--ab16") {
+    else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14" || a == "--ab15" || a == "--ab16" ||
+             a == "--ab27") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -633,7 +681,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--compile-only]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--compile-only]"
                            " [--template FILE] [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE[,NAME=VALUE]]\n");
       return 2;
     }

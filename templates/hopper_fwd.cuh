@@ -106,6 +106,15 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_LAZY_RESCALE
 #define FT_HOPPER_LAZY_RESCALE 0
 #endif
+// FT_HOPPER_RESCALE_THRESHOLD=T (T > 0, in log2 units; an A/B knob): a row keeps its running max
+// until a block's scores exceed it by more than T, so P = exp2(s - m) stays below 2^T (exact in
+// fp32, and bf16 / fp16 keep their relative precision: fp16's range ends at 2^16), the row sum
+// and O are relative to the same max, and lse = m + log2(sum) is unchanged. After a row's first
+// blocks its max rarely moves by T, so the O rescale (kHeadDim / 2 multiplies a thread per
+// block: 128 at d256) is skipped for the whole warp (as with FT_HOPPER_LAZY_RESCALE).
+#ifndef FT_HOPPER_RESCALE_THRESHOLD
+#define FT_HOPPER_RESCALE_THRESHOLD 0
+#endif
 // FT_HOPPER_SYNCWARP_TILE=0 (an A/B knob: the template before session 14): no __syncwarp()
 // closing each tile. Without it ptxas cannot prove the warps reconverged after the epilogue's
 // per-thread branches (the one-thread TMA store, the varlen store loop) where a persistent
@@ -430,11 +439,22 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         for (int j = 1; j < kParts; ++j) mx = fmaxf(mx, part[j]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+#if FT_HOPPER_RESCALE_THRESHOLD > 0
+        // The max moves only by more than T (-inf + T is -inf: a row's first visible key sets it).
+        if (mx * scale_log2 > row_max[r] + float(FT_HOPPER_RESCALE_THRESHOLD)) {
+          correction[r] = fast_exp2(row_max[r] - mx * scale_log2);
+          row_max[r] = mx * scale_log2;
+        } else {
+          correction[r] = 1.f;
+        }
+        const float m_base = row_max[r] == kNegInf ? 0.f : row_max[r];
+#else
         const float m_new = fmaxf(row_max[r], mx * scale_log2);
         // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
         const float m_base = m_new == kNegInf ? 0.f : m_new;
         correction[r] = fast_exp2(row_max[r] - m_base);
         row_max[r] = m_new;
+#endif
 #pragma unroll
         for (int j = 0; j < kParts; ++j) part[j] = 0.f;
 #pragma unroll
@@ -460,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
     auto rescale_o = [&](const float (&correction)[2]) {
-      if (FT_HOPPER_LAZY_RESCALE && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
+      if ((FT_HOPPER_LAZY_RESCALE || FT_HOPPER_RESCALE_THRESHOLD > 0) && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
       for (int i = 0; i < kHeadDim / 8; ++i) {
         acc_o[4 * i + 0] *= correction[0];

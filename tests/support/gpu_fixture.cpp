@@ -56,6 +56,18 @@ Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const Probl
   FillRandom(c->q, cls.dtype, seed);
   FillRandom(c->k, cls.dtype, seed + 1);
   FillRandom(c->v, cls.dtype, seed + 2);
+  if (options.key_ramp > 0) {
+    const Strides& ks = a.k_strides;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t j = 0; j < s.seqlen_k; ++j) {
+        const double f = 1 + options.key_ramp * double(s.seqlen_k - 1 - j) / double(std::max<int64_t>(s.seqlen_k - 1, 1));
+        for (int64_t h = 0; h < s.heads_kv; ++h)
+          for (int64_t x = 0; x < cls.head_dim; ++x) {
+            uint16_t& e = c->k[size_t(b * ks.batch + j * ks.seq + h * ks.head + x)];
+            e = FloatToBits(float(BitsToFloat(e, cls.dtype) * f), cls.dtype);
+          }
+      }
+  }
   a.q = c->q.data();
   a.k = c->k.data();
   a.v = c->v.data();

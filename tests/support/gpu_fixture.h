@@ -77,6 +77,10 @@ struct ForwardCase {
 struct ForwardCaseOptions {
   bool reference = true;   // compute the float64 reference (slow for big shapes)
   bool o_like_q = false;   // o takes q's (possibly head-major) strides; else contiguous
+  // > 0: key j's row is scaled by 1 + key_ramp * (Nk - 1 - j) / (Nk - 1), so a row's scores
+  // grow towards the first keys (kernels that walk the keys from the last block see their
+  // running max rise block after block; uniform inputs barely move it).
+  double key_ramp = 0;
 };
 // Inputs from FillRandom(seed, seed + 1, seed + 2) for q, k, v; the reference's or an upload's
 // error when one fails.
