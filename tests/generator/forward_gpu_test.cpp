@@ -1,6 +1,6 @@
 // Every variant of the d64 and d128 spaces (both dtypes, causal and not), and a sample of the
 // other head dims, against the float64 CPU reference on ragged, GQA/MQA, Nq != Nk and
-// head-major shapes. Outputs are poisoned (NaN) before each run, so an unwritten element fails.
+// head-major shapes, and shapes whose scores grow along the keys (the online softmax's rescale). Outputs are poisoned (NaN) before each run, so an unwritten element fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,6 +32,15 @@ const Shape kShapes[] = {
     // an odd number of K/V blocks per tile and, when causal, tiles that see no key.
     {4, 700, 300, 16, 4, false},
 };
+// Shapes whose keys grow towards the sequence's start (ForwardCaseOptions::key_ramp): uniform
+// inputs keep every score within about one unit, so a row's running max is set by its first
+// block and the online softmax's rescale of O by a moving max (and a kernel's rules for when to
+// skip it) would go untested. With the ramp a row's max rises block after block in either
+// walking order: by 2^8 and more over the sequence (60), and in small steps (8).
+const struct {
+  Shape shape;
+  double ramp;
+} kRampShapes[] = {{{1, 4097, 4097, 1, 1, false}, 60}, {{2, 1000, 1000, 2, 2, true}, 8}, {{1, 127, 1000, 2, 1, false}, 60}};
 
 using Case = testing::ForwardCase;
 
@@ -46,10 +55,11 @@ std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
   const std::string why =
       testing::CompareWithReference(c.host.problem.dtype, GatherOutput(c.host, o.data()), lse, c.expected.o, c.expected.lse);
   if (why.empty()) return "";
-  char shape[128];
-  std::snprintf(shape, sizeof shape, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s: ", (long long)c.shape.batch,
+  char shape[160];
+  std::snprintf(shape, sizeof shape, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s%s: ", (long long)c.shape.batch,
                 (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k, (long long)c.shape.heads_q,
-                (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "");
+                (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "",
+                c.key_ramp > 0 ? (" key ramp " + std::to_string(int(c.key_ramp))).c_str() : "");
   return shape + why;
 }
 
@@ -61,6 +71,11 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   uint64_t seed = 100;
   for (const Shape& s : kShapes) {
     auto c = testing::MakeForwardCase(**gpu, cls, s, seed += 10);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cases.push_back(std::move(*c));
+  }
+  for (const auto& r : kRampShapes) {
+    auto c = testing::MakeForwardCase(**gpu, cls, r.shape, seed += 10, {.key_ramp = r.ramp});
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cases.push_back(std::move(*c));
   }

@@ -44,6 +44,7 @@ Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const Probl
                                                      ForwardCaseOptions options) {
   auto c = std::make_unique<ForwardCase>();
   c->shape = s;
+  c->key_ramp = options.key_ramp;
   ForwardArgs& a = c->host;
   a = ForwardArgs::Contiguous(
       Problem{cls.dtype, cls.head_dim, cls.causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});

@@ -69,6 +69,7 @@ Result<DeviceBuffer> Upload(const Gpu& gpu, const void* host, size_t bytes);
 // (the args point into it).
 struct ForwardCase {
   Shape shape;
+  double key_ramp = 0;  // ForwardCaseOptions::key_ramp it was made with
   ForwardArgs host, device;
   std::vector<uint16_t> q, k, v;
   ReferenceOutput expected;  // empty without `reference`
