@@ -1,6 +1,7 @@
 // Host side of templates/hopper_fwd.cuh: see generator/hopper_fwd_pack.h.
 #include "generator/hopper_fwd_pack.h"
 
+#include "flashtune/arch.h"
 #include "generator/prologue.h"
 
 #include <algorithm>
@@ -90,6 +91,9 @@ int64_t HopperSmemBytes(const HopperConfig& c) {
 int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
 
 namespace {
+// Shared memory of an sm_90a SM for all resident blocks (hopper_fwd exists on sm_90a only).
+int64_t HopperSmemPerSm() { return FindGpuArch(9, 0)->smem_per_sm; }
+
 // The register file (64K) split among `blocks` resident blocks: the launch bound gives each
 // thread floor(65536 / (blocks * threads)) registers, rounded down to 8; the producer
 // warpgroup keeps 24 and the consumers share the rest, at most 240 each (setmaxnreg's unit is 8).
@@ -120,7 +124,7 @@ int HopperBlocksPerSm(const HopperConfig& c) {
   // One consumer warpgroup: the most blocks per SM (4, 3, else 2) whose accumulators fit their
   // share of the registers (104, 136, 232) and whose shared memory fits the SM's 228 KB (1 KB
   // reserved per block). More resident blocks hide the load latency of short tiles.
-  const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
+  const int64_t by_smem = HopperSmemPerSm() / (HopperSmemBytes(c) + 1024);
   for (int blocks = 4; blocks > 2; --blocks)
     if (by_smem >= blocks && AccumulatorsFit(c, blocks)) return blocks;
   return 2;
@@ -209,7 +213,7 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
     // Tiles fit 2^31: ValidateForwardArgs bounds B, H and N. One block per resident slot
     // (HopperBlocksPerSm: the template's launch bounds), fewer when shared memory allows fewer.
     const int64_t tiles = m_blocks * a.problem.heads_q * a.problem.batch;
-    const int64_t by_smem = 233472 / (HopperSmemBytes(c) + 1024);
+    const int64_t by_smem = HopperSmemPerSm() / (HopperSmemBytes(c) + 1024);
     const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(HopperBlocksPerSm(c), by_smem));
     out->grid[0] = unsigned(std::min<int64_t>(tiles, std::max(sm_count, 1) * per_sm));
     out->grid[1] = 1;

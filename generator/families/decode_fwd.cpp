@@ -29,7 +29,8 @@ namespace detail {
 
 namespace {
 constexpr int kDefaultSmCount = 132;  // H100/H200: the planning default when the device is unknown
-constexpr int64_t kSmemPerSm = 233472;  // H100/H200 shared memory per SM (the per-block 1 KB reserve aside)
+// H100/H200 shared memory per SM (the per-block 1 KB reserve aside): the planning default, as the SM count.
+int64_t SmemPerSm() { return FindGpuArch(9, 0)->smem_per_sm; }
 
 int64_t RowTileCount(const Problem& p, int row_tiles) {
   const int64_t rows = (p.heads_q / p.heads_kv) * p.seqlen_q;
@@ -47,7 +48,7 @@ int DecodeSplits(const Problem& p, int sm_count, int keys_per_step, int row_tile
   // lets fewer be resident counts what fits: 4 stages of 64 keys at d128 (143 KB, one per SM)
   // with cs2 ran two waves (tuner, B1 x 8k: 31.5 us against 24.4 us for cs1).
   int64_t per_sm = blocks_per_sm;
-  if (block_smem_bytes > 0) per_sm = std::clamp<int64_t>(kSmemPerSm / (block_smem_bytes + 1024), 1, per_sm);
+  if (block_smem_bytes > 0) per_sm = std::clamp<int64_t>(SmemPerSm() / (block_smem_bytes + 1024), 1, per_sm);
   const int64_t want = per_sm * sms / base;
   const int64_t steps = (p.seqlen_k + keys_per_step - 1) / keys_per_step;
   return int(std::clamp<int64_t>(std::min<int64_t>(want, steps), 1, kMaxDecodeSplits));
