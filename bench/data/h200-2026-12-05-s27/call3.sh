@@ -14,14 +14,14 @@ t0=$(date +%s)
 P=.devcarry-s27
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-probe
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt"
-timeout 200 $P/flashtune_hopper_probe --ab27 > "$OUT/ab27.txt" 2>&1
+timeout 180 $P/flashtune_hopper_probe --ab27 > "$OUT/ab27.txt" 2>&1
 echo "ab27: exit $? at $(( $(date +%s) - t0 )) s" > "$OUT/summary.txt"
 grep '|' "$OUT/ab27.txt" > "$OUT/ab27-table.txt"
 mkdir -p "$OUT/t"
-left=$(( 360 - ($(date +%s) - t0) ))
+left=$(( 330 - ($(date +%s) - t0) ))
 OUT=$OUT/t FILTER='ForwardGpu*' SUITE_S=$left JOBS=3 TEST_S=200 bash bench/gpu_suite.sh .devcarry-s27t > "$OUT/suite-stdout.txt" 2>&1
 echo "forward tests (T8 default): exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-stdout.txt")" >> "$OUT/summary.txt"
-left=$(( 450 - ($(date +%s) - t0) ))
+left=$(( 390 - ($(date +%s) - t0) ))
 ONLY=bm128_bn80_wg2_s2_p0,bm64_bn128_wg1_s2_p0_pp1_ov0,bm192_bn128_wg3_s2_p0_pp1_ov1,bm128_bn64_wg2_s2_p1
 (( left > 20 )) && timeout $left $P/flashtune_hopper_probe --check --define FT_HOPPER_RESCALE_THRESHOLD=8 --only $ONLY > "$OUT/check-t8.txt" 2>&1
 echo "probe check T8: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/check-t8.txt" 2>/dev/null)" >> "$OUT/summary.txt"
