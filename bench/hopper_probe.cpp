@@ -475,13 +475,14 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
     // units; FT_HOPPER_RESCALE_THRESHOLD=8), so the O rescale is skipped for a whole warp on
     // almost every block (kHeadDim / 2 multiplies a thread per block), against the template,
     // on the grid's tuned winners (session 20, call 4) where d256 and d64 trail cuDNN.
-    const std::string t8 = "FT_HOPPER_RESCALE_THRESHOLD=8";
+    // Off and on explicitly: the generator now turns it on for d256 and d64 with three consumer
+    // warpgroups (HopperRescaleThreshold), which this A/B decided.
+    const std::string t0 = "FT_HOPPER_RESCALE_THRESHOLD=0", t8 = "FT_HOPPER_RESCALE_THRESHOLD=8";
     // p: 0 non-persistent, 1 persistent, 2 persistent with two Q buffers.
     auto pair = [&](int d, bool causal, int wgs, int bn, int p, bool overlap) {
       std::vector<Probe> out;
-      for (const std::string& def : {std::string(), t8}) {
+      for (const std::string& def : {t0, t8}) {
         Probe probe = Config(dt, d, causal, wgs, bn, 2, def, p > 0, true, overlap);
-        if (def.empty()) probe.define.clear();  // the template as it is, even under --define
         if (p == 2) probe.config.q_buffers = 2;
         out.push_back(probe);
       }

@@ -132,6 +132,16 @@ int HopperBlocksPerSm(const HopperConfig& c) {
 
 int HopperConsumerRegs(const HopperConfig& c) { return ConsumerRegsAt(c, HopperBlocksPerSm(c)); }
 
+int HopperRescaleThreshold(const HopperConfig& c) {
+  // Measured per tile (session 27, hopper_probe --ab27, one interleaved run on an H100, the grid's
+  // tuned winners): d256 gained 0.4-3.8% on all six shapes and both tiles (bn64, bn80);
+  // d64 with three consumer warpgroups 2.8-3.4%. Elsewhere it lost or tied: d128 bn192 7.5%,
+  // bn176 2.4%, bn128 p2 0.8% slower; d64 one warpgroup -1.6% to +2.3%. The vote and the branch
+  // cost about what the skipped multiplies save unless O is wide (d256: 128 a thread) or
+  // three warpgroups share the SM's issue slots.
+  return c.head_dim == 256 || (c.head_dim == 64 && c.consumer_wgs == 3) ? 8 : 0;
+}
+
 Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   const std::string uri = HopperUri(c);
   if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
@@ -176,6 +186,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Int("kQBuffers", c.q_buffers)
       .Int("kSmemBytes", HopperSmemBytes(c))
       .Int("kBlocksPerSm", HopperBlocksPerSm(c))
+      .Int("kRescaleThreshold", HopperRescaleThreshold(c))
       .Finish("hopper_fwd.cuh");
 }
 

@@ -73,6 +73,10 @@ int HopperBlocksPerSm(const HopperConfig& config);
 // Registers per consumer thread after setmaxnreg (the producer keeps 24): 240 (two consumer
 // warpgroups), 160 (three), 232, 136 or 104 (one, at two, three or four blocks per SM).
 int HopperConsumerRegs(const HopperConfig& config);
+// The template's kRescaleThreshold: 8 (a row's running max moves only by more than 2^8, so the
+// O rescale is skipped on almost every block) where it measured faster, d256 and d64 with three
+// consumer warpgroups; else 0 (the max follows every block).
+int HopperRescaleThreshold(const HopperConfig& config);
 // The constexpr prologue the template expects, with FT_KERNEL_NAME `uri`.
 std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 

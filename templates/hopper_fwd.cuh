@@ -45,7 +45,8 @@
 // kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
 // or more consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below);
 // kBlocksPerSm (1, or 2-4 with one consumer warpgroup: the launch bounds, and so the registers
-// setmaxnreg can hand the consumers; generator/hopper_fwd_pack.cpp's HopperBlocksPerSm).
+// setmaxnreg can hand the consumers; generator/hopper_fwd_pack.cpp's HopperBlocksPerSm);
+// kRescaleThreshold (0, or the T of the thresholded rescale below: HopperRescaleThreshold).
 //
 // No toolkit header: every Hopper instruction goes through inline PTX. The generator prepends a
 // constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared headers
@@ -79,6 +80,7 @@ constexpr int kQBuffers = 1;
 constexpr int kSmemBytes =
     1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 * kQBuffers + 4 * kStages) * 8;
 constexpr int kBlocksPerSm = 1;
+constexpr int kRescaleThreshold = 0;
 }  // namespace ft_config
 #endif
 
@@ -106,15 +108,19 @@ constexpr int kTurnBarrier = 4;
 #ifndef FT_HOPPER_LAZY_RESCALE
 #define FT_HOPPER_LAZY_RESCALE 0
 #endif
-// FT_HOPPER_RESCALE_THRESHOLD=T (T > 0, in log2 units; an A/B knob): a row keeps its running max
-// until a block's scores exceed it by more than T, so P = exp2(s - m) stays below 2^T (exact in
-// fp32, and bf16 / fp16 keep their relative precision: fp16's range ends at 2^16), the row sum
-// and O are relative to the same max, and lse = m + log2(sum) is unchanged. After a row's first
-// blocks its max rarely moves by T, so the O rescale (kHeadDim / 2 multiplies a thread per
-// block: 128 at d256) is skipped for the whole warp (as with FT_HOPPER_LAZY_RESCALE).
-#ifndef FT_HOPPER_RESCALE_THRESHOLD
-#define FT_HOPPER_RESCALE_THRESHOLD 0
+// kRescaleThreshold = T > 0 (log2 units; the generator's HopperRescaleThreshold): a row keeps its
+// running max until a block's scores exceed it by more than T, so P = exp2(s - m) stays below
+// 2^T (exact in fp32; bf16 / fp16 keep their relative precision, and fp16's range ends at 2^16),
+// the row sum and O are relative to the same max, and lse = m + log2(sum) is unchanged. After a
+// row's first blocks its max rarely moves by T, so the O rescale (kHeadDim / 2 multiplies a
+// thread per block: 128 at d256) is skipped for the whole warp. FT_HOPPER_RESCALE_THRESHOLD=T
+// overrides it (an A/B knob; 0 = off).
+#ifdef FT_HOPPER_RESCALE_THRESHOLD
+constexpr int kRescaleT = FT_HOPPER_RESCALE_THRESHOLD;
+#else
+constexpr int kRescaleT = kRescaleThreshold;
 #endif
+static_assert(kRescaleT >= 0 && kRescaleT <= 15, "P = exp2(s - m) < 2^T must fit fp16 (T <= 15)");
 // FT_HOPPER_SYNCWARP_TILE=0 (an A/B knob: the template before session 14): no __syncwarp()
 // closing each tile. Without it ptxas cannot prove the warps reconverged after the epilogue's
 // per-thread branches (the one-thread TMA store, the varlen store loop) where a persistent
@@ -439,22 +445,23 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         for (int j = 1; j < kParts; ++j) mx = fmaxf(mx, part[j]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-#if FT_HOPPER_RESCALE_THRESHOLD > 0
-        // The max moves only by more than T (-inf + T is -inf: a row's first visible key sets it).
-        if (mx * scale_log2 > row_max[r] + float(FT_HOPPER_RESCALE_THRESHOLD)) {
-          correction[r] = fast_exp2(row_max[r] - mx * scale_log2);
-          row_max[r] = mx * scale_log2;
+        float m_base;
+        if constexpr (kRescaleT > 0) {
+          // The max moves only by more than T (-inf + T is -inf: a row's first visible key sets it).
+          if (mx * scale_log2 > row_max[r] + float(kRescaleT)) {
+            correction[r] = fast_exp2(row_max[r] - mx * scale_log2);
+            row_max[r] = mx * scale_log2;
+          } else {
+            correction[r] = 1.f;
+          }
+          m_base = row_max[r] == kNegInf ? 0.f : row_max[r];
         } else {
-          correction[r] = 1.f;
+          const float m_new = fmaxf(row_max[r], mx * scale_log2);
+          // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
+          m_base = m_new == kNegInf ? 0.f : m_new;
+          correction[r] = fast_exp2(row_max[r] - m_base);
+          row_max[r] = m_new;
         }
-        const float m_base = row_max[r] == kNegInf ? 0.f : row_max[r];
-#else
-        const float m_new = fmaxf(row_max[r], mx * scale_log2);
-        // A row with no visible key yet keeps m = -inf; subtracting 0 keeps exp2 at 0, not NaN.
-        const float m_base = m_new == kNegInf ? 0.f : m_new;
-        correction[r] = fast_exp2(row_max[r] - m_base);
-        row_max[r] = m_new;
-#endif
 #pragma unroll
         for (int j = 0; j < kParts; ++j) part[j] = 0.f;
 #pragma unroll
@@ -480,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
     auto rescale_o = [&](const float (&correction)[2]) {
-      if ((FT_HOPPER_LAZY_RESCALE || FT_HOPPER_RESCALE_THRESHOLD > 0) && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
+      if ((FT_HOPPER_LAZY_RESCALE || kRescaleT > 0) && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
       for (int i = 0; i < kHeadDim / 8; ++i) {
         acc_o[4 * i + 0] *= correction[0];

@@ -266,6 +266,25 @@ TEST(HopperPack, BlocksPerSmFollowRegistersAndSharedMemory) {
   EXPECT_EQ(HopperConsumerRegs({DType::kBF16, 64, false, 192, 128, 3, 2}), 160);
 }
 
+// The thresholded rescale (a row's max kept until a block passes it by 2^8) where it measured
+// faster: d256 and d64 with three consumer warpgroups; the prologue carries it to the template.
+TEST(HopperPack, RescaleThresholdWhereItMeasuredFaster) {
+  HopperConfig c = {DType::kBF16, 256, false, 128, 80, 2, 2};
+  EXPECT_EQ(HopperRescaleThreshold(c), 8);
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr int kRescaleThreshold = 8;"), std::string::npos);
+  c.block_n = 64;
+  c.causal = true;
+  EXPECT_EQ(HopperRescaleThreshold(c), 8);
+  c = {DType::kF16, 64, false, 192, 128, 3, 2};
+  EXPECT_EQ(HopperRescaleThreshold(c), 8);
+  c.consumer_wgs = 1;  // 64x128, one warpgroup: 1-2% slower with it
+  c.block_m = 64;
+  EXPECT_EQ(HopperRescaleThreshold(c), 0);
+  EXPECT_NE(HopperPrologue(c, "x").find("constexpr int kRescaleThreshold = 0;"), std::string::npos);
+  EXPECT_EQ(HopperRescaleThreshold(Default()), 0);  // d128: up to 7.5% slower with it
+  EXPECT_EQ(HopperRescaleThreshold({DType::kBF16, 128, false, 128, 192, 2, 2}), 0);
+}
+
 TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
   HopperConfig c = {DType::kBF16, 64, true, 64, 64, 1, 2};
   ASSERT_EQ(HopperBlocksPerSm(c), 3);
