@@ -134,8 +134,8 @@ int HopperConsumerRegs(const HopperConfig& c) { return ConsumerRegsAt(c, HopperB
 
 int HopperRescaleThreshold(const HopperConfig& c) {
   // Measured per tile (session 27, hopper_probe --ab27, one interleaved run on an H100, the grid's
-  // tuned winners): d256 gained 0.4-3.8% on all six shapes and both tiles (bn64, bn80);
-  // d64 with three consumer warpgroups 2.8-3.4%. Elsewhere it lost or tied: d128 bn192 7.5%,
+  // tuned winners): d256 gained 0.8-3.6% on all six shapes and both tiles (bn64, bn80);
+  // d64 with three consumer warpgroups 2.7-3.3%. Elsewhere it lost or tied: d128 bn192 7.5%,
   // bn176 2.4%, bn128 p2 0.8% slower; d64 one warpgroup -1.6% to +2.3%. The vote and the branch
   // cost about what the skipped multiplies save unless O is wide (d256: 128 a thread) or
   // three warpgroups share the SM's issue slots.
