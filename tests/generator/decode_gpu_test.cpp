@@ -47,8 +47,11 @@ DeviceBuffer Upload(Gpu& gpu, const void* host, size_t bytes) {
 
 // Builds a case: `lengths` keys per sequence; block_size 0 means dense K/V ([B, Nk, Hkv, D],
 // with seqlens_k unless every sequence is full), else a paged pool with shuffled pages.
+// key_ramp > 0 scales a sequence's key j by 1 + key_ramp * (n - 1 - j) / (n - 1): the splits'
+// partial maxima then differ by up to thousands of units, so the combine weighs partials whose
+// exp2 factors underflow, not the near-equal ones uniform inputs give.
 DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq, int64_t hq, int64_t hkv,
-                          const std::vector<int32_t>& lengths, int block_size, uint64_t seed) {
+                          const std::vector<int32_t>& lengths, int block_size, uint64_t seed, double key_ramp = 0) {
   DecodeCase c;
   const int64_t B = int64_t(lengths.size());
   const int64_t nk = std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end()));
@@ -56,9 +59,10 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
   p.layout = block_size > 0 ? Layout::kPaged : Layout::kDense;
   ForwardArgs a = ForwardArgs::Contiguous(p, std::max(block_size, 1));
   char name[160];
-  std::snprintf(name, sizeof name, "%s d%d %s Nq%lld Hq%lld Hkv%lld B%lld %s%d", std::string(DTypeName(dtype)).c_str(), d,
+  std::snprintf(name, sizeof name, "%s d%d %s Nq%lld Hq%lld Hkv%lld B%lld %s%d%s", std::string(DTypeName(dtype)).c_str(), d,
                 causal ? "causal" : "full", (long long)nq, (long long)hq, (long long)hkv, (long long)B,
-                block_size > 0 ? "paged" : "dense", block_size);
+                block_size > 0 ? "paged" : "dense", block_size,
+                key_ramp > 0 ? (" key ramp " + std::to_string(int(key_ramp))).c_str() : "");
   c.name = name;
   c.lengths = lengths;
   c.q.resize(size_t(B * nq * hq * d));
@@ -68,6 +72,17 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
   std::vector<uint16_t> k_logical(size_t(B * nk * row)), v_logical(k_logical.size());
   FillRandom(k_logical, dtype, seed + 1);
   FillRandom(v_logical, dtype, seed + 2);
+  if (key_ramp > 0)
+    for (int64_t b = 0; b < B; ++b) {
+      const int32_t n = lengths[size_t(b)];
+      for (int64_t j = 0; j < n; ++j) {
+        const double f = 1 + key_ramp * double(n - 1 - j) / double(std::max(n - 1, 1));
+        for (int64_t x = 0; x < row; ++x) {
+          uint16_t& e = k_logical[size_t((b * nk + j) * row + x)];
+          e = FloatToBits(float(BitsToFloat(e, dtype) * f), dtype);
+        }
+      }
+    }
   std::mt19937 rng{uint32_t(seed)};
   if (block_size > 0) {
     int64_t pages = 0;
@@ -179,6 +194,9 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 3, 8, 1, ragged, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {300, 300}, 0, seed += 10));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 2, 32, 8, {2048}, 1, seed += 10));
+  // Scores growing along the keys: splits with far apart maxima, dense and paged.
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 4, 8, 1, {4097, 1000}, 0, seed += 10, 60));
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {17, 4097}, 16, seed += 10, 8));
   testing::CheckEveryVariant(cls.ToString() + " decode", variants, kernels, cases, [&](const ForwardKernel& k, DecodeCase& c) {
     return RunDecode(**gpu, c.device.problem.layout == Layout::kPaged ? *twin_of.at(&k) : k, c);
   });
