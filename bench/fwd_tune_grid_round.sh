@@ -11,6 +11,8 @@
 # usage: STEP=tune OUT=DIR bash bench/fwd_tune_grid_round.sh BIN_DIR   (about 450 s)
 #        STEP=grid OUT=DIR bash bench/fwd_tune_grid_round.sh BIN_DIR   (about 200 s; the same
 #        machine, warm, or with $BIN_DIR/default.db.gz from the tune step carried in)
+#        ROUNDS: perf_report.py's rotated rounds per shape (default 1 here: three take about 3x
+#        the timing, past the step's 170 s)
 set -uo pipefail
 BIN=$(cd "${1:?usage: fwd_tune_grid_round.sh BIN_DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +39,7 @@ case "${STEP:?set STEP to tune or grid}" in
       --gtest_filter='ForwardGpu.HopperSwitchesOffMatchTheReference:VarlenGpu/VarlenClasses.*' > "$OUT/tests.log" 2>&1
     echo "GPU tests: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests.log" | tr '\n' ' ')"
     PYTHONUNBUFFERED=1 timeout 170 python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
-      --out "$OUT" --time-limit-s 140 > "$OUT/grid.txt" 2>&1
+      --out "$OUT" --time-limit-s 140 --rounds "${ROUNDS:-1}" > "$OUT/grid.txt" 2>&1  # one pass fits 170 s
     echo "forward grid: exit $?"
     grep -c ',exact.\?$' "$OUT/perf_report.csv" | sed 's/^/plans from exact winners: /'
     grep -E '^d[0-9]+ +x flash|output check' "$OUT/grid.txt"

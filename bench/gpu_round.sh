@@ -14,7 +14,8 @@
 #   TUNE_ARGS adds options to the tune steps (e.g. "--strategy budgeted"); EXTRA_ARGS replaces
 #   it for step "extra". ROUND_S gives step "compare" whatever is left of that many seconds.
 #   FLASHTUNE_TRACE=1 makes the tuner and its worker log each candidate's phase times into tune.log; PERF_ARGS
-#   adds options to bench/perf_report.py (e.g. "--head-dims 128,256,64" to order the grid).
+#   adds options to bench/perf_report.py (e.g. "--head-dims 128,256,64" to order the grid);
+#   ROUNDS its rotated rounds per shape (default 1 here, to fit the step's time).
 # Every step has its own time limit so the summary is always printed.
 set -uo pipefail
 BIN=$(cd "${1:?usage: gpu_round.sh BIN_DIR}" && pwd)
@@ -142,7 +143,7 @@ if ! want compare; then
   :
 elif [ -e "$BIN/libflashtune.so" ]; then
   PYTHONUNBUFFERED=1 timeout "$COMPARE_S" python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
-    --out "$OUT" --time-limit-s $(( COMPARE_S - 30 )) ${PERF_ARGS:-} > "$OUT/compare.txt" 2>&1
+    --out "$OUT" --time-limit-s $(( COMPARE_S - 30 )) --rounds "${ROUNDS:-1}" ${PERF_ARGS:-} > "$OUT/compare.txt" 2>&1
   summary+=("perf report vs torch (runtime API): exit $?")
 else
   PYTHONUNBUFFERED=1 timeout "$STEP_S" python3 "$ROOT/bench/compare_torch.py" "$DB" --out "$OUT" > "$OUT/compare.txt" 2>&1

@@ -11,7 +11,7 @@
 #        sanitize time short d64 ab14 gputests ncu tune" (run in that order); CHECK_ONLY,
 #        CHECK_DEFINE (a template knob for --check), SANITIZE_ONLY, SANITIZE_TOOLS, CHECK_S,
 #        TIME_S, TUNE_S, GPUTESTS_S, GPUTESTS_FILTER, GRID_DIMS and GRID_DTYPES (comma lists for tune and report), GRID_EXTRA=1 (B1 H32 N8192 d128 too),
-#        REPORT_S, NCU_VARIANTS (space-separated URIs), NCU_SHAPE (B H N causal, e.g. "32 32 512 1";
+#        REPORT_S, ROUNDS (perf_report.py's rounds, default 1), NCU_VARIANTS (space-separated URIs), NCU_SHAPE (B H N causal, e.g. "32 32 512 1";
 #        d64 bf16) and NCU_CUDNN=1 (cuDNN's kernel on the same shape) override the defaults below)
 set -uo pipefail
 BIN=$(cd "${1:?usage: hopper_round.sh BIN_DIR}" && pwd)
@@ -54,7 +54,7 @@ if want tune; then
   REPORT=$(mktemp -d)  # the report's CSV and JSON (its plot, where matplotlib is there) go to $OUT
   PYTHONUNBUFFERED=1 timeout ${REPORT_S:-90} python3 "$ROOT/bench/perf_report.py" --lib "$BIN/libflashtune.so" --db "$DB" \
     --out "$REPORT" --head-dims ${GRID_DIMS:-64} --dtypes ${GRID_DTYPES:-bf16} $([ "${GRID_EXTRA:-0}" = 1 ] || echo --no-extra) \
-    --time-limit-s $(( ${REPORT_S:-90} - 20 )) > "$OUT/compare.txt" 2>&1
+    --time-limit-s $(( ${REPORT_S:-90} - 20 )) --rounds "${ROUNDS:-1}" > "$OUT/compare.txt" 2>&1
   summary+=("perf report d${GRID_DIMS:-64} ${GRID_DTYPES:-bf16}: exit $?, $(( $(date +%s) - start )) s")
   cp "$REPORT"/perf_report.csv "$REPORT"/perf_report.json "$REPORT"/perf_report.png "$OUT/" 2>/dev/null
 fi
