@@ -6,7 +6,9 @@ flashtune package of python/ is also checked the way perf_report.py imports it (
 tree, over that library; no GPU needed: plans fall back to the heuristic).
 Run by ctest (label cpu); by hand: python3 bench/perf_report_test.py
 """
+import contextlib
 import csv
+import io
 import json
 import math
 import os
@@ -141,6 +143,149 @@ class Interleaved(unittest.TestCase):
         medians, _, _ = perf_report.interleaved(timers, 1)
         self.assertEqual(self.calls, ["x", "y"])
         self.assertEqual(medians, {"x": 2.0, "y": 1.0})
+
+
+class FakeTensor:
+    """What measure() does with a tensor: views, float(), differences, norms."""
+
+    def __init__(self, value=1.0):
+        self.value = value
+
+    def transpose(self, *_):
+        return self
+
+    def float(self):
+        return self
+
+    def __sub__(self, other):
+        return FakeTensor(self.value - other.value)
+
+    def __truediv__(self, other):
+        return FakeTensor(self.value / other.value)
+
+    def norm(self):
+        return FakeTensor(abs(self.value))
+
+    def item(self):
+        return self.value
+
+
+def fake_modules(times, sdpa_fails=(), flashtune_output=1.0):
+    """sys.modules entries that stand in for torch, the flashtune package and kernel_probe.
+
+    times[system]: the milliseconds each timing of that system returns, in turn; a backend named
+    in sdpa_fails raises when SDPA runs under it. Returns (modules, the order systems were timed)."""
+    import contextlib
+    import types
+    order, current = [], {"backend": None}
+    torch = types.ModuleType("torch")
+    torch.__version__, torch.version, torch.float32, torch.bfloat16, torch.float16 = "0", types.SimpleNamespace(cuda="13.0"), "f32", "bf16", "f16"
+    torch.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91900))
+    torch.cuda = types.SimpleNamespace(init=lambda: None, synchronize=lambda: None, empty_cache=lambda: None,
+                                       get_device_name=lambda: "Fake GPU",
+                                       current_stream=lambda: types.SimpleNamespace(cuda_stream=0))
+    torch.zeros = lambda *a, **k: FakeTensor()
+    torch.randn = lambda *a, **k: FakeTensor()
+    torch.empty = lambda *a, **k: FakeTensor()
+    torch.full_like = lambda t, v: FakeTensor(v)
+    torch.Generator = lambda device: types.SimpleNamespace(manual_seed=lambda seed: None)
+    nn, functional, attention = types.ModuleType("torch.nn"), types.ModuleType("torch.nn.functional"), types.ModuleType("torch.nn.attention")
+
+    def sdpa(q, k, v, is_causal):
+        if current["backend"] in sdpa_fails:
+            raise RuntimeError(f"No available kernel for {current['backend']}\nmore")
+        return FakeTensor(1.0)
+    functional.scaled_dot_product_attention = sdpa
+    attention.SDPBackend = types.SimpleNamespace(FLASH_ATTENTION="flash", CUDNN_ATTENTION="cudnn",
+                                                 EFFICIENT_ATTENTION="efficient")
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backend):
+        current["backend"] = backend
+        try:
+            yield
+        finally:
+            current["backend"] = None
+    attention.sdpa_kernel = sdpa_kernel
+    torch.nn, nn.functional, nn.attention = nn, functional, attention
+
+    flashtune = types.ModuleType("flashtune")
+    ops = types.ModuleType("flashtune.ops")
+
+    class FlashtuneError(Exception):
+        pass
+
+    class Runtime:
+        def __init__(self, db):
+            self.closed = False
+
+        def plan(self, problem):
+            return types.SimpleNamespace(variant_uri="hopper_fwd_x", source_name="exact")
+
+        def forward_packed(self, args, stream):
+            args["o"].value = flashtune_output
+
+        def close(self):
+            self.closed = True
+    flashtune.FlashtuneError, flashtune.Runtime, flashtune.version = FlashtuneError, Runtime, lambda: "0.1.0"
+    flashtune.Problem = lambda *a, **k: (a, k)
+    ops.pack_args = lambda q, k, v, o, lse, causal: {"o": o}
+    flashtune.ops = ops
+    kernel_probe = types.ModuleType("kernel_probe")
+
+    def bench(fn, reps, warmup_s, queued):
+        fn()
+        system = current["backend"] or "flashtune"
+        order.append(system)
+        return times[system].pop(0)
+    kernel_probe.bench = bench
+    return ({"torch": torch, "torch.nn": nn, "torch.nn.functional": functional, "torch.nn.attention": attention,
+             "flashtune": flashtune, "flashtune.ops": ops, "kernel_probe": kernel_probe}, order)
+
+
+class MeasureOnFakes(unittest.TestCase):
+    """measure()'s flow per shape, on stand-ins for torch and the library (no GPU)."""
+
+    def run_measure(self, modules, rounds):
+        import argparse
+        from unittest import mock
+        a = argparse.Namespace(lib="libflashtune.so", head_dims=(64,), dtypes=("bf16",), seqlens=(512,), no_extra=True,
+                               time_limit_s=0, reps=30, warmup_s=0.0, timing="queued", rounds=rounds)
+        doc = {"meta": {"db": "x.db"}, "rows": []}
+        # measure() sets FLASHTUNE_LIB and puts python/ on sys.path: both restored after.
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(sys.modules, modules), \
+                mock.patch.dict(os.environ), mock.patch.object(sys, "path", list(sys.path)), \
+                mock.patch.object(perf_report.subprocess, "run", side_effect=OSError("no nvidia-smi")), \
+                contextlib.redirect_stdout(io.StringIO()):
+            perf_report.measure(a, doc, os.path.join(tmp, "r.json"))
+            with open(os.path.join(tmp, "r.json")) as f:
+                self.assertEqual(len(json.load(f)["rows"]), len(doc["rows"]))  # rewritten after every shape
+        return doc
+
+    def test_every_system_timed_in_rotated_rounds_and_the_median_round_kept(self):
+        times = {"flash": [2.0, 2.2, 2.1] * 2, "cudnn": [1.0, 1.4, 1.2] * 2, "efficient": [5.0, 5.0, 5.0] * 2,
+                 "flashtune": [1.1, 0.9, 1.3] * 2}
+        modules, order = fake_modules(times)
+        doc = self.run_measure(modules, 3)
+        self.assertEqual(len(doc["rows"]), 2)  # full and causal
+        self.assertEqual(order[:12], ["flash", "cudnn", "efficient", "flashtune", "cudnn", "efficient", "flashtune",
+                                      "flash", "efficient", "flashtune", "flash", "cudnn"])
+        row = doc["rows"][0]
+        self.assertEqual(row["ms"], {"flash": 2.1, "cudnn": 1.2, "efficient": 5.0, "flashtune": 1.1})
+        self.assertEqual(row["ms_rounds"]["flashtune"], [1.1, 0.9, 1.3])
+        self.assertAlmostEqual(row["tflops"]["flashtune"], perf_report.flops(row) / 1.1 / 1e9)
+        self.assertEqual((row["ok"], row["ref"], row["err"]), (True, "flash", 0.0))
+        self.assertEqual(row["errors"], {})
+
+    def test_a_backend_that_cannot_run_is_an_error_and_not_timed(self):
+        times = {"flash": [2.0] * 2, "cudnn": [1.0] * 2, "flashtune": [1.5] * 2}
+        modules, order = fake_modules(times, sdpa_fails=("efficient",), flashtune_output=1.5)
+        doc = self.run_measure(modules, 1)
+        row = doc["rows"][0]
+        self.assertNotIn("efficient", order)
+        self.assertEqual(row["errors"]["efficient"], "No available kernel for efficient")
+        self.assertTrue(math.isnan(row["tflops"]["efficient"]))
+        self.assertEqual((row["ok"], row["err"]), (False, 0.5))  # o = 1.5 against flash's 1.0: checked, failed
 
 
 class PerfReportPlotOnly(unittest.TestCase):
