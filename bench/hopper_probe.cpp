@@ -18,15 +18,15 @@
 // winners at N 16k. (Session 16 ran it with the knobs FT_HOPPER_SPLIT_S and FT_HOPPER_DESC_ADD,
 // at commit b74e67e; both are now the template's own.)
 //
-// --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against the template on the grid's tuned
-// winners (d256, d128, d64).
+// --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against 0 on the grid's tuned winners
+// (d256, d128, d64); --ab28 the same on the tiles it left out (prepared, not run).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE[,NAME=VALUE]
 // compiles every variant with those template knobs (its name gets the knobs appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -470,7 +470,7 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
                          {Config(dt, 128, causal, 2, 128, 2), Persistent(dt, 128, causal, 2, 176, 2)}});
       benches.push_back({{1, 16384, 16384, 8, 8, false}, 256, causal, {Config(dt, 256, causal, 2, 80, 2)}});
     }
-  } else if (mode == "ab27") {
+  } else if (mode == "ab27" || mode == "ab28") {
     // Session 27: a row's running max kept until a block's scores pass it by more than 8 (log2
     // units; FT_HOPPER_RESCALE_THRESHOLD=8), so the O rescale is skipped for a whole warp on
     // almost every block (kHeadDim / 2 multiplies a thread per block), against the template,
@@ -493,6 +493,16 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
       return a;
     };
     auto grid = [](int64_t n, int d) { return Shape{16384 / n, n, n, 2048 / d, 2048 / d, false}; };
+    if (mode == "ab28") {
+      // Prepared in session 27 (not run): the tiles --ab27 left out. d128 with three consumer
+      // warpgroups (192x80 p2: the tuned winner at full N 2k-4k), where d64's three-warpgroup
+      // tiles gained; d128 causal at short N (128x128 p2); d64 with two warpgroups (128x128,
+      // exact tiles at N 512-1k, where 192-row tiles waste a third of their last tile).
+      for (int64_t n : {2048, 4096}) benches.push_back({grid(n, 128), 128, false, pair(128, false, 3, 80, 2, true)});
+      for (int64_t n : {1024, 2048}) benches.push_back({grid(n, 128), 128, true, pair(128, true, 2, 128, 2, true)});
+      for (int64_t n : {512, 1024}) benches.push_back({grid(n, 64), 64, false, pair(64, false, 2, 128, 2, true)});
+      benches.push_back({grid(1024, 64), 64, true, pair(64, true, 2, 128, 2, true)});
+    } else {
     benches.push_back({grid(512, 256), 256, false, join(pair(256, false, 2, 80, 1, true), pair(256, false, 2, 64, 1, true))});
     benches.push_back({grid(1024, 256), 256, false, pair(256, false, 2, 80, 0, true)});
     benches.push_back({grid(2048, 256), 256, false, pair(256, false, 2, 80, 1, true)});
@@ -506,6 +516,7 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
     benches.push_back({grid(1024, 64), 64, false, pair(64, false, 1, 128, 0, false)});
     benches.push_back({grid(2048, 64), 64, true, pair(64, true, 1, 64, 0, false)});
     benches.push_back({grid(16384, 64), 64, false, pair(64, false, 3, 128, 0, true)});
+    }
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
@@ -673,7 +684,7 @@ int main(int argc, char** argv) {
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
     else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14" || a == "--ab15" || a == "--ab16" ||
-             a == "--ab27") {
+             a == "--ab27" || a == "--ab28") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -682,7 +693,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--compile-only]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--compile-only]"
                            " [--template FILE] [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE[,NAME=VALUE]]\n");
       return 2;
     }
