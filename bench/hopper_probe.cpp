@@ -369,7 +369,7 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
           } else {
             ++fail;
             std::printf("FAIL %s %s%s: %s\n", uri.c_str(), ShapeText(s).c_str(),
-                        ramp > 0 ? (" key ramp " + std::to_string(int(ramp))).c_str() : "", why.c_str());
+                        flashtune::testing::KeyRampText(ramp).c_str(), why.c_str());
             std::fflush(stdout);
             if (why.rfind("sync", 0) == 0) {  // a fault poisons the context: stop here
               std::printf("check: %d passed, %d failed (stopped at a fault)\n", pass, fail);
@@ -503,19 +503,19 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
       for (int64_t n : {512, 1024}) benches.push_back({grid(n, 64), 64, false, pair(64, false, 2, 128, 2, true)});
       benches.push_back({grid(1024, 64), 64, true, pair(64, true, 2, 128, 2, true)});
     } else {
-    benches.push_back({grid(512, 256), 256, false, join(pair(256, false, 2, 80, 1, true), pair(256, false, 2, 64, 1, true))});
-    benches.push_back({grid(1024, 256), 256, false, pair(256, false, 2, 80, 0, true)});
-    benches.push_back({grid(2048, 256), 256, false, pair(256, false, 2, 80, 1, true)});
-    benches.push_back({grid(16384, 256), 256, false, pair(256, false, 2, 80, 0, true)});
-    benches.push_back({grid(512, 256), 256, true, pair(256, true, 2, 64, 1, true)});
-    benches.push_back({grid(16384, 256), 256, true, pair(256, true, 2, 80, 0, true)});
-    benches.push_back({grid(512, 128), 128, false, pair(128, false, 2, 128, 2, true)});
-    benches.push_back({grid(16384, 128), 128, false, pair(128, false, 2, 192, 0, true)});
-    benches.push_back({grid(16384, 128), 128, true, pair(128, true, 2, 176, 0, true)});
-    benches.push_back({grid(512, 64), 64, false, join(pair(64, false, 1, 128, 0, false), pair(64, false, 3, 128, 2, true))});
-    benches.push_back({grid(1024, 64), 64, false, pair(64, false, 1, 128, 0, false)});
-    benches.push_back({grid(2048, 64), 64, true, pair(64, true, 1, 64, 0, false)});
-    benches.push_back({grid(16384, 64), 64, false, pair(64, false, 3, 128, 0, true)});
+      benches.push_back({grid(512, 256), 256, false, join(pair(256, false, 2, 80, 1, true), pair(256, false, 2, 64, 1, true))});
+      benches.push_back({grid(1024, 256), 256, false, pair(256, false, 2, 80, 0, true)});
+      benches.push_back({grid(2048, 256), 256, false, pair(256, false, 2, 80, 1, true)});
+      benches.push_back({grid(16384, 256), 256, false, pair(256, false, 2, 80, 0, true)});
+      benches.push_back({grid(512, 256), 256, true, pair(256, true, 2, 64, 1, true)});
+      benches.push_back({grid(16384, 256), 256, true, pair(256, true, 2, 80, 0, true)});
+      benches.push_back({grid(512, 128), 128, false, pair(128, false, 2, 128, 2, true)});
+      benches.push_back({grid(16384, 128), 128, false, pair(128, false, 2, 192, 0, true)});
+      benches.push_back({grid(16384, 128), 128, true, pair(128, true, 2, 176, 0, true)});
+      benches.push_back({grid(512, 64), 64, false, join(pair(64, false, 1, 128, 0, false), pair(64, false, 3, 128, 2, true))});
+      benches.push_back({grid(1024, 64), 64, false, pair(64, false, 1, 128, 0, false)});
+      benches.push_back({grid(2048, 64), 64, true, pair(64, true, 1, 64, 0, false)});
+      benches.push_back({grid(16384, 64), 64, false, pair(64, false, 3, 128, 0, true)});
     }
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup

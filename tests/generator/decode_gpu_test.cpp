@@ -61,8 +61,7 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
   char name[160];
   std::snprintf(name, sizeof name, "%s d%d %s Nq%lld Hq%lld Hkv%lld B%lld %s%d%s", std::string(DTypeName(dtype)).c_str(), d,
                 causal ? "causal" : "full", (long long)nq, (long long)hq, (long long)hkv, (long long)B,
-                block_size > 0 ? "paged" : "dense", block_size,
-                key_ramp > 0 ? (" key ramp " + std::to_string(int(key_ramp))).c_str() : "");
+                block_size > 0 ? "paged" : "dense", block_size, testing::KeyRampText(key_ramp).c_str());
   c.name = name;
   c.lengths = lengths;
   c.q.resize(size_t(B * nq * hq * d));
@@ -73,16 +72,9 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
   FillRandom(k_logical, dtype, seed + 1);
   FillRandom(v_logical, dtype, seed + 2);
   if (key_ramp > 0)
-    for (int64_t b = 0; b < B; ++b) {
-      const int32_t n = lengths[size_t(b)];
-      for (int64_t j = 0; j < n; ++j) {
-        const double f = 1 + key_ramp * double(n - 1 - j) / double(std::max(n - 1, 1));
-        for (int64_t x = 0; x < row; ++x) {
-          uint16_t& e = k_logical[size_t((b * nk + j) * row + x)];
-          e = FloatToBits(float(BitsToFloat(e, dtype) * f), dtype);
-        }
-      }
-    }
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < lengths[size_t(b)]; ++j)
+        testing::ApplyKeyRamp(k_logical.data() + (b * nk + j) * row, row, dtype, key_ramp, j, lengths[size_t(b)]);
   std::mt19937 rng{uint32_t(seed)};
   if (block_size > 0) {
     int64_t pages = 0;

@@ -1,6 +1,7 @@
 // Every variant of the d64 and d128 spaces (both dtypes, causal and not), and a sample of the
 // other head dims, against the float64 CPU reference on ragged, GQA/MQA, Nq != Nk and
-// head-major shapes, and shapes whose scores grow along the keys (the online softmax's rescale). Outputs are poisoned (NaN) before each run, so an unwritten element fails.
+// head-major shapes, and shapes whose scores grow along the keys (the online softmax's
+// rescale). Outputs are poisoned (NaN) before each run, so an unwritten element fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,7 +60,7 @@ std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
   std::snprintf(shape, sizeof shape, "B%lld Nq%lld Nk%lld Hq%lld Hkv%lld%s%s: ", (long long)c.shape.batch,
                 (long long)c.shape.seqlen_q, (long long)c.shape.seqlen_k, (long long)c.shape.heads_q,
                 (long long)c.shape.heads_kv, c.shape.head_major ? " head-major" : "",
-                c.key_ramp > 0 ? (" key ramp " + std::to_string(int(c.key_ramp))).c_str() : "");
+                testing::KeyRampText(c.key_ramp).c_str());
   return shape + why;
 }
 

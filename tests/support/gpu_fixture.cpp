@@ -60,14 +60,10 @@ Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const Probl
   if (options.key_ramp > 0) {
     const Strides& ks = a.k_strides;
     for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t j = 0; j < s.seqlen_k; ++j) {
-        const double f = 1 + options.key_ramp * double(s.seqlen_k - 1 - j) / double(std::max<int64_t>(s.seqlen_k - 1, 1));
+      for (int64_t j = 0; j < s.seqlen_k; ++j)
         for (int64_t h = 0; h < s.heads_kv; ++h)
-          for (int64_t x = 0; x < cls.head_dim; ++x) {
-            uint16_t& e = c->k[size_t(b * ks.batch + j * ks.seq + h * ks.head + x)];
-            e = FloatToBits(float(BitsToFloat(e, cls.dtype) * f), cls.dtype);
-          }
-      }
+          ApplyKeyRamp(c->k.data() + b * ks.batch + j * ks.seq + h * ks.head, cls.head_dim, cls.dtype, options.key_ramp,
+                       j, s.seqlen_k);
   }
   a.q = c->q.data();
   a.k = c->k.data();
@@ -99,6 +95,13 @@ Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const Probl
   c->device.lse = reinterpret_cast<float*>(c->dlse->get());
   return c;
 }
+
+void ApplyKeyRamp(uint16_t* row, int64_t count, DType dtype, double ramp, int64_t j, int64_t n) {
+  const double f = 1 + ramp * double(n - 1 - j) / double(std::max<int64_t>(n - 1, 1));
+  for (int64_t x = 0; x < count; ++x) row[x] = FloatToBits(float(BitsToFloat(row[x], dtype) * f), dtype);
+}
+
+std::string KeyRampText(double ramp) { return ramp > 0 ? " key ramp " + std::to_string(int(ramp)) : ""; }
 
 std::vector<Result<ForwardKernel>> CompileAndLoad(const Gpu& gpu, const std::vector<Variant>& variants) {
   std::vector<Status> generated;  // per variant

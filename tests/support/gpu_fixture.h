@@ -87,6 +87,11 @@ struct ForwardCaseOptions {
 // error when one fails.
 Result<std::unique_ptr<ForwardCase>> MakeForwardCase(const Gpu& gpu, const ProblemClass& cls, const Shape& s, uint64_t seed,
                                                      ForwardCaseOptions options = {});
+// The key ramp (ForwardCaseOptions::key_ramp) on one key of a sequence of n: multiplies the
+// `count` elements of key j's row at `row` by 1 + ramp * (n - 1 - j) / (n - 1), rounded to dtype.
+void ApplyKeyRamp(uint16_t* row, int64_t count, DType dtype, double ramp, int64_t j, int64_t n);
+// " key ramp R" for a case name when ramp > 0, else "".
+std::string KeyRampText(double ramp);
 
 // Compiles every variant for the GPU's arch (NVRTC, all at once) and loads it: one result per
 // variant, in order; a generation, compile or load error is that variant's status.
