@@ -133,13 +133,15 @@ int HopperBlocksPerSm(const HopperConfig& c) {
 int HopperConsumerRegs(const HopperConfig& c) { return ConsumerRegsAt(c, HopperBlocksPerSm(c)); }
 
 int HopperRescaleThreshold(const HopperConfig& c) {
-  // Measured per tile (session 27, hopper_probe --ab27, one interleaved run on an H100, the grid's
-  // tuned winners): d256 gained 0.8-3.6% on all six shapes and both tiles (bn64, bn80);
-  // d64 with three consumer warpgroups 2.7-3.3%. Elsewhere it lost or tied: d128 bn192 7.5%,
-  // bn176 2.4%, bn128 p2 0.8% slower; d64 one warpgroup -1.6% to +2.3%. The vote and the branch
-  // cost about what the skipped multiplies save unless O is wide (d256: 128 a thread) or
-  // three warpgroups share the SM's issue slots.
-  return c.head_dim == 256 || (c.head_dim == 64 && c.consumer_wgs == 3) ? 8 : 0;
+  // Measured per tile (interleaved runs on an H100, hopper_probe --ab27 in session 27 and --ab28
+  // in session 28): d256 gained 0.8-3.6% on all six shapes and both tiles (bn64, bn80); three
+  // consumer warpgroups gained at d64 (192x128: 2.7-3.3%) and at d128 (192x80 p2: 4.6-4.8%).
+  // With one or two it lost or tied: d128 bn192 7.5%, bn176 2.4%, bn128 p2 0.8-2.5% slower;
+  // d64 128x128 p2 0.9-2.1% slower, one warpgroup -1.6% to +2.3%. The vote and the branch cost
+  // about what the skipped multiplies save unless O is wide (d256: 128 a thread) or three
+  // warpgroups share the SM's issue slots. d192 is unmeasured, so off.
+  const bool three_wgs = c.consumer_wgs == 3 && (c.head_dim == 64 || c.head_dim == 128);
+  return c.head_dim == 256 || three_wgs ? 8 : 0;
 }
 
 Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {

@@ -179,12 +179,17 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // sm_90+: this kernel is launched as a programmatic dependent of whatever kernel precedes it
   // on the stream (it may have written q, the cache or the tables, or read this call's
-  // workspace): wait for it to finish before any global memory access. The trigger for this
-  // grid's own dependent comes after the key loop (below).
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // workspace): it waits for that kernel to finish (griddepcontrol.wait) before any global
+  // memory access. Where a length lives in memory (varlen, per-sequence lengths) the plan reads
+  // it, so the wait comes first; otherwise the plan and the K/V base addresses are arithmetic on
+  // the parameters alone (about 300 instructions, three integer divisions deep), done before
+  // the wait so they overlap the previous kernel's tail. The trigger for this grid's own
+  // dependent comes after the key loop (below).
+  const bool lengths_in_memory = p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (lengths_in_memory) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   const Work w = plan_work(p);
   const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
@@ -204,6 +209,13 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     vbase += (i64)w.b * p.v_stride[0] + w.k_row0 * p.v_stride[1];
   }
   const int page_mask = (1 << p.block_shift) - 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The values above are inputs, so the compiler computes them before the wait, not after.
+  if (!lengths_in_memory)
+    asm volatile("griddepcontrol.wait;" ::"l"(kbase), "l"(vbase), "l"(table), "f"(inv_nq), "r"(w.step0), "r"(w.steps),
+                 "r"(w.rows_valid), "r"(w.row0)
+                 : "memory");
+#endif
 
   constexpr int kChunks = kBlockN * kChunksPerRow;
   constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
@@ -594,21 +606,28 @@ __device__ __forceinline__ void load_floats(float (&dst)[kN], const float* src) 
 
 extern "C" __global__ void __launch_bounds__(ftd::kCombineThreads) FT_CAT(FT_KERNEL_NAME, _combine)(const ftd::FtDecodeParams p) {
   using namespace ftd;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Launched while the split kernel may still run: wait for it (and its writes) before anything,
-  // early exits included, so that this grid's end implies the split kernel's. Then the next
-  // call's split kernel may be scheduled (it waits for this grid the same way).
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   __shared__ float s_lse[64];  // base 2; at most 64 splits
   __shared__ __align__(16) float s_acc[kCombineWarps][kHeadDim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const i64 total_rows = (i64)p.batch * p.heads_q * p.seqlen_q;
-  const i64 row = blockIdx.x;
-  const int i = int(row % p.seqlen_q);
-  const int hq = int((row / p.seqlen_q) % p.heads_q);
-  const int b = int(row / ((i64)p.seqlen_q * p.heads_q));
+  // The row's coordinates from the parameters alone (a grid's x index fits an int), before the
+  // wait, so their divisions overlap the split kernel's tail.
+  const int row32 = int(blockIdx.x);
+  const int i = row32 % p.seqlen_q;
+  const int hq = (row32 / p.seqlen_q) % p.heads_q;
+  const int b = row32 / (p.seqlen_q * p.heads_q);
+  const i64 row = row32;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched while the split kernel may still run: wait for it (and its writes) before any
+  // global access, early exits included, so that this grid's end implies the split kernel's.
+  // Then the next call's split kernel may be scheduled (it waits for this grid the same way).
+  // The wait is predicated on the coordinates (all >= 0, so it always runs): ptxas hoists a
+  // plain wait above arithmetic in its basic block, and a data dependency keeps it after them.
+  asm volatile(
+      "{\n .reg .pred ready;\n setp.ge.s32 ready, %0, 0;\n @ready griddepcontrol.wait;\n}" ::"r"(i | hq | b)
+      : "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   i64 q_row0;
   if (i >= query_span(p, b, &q_row0)) return;  // the whole block: past this sequence's queries
 

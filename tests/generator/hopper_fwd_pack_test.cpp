@@ -281,8 +281,11 @@ TEST(HopperPack, RescaleThresholdWhereItMeasuredFaster) {
   c.block_m = 64;
   EXPECT_EQ(HopperRescaleThreshold(c), 0);
   EXPECT_NE(HopperPrologue(c, "x").find("constexpr int kRescaleThreshold = 0;"), std::string::npos);
-  EXPECT_EQ(HopperRescaleThreshold(Default()), 0);  // d128: up to 7.5% slower with it
+  EXPECT_EQ(HopperRescaleThreshold(Default()), 0);  // d128 two warpgroups: up to 7.5% slower with it
   EXPECT_EQ(HopperRescaleThreshold({DType::kBF16, 128, false, 128, 192, 2, 2}), 0);
+  EXPECT_EQ(HopperRescaleThreshold({DType::kBF16, 64, false, 128, 128, 2, 2}), 0);  // 1-2% slower
+  EXPECT_EQ(HopperRescaleThreshold({DType::kBF16, 128, false, 192, 80, 3, 2}), 8);  // 4.6-4.8% faster
+  EXPECT_EQ(HopperRescaleThreshold({DType::kBF16, 192, false, 192, 64, 3, 2}), 0);  // unmeasured
 }
 
 TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
