@@ -19,7 +19,7 @@
 // at commit b74e67e; both are now the template's own.)
 //
 // --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against 0 on the grid's tuned winners
-// (d256, d128, d64); --ab28 the same on the tiles it left out (prepared, not run).
+// (d256, d128, d64); --ab28 the same on the tiles it left out (session 28: d128 three warpgroups gained, two-warpgroup tiles lost).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
@@ -494,7 +494,7 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
     };
     auto grid = [](int64_t n, int d) { return Shape{16384 / n, n, n, 2048 / d, 2048 / d, false}; };
     if (mode == "ab28") {
-      // Prepared in session 27 (not run): the tiles --ab27 left out. d128 with three consumer
+      // Session 28 (H100; docs/perf-notes.md): the tiles --ab27 left out. d128 with three consumer
       // warpgroups (192x80 p2: the tuned winner at full N 2k-4k), where d64's three-warpgroup
       // tiles gained; d128 causal at short N (128x128 p2); d64 with two warpgroups (128x128,
       // exact tiles at N 512-1k, where 192-row tiles waste a third of their last tile).
