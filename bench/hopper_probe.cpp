@@ -19,7 +19,8 @@
 // at commit b74e67e; both are now the template's own.)
 //
 // --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against 0 on the grid's tuned winners
-// (d256, d128, d64); --ab28 the same on the tiles it left out (session 28: d128 three warpgroups gained, two-warpgroup tiles lost).
+// (d256, d128, d64); --ab28 the same on the tiles it left out (session 28: d128 with three
+// warpgroups gained, the two-warpgroup tiles lost).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
