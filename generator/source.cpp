@@ -85,14 +85,24 @@ Result<Source> GenerateSource(const Variant& variant) {
   return src;
 }
 
+int GeneratorRevision() {
+  // Session 28: the thresholded rescale also in d128's three-warpgroup hopper_fwd tiles.
+  return 1;
+}
+
 std::string TemplateHash() {
-  // Each name ends with its NUL, a separator no template name contains. This is the digest the
-  // databases written so far store (ToolchainInfo::template_hash): changing the scheme would
-  // make every tuned winner stale.
+  // Each name ends with its NUL, a separator no template name contains. Revision 0 hashed the
+  // templates alone (the databases written before it store that digest); a later revision
+  // follows them as one more entry, so a prologue change makes every winner stale as a template
+  // change does.
   std::string all;
   for (const auto& [name, text] : detail::EmbeddedTemplates()) {
     all.append(name.data(), name.size() + 1);
     all.append(text);
+  }
+  if (GeneratorRevision() > 0) {
+    all.append("generator revision", sizeof("generator revision"));
+    all.append(std::to_string(GeneratorRevision()));
   }
   return Sha256Hex(all);
 }

@@ -41,8 +41,15 @@ std::string GeneratePrologue(const Variant& variant);
 // that is not embedded.
 Result<std::string> ExpandedTemplate(std::string_view name);
 
-// sha256 over every embedded template's name and text, in name order; identifies the template
-// version (the database stores it to notice template changes).
+// The generator's revision: what it writes before the templates (each family's prologue: its
+// policies, such as hopper_fwd's blocks per SM or rescale threshold) changes a variant's code
+// as much as a template edit does, so a change to any variant's prologue bumps it.
+// tests/generator/source_test.cpp pins the prologues of every searched variant to it.
+int GeneratorRevision();
+
+// sha256 over every embedded template's name and text, in name order, then the generator's
+// revision; identifies the template version (the database stores it, so a winner is never
+// served by code other than what was tuned).
 std::string TemplateHash();
 
 }  // namespace flashtune

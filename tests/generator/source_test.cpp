@@ -142,15 +142,56 @@ TEST(Source, TemplateHashCoversTheEmbeddedTemplates) {
 }
 
 TEST(Source, TemplateHashIsTheDigestDatabasesStore) {
-  // Databases tuned so far store sha256 over each template's name, a NUL, then its text, in
-  // name order; another scheme would make every stored winner stale.
+  // Databases store sha256 over each template's name, a NUL, then its text, in name order,
+  // then (from revision 1) "generator revision", a NUL and the revision; another scheme would
+  // make every stored winner stale.
   std::string all;
   for (const auto& [name, text] : detail::EmbeddedTemplates()) {
     all += name;
     all += '\0';
     all += text;
   }
+  const std::string templates_only = Sha256Hex(all);
+  all += std::string("generator revision") + '\0' + std::to_string(GeneratorRevision());
   EXPECT_EQ(TemplateHash(), Sha256Hex(all));
+  EXPECT_NE(TemplateHash(), templates_only);
+}
+
+// sha256 over the URI and prologue of every variant the spaces hold: each family's searched
+// values for every class, on sm_80 and sm_90a (the families and shared-memory limits that differ).
+std::string SearchedProloguesDigest(int* count) {
+  std::string all;
+  *count = 0;
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (DType dtype : {DType::kBF16, DType::kF16})
+      for (int d : kSupportedHeadDims)
+        for (bool causal : {false, true})
+          for (Operation op : {Operation::kForward, Operation::kBackward}) {
+            SpaceOptions o;
+            o.arch = arch;
+            o.max_smem_bytes = MaxSharedMemoryForArch(arch);
+            auto space = EnumerateSpace(ProblemClass{dtype, d, causal, op}, o);
+            if (!space.ok()) continue;  // a class no family serves there
+            for (const Variant& v : *space) {
+              all += v.Uri() + '\0' + GeneratePrologue(v) + '\0';
+              ++*count;
+            }
+          }
+  return Sha256Hex(all);
+}
+
+TEST(Source, GeneratorRevisionPinsTheSearchedPrologues) {
+  // A prologue decides what a variant compiles to as much as its template does, but only the
+  // templates are hashed: a database would serve a winner measured on other code. So a change
+  // to any searched variant's prologue must come with a new GeneratorRevision()
+  // (generator/source.cpp) and this digest. Variants added to a space change the digest too;
+  // then the revision may stay, as no measured variant's code changed.
+  int count = 0;
+  const std::string digest = SearchedProloguesDigest(&count);
+  EXPECT_GT(count, 1000);
+  EXPECT_EQ(GeneratorRevision(), 1);
+  EXPECT_EQ(digest, "a8cee3acf4eb698da572730806c08d7fcd6d5c27648d19ed989684ed33fa3804") << count << " prologues; if a variant's prologue changed, bump GeneratorRevision() "
+                              "(generator/source.cpp) and pin the new digest here";
 }
 
 }  // namespace
