@@ -5,7 +5,7 @@
 # paged, the block table's entries for its split (planned over the longest sequence); dense
 # calls without lengths in memory also prefetch their first kStages - 1 steps of K/V rows.
 # The chain length -> table -> K/V that starts at the wait then begins from L2, which is what
-# paged B1 x 2k (0.85-0.87x cuDNN, about 2 us behind dense at every B1 length) is thought to pay.
+# paged B1 x 2k (0.85-0.87x cuDNN; about 2 us behind dense at B1 x 2k-8k) is thought to pay.
 # First the decode GPU tests on the patched pack, then memcheck on them (the prefetch addresses),
 # then bench/decode_tile_ab.sh against main on the tuned short-cache tiles, dense and paged.
 # Packs, both from one commit: BASE = main's build, NEW = main + the patch
