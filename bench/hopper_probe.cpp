@@ -476,8 +476,8 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
     // units; FT_HOPPER_RESCALE_THRESHOLD=8), so the O rescale is skipped for a whole warp on
     // almost every block (kHeadDim / 2 multiplies a thread per block), against the template,
     // on the grid's tuned winners (session 20, call 4) where d256 and d64 trail cuDNN.
-    // Off and on explicitly: the generator now turns it on for d256 and d64 with three consumer
-    // warpgroups (HopperRescaleThreshold), which this A/B decided.
+    // Off and on explicitly: the generator turns it on at d256 and for three consumer warpgroups
+    // at d64 / d128 (HopperRescaleThreshold), which this A/B and --ab28 decided.
     const std::string t0 = "FT_HOPPER_RESCALE_THRESHOLD=0", t8 = "FT_HOPPER_RESCALE_THRESHOLD=8";
     // p: 0 non-persistent, 1 persistent, 2 persistent with two Q buffers.
     auto pair = [&](int d, bool causal, int wgs, int bn, int p, bool overlap) {

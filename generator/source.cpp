@@ -100,10 +100,8 @@ std::string TemplateHash() {
     all.append(name.data(), name.size() + 1);
     all.append(text);
   }
-  if (GeneratorRevision() > 0) {
-    all.append("generator revision", sizeof("generator revision"));
-    all.append(std::to_string(GeneratorRevision()));
-  }
+  all.append("generator revision", sizeof("generator revision"));
+  all.append(std::to_string(GeneratorRevision()));
   return Sha256Hex(all);
 }
 

@@ -267,7 +267,7 @@ TEST(HopperPack, BlocksPerSmFollowRegistersAndSharedMemory) {
 }
 
 // The thresholded rescale (a row's max kept until a block passes it by 2^8) where it measured
-// faster: d256 and d64 with three consumer warpgroups; the prologue carries it to the template.
+// faster: d256, and three consumer warpgroups at d64 / d128; the prologue carries it to the template.
 TEST(HopperPack, RescaleThresholdWhereItMeasuredFaster) {
   HopperConfig c = {DType::kBF16, 256, false, 128, 80, 2, 2};
   EXPECT_EQ(HopperRescaleThreshold(c), 8);

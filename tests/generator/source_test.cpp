@@ -190,8 +190,9 @@ TEST(Source, GeneratorRevisionPinsTheSearchedPrologues) {
   const std::string digest = SearchedProloguesDigest(&count);
   EXPECT_GT(count, 1000);
   EXPECT_EQ(GeneratorRevision(), 1);
-  EXPECT_EQ(digest, "a8cee3acf4eb698da572730806c08d7fcd6d5c27648d19ed989684ed33fa3804") << count << " prologues; if a variant's prologue changed, bump GeneratorRevision() "
-                              "(generator/source.cpp) and pin the new digest here";
+  EXPECT_EQ(digest, "a8cee3acf4eb698da572730806c08d7fcd6d5c27648d19ed989684ed33fa3804")
+      << count << " prologues; if a variant's prologue changed, bump GeneratorRevision() (generator/source.cpp) and pin "
+      << "the new digest here";
 }
 
 }  // namespace
