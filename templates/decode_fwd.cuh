@@ -106,6 +106,13 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
 // CUTLASS's SM80 copies do): the K/V stream is read once, line by line. Measured against the
 // plain copy in one run: 1-4% faster on every decode shape (ncu, B64 x 32k: 88.6 -> 90.4% of
 // DRAM peak; cuDNN 95%); docs/perf-notes.md, "Decode speed and mixed prefill + decode".
+// The cache line holding `src` into L2: a hint, with no effect on what any load returns. A
+// per-thread instruction (cp.async.bulk.prefetch takes one address a warp: ptxas loops over the
+// lanes).
+__device__ __forceinline__ void prefetch_l2(const void* src) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src) : "memory");
+}
+
 __device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
@@ -189,7 +196,30 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // dependent comes after the key loop (below).
   const bool lengths_in_memory = p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (lengths_in_memory) asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (lengths_in_memory) {
+    // Before the wait, L2 prefetches of what is read right after it: the sequence's lengths and,
+    // paged, the block table's entries for this split as planned over the longest sequence (the
+    // true plan reads the length). Prefetches change no value a load returns, so the previous
+    // kernel may still write these; what they save is DRAM round trips in the chain length ->
+    // table -> K/V that starts at the wait.
+    const int b = blockIdx.x / p.heads_kv;
+    if (tid == 0 && p.seqlens_k != nullptr) prefetch_l2(p.seqlens_k + b);
+    if (tid == 1 && p.cu_seqlens_k != nullptr) prefetch_l2(p.cu_seqlens_k + b);
+    if (tid == 2 && p.cu_seqlens_q != nullptr) prefetch_l2(p.cu_seqlens_q + b);
+    if (kPaged && p.block_table != nullptr) {
+      const int n_steps = (p.seqlen_k + kBlockN - 1) / kBlockN;
+      const int per_split = (n_steps + p.splits - 1) / p.splits;
+      const int key0 = blockIdx.y * per_split * kBlockN;
+      const int key1 = min(p.seqlen_k, key0 + per_split * kBlockN);
+      if (key0 < key1) {
+        const int* row = p.block_table + (i64)b * p.block_table_stride;
+        // Every 32nd entry (a 128-byte line's worth) and the last; a line may be asked for twice.
+        const int first = key0 >> p.block_shift, last = (key1 - 1) >> p.block_shift;
+        for (int e = first + 32 * tid; e <= last + 31; e += 32 * kThreads) prefetch_l2(row + min(e, last));
+      }
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
 #endif
   const Work w = plan_work(p);
   const int Nq = w.n_q;  // this sequence's query tokens (the packed rows are g * Nq + i)
@@ -210,6 +240,20 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   }
   const int page_mask = (1 << p.block_shift) - 1;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (!kPaged && !lengths_in_memory) {
+    // Dense: the block's first kStages - 1 steps of K and V rows into L2 before the wait, a
+    // 128-byte line a prefetch, so the copies after it start from L2. Hints only, as above.
+    constexpr int kLinesPerRow = (kHeadDim * 2 + 127) / 128;
+    const int lines = min(kStages - 1, w.steps) * kBlockN * kLinesPerRow;
+    for (int l = tid; l < lines; l += kThreads) {
+      const int key = w.step0 * kBlockN + l / kLinesPerRow;
+      const int col = (l % kLinesPerRow) * 64;  // elements: 128 bytes
+      if (key < w.n_k) {
+        prefetch_l2(kbase + (i64)key * p.k_stride[1] + col);
+        prefetch_l2(vbase + (i64)key * p.v_stride[1] + col);
+      }
+    }
+  }
   // The values above are inputs, so the compiler computes them before the wait, not after.
   if (!lengths_in_memory)
     asm volatile("griddepcontrol.wait;" ::"l"(kbase), "l"(vbase), "l"(table), "f"(inv_nq), "r"(w.step0), "r"(w.steps),

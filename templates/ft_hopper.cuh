@@ -16,6 +16,10 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// `count` arrivals at once (on behalf of threads that will not arrive themselves).
+__device__ __forceinline__ void mbar_arrive_count(u32 bar, u32 count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
 // Waits until the phase with parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   u32 done;

@@ -1,7 +1,9 @@
-// The order in which a persistent causal forward block walks its tiles: one function for both
-// sides, like ft_kernel_abi.cuh. hopper_fwd.cuh includes it (the generator inlines it into the
-// NVRTC source); host tests include it to check that every tile is taken exactly once and how
-// evenly the work is dealt. Plain C++ (no CUDA types); no state; safe from any thread.
+// The order in which a persistent causal forward block walks its tiles, and which K/V blocks of
+// a tile its consumer warpgroups read: functions for both sides, like ft_kernel_abi.cuh.
+// hopper_fwd.cuh includes it (the generator inlines it into the NVRTC source); host tests
+// include it to check that every tile is taken exactly once, how evenly the work is dealt, and
+// that a warpgroup skips only blocks none of its rows sees. Plain C++ (no CUDA types); no
+// state; safe from any thread.
 //
 // A causal tile's cost grows with its query block: the last of m query blocks sees m K/V
 // blocks (square attention), the first one. Pairing query block m-1-i with query block i of
@@ -53,6 +55,32 @@ FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int row
   const int row = unit / per_row, i = unit % per_row;
   if (half == 1 && i == m - 1 - i) return kSkip;
   return row * m + (half == 0 ? m - 1 - i : i);
+}
+
+// The K/V blocks a forward tile visits: keys [0, tile_blocks * block_n) of a sequence of nq
+// queries and nk keys, for the tile's rows [m0, m0 + rows) (query i sees keys j <= i + diag when
+// causal). Rows at or past nq see nothing. The kernel visits them from the last to the first.
+FT_SCHED_FN int tile_blocks(int m0, int rows, int nq, int nk, int diag, int block_n, bool causal) {
+  if (m0 >= nq) return 0;
+  const int all = (nk + block_n - 1) / block_n;
+  if (!causal) return all;
+  const int last_key = (m0 + rows < nq ? m0 + rows : nq) - 1 + diag;
+  if (last_key < 0) return 0;
+  return last_key / block_n + 1 < all ? last_key / block_n + 1 : all;
+}
+
+// How many of a tile's n_blocks first visits (blocks n_blocks - 1, n_blocks - 2, ...) no row of
+// the warpgroup owning rows [wg_row0, wg_row0 + wg_rows) sees: the blocks past its causal
+// diagonal (a tile's lower rows see fewer keys than the tile), or all of them when its rows all
+// lie past nq. Skipping them is exact: a block whose every score is masked leaves a row's
+// running softmax state as it found it, and these come before any block the rows see.
+FT_SCHED_FN int unseen_blocks(int wg_row0, int wg_rows, int nq, int diag, int n_blocks, int block_n, bool causal) {
+  int seen = wg_row0 < nq ? n_blocks : 0;
+  if (causal && seen > 0) {
+    const int last_key = (wg_row0 + wg_rows < nq ? wg_row0 + wg_rows : nq) - 1 + diag;
+    seen = last_key < 0 ? 0 : (last_key / block_n + 1 < seen ? last_key / block_n + 1 : seen);
+  }
+  return n_blocks - seen;
 }
 
 }  // namespace ft_sched

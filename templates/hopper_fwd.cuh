@@ -293,12 +293,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     }
     tile.diag = tile.nk - tile.nq;
     // A tile past its sequence's end (varlen) loads nothing and stores nothing.
-    tile.n_blocks = tile.m0 < tile.nq ? (tile.nk + kBlockN - 1) / kBlockN : 0;
-    if (kCausal) {
-      const int last_key = min(tile.m0 + kBlockM, tile.nq) - 1 + tile.diag;
-      tile.n_blocks = last_key < 0 ? 0 : min(tile.n_blocks, last_key / kBlockN + 1);
-    }
+    tile.n_blocks = ft_sched::tile_blocks(tile.m0, kBlockM, tile.nq, tile.nk, tile.diag, kBlockN, kCausal);
     return tile;
+  };
+  // Consumer warpgroup cw skips its tile's first unseen_blocks visits (ft_tile_schedule.cuh:
+  // blocks past its rows' causal diagonal when kBlockN < kBlockM, or all of them when its rows
+  // lie past the sequence's end, as in the last 192-row tile at N 512 and 1k); the producer makes
+  // its warps' arrivals on those blocks' empty barriers. One warpgroup never skips: its tile's
+  // blocks are its own.
+  auto unseen_blocks = [&](const Tile& tile, int cw) {
+    if constexpr (kConsumerWarpgroups == 1) return 0;
+    return ft_sched::unseen_blocks(tile.m0 + cw * kRowsPerWarpgroup, kRowsPerWarpgroup, tile.nq, tile.diag,
+                                   tile.n_blocks, kBlockN, kCausal);
   };
 
   // Varlen: a block whose only tile lies past its sequence's end leaves before any barrier.
@@ -363,6 +369,14 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, tile.k_row + n0, tile.tb,
                         bar_k_full(s));
+          // The arrivals of the warps that skip this block (unseen_blocks), for this use of the
+          // buffers: the waits on the empty barriers have seen their previous use released.
+          int skipping = 0;
+          if constexpr (kConsumerWarpgroups > 1) {
+#pragma unroll
+            for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
+            if (skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
+          }
           if (it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
@@ -380,6 +394,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, tile.k_row + n0, tile.tb,
                         bar_v_full(s));
+          if (skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
         }
         // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
@@ -638,7 +653,24 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
       const Tile tile = tile_at(ti);
-      const int n_blocks = tile.n_blocks;
+      // The blocks no row of this warpgroup sees are skipped (unseen_blocks; the producer
+      // arrives for them); the schedules below run on the others, n_blocks of them from ring
+      // position kv, block n_blocks - 1 first. With ping-pong a skipped block's issue turns are
+      // taken empty, and a warpgroup that skips every block takes the last P V's turn too, so
+      // that every warpgroup takes as many turns per tile. (The count is broadcast from lane 0:
+      // it is the warpgroup's, but ptxas cannot tell, and a wgmma loop whose trip count might
+      // differ within a warp gets every wgmma serialised, C7520.)
+      const int skip = kConsumerWarpgroups > 1 ? __shfl_sync(0xffffffffu, unseen_blocks(tile, cw), 0) : 0;
+      const int n_blocks = tile.n_blocks - skip;
+      if constexpr (kPingPong) {
+        const int empty_turns = kOverlap ? skip + (skip > 0 && n_blocks == 0 ? 1 : 0) : 2 * skip;
+#pragma unroll 1
+        for (int i = 0; i < empty_turns; ++i) {
+          turn_wait();
+          turn_pass();
+        }
+      }
+      kv += skip;
       if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
       mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
       warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;

@@ -1,5 +1,7 @@
 // templates/ft_tile_schedule.cuh on the host: the persistent causal forward's tile order takes
-// every tile exactly once at any grid, deals equal work, and keeps a round's rows few.
+// every tile exactly once at any grid, deals equal work, and keeps a round's rows few; a tile
+// visits exactly the K/V blocks its rows see, and a consumer warpgroup skips exactly the first
+// visits none of its rows sees.
 #include "templates/ft_tile_schedule.cuh"
 
 #include <gtest/gtest.h>
@@ -66,7 +68,9 @@ TEST(TileSchedule, CausalBlocksDoNearlyEqualWork) {
       }
       const double mean = double(total) / blocks;
       EXPECT_LE(most, mean * 1.04) << "m " << m << ", blocks " << blocks;
-      if (rows * ((m + 1) / 2) % blocks == 0) EXPECT_EQ(double(most), mean) << "m " << m << ", blocks " << blocks;
+      if (rows * ((m + 1) / 2) % blocks == 0) {
+        EXPECT_EQ(double(most), mean) << "m " << m << ", blocks " << blocks;
+      }
     }
   }
 }
@@ -85,6 +89,56 @@ TEST(TileSchedule, ARoundWorksOnFewRows) {
     EXPECT_EQ(a / m, c / m);
     EXPECT_EQ(Cost(a, m) + Cost(c, m), m + 1);
   }
+}
+
+// Whether any of rows [r0, r1) below nq sees a key of block b (keys below nk; causal: j <= i + diag).
+bool BlockSeen(int r0, int r1, int b, int block_n, int nq, int nk, int diag, bool causal) {
+  for (int i = r0; i < std::min(r1, nq); ++i)
+    for (int j = b * block_n; j < std::min((b + 1) * block_n, nk); ++j)
+      if (!causal || j <= i + diag) return true;
+  return false;
+}
+
+// By brute force over ragged shapes (Nq < Nk, Nq > Nk with rows that see no key, one-row and
+// one-key sequences): a tile visits blocks 0 .. tile_blocks - 1, the last of which its rows see
+// (nothing past it); a warpgroup's skipped visits are blocks none of its rows sees, and the
+// first visit it keeps is one that some row sees (or it keeps none).
+TEST(TileSchedule, WarpgroupsSkipExactlyTheBlocksTheirRowsDoNotSee) {
+  int skipping = 0, dead = 0;
+  for (bool causal : {false, true})
+    for (int nq : {1, 17, 127, 200, 512, 1000})
+      for (int nk : {1, 63, 130, 512, 1000})
+        for (int block_m : {64, 128, 192})
+          for (int block_n : {16, 64, 80, 112, 128, 192}) {
+            const int diag = nk - nq;
+            for (int m0 = 0; m0 < nq; m0 += block_m) {
+              const int n = ft_sched::tile_blocks(m0, block_m, nq, nk, diag, block_n, causal);
+              ASSERT_LE(n, (nk + block_n - 1) / block_n);
+              const char* where = causal ? "causal" : "full";
+              if (n > 0) {
+                EXPECT_TRUE(BlockSeen(m0, m0 + block_m, n - 1, block_n, nq, nk, diag, causal))
+                    << where << " nq " << nq << " nk " << nk << " m0 " << m0 << " bm " << block_m << " bn " << block_n;
+              }
+              EXPECT_FALSE(BlockSeen(m0, m0 + block_m, n, block_n, nq, nk, diag, causal)) << where << " nq " << nq << " m0 " << m0;
+              for (int wg0 = m0; wg0 < m0 + block_m; wg0 += 64) {
+                const int skip = ft_sched::unseen_blocks(wg0, 64, nq, diag, n, block_n, causal);
+                ASSERT_GE(skip, 0);
+                ASSERT_LE(skip, n);
+                for (int it = 0; it < skip; ++it)
+                  EXPECT_FALSE(BlockSeen(wg0, wg0 + 64, n - 1 - it, block_n, nq, nk, diag, causal))
+                      << where << " nq " << nq << " nk " << nk << " tile " << m0 << " rows " << wg0 << " bn " << block_n;
+                if (skip < n) {
+                  EXPECT_TRUE(BlockSeen(wg0, wg0 + 64, n - 1 - skip, block_n, nq, nk, diag, causal))
+                      << where << " nq " << nq << " nk " << nk << " tile " << m0 << " rows " << wg0 << " bn " << block_n;
+                }
+                skipping += skip > 0 && skip < n;
+                dead += n > 0 && skip == n;
+              }
+            }
+          }
+  // Both kinds of skipping occur in these shapes (the test would pass vacuously otherwise).
+  EXPECT_GT(skipping, 100);
+  EXPECT_GT(dead, 100);
 }
 
 }  // namespace
