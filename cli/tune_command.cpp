@@ -134,6 +134,7 @@ int RunTune(const std::vector<std::string>& args) {
       devices, replay, arch, model, shard, decode, operation, decode_batches, decode_layouts;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
+  double retime_warmup_ms = GpuMeasurerOptions().retime_warmup_ms;
   desc.add_options()
       ("help,h", "show this help")
       ("db", po::value(&db_path), "database file (default $FLASHTUNE_DB or ./flashtune.db)")
@@ -182,7 +183,10 @@ int RunTune(const std::vector<std::string>& args) {
       ("top-k", po::value(&top_k), "finalists re-timed in shuffled order (default 3)")
       ("retime-rounds", po::value(&retime_rounds),
        "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
-       "time is its median round, and rounds stop once the leader is 3% ahead");
+       "time is its median round, and rounds stop once the leader is 3% ahead")
+      ("retime-warmup-ms", po::value(&retime_warmup_ms),
+       "GPU load before each re-timing round, in ms, 0 to 5000 (default 25, as every measurement): "
+       "longer times the finalists at the clock a sustained workload gets (a card at its power cap)");
   po::variables_map vm;
   // One vocabulary (singular for one shape, plural for lists): --seqlens-q, like --seqlens-k.
   if (Status parsed = ParseCommandLine(RenameDeprecated(args, {{"seqlens", "seqlens-q"}}, "flashtune tune"), desc, &vm);
@@ -202,6 +206,17 @@ int RunTune(const std::vector<std::string>& args) {
     return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms " + std::to_string(delay_ms) + ": allowed 0 or more"));
   if (vm.count("replay-delay-ms") && replay.empty())
     return Fail(Status(Code::kInvalidArgument, "--replay-delay-ms is only for --replay"));
+  if (vm.count("retime-warmup-ms")) {
+    if (!(retime_warmup_ms >= 0 && retime_warmup_ms <= 5000)) {
+      char given[32];
+      std::snprintf(given, sizeof given, "%g", retime_warmup_ms);
+      return Fail(Status(Code::kInvalidArgument, std::string("--retime-warmup-ms ") + given + ": allowed 0 to 5000 (ms)"));
+    }
+    if (!replay.empty())
+      return Fail(Status(Code::kInvalidArgument, "--retime-warmup-ms is for GPU re-timing; --replay times nothing"));
+    if (top_k == 1)
+      return Fail(Status(Code::kInvalidArgument, "--retime-warmup-ms with --top-k 1: there is no re-timing"));
+  }
   TuneOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
   options.strategy = strategy;
@@ -481,6 +496,7 @@ int RunTune(const std::vector<std::string>& args) {
   if (measurers.empty()) {
     GpuMeasurerOptions gpu_options;
     gpu_options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
+    gpu_options.retime_warmup_ms = retime_warmup_ms;
     auto gpu = MakeGpuMeasurers(device_list, gpu_options);
     if (!gpu.ok()) {
       const Code code = gpu.status().code();

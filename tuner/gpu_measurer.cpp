@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -72,13 +73,16 @@ class GpuMeasurer final : public Measurer {
   ToolchainInfo Toolchain() const override { return CurrentToolchain(); }
 
   Result<Measurement> Measure(const Problem& problem, const Variant& variant) override {
-    return Run(problem, variant, /*verify=*/true);
+    return Run(problem, variant, /*verify=*/true, options_.warmup_ms);
   }
 
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
     std::vector<Measurement> out;
     for (const Variant& v : variants) {
-      auto m = Run(problem, v, /*verify=*/false);  // finalists were verified when first measured
+      // Finalists were verified when first measured. The round's first one warms the GPU up to
+      // sustained load (retime_warmup_ms); the rest follow it back to back.
+      const double warmup_ms = out.empty() ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
+      auto m = Run(problem, v, /*verify=*/false, warmup_ms);
       if (!m.ok()) return m.status();
       out.push_back(*m);
     }
@@ -163,7 +167,7 @@ class GpuMeasurer final : public Measurer {
     return c;
   }
 
-  Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify) {
+  Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify, double warmup_ms) {
     Measurement m;
     const auto t0 = std::chrono::steady_clock::now();
     Prefetch(problem);  // the rest of this problem's candidates
@@ -202,6 +206,7 @@ class GpuMeasurer final : public Measurer {
     request.trusted_cubin.assign(trusted.cubin->image.begin(), trusted.cubin->image.end());
     request.verify = verify;
     request.options = options_;
+    request.options.warmup_ms = warmup_ms;
     const auto t1 = std::chrono::steady_clock::now();
     auto frame = worker_->Call(detail::EncodeMeasureRequest(request),
                                std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000)));

@@ -78,8 +78,24 @@ TEST_F(GpuMeasurerWithFakeWorker, LearnsTheDeviceFromTheWorkerAndMeasuresThrough
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(again->size(), 2u);
   EXPECT_DOUBLE_EQ((*again)[1].median_us, m->median_us);  // the fake's time is a function of the URI
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1\nmeasure " + b_.Uri() + " verify=0\nmeasure " +
-                             a_.Uri() + " verify=0\n");
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\nmeasure " + b_.Uri() +
+                             " verify=0 warmup=25\nmeasure " + a_.Uri() + " verify=0 warmup=25\n");
+}
+
+// A re-timing round's first finalist gets the longer warm-up (the GPU brought to sustained load);
+// the others follow it with the usual one, and first measurements keep the usual one too.
+TEST_F(GpuMeasurerWithFakeWorker, ARetimingRoundWarmsUpOnceBeforeItsFirstFinalist) {
+  options_.retime_warmup_ms = 300;
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
+  for (int round = 0; round < 2; ++round) {
+    auto again = measurer->Remeasure(kProblem, {b_, a_});
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ASSERT_EQ(again->size(), 2u);
+  }
+  const std::string round = "measure " + b_.Uri() + " verify=0 warmup=300\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + round + round);
 }
 
 // A worker from another build (its protocol differs) is refused at the hello, naming it.
@@ -134,7 +150,8 @@ TEST_F(GpuMeasurerWithFakeWorker, AFaultIsRecordedAndTheWorkerRestarts) {
   auto next = measurer->Measure(kProblem, b_);
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_TRUE(next->status.ok()) << next->status.ToString();
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1\nhello\nmeasure " + b_.Uri() + " verify=1\n");
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\nhello\nmeasure " + b_.Uri() +
+                             " verify=1 warmup=25\n");
 }
 
 TEST_F(GpuMeasurerWithFakeWorker, AHungWorkerTimesOutAndIsReplaced) {
