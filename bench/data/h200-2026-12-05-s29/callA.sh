@@ -10,14 +10,19 @@
 #     with tiles that drop none as controls (expected 1.00).
 # Packs, both from one commit: BASE = main's build, NEW = main + the change, with
 # build/bench/flashtune_hopper_probe copied in.
-# usage (GPU): BASE=.devcarry-A NEW=.devcarry-B OUT=$OUT bash bench/data/h200-2026-12-05-s29/callA.sh
+# Call E ran this script again on the final form of the change, with the sanitizers on every
+# --small tile of two or three consumer warpgroups and the decode tests added:
+#   ONLY=d64_bm128,d64_bm192,d128_bm128,d256_bm128 FILTER='ForwardGpu*:VarlenGpu*:RuntimeGpu*:DecodeGpu*'
+#   SUITE_S=240 JOBS=4 TEST_S=200 (with BASE, NEW and OUT as below).
+# usage (GPU): [ONLY=...] [FILTER=...] [SUITE_S=150] [JOBS=3] [TEST_S=150]
+#   BASE=.devcarry-A NEW=.devcarry-B OUT=$OUT bash bench/data/h200-2026-12-05-s29/callA.sh
 set -uo pipefail
 t0=$(date +%s)
 BASE=${BASE:?BASE=.devcarry-NAME (main)}
 NEW=${NEW:?NEW=.devcarry-NAME (the change, with flashtune_hopper_probe)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt"
 : > "$OUT/summary.txt"
-ONLY=d256_bm128_bn80_wg2_s2_p0,d256_bm128_bn80_wg2_s2_p1,d64_bm192_bn128_wg3_s2_p1,d64_bm192_bn112_wg3
+ONLY=${ONLY:-d256_bm128_bn80_wg2_s2_p0,d256_bm128_bn80_wg2_s2_p1,d64_bm192_bn128_wg3_s2_p1,d64_bm192_bn112_wg3}
 for tool in memcheck:90 racecheck:150 synccheck:80; do
   name=${tool%%:*}
   LD_LIBRARY_PATH=$NEW:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-probe timeout ${tool#*:} \
@@ -26,7 +31,8 @@ for tool in memcheck:90 racecheck:150 synccheck:80; do
   echo "$name: exit $? at $(( $(date +%s) - t0 )) s; $(grep -h 'ERROR SUMMARY' "$OUT/sanitizer-$name.log" | sort | uniq -c | tr '\n' ' ')" >> "$OUT/summary.txt"
 done
 mkdir -p "$OUT/t"
-OUT=$OUT/t FILTER='ForwardGpu*:VarlenGpu/VarlenClasses.*:RuntimeGpu*' SUITE_S=150 JOBS=3 TEST_S=150 \
+OUT=$OUT/t FILTER=${FILTER:-'ForwardGpu*:VarlenGpu/VarlenClasses.*:RuntimeGpu*'} SUITE_S=${SUITE_S:-150} JOBS=${JOBS:-3} \
+  TEST_S=${TEST_S:-150} \
   bash bench/gpu_suite.sh "$NEW" > "$OUT/suite-stdout.txt" 2>&1
 echo "tests: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-stdout.txt")" >> "$OUT/summary.txt"
 grep -h '^FAIL' "$OUT"/t/gpu_suite.log 2>/dev/null | head -20 >> "$OUT/summary.txt"
