@@ -36,7 +36,9 @@
 //    issued. (Issuing that S before this tile's epilogue as well was 2% slower: session 19.)
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
-// that a whole query tile cannot see are skipped. TMA zero-fills rows past the sequence ends.
+// that a whole query tile cannot see are skipped, and so, per consumer warpgroup, are the first
+// blocks none of its rows sees (ft_tile_schedule.cuh's unseen_blocks; the producer arrives on
+// their empty barriers for it). TMA zero-fills rows past the sequence ends.
 //
 // Parameters (ft_config): kBf16; kHeadDim (64, 128, 192, 256: a multiple of 64, one 128-byte
 // swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
