@@ -5,20 +5,25 @@
 # from 1980 to 1605-1875 MHz, and d64's 64-row tiles 12% slower there against 7% for the 192-row
 # ones: the tuner's search (bursts after idle gaps) rates them equal, sustained runs do not.
 # The d64 grid buckets are tuned cold twice, with the default re-timing warm-up (25 ms) and with
-# `--retime-warmup-ms $HEAT` (the GPU under load that long before each re-timing round), in
-# alternating order; then, for every problem whose two winners differ, both winners are timed
+# `--retime-warmup-ms $HEAT` (the GPU under load that long before each re-timing round; call G
+# saw the cap engage within about a second of load), nvidia-smi sampling the clock and power
+# every 50 ms throughout; then, for every problem whose two winners differ, both winners are timed
 # against each other in 12 back-to-back rounds (`flashtune bench --rounds 12`: the sustained
 # regime, order reversed each round). The summary lists each differing problem's picks and
 # their sustained medians, and the tune times.
-# usage (GPU): PACK=.devcarry-NAME [HEAT=300] [DIMS=64] OUT=$OUT bash bench/data/h200-2026-12-05-s29/callH.sh
+# usage (GPU): PACK=.devcarry-NAME [HEAT=1000] [DIMS=64] OUT=$OUT bash bench/data/h200-2026-12-05-s29/callH.sh
 set -uo pipefail
 t0=$(date +%s)
 P=${PACK:?PACK=.devcarry-NAME}
-HEAT=${HEAT:-300}
+HEAT=${HEAT:-1000}
 DIMS=${DIMS:-64}
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$P/flashtune FLASHTUNE_CACHE_DIR=/tmp/ft-cache-h
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv > "$OUT/gpu.txt"
 : > "$OUT/summary.txt"
+reasons=clocks_event_reasons.active
+nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,$reasons --format=csv,noheader -lms 50 > "$OUT/smi.csv" &
+smi=$!
 for which in default heat; do
   extra=; [ $which = heat ] && extra="--retime-warmup-ms $HEAT"
   s=$(date +%s)
@@ -44,6 +49,7 @@ while read -r dtype d causal batch n h va vb; do
   timeout 40 $P/flashtune bench --dtype $dtype --head-dim $d --causal $causal --batch $batch --seqlen-q $n \
     --heads-q $h --variant $va,$vb --rounds 12 >> "$OUT/bench.txt" 2>&1
 done < "$OUT/pairs.txt"
+kill $smi
 grep -h '^==\|^hopper\|^fa2' "$OUT/bench.txt" | awk '{print $1, $2, $3, $4, $5, $6}' >> "$OUT/summary.txt"
 cat "$OUT/gpu.txt" "$OUT/summary.txt"
-bash bench/pack_out.sh "$OUT" gpu.txt summary.txt pairs.txt bench.txt tune-default.log tune-heat.log > /dev/null
+bash bench/pack_out.sh "$OUT" gpu.txt summary.txt pairs.txt bench.txt tune-default.log tune-heat.log smi.csv > /dev/null
