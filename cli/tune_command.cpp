@@ -185,8 +185,9 @@ int RunTune(const std::vector<std::string>& args) {
        "most re-timing rounds, 1 to 10 (default: 3 for exhaustive, 1 for budgeted); a finalist's "
        "time is its median round, and rounds stop once the leader is 3% ahead")
       ("retime-warmup-ms", po::value(&retime_warmup_ms),
-       "GPU load before each re-timing round, in ms, 0 to 5000 (default 25, as every measurement): "
-       "longer times the finalists at the clock a sustained workload gets (a card at its power cap)");
+       "GPU load before each problem's re-timing, in ms, 0 to 5000 (default 25, as every "
+       "measurement): longer times the finalists at the clock a sustained workload gets (a card at "
+       "its power cap)");
   po::variables_map vm;
   // One vocabulary (singular for one shape, plural for lists): --seqlens-q, like --seqlens-k.
   if (Status parsed = ParseCommandLine(RenameDeprecated(args, {{"seqlens", "seqlens-q"}}, "flashtune tune"), desc, &vm);

@@ -79,13 +79,16 @@ class GpuMeasurer final : public Measurer {
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
     std::vector<Measurement> out;
     for (const Variant& v : variants) {
-      // Finalists were verified when first measured. The round's first one warms the GPU up to
-      // sustained load (retime_warmup_ms); the rest follow it back to back.
-      const double warmup_ms = out.empty() ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
+      // Finalists were verified when first measured. The first of a problem's re-timing warms
+      // the GPU up to sustained load (retime_warmup_ms); the rest, and the problem's later rounds,
+      // follow back to back and keep it there.
+      const bool first = out.empty() && problem.ToString() != last_retimed_;
+      const double warmup_ms = first ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
       auto m = Run(problem, v, /*verify=*/false, warmup_ms);
       if (!m.ok()) return m.status();
       out.push_back(*m);
     }
+    last_retimed_ = problem.ToString();
     return out;
   }
 
@@ -233,6 +236,7 @@ class GpuMeasurer final : public Measurer {
   const bool trace_ = std::getenv("FLASHTUNE_TRACE") != nullptr;  // phase times on stderr
   int ordinal_;
   GpuMeasurerOptions options_;
+  std::string last_retimed_;  // the problem the last Remeasure call re-timed (its GPU is loaded)
   Compiler compiler_;
   detail::CompileQueue compile_queue_;  // after compiler_: it compiles with it
   std::unique_ptr<WorkerProcess> worker_;

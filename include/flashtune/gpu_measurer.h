@@ -10,8 +10,8 @@
 // the problem's class (GQA, Nq != Nk, rows that see no key when causal) and compare with the
 // float64 CPU reference (‖o−ref‖/‖ref‖ ≤ 1e-2 bf16, 2e-3 fp16; lse within 1e-3); run it on the
 // timed shape and compare with the trusted variant's output (DefaultVariant of the class,
-// itself checked against the reference); then time it: warm-up by time (longer before the first
-// finalist of a re-timing round: retime_warmup_ms), at least 20 launches
+// itself checked against the reference); then time it: warm-up by time (longer before a
+// problem's re-timing: retime_warmup_ms), at least 20 launches
 // queued back to back in groups of up to 10 with one CUDA event between groups (so consecutive
 // launches overlap as in a user's stream or graph: programmatic dependent launch), inputs rotated
 // across enough copies to exceed the L2 three times, median and IQR of the groups' per-launch
@@ -47,9 +47,9 @@ struct GpuMeasurerOptions {
   int min_reps = 20;          // timed launches, at least (rounded up to whole groups)
   int max_reps = 100;         // and at most (and at most 128)
   double warmup_ms = 25;      // warm-up by time before timing
-  // Warm-up before the first finalist of each re-timing round (Remeasure; the others follow it
-  // back to back): the GPU held under load this long first, so finalists are timed at the clock
-  // a sustained workload runs at. An H100 under back-to-back load reaches its power cap and
+  // Warm-up before a problem's re-timing (the first finalist of its first Remeasure round; the
+  // other finalists and later rounds follow back to back): the GPU held under load this long
+  // first, so finalists are timed at the clock a sustained workload runs at. An H100 under back-to-back load reaches its power cap and
   // drops its clock by up to 18%, and tiles lose unequally to that (d64's 64-row tiles 12%, its
   // 192-row ones 7%), so a near-tie timed after the search's idle gaps can rank the other way
   // (docs/perf-notes.md, session 29). At most warmup_ms means no extra load (the default, until

@@ -82,20 +82,24 @@ TEST_F(GpuMeasurerWithFakeWorker, LearnsTheDeviceFromTheWorkerAndMeasuresThrough
                              " verify=0 warmup=25\nmeasure " + a_.Uri() + " verify=0 warmup=25\n");
 }
 
-// A re-timing round's first finalist gets the longer warm-up (the GPU brought to sustained load);
-// the others follow it with the usual one, and first measurements keep the usual one too.
-TEST_F(GpuMeasurerWithFakeWorker, ARetimingRoundWarmsUpOnceBeforeItsFirstFinalist) {
+// A problem's re-timing starts with the longer warm-up (the GPU brought to sustained load) on its
+// first finalist; the other finalists and the problem's later rounds follow back to back with
+// the usual one, and so do first measurements. The next problem's re-timing warms up again.
+TEST_F(GpuMeasurerWithFakeWorker, ARetimingWarmsUpOncePerProblem) {
   options_.retime_warmup_ms = 300;
   auto measurer = Make();
   ASSERT_NE(measurer, nullptr);
   ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
-  for (int round = 0; round < 2; ++round) {
-    auto again = measurer->Remeasure(kProblem, {b_, a_});
+  Problem other = kProblem;
+  other.seqlen_q = other.seqlen_k = 256;
+  for (const Problem& p : {kProblem, kProblem, other}) {
+    auto again = measurer->Remeasure(p, {b_, a_});
     ASSERT_TRUE(again.ok()) << again.status().ToString();
     ASSERT_EQ(again->size(), 2u);
   }
-  const std::string round = "measure " + b_.Uri() + " verify=0 warmup=300\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + round + round);
+  const std::string heated = "measure " + b_.Uri() + " verify=0 warmup=300\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
+  const std::string loaded = "measure " + b_.Uri() + " verify=0 warmup=25\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + heated + loaded + heated);
 }
 
 // A worker from another build (its protocol differs) is refused at the hello, naming it.

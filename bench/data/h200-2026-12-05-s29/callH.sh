@@ -5,7 +5,7 @@
 # from 1980 to 1605-1875 MHz, and d64's 64-row tiles 12% slower there against 7% for the 192-row
 # ones: the tuner's search (bursts after idle gaps) rates them equal, sustained runs do not.
 # The d64 grid buckets are tuned cold twice, with the default re-timing warm-up (25 ms) and with
-# `--retime-warmup-ms $HEAT` (the GPU under load that long before each re-timing round; call G
+# `--retime-warmup-ms $HEAT` (the GPU under load that long before each problem's re-timing; call G
 # saw the cap engage within about a second of load), nvidia-smi sampling the clock and power
 # every 50 ms throughout; then, for every problem whose two winners differ, both winners are timed
 # against each other in 12 back-to-back rounds (`flashtune bench --rounds 12`: the sustained
