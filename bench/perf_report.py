@@ -12,6 +12,9 @@ On the GPU machine (python3 with torch and matplotlib):
   3. flashtune's output is checked against SDPA flash on every shape (relative L2 <= 2e-2;
      cuDNN, then efficient, when flash cannot run the shape);
   4. OUT/perf_report.{json,csv,png} and the table with ratios and geometric means on stdout.
+While each system is timed, nvidia-smi samples the SM clock, power and clock-event reasons
+(bench/gpu_clocks.py): each shape's JSON row keeps them per system, and the table ends with the
+clock each system ran at (a card under back-to-back load runs at its power cap, at a lower clock).
 A backend that fails on a shape records NaN and the run goes on; the JSON is rewritten after
 every shape, so a run cut short still leaves its results.
 
@@ -94,6 +97,19 @@ def mask_name(causal):
     return "causal" if causal else "full"
 
 
+def recording_spans(timers, spans):
+    """timers, each wrapped to append its (start, end) in time.time() seconds to spans[name]."""
+    def wrap(name, fn):
+        def run():
+            t0 = time.time()
+            try:
+                return fn()
+            finally:
+                spans[name].append((t0, time.time()))
+        return run
+    return {name: wrap(name, fn) for name, fn in timers.items()}
+
+
 def interleaved(timers, rounds):
     """Times every system of a shape `rounds` times, in a rotated order, and keeps the median round.
 
@@ -163,6 +179,20 @@ def _fmt(x, spec):
     return format(x, spec) if finite(x) else format("nan", ">" + spec.split(".")[0] + "s")
 
 
+def clock_summary(doc):
+    """Per system with clock samples (rows' "clocks", bench/gpu_clocks.py): 'name MHz (lowest;
+    capped %)' over the shapes, where MHz is the median of the shapes' median SM clocks."""
+    out = []
+    for s in doc["systems"]:
+        per = [r["clocks"][s] for r in doc["rows"] if s in (r.get("clocks") or {})]
+        if not per:
+            continue
+        mhz = sorted(c["sm_mhz_median"] for c in per)
+        capped = sum(c["capped"] * c["samples"] for c in per) / sum(c["samples"] for c in per)
+        out.append(f"{s} {mhz[(len(mhz) - 1) // 2]:.0f} ({mhz[0]:.0f}; {100 * capped:.0f}%)")
+    return out
+
+
 def format_table(doc):
     """The per-shape table with ratios, then geometric means per head dim, as one string."""
     systems = doc["systems"]
@@ -189,6 +219,10 @@ def format_table(doc):
         xc = [ratio(r, "flashtune", "cudnn") for r in rows]
         lines.append(f"d{d:<4d} x flash {_fmt(geomean(xf), '5.2f')} ({sum(finite(x) for x in xf)} shapes)   "
                      f"x cudnn {_fmt(geomean(xc), '5.2f')} ({sum(finite(x) for x in xc)} shapes)")
+    clocked = clock_summary(doc)
+    if clocked:
+        lines.append("SM clock while timed, median over shapes (lowest shape; share of samples at a power cap): "
+                     + ", ".join(clocked))
     checked = [r for r in doc["rows"] if r.get("ok") is not None]
     passed = [r for r in checked if r.get("ok")]
     lines.append(f"output check vs torch (relative L2 <= {TOLERANCE:g}): {len(passed)}/{len(checked)} shapes pass")
@@ -350,6 +384,7 @@ def measure(a, doc, json_path):
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from kernel_probe import bench as time_calls  # needs torch and the CUDA driver: GPU runs only
+    import gpu_clocks
 
     def bench(fn):
         return time_calls(fn, a.reps, a.warmup_s, queued=a.timing == "queued")
@@ -358,6 +393,11 @@ def measure(a, doc, json_path):
     torch.zeros(1, device="cuda")  # torch's primary context is current on this thread: flashtune launches there
     doc["meta"].update(gpu_meta(torch))
     rt = Runtime(doc["meta"]["db"])
+    # The SM clock and power while each system is timed: figures belong to a clock regime (a card
+    # under back-to-back load runs at its power cap, at a lower clock).
+    sampler = gpu_clocks.Sampler.start(50)
+    doc["meta"]["clocks"] = ("nvidia-smi every 50 ms while each system was timed" if sampler.why_not is None
+                             else f"not sampled: {sampler.why_not}")
     doc["meta"]["flashtune"] = flashtune.version()
     shapes = grid_shapes(a.head_dims, a.dtypes, a.seqlens, extra=not a.no_extra)
     started = time.time()
@@ -430,7 +470,10 @@ def measure(a, doc, json_path):
             row["wall_s"]["flashtune"] = round(time.time() - t_start, 3)
             refs = None  # the reference outputs are not needed while timing
             t_start = time.time()
-            medians, row["ms_rounds"], timing_errors = interleaved(timers, a.rounds)
+            spans = {n: [] for n in timers}  # each timing's (start, end), for the clock samples
+            medians, row["ms_rounds"], timing_errors = interleaved(recording_spans(timers, spans), a.rounds)
+            samples = sampler.samples()
+            row["clocks"] = {n: c for n in medians if (c := gpu_clocks.summarize(samples, spans[n])) is not None}
             row["errors"].update(timing_errors)
             for name, ms in medians.items():
                 row["ms"][name] = ms
@@ -443,11 +486,14 @@ def measure(a, doc, json_path):
                   + " ".join(f"{n} {t[n]:.1f}" for n in SYSTEMS)
                   + f"  err {row['err']:.1e} ({row['ref']})  {row['plan']} ({row['plan_source']})"
                   + "  wall " + " ".join(f"{n} {w:.1f}s" for n, w in row["wall_s"].items())
+                  + ("  MHz " + " ".join(f"{n} {c['sm_mhz_median']:.0f}" for n, c in row["clocks"].items())
+                     if row["clocks"] else "")
                   + ("  errors: " + "; ".join(f"{k}: {v}" for k, v in row["errors"].items()) if row["errors"] else ""),
                   flush=True)
             torch.cuda.empty_cache()
     finally:
         rt.close()
+        sampler.stop()
 
 
 def int_list(text):

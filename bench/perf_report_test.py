@@ -338,6 +338,7 @@ class PerfReportPlotOnly(unittest.TestCase):
         self.assertRegex(out, r"d64\s+x flash\s+0\.90 \(11 shapes\)\s+x cudnn\s+0\.50 \(12 shapes\)")
         self.assertRegex(out, r"d128\s+x flash\s+0\.90 \(13 shapes\)\s+x cudnn\s+0\.50 \(13 shapes\)")
         self.assertIn("24/25 shapes pass", out)
+        self.assertNotIn("SM clock", out)  # the fixture has no clock samples
 
     def test_without_a_json_the_gpu_run_needs_the_library(self):
         proc = subprocess.run([sys.executable, SCRIPT, "--out", self.out], capture_output=True, text=True, timeout=60)
@@ -371,6 +372,41 @@ class SourceTreePackage(unittest.TestCase):
             plan = rt.plan(flashtune.Problem("bf16", 128, 2, 1024, 16, causal=True))
         self.assertTrue(plan.variant_uri.endswith("_causal"), plan.variant_uri)
         self.assertEqual(plan.source_name, "heuristic")
+
+
+class RecordingSpans(unittest.TestCase):
+    def test_each_timing_appends_its_span_even_when_it_raises(self):
+        spans = {"a": [], "b": []}
+
+        def fails():
+            raise RuntimeError("no")
+        timers = perf_report.recording_spans({"a": lambda: 1.5, "b": fails}, spans)
+        self.assertEqual(timers["a"](), 1.5)
+        self.assertEqual(timers["a"](), 1.5)
+        with self.assertRaises(RuntimeError):
+            timers["b"]()
+        self.assertEqual(len(spans["a"]), 2)
+        self.assertEqual(len(spans["b"]), 1)
+        for t0, t1 in spans["a"] + spans["b"]:
+            self.assertLessEqual(t0, t1)
+
+
+class ClockSummary(unittest.TestCase):
+    """The table's clock line: per system, the median over shapes of each shape's median SM
+    clock while timed, the lowest shape, and the share of samples at a power cap."""
+
+    def test_median_over_shapes_lowest_and_capped_share(self):
+        doc = fixture()
+        clocks = [(1980, 0.0, 10), (1700, 0.5, 10), (1650, 1.0, 20)]
+        for r, (mhz, capped, n) in zip(doc["rows"], clocks):
+            r["clocks"] = {"flashtune": {"sm_mhz_median": mhz, "sm_mhz_min": mhz, "power_w_max": 700,
+                                         "capped": capped, "samples": n},
+                           "cudnn": {"sm_mhz_median": mhz + 10, "sm_mhz_min": mhz, "power_w_max": 700,
+                                     "capped": 0.0, "samples": n}}
+        line = next(l for l in perf_report.format_table(doc).splitlines() if l.startswith("SM clock"))
+        self.assertIn("flashtune 1700 (1650; 62%)", line)  # (0 * 10 + 0.5 * 10 + 1 * 20) / 40
+        self.assertIn("cudnn 1710 (1660; 0%)", line)
+        self.assertNotIn("flash ", line.replace("flashtune", ""))  # no samples for SDPA flash here
 
 
 if __name__ == "__main__":
