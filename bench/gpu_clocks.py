@@ -82,15 +82,20 @@ class Sampler:
         exe = shutil.which("nvidia-smi")
         if exe is None:
             return cls(why_not="no nvidia-smi on PATH")
-        # Newer drivers name the reasons field clocks_event_reasons, older ones clocks_throttle_reasons.
-        reasons = "clocks_event_reasons.active"
-        if subprocess.run([exe, f"--query-gpu={reasons}", "--format=csv"], capture_output=True).returncode != 0:
-            reasons = "clocks_throttle_reasons.active"
-        fd, path = tempfile.mkstemp(prefix="gpu_clocks_", suffix=".csv")
-        with os.fdopen(fd, "w") as f:
-            proc = subprocess.Popen([exe, "-i", str(gpu_index), f"--query-gpu=timestamp,clocks.sm,power.draw,{reasons}",
-                                     "--format=csv,noheader", "-lms", str(int(period_ms))], stdout=f,
-                                    stderr=subprocess.DEVNULL)
+        try:
+            # Newer drivers name the reasons field clocks_event_reasons, older ones clocks_throttle_reasons.
+            reasons = "clocks_event_reasons.active"
+            if subprocess.run([exe, f"--query-gpu={reasons}", "--format=csv"], capture_output=True,
+                              timeout=30).returncode != 0:
+                reasons = "clocks_throttle_reasons.active"
+            fd, path = tempfile.mkstemp(prefix="gpu_clocks_", suffix=".csv")
+            with os.fdopen(fd, "w") as f:
+                proc = subprocess.Popen([exe, "-i", str(gpu_index),
+                                         f"--query-gpu=timestamp,clocks.sm,power.draw,{reasons}",
+                                         "--format=csv,noheader", "-lms", str(int(period_ms))], stdout=f,
+                                        stderr=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:  # a benchmark goes on without clocks
+            return cls(why_not=f"nvidia-smi did not start: {e}")
         return cls(proc, path)
 
     def samples(self):
