@@ -79,6 +79,45 @@ class Sampler(unittest.TestCase):
         self.assertFalse(os.path.exists(path))
         self.assertEqual(len(sampler.samples()), 3)  # still there after stop()
 
+    def test_a_stand_in_nvidia_smi_is_sampled_until_stopped(self):
+        # Answers the reasons-field probe, then writes a sample every 20 ms as `-lms` asks; it
+        # records its arguments.
+        bindir = tempfile.mkdtemp()
+        smi = os.path.join(bindir, "nvidia-smi")
+        with open(smi, "w") as f:
+            f.write("#!/usr/bin/env python3\n"
+                    "import sys, time\n"
+                    f"open({os.path.join(bindir, 'args.txt')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+                    "if '-lms' not in sys.argv: sys.exit(0)\n"
+                    "while True:\n"
+                    "    t = time.time()\n"
+                    "    print(time.strftime('%Y/%m/%d %H:%M:%S', time.localtime(t)) + '.%03d, 1755 MHz, 690.5 W, 0x0000000000000004'"
+                    " % int((t % 1) * 1000), flush=True)\n"
+                    "    time.sleep(0.02)\n")
+        os.chmod(smi, 0o755)
+        old = os.environ.get("PATH", "")
+        os.environ["PATH"] = bindir + os.pathsep + old
+        try:
+            t0 = time.time()
+            sampler = gpu_clocks.Sampler.start(20)
+        finally:
+            os.environ["PATH"] = old
+        self.assertIsNone(sampler.why_not)
+        try:
+            deadline = time.time() + 10
+            while len(sampler.samples()) < 3 and time.time() < deadline:
+                time.sleep(0.05)
+            c = gpu_clocks.summarize(sampler.samples(), [(t0 - 1, time.time() + 1)])
+        finally:
+            sampler.stop()
+        self.assertGreaterEqual(c["samples"], 3)
+        self.assertEqual((c["sm_mhz_median"], c["power_w_max"], c["capped"]), (1755, 690.5, 1.0))
+        with open(os.path.join(bindir, "args.txt")) as f:
+            calls = f.read().splitlines()
+        self.assertEqual(calls[0], "--query-gpu=clocks_event_reasons.active --format=csv")
+        self.assertEqual(calls[1], "-i 0 --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active "
+                                   "--format=csv,noheader -lms 20")
+
     def test_without_nvidia_smi_it_says_so_and_samples_nothing(self):
         old = os.environ.get("PATH", "")
         os.environ["PATH"] = tempfile.mkdtemp()
