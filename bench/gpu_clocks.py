@@ -10,6 +10,7 @@ the median and lowest SM clock, the highest power and the share of samples under
 No GPU library is imported: without nvidia-smi, Sampler.start() returns a sampler whose
 `why_not` says so and whose samples are empty.
 """
+import bisect
 import os
 import shutil
 import statistics
@@ -82,6 +83,7 @@ class Sampler:
         exe = shutil.which("nvidia-smi")
         if exe is None:
             return cls(why_not="no nvidia-smi on PATH")
+        path = None
         try:
             # Newer drivers name the reasons field clocks_event_reasons, older ones clocks_throttle_reasons.
             reasons = "clocks_event_reasons.active"
@@ -95,6 +97,8 @@ class Sampler:
                                          "--format=csv,noheader", "-lms", str(int(period_ms))], stdout=f,
                                         stderr=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as e:  # a benchmark goes on without clocks
+            if path is not None:
+                os.unlink(path)
             return cls(why_not=f"nvidia-smi did not start: {e}")
         return cls(proc, path)
 
@@ -111,6 +115,12 @@ class Sampler:
         self._samples += parse_samples(text[:cut])
         self._tail = text[cut:]
         return self._samples
+
+    def since(self, t):
+        """The samples taken at or after time.time() value t (samples() is in time order), so a
+        long run's summaries do not rescan every earlier sample."""
+        samples = self.samples()
+        return samples[bisect.bisect_left(samples, (t,)):]
 
     def stop(self):
         if self._proc is not None:

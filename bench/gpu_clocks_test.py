@@ -74,6 +74,8 @@ class Sampler(unittest.TestCase):
                 f.write(line(T0 + 0.05, 1980, 120, "0x0")[12:] + line(T0 + 0.1, 1700, 700, "0x4"))
             got = sampler.samples()
             self.assertEqual([s.sm_mhz for s in got], [1980, 1980, 1700])
+            self.assertEqual([s.sm_mhz for s in sampler.since(T0 + 0.04)], [1980, 1700])
+            self.assertEqual(sampler.since(T0 + 1), [])
         finally:
             sampler.stop()
         self.assertFalse(os.path.exists(path))

@@ -472,7 +472,7 @@ def measure(a, doc, json_path):
             t_start = time.time()
             spans = {n: [] for n in timers}  # each timing's (start, end), for the clock samples
             medians, row["ms_rounds"], timing_errors = interleaved(recording_spans(timers, spans), a.rounds)
-            samples = sampler.samples()
+            samples = sampler.since(t_start)
             row["clocks"] = {n: c for n in medians if (c := gpu_clocks.summarize(samples, spans[n])) is not None}
             row["errors"].update(timing_errors)
             for name, ms in medians.items():

@@ -74,8 +74,8 @@ int HopperBlocksPerSm(const HopperConfig& config);
 // warpgroups), 160 (three), 232, 136 or 104 (one, at two, three or four blocks per SM).
 int HopperConsumerRegs(const HopperConfig& config);
 // The template's kRescaleThreshold: 8 (a row's running max moves only by more than 2^8, so the
-// O rescale is skipped on almost every block) where it measured faster, d256 and d64 with three
-// consumer warpgroups; else 0 (the max follows every block).
+// O rescale is skipped on almost every block) where it measured faster: d256, and three consumer
+// warpgroups at d64 and d128; else 0 (the max follows every block).
 int HopperRescaleThreshold(const HopperConfig& config);
 // The constexpr prologue the template expects, with FT_KERNEL_NAME `uri`.
 std::string HopperPrologue(const HopperConfig& config, const std::string& uri);

@@ -77,18 +77,19 @@ class GpuMeasurer final : public Measurer {
   }
 
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
+    // Finalists were verified when first measured. The first of a problem's re-timing warms the
+    // GPU up to sustained load (retime_warmup_ms); the rest, and the problem's later rounds,
+    // follow back to back and keep it there.
+    const std::string key = problem.ToString();
     std::vector<Measurement> out;
     for (const Variant& v : variants) {
-      // Finalists were verified when first measured. The first of a problem's re-timing warms
-      // the GPU up to sustained load (retime_warmup_ms); the rest, and the problem's later rounds,
-      // follow back to back and keep it there.
-      const bool first = out.empty() && problem.ToString() != last_retimed_;
+      const bool first = out.empty() && key != last_retimed_;
       const double warmup_ms = first ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
       auto m = Run(problem, v, /*verify=*/false, warmup_ms);
       if (!m.ok()) return m.status();
       out.push_back(*m);
     }
-    last_retimed_ = problem.ToString();
+    last_retimed_ = key;
     return out;
   }
 

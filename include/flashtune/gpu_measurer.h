@@ -49,11 +49,11 @@ struct GpuMeasurerOptions {
   double warmup_ms = 25;      // warm-up by time before timing
   // Warm-up before a problem's re-timing (the first finalist of its first Remeasure round; the
   // other finalists and later rounds follow back to back): the GPU held under load this long
-  // first, so finalists are timed at the clock a sustained workload runs at. An H100 under back-to-back load reaches its power cap and
-  // drops its clock by up to 18%, and tiles lose unequally to that (d64's 64-row tiles 12%, its
-  // 192-row ones 7%), so a near-tie timed after the search's idle gaps can rank the other way
-  // (docs/perf-notes.md, session 29). At most warmup_ms means no extra load (the default, until
-  // grids tuned both ways decide it).
+  // first, so finalists are timed at the clock a sustained workload runs at. An H100 under
+  // back-to-back load reaches its power cap and drops its clock by up to 18%, and tiles lose
+  // unequally to that (d64's 64-row tiles 12%, its 192-row ones 7%), so a near-tie timed after
+  // the search's idle gaps can rank the other way (docs/perf-notes.md, session 29). At most
+  // warmup_ms means no extra load (the default, until grids tuned both ways decide it).
   double retime_warmup_ms = 25;
   double timing_ms = 150;     // stop adding reps past this much kernel time (after min_reps)
   double timeout_s = 60;      // per candidate, in the worker; then it is killed: kTimeout

@@ -181,9 +181,10 @@ std::string SearchedProloguesDigest(int* count) {
 }
 
 TEST(Source, GeneratorRevisionPinsTheSearchedPrologues) {
-  // A prologue decides what a variant compiles to as much as its template does, but only the
-  // templates are hashed: a database would serve a winner measured on other code. So a change
-  // to any searched variant's prologue must come with a new GeneratorRevision()
+  // A prologue decides what a variant compiles to as much as its template does, but the hash
+  // covers the templates and the revision, not the prologues: without a new revision a database
+  // would serve a winner measured on other code. So a change to any searched variant's prologue
+  // must come with a new GeneratorRevision()
   // (generator/source.cpp) and this digest. Variants added to a space change the digest too;
   // then the revision may stay, as no measured variant's code changed.
   int count = 0;
