@@ -16,7 +16,10 @@ rotated so one pass reads more than 3x the L2, except where one copy alone excee
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
-       [--layouts dense,paged16,paged256] [--baseline LIB[,LIB...]]
+       [--layouts dense,dense-lens,paged16,paged256] [--baseline LIB[,LIB...]]
+dense-lens: the dense cache with every sequence's length passed in memory (seqlens_k, as
+flash_attn_with_kvcache's cache_seqlens), which the kernel can only read after the wait for the
+kernel before it.
 (the C ABI through the Python package's ctypes layer, python/flashtune/_capi.py)
 """
 import argparse
@@ -214,7 +217,8 @@ def main():
     ap.add_argument("--heads-kv", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--seqlen-q", type=int, default=1)
-    ap.add_argument("--layouts", default="dense,paged16,paged256")
+    ap.add_argument("--layouts", default="dense,paged16,paged256",
+                    help="dense, dense-lens (dense with seqlens_k in memory), pagedN (N-key pages)")
     ap.add_argument("--max-kv-gib", type=float, default=20.0, help="skip shapes whose K+V exceed this")
     ap.add_argument("--baseline", default="",
                     help="other libflashtunes (comma-separated; each named by its folder) timed on the dense inputs (A/B)")
@@ -263,10 +267,13 @@ def main():
                     print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
             problem = Problem(rt.capi.DTYPES["bf16"], d, 0, B, nq, nk, hq, hkv)
             for layout in a.layouts.split(","):
-                if layout == "dense":
+                if layout in ("dense", "dense-lens"):
                     kv = dense
-                    extra = {}
                     bs = 0
+                    extra = {}
+                    if layout == "dense-lens":  # every sequence's length in memory, as engines pass it
+                        seqlens = torch.full((B,), nk, device=dev, dtype=torch.int32)
+                        extra = {"seqlens_k": seqlens.data_ptr()}
                 else:
                     bs = int(layout[len("paged"):])
                     blocks_per_seq = (nk + bs - 1) // bs

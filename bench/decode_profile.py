@@ -7,7 +7,10 @@ query token, dense K/V), each called once inside cudaProfilerStart/Stop after wa
       python3 bench/decode_profile.py LIBFLASHTUNE
 (bench/decode_round.sh has the metric list). Prints each shape's calls in order.
 DECODE_PROFILE_SHAPES ("1x2048,8x2048": B x keys) replaces the shapes; DECODE_PROFILE_DB names a
-database for flashtune's plans (default: none, the untuned plan).
+database for flashtune's plans (default: none, the untuned plan); DECODE_PROFILE_LAYOUTS
+("dense,dense-lens,paged16") gives flashtune's K/V layouts, each a call of its own (default dense):
+dense-lens passes every sequence's length in memory (seqlens_k), pagedN puts the keys on N-key
+pages in shuffled order (as bench/decode_bench.py does).
 """
 import ctypes
 import os
@@ -21,6 +24,38 @@ from decode_bench import Runtime  # noqa: E402
 
 SHAPES = tuple(tuple(int(x) for x in s.split("x")) for s in os.environ["DECODE_PROFILE_SHAPES"].split(",")) \
     if os.environ.get("DECODE_PROFILE_SHAPES") else ((1, 8192), (8, 32768), (64, 32768))
+LAYOUTS = tuple(os.environ.get("DECODE_PROFILE_LAYOUTS", "dense").split(","))
+
+
+def layout_args(rt, layout, problem, q, k, v, o, keep):
+    """ft_attention_args for one layout of the dense K/V k, v ([B, Nk, Hkv, D]); the tensors the
+    args point at are appended to `keep`."""
+    B, nk, hkv, d = k.shape
+    fields = {}
+    if layout != "dense":
+        seqlens = torch.full((B,), nk, device=k.device, dtype=torch.int32)
+        keep.append(seqlens)
+        fields["seqlens_k"] = seqlens.data_ptr()
+    if layout.startswith("paged"):
+        bs = int(layout[len("paged"):])
+        if nk % bs:
+            raise SystemExit(f"{layout}: keys ({nk}) must be a multiple of the block size")
+        per_seq = nk // bs
+        table = torch.randperm(B * per_seq, device=k.device, dtype=torch.int32).view(B, per_seq).contiguous()
+        kp = torch.empty(B * per_seq, bs, hkv, d, device=k.device, dtype=k.dtype)
+        vp = torch.empty_like(kp)
+        kp[table.view(-1).long()] = k.reshape(-1, bs, hkv, d)
+        vp[table.view(-1).long()] = v.reshape(-1, bs, hkv, d)
+        keep.extend((table, kp, vp))
+        k, v = kp, vp
+        fields.update(block_table=table.data_ptr(), block_size=bs, max_blocks_per_seq=per_seq,
+                      block_table_stride=per_seq, num_blocks=B * per_seq)
+    elif layout not in ("dense", "dense-lens"):
+        raise SystemExit(f"DECODE_PROFILE_LAYOUTS: {layout!r} is not dense, dense-lens or pagedN")
+    return rt.capi.AttentionArgs.make("paged" if layout.startswith("paged") else "dense", problem, q=q.data_ptr(),
+                                      k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), q_strides=q.stride()[:3],
+                                      k_strides=k.stride()[:3], v_strides=v.stride()[:3], o_strides=o.stride()[:3],
+                                      **fields)
 
 
 def main():
@@ -34,27 +69,29 @@ def main():
         v = torch.randn_like(k)
         o = torch.empty_like(q)
         problem = rt.capi.Problem(rt.capi.DTYPES["bf16"], d, 0, B, 1, nk, hq, hkv)
-        args = rt.capi.AttentionArgs.make("dense", problem, q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
-                                          o=o.data_ptr(), q_strides=q.stride()[:3], k_strides=k.stride()[:3],
-                                          v_strides=v.stride()[:3], o_strides=o.stride()[:3])
-        ws_bytes = rt.workspace_size(args)
-        ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
-        args.workspace, args.workspace_bytes = ws.data_ptr(), ws_bytes
-        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        keep = []
+        ours = []
+        for layout in LAYOUTS:
+            args = layout_args(rt, layout, problem, q, k, v, o, keep)
+            ws_bytes = rt.workspace_size(args)
+            ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
+            args.workspace, args.workspace_bytes = ws.data_ptr(), ws_bytes
+            keep.extend((ws, args))
 
-        def ours(args=args):
-            rt.forward_ex(args, torch.cuda.current_stream().cuda_stream)
+            def call(args=args):
+                rt.forward_ex(args, torch.cuda.current_stream().cuda_stream)
+            ours.append((f"flashtune {layout}", call))
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
         def sdpa(backend, qt=qt, kt=kt, vt=vt):
             with torch.nn.attention.sdpa_kernel(backend):
                 F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
-        for name, fn in (("flashtune", ours),
-                         ("cudnn", lambda f=sdpa: f(torch.nn.attention.SDPBackend.CUDNN_ATTENTION)),
-                         ("flash", lambda f=sdpa: f(torch.nn.attention.SDPBackend.FLASH_ATTENTION))):
+        for name, fn in ours + [("cudnn", lambda f=sdpa: f(torch.nn.attention.SDPBackend.CUDNN_ATTENTION)),
+                                ("flash", lambda f=sdpa: f(torch.nn.attention.SDPBackend.FLASH_ATTENTION))]:
             for _ in range(3):
                 fn()
             calls.append((f"B{B} x {nk} {name}", fn))
-        calls[-1] = calls[-1] + ((q, k, v, o, ws, args),)  # keep the tensors alive
+        calls[-1] = calls[-1] + ((q, k, v, o, keep),)  # keep the tensors alive
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for entry in calls:

@@ -11,7 +11,10 @@
 # against each other in 12 back-to-back rounds (`flashtune bench --rounds 12`: the sustained
 # regime, order reversed each round). The summary lists each differing problem's picks and
 # their sustained medians, and the tune times.
-# usage (GPU): PACK=.devcarry-NAME [HEAT=1000] [DIMS=64] OUT=$OUT bash bench/data/h200-2026-12-05-s29/callH.sh
+# Session 30 added the grid: with GRID=1, both databases then serve the grid's shapes of DIMS
+# through bench/perf_report.py (3 rotated rounds against SDPA, each system's SM clock recorded),
+# default first, before the pairs: the x cuDNN geomean of each regime's picks.
+# usage (GPU): PACK=.devcarry-NAME [HEAT=1000] [DIMS=64] [GRID=1] OUT=$OUT bash bench/data/h200-2026-12-05-s29/callH.sh
 set -uo pipefail
 t0=$(date +%s)
 P=${PACK:?PACK=.devcarry-NAME}
@@ -42,6 +45,17 @@ for key in sorted(set(a) & set(b)):
     if a[key] != b[key]:
         print(*key, a[key], b[key])
 PY
+if [ "${GRID:-0}" = 1 ]; then
+  for which in default heat; do
+    s=$(date +%s)
+    mkdir -p "$OUT/grid-$which"
+    timeout 150 python3 bench/perf_report.py --lib $P/libflashtune.so --db "$OUT/$which.db" --out "$OUT/grid-$which" \
+      --head-dims $DIMS --no-extra --rounds 3 --time-limit-s 130 > "$OUT/grid-$which/perf_report.txt" 2>&1
+    echo "grid $which: exit $? in $(( $(date +%s) - s )) s" >> "$OUT/summary.txt"
+    grep -h "geomean\|SM clock" "$OUT/grid-$which/perf_report.txt" | sed "s/^/  $which: /" >> "$OUT/summary.txt"
+    tail -40 "$OUT/grid-$which/perf_report.txt" > "$OUT/grid-$which.txt"
+  done
+fi
 echo "problems whose winners differ: $(wc -l < "$OUT/pairs.txt")" >> "$OUT/summary.txt"
 while read -r dtype d causal batch n h va vb; do
   (( $(date +%s) - t0 > 540 )) && { echo "time limit: pairs left" >> "$OUT/summary.txt"; break; }
@@ -52,4 +66,4 @@ done < "$OUT/pairs.txt"
 kill $smi
 grep -h '^==\|^hopper\|^fa2' "$OUT/bench.txt" | awk '{print $1, $2, $3, $4, $5, $6}' >> "$OUT/summary.txt"
 cat "$OUT/gpu.txt" "$OUT/summary.txt"
-bash bench/pack_out.sh "$OUT" gpu.txt summary.txt pairs.txt bench.txt tune-default.log tune-heat.log smi.csv > /dev/null
+bash bench/pack_out.sh "$OUT" gpu.txt summary.txt pairs.txt bench.txt grid-default.txt grid-heat.txt > /dev/null
