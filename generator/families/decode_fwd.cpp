@@ -214,11 +214,24 @@ class DecodeFwd final : public Family {
     while (SharedMemoryBytes(v) > target.max_smem_bytes && s > 2) v.SetParam("s", --s);
     return v;
   }
+  // A problem's default also looks at its size. A short K/V stream (decode rows over at most
+  // kShortStreamKeyElems key elements, B * Hkv * Nk * D) takes 32-key steps over two warps, 4
+  // stages, 4 blocks an SM: more, shorter splits, so the blocks' fixed latency overlaps. It is
+  // the tile the tuner picked in most short buckets on an H100 (d128, Hq 32, Hkv 8: dense B1 x
+  // 8k / 32k and B8 x 2k, paged B1 x 2k / 32k and B8 x 2k / 8k; the others picked it with 2
+  // blocks an SM or 2 stages), and it is in every class's searched space.
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     Variant v = Default(ClassOf(problem), target);
+    const int64_t key_elems = problem.batch * problem.heads_kv * problem.seqlen_k * problem.head_dim;
+    if (problem.seqlen_q <= kDecodeMaxQueries && key_elems <= kShortStreamKeyElems) {
+      Variant short_stream = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
+      if (SharedMemoryBytes(short_stream) <= target.max_smem_bytes) v = short_stream;
+    }
     v.SetParam("kv", problem.layout == Layout::kPaged ? 1 : 0);
     return v;
   }
+  // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
+  static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
 
   std::string Prologue(const Variant& v) const override {
     const DecodeConfig c(v);

@@ -1,0 +1,47 @@
+// CPU tests of the decode_fwd family's untuned choice (generator/families/decode_fwd.cpp): which
+// tile a decode problem gets before any tuning, through the planner's DefaultVariantFor.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "flashtune/problem_set.h"
+#include "flashtune/space.h"
+
+namespace flashtune {
+namespace {
+
+Problem Decode(int64_t batch, int64_t keys, int head_dim = 128, Layout layout = Layout::kDense, int64_t queries = 1) {
+  Problem p{DType::kBF16, head_dim, false, batch, queries, keys, 32, 8};
+  p.layout = layout;
+  return p;
+}
+
+std::string DefaultUri(const Problem& p) {
+  auto v = DefaultVariantFor(p);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? v->Uri() : "";
+}
+
+TEST(DecodeFwdFamily, ShortStreamsDefaultToShortStepsOverTwoWarps) {
+  // Up to B1 x 32k at Hkv 8, d128 (2^25 key elements), dense and paged, one query or a few.
+  EXPECT_EQ(DefaultUri(Decode(1, 2048)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 2048, 128, Layout::kPaged)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 32768)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4096, 128, Layout::kDense, 16)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
+  // The bound is on key elements, so it scales with the head dim: B1 x 32k at d256 is past it,
+  // B1 x 16k is not; d64 keeps the short tile to 64k keys.
+  EXPECT_EQ(DefaultUri(Decode(1, 16384, 256)), "decode_fwd_bf16_d256_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 32768, 256)), "decode_fwd_bf16_d256_bn64_rm1_w4_s3_cs2_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 65536, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
+}
+
+TEST(DecodeFwdFamily, LongStreamsAndPagedPrefillKeepTheClassDefault) {
+  EXPECT_EQ(DefaultUri(Decode(1, 32769)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 8192)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(64, 2048, 128, Layout::kPaged)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
+  // Paged prefill (more than 16 queries) is served by decode_fwd too, with many row tiles.
+  EXPECT_EQ(DefaultUri(Decode(1, 2048, 128, Layout::kPaged, 17)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
+}
+
+}  // namespace
+}  // namespace flashtune
