@@ -11,7 +11,9 @@ On the GPU machine (python3 with torch and matplotlib):
      in --rounds rounds with the systems in a rotated order (the median round is kept);
   3. flashtune's output is checked against SDPA flash on every shape (relative L2 <= 2e-2;
      cuDNN, then efficient, when flash cannot run the shape);
-  4. OUT/perf_report.{json,csv,png} and the table with ratios and geometric means on stdout.
+  4. OUT/perf_report.{json,csv,png} and the table with ratios and geometric means on stdout,
+     then per head dim whether the speed targets are met (TARGET_*, the shapes under each
+     named) and the milestone shape's TFLOP/s.
 While each system is timed, nvidia-smi samples the SM clock, power and clock-event reasons
 (bench/gpu_clocks.py): each shape's JSON row keeps them per system, and the table ends with the
 clock each system ran at (a card under back-to-back load runs at its power cap, at a lower clock).
@@ -46,6 +48,13 @@ GRID_SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
 GRID_HEAD_DIMS = (64, 128, 256)
 GRID_DTYPES = ("bf16", "f16")
 TOLERANCE = 2e-2
+# The forward family's speed targets (docs/perf-notes.md): per head dim, a geometric mean of at
+# least 1.0x cuDNN, no shape under 0.85x cuDNN, and every shape at least 1.5x SDPA flash (FA-2);
+# and bf16 d128 non-causal N 16k at 550 TFLOP/s or more (the first milestone).
+TARGET_GEOMEAN_X_CUDNN = 1.0
+TARGET_MIN_X_CUDNN = 0.85
+TARGET_MIN_X_FLASH = 1.5
+MILESTONE = (dict(dtype="bf16", head_dim=128, causal=False, seqlen=16384), 550.0)
 CSV_COLUMNS = ("dtype", "head_dim", "causal", "batch", "seqlen", "heads", "flashtune", "flash", "cudnn",
                "efficient", "x_flash", "x_cudnn", "err", "ref", "ok", "plan", "plan_source")
 NAN = float("nan")
@@ -193,6 +202,42 @@ def clock_summary(doc):
     return out
 
 
+def shape_name(row):
+    return f"{row['dtype']} {mask_name(row['causal'])} N{row['seqlen']}" + ("" if is_grid(row) else f" B{row['batch']}")
+
+
+def target_summary(doc):
+    """Lines saying, per head dim, whether flashtune's ratios meet the targets (TARGET_*), naming
+    the shapes under each; then the milestone shape's TFLOP/s. Shapes a system did not run on
+    are left out of that system's checks."""
+    lines = []
+    for d in sorted({r["head_dim"] for r in doc["rows"]}):
+        rows = [r for r in doc["rows"] if r["head_dim"] == d]
+        xc = [(r, ratio(r, "flashtune", "cudnn")) for r in rows]
+        xf = [(r, ratio(r, "flashtune", "flash")) for r in rows]
+        xc = [(r, x) for r, x in xc if finite(x)]
+        xf = [(r, x) for r, x in xf if finite(x)]
+        g = geomean([x for _, x in xc])
+        low_c = [(r, x) for r, x in xc if x < TARGET_MIN_X_CUDNN]
+        low_f = [(r, x) for r, x in xf if x < TARGET_MIN_X_FLASH]
+        verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+        line = (f"d{d:<4d} targets: geomean x cudnn >= {TARGET_GEOMEAN_X_CUDNN:g} "
+                f"{verdict(finite(g) and g >= TARGET_GEOMEAN_X_CUDNN)}; "
+                f"x cudnn >= {TARGET_MIN_X_CUDNN:g} on {len(xc) - len(low_c)}/{len(xc)}; "
+                f"x flash >= {TARGET_MIN_X_FLASH:g} on {len(xf) - len(low_f)}/{len(xf)}")
+        lines.append(line)
+        for what, low in (("x cudnn", low_c), ("x flash", low_f)):
+            if low:
+                lines.append(f"  under on {what}: " + ", ".join(f"{shape_name(r)} {x:.2f}" for r, x in low))
+    want, floor = MILESTONE
+    for r in doc["rows"]:
+        if is_grid(r) and all(r[k] == v for k, v in want.items()):
+            t = r["tflops"].get("flashtune", NAN)
+            lines.append(f"milestone: {shape_name(r)} d{r['head_dim']} {_fmt(t, '.1f')} TFLOP/s "
+                         f"(>= {floor:g}: {'met' if finite(t) and t >= floor else 'NOT met'})")
+    return lines
+
+
 def format_table(doc):
     """The per-shape table with ratios, then geometric means per head dim, as one string."""
     systems = doc["systems"]
@@ -219,6 +264,7 @@ def format_table(doc):
         xc = [ratio(r, "flashtune", "cudnn") for r in rows]
         lines.append(f"d{d:<4d} x flash {_fmt(geomean(xf), '5.2f')} ({sum(finite(x) for x in xf)} shapes)   "
                      f"x cudnn {_fmt(geomean(xc), '5.2f')} ({sum(finite(x) for x in xc)} shapes)")
+    lines.extend(target_summary(doc))
     clocked = clock_summary(doc)
     if clocked:
         lines.append("SM clock while timed, median over shapes (lowest shape; share of samples at a power cap): "

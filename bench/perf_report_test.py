@@ -391,6 +391,48 @@ class RecordingSpans(unittest.TestCase):
             self.assertLessEqual(t0, t1)
 
 
+class TargetSummary(unittest.TestCase):
+    """The table's target lines: per head dim, geomean x cuDNN >= 1.0, shapes >= 0.85x cuDNN and
+    >= 1.5x flash (naming those under), and the milestone shape's TFLOP/s."""
+
+    def lines(self, doc):
+        return [l for l in perf_report.format_table(doc).splitlines()
+                if "targets:" in l or l.startswith(("  under on", "milestone"))]
+
+    def test_the_fixture_misses_every_target_and_names_the_shapes(self):
+        lines = self.lines(fixture())
+        self.assertIn("d64   targets: geomean x cudnn >= 1 NOT met; x cudnn >= 0.85 on 0/12; x flash >= 1.5 on 0/11",
+                      lines)
+        under = [l for l in lines if l.startswith("  under on x flash")]
+        self.assertEqual(len(under), 2)  # d64 and d128
+        self.assertIn("bf16 full N512 0.90", under[0])
+        self.assertNotIn("bf16 causal N512", under[0])  # its flash is missing: not judged on flash
+        self.assertIn("bf16 full N8192 B1 0.90", under[1])  # outside the grid: its batch is named
+        self.assertFalse(any(l.startswith("milestone") for l in lines))  # no N 16k shape here
+
+    def test_shapes_just_over_the_lines_pass_and_the_milestone_is_judged(self):
+        doc = fixture()
+        for r in doc["rows"]:
+            r["tflops"]["cudnn"] = r["tflops"]["flashtune"] / 0.851
+            if r["tflops"]["flash"] is not None:
+                r["tflops"]["flash"] = r["tflops"]["flashtune"] / 1.501
+        doc["rows"][0]["tflops"]["cudnn"] = doc["rows"][0]["tflops"]["flashtune"] / 0.84
+        doc["rows"].append({"dtype": "bf16", "head_dim": 128, "causal": False, "batch": 1, "seqlen": 16384,
+                            "heads": 16, "tflops": {"flashtune": 549.0, "flash": 300.0, "cudnn": 500.0,
+                                                    "efficient": None}, "err": 1e-3, "ok": True})
+        lines = self.lines(doc)
+        self.assertIn("d64   targets: geomean x cudnn >= 1 NOT met; x cudnn >= 0.85 on 11/12; x flash >= 1.5 on 11/11",
+                      lines)
+        self.assertIn("  under on x cudnn: bf16 full N512 0.84", lines)
+        self.assertIn("milestone: bf16 full N16384 d128 549.0 TFLOP/s (>= 550: NOT met)", lines)
+        doc["rows"][-1]["tflops"]["flashtune"] = 550.0
+        self.assertIn("milestone: bf16 full N16384 d128 550.0 TFLOP/s (>= 550: met)", self.lines(doc))
+        for r in doc["rows"]:
+            r["tflops"]["cudnn"] = r["tflops"]["flashtune"]
+        self.assertIn("d128  targets: geomean x cudnn >= 1 met; x cudnn >= 0.85 on 14/14; x flash >= 1.5 on 14/14",
+                      self.lines(doc))
+
+
 class ClockSummary(unittest.TestCase):
     """The table's clock line: per system, the median over shapes of each shape's median SM
     clock while timed, the lowest shape, and the share of samples at a power cap."""
