@@ -173,6 +173,8 @@ Variant Family::DefaultFor(const Problem& problem, const Target& target) const {
   return Default(ClassOf(problem), target);
 }
 
+std::string Family::DefaultReason(const Problem&, const Target&) const { return std::string(); }
+
 bool VariantServes(const Variant& v, const Problem& problem) {
   const Family* f = FindFamily(v.family);
   return f != nullptr && f->PreferenceFor(problem) >= 0 && f->ReadsLayout(v, problem.layout);

@@ -143,6 +143,9 @@ class Family {
   // The untuned choice for `problem` (which the family serves): Default of its class, made to
   // read the problem's layout (ReadsLayout) by a family that compiles a kernel per layout.
   virtual Variant DefaultFor(const Problem& problem, const Target& target) const;
+  // Why DefaultFor chose differently from the class default for `problem`, in a phrase for a
+  // plan's `why` ("a short K/V stream: ..."); empty where it did not.
+  virtual std::string DefaultReason(const Problem& problem, const Target& target) const;
   // The constexpr prologue (ends with `#line 1 "<template>"`).
   virtual std::string Prologue(const Variant& v) const = 0;
   // OK when the variant's kernel can run `args` (already validated and matching the variant's

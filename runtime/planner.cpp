@@ -188,6 +188,8 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
              "; " + plan.variant.family +
              "'s default tile " + (family.ok() ? (*family)->Describe(plan.variant) : std::string()) + " for " +
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
+  const std::string reason = family.ok() ? (*family)->DefaultReason(problem, target) : std::string();
+  if (!reason.empty()) plan.why += " (" + reason + ")";
   return plan;
 }
 

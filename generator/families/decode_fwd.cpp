@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "flashtune/arch.h"
 #include "flashtune/problem_set.h"
@@ -221,17 +222,25 @@ class DecodeFwd final : public Family {
   // 8k / 32k and B8 x 2k, paged B1 x 2k / 32k and B8 x 2k / 8k; the others picked it with 2
   // blocks an SM or 2 stages), and it is in every class's searched space.
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
-    Variant v = Default(ClassOf(problem), target);
-    const int64_t key_elems = problem.batch * problem.heads_kv * problem.seqlen_k * problem.head_dim;
-    if (problem.seqlen_q <= kDecodeMaxQueries && key_elems <= kShortStreamKeyElems) {
-      Variant short_stream = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
-      if (SharedMemoryBytes(short_stream) <= target.max_smem_bytes) v = short_stream;
-    }
+    std::optional<Variant> short_stream = ShortStreamTile(problem, target);
+    Variant v = short_stream ? *short_stream : Default(ClassOf(problem), target);
     v.SetParam("kv", problem.layout == Layout::kPaged ? 1 : 0);
     return v;
   }
+  std::string DefaultReason(const Problem& problem, const Target& target) const override {
+    if (!ShortStreamTile(problem, target)) return std::string();
+    return "a short K/V stream: B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements <= 2^25";
+  }
   // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
   static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
+  static int64_t KeyElems(const Problem& p) { return p.batch * p.heads_kv * p.seqlen_k * p.head_dim; }
+  // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
+  std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
+    if (problem.seqlen_q > kDecodeMaxQueries || KeyElems(problem) > kShortStreamKeyElems) return std::nullopt;
+    Variant v = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
+    if (SharedMemoryBytes(v) > target.max_smem_bytes) return std::nullopt;
+    return v;
+  }
 
   std::string Prologue(const Variant& v) const override {
     const DecodeConfig c(v);

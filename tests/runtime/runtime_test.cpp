@@ -274,6 +274,25 @@ TEST_F(RuntimeLookup, UntunedClassWithNoNeighbourUsesTheHeuristic) {
   EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class or one next to it";
 }
 
+// The untuned decode tile depends on the K/V stream's size, and the plan says so.
+TEST_F(RuntimeLookup, UntunedDecodePlanSaysWhenItsTileIsForAShortStream) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  Problem short_stream{DType::kBF16, 128, false, 1, 1, 2048, 32, 8};
+  auto plan = rt->plan(short_stream);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kHeuristic) << plan->why;
+  EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_NE(plan->why.find("(a short K/V stream: B*Hkv*Nk*D = 2097152 key elements <= 2^25)"), std::string::npos)
+      << plan->why;
+  Problem long_stream = short_stream;
+  long_stream.batch = 64;
+  plan = rt->plan(long_stream);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full") << plan->why;
+  EXPECT_EQ(plan->why.find("short K/V stream"), std::string::npos) << plan->why;
+}
+
 TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
   Logged logged;
   DeviceRecord a100{"NVIDIA A100-SXM4-80GB", "GPU-other", 8, 0, 108, "13.0"};
