@@ -231,16 +231,6 @@ class DecodeFwd final : public Family {
     if (!ShortStreamTile(problem, target)) return std::string();
     return "a short K/V stream: B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements <= 2^25";
   }
-  // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
-  static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
-  static int64_t KeyElems(const Problem& p) { return p.batch * p.heads_kv * p.seqlen_k * p.head_dim; }
-  // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
-  std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
-    if (problem.seqlen_q > kDecodeMaxQueries || KeyElems(problem) > kShortStreamKeyElems) return std::nullopt;
-    Variant v = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
-    if (SharedMemoryBytes(v) > target.max_smem_bytes) return std::nullopt;
-    return v;
-  }
 
   std::string Prologue(const Variant& v) const override {
     const DecodeConfig c(v);
@@ -364,6 +354,18 @@ class DecodeFwd final : public Family {
     if (16 * c.rm > 2 * rows) score += 0.5;  // mostly empty rows
     if (c.cs != 2) score += 0.1;              // one wave of two blocks per SM: the default
     return score;
+  }
+
+ private:
+  // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
+  static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
+  static int64_t KeyElems(const Problem& p) { return p.batch * p.heads_kv * p.seqlen_k * p.head_dim; }
+  // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
+  std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
+    if (problem.seqlen_q > kDecodeMaxQueries || KeyElems(problem) > kShortStreamKeyElems) return std::nullopt;
+    Variant v = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
+    if (SharedMemoryBytes(v) > target.max_smem_bytes) return std::nullopt;
+    return v;
   }
 };
 
