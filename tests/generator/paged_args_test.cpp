@@ -247,7 +247,9 @@ TEST(WorkspaceArgs, VarlenWorkspaceCoversAnyDecodePart) {
       for (int rm : {1, 2, 4})
         for (int cs : {1, 2, 4}) {
           const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
-          if (splits > 1) EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
+          if (splits > 1) {
+            EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
+          }
         }
       EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes);
     }
