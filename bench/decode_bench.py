@@ -131,6 +131,39 @@ BACKENDS = (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
 L2_BYTES = 50 << 20
 
 
+def layout_args(rt, layout, problem, q, k, v, o, keep, lse=None):
+    """ft_attention_args for one K/V layout of the dense k, v ([B, Nk, Hkv, D]): dense; dense-lens
+    (every sequence's length, Nk, in memory as seqlens_k); pagedN (the keys on N-key pages in
+    shuffled order, page p of sequence b holding its keys [p*N, (p+1)*N), lengths in memory).
+    The tensors the args point at are appended to `keep`."""
+    B, nk, hkv, d = k.shape
+    fields = {} if lse is None else {"lse": lse.data_ptr()}
+    if layout != "dense":
+        seqlens = torch.full((B,), nk, device=k.device, dtype=torch.int32)
+        keep.append(seqlens)
+        fields["seqlens_k"] = seqlens.data_ptr()
+    if layout.startswith("paged"):
+        bs = int(layout[len("paged"):])
+        if nk % bs:
+            raise SystemExit(f"{layout}: keys ({nk}) must be a multiple of the block size")
+        per_seq = nk // bs
+        table = torch.randperm(B * per_seq, device=k.device, dtype=torch.int32).view(B, per_seq).contiguous()
+        kp = torch.empty(B * per_seq, bs, hkv, d, device=k.device, dtype=k.dtype)
+        vp = torch.empty_like(kp)
+        kp[table.view(-1).long()] = k.reshape(-1, bs, hkv, d)
+        vp[table.view(-1).long()] = v.reshape(-1, bs, hkv, d)
+        keep.extend((table, kp, vp))
+        k, v = kp, vp
+        fields.update(block_table=table.data_ptr(), block_size=bs, max_blocks_per_seq=per_seq,
+                      block_table_stride=per_seq, num_blocks=B * per_seq)
+    elif layout not in ("dense", "dense-lens"):
+        raise SystemExit(f"layout {layout!r} is not dense, dense-lens or pagedN")
+    return rt.capi.AttentionArgs.make("paged" if layout.startswith("paged") else "dense", problem, q=q.data_ptr(),
+                                      k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), q_strides=q.stride()[:3],
+                                      k_strides=k.stride()[:3], v_strides=v.stride()[:3], o_strides=o.stride()[:3],
+                                      **fields)
+
+
 def bench(fn, n_inputs, reps=30, warmup=10):
     """Median ms of fn(i) over reps calls, inputs rotated, after warm-up calls."""
     for i in range(warmup):
@@ -227,7 +260,7 @@ def main():
     random.seed(0)
     dev = torch.device("cuda")
     rt = Runtime(os.path.abspath(a.lib), a.db or None)
-    AttentionArgs, Problem = rt.capi.AttentionArgs, rt.capi.Problem
+    Problem = rt.capi.Problem
     stream = torch.cuda.current_stream().cuda_stream
     read_tbps, reads = stream_read_tbps()
     print("streaming read (4 GiB): " + ", ".join(f"{k} {v:.2f} TB/s" for k, v in reads.items()), flush=True)
@@ -267,45 +300,8 @@ def main():
                     print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
             problem = Problem(rt.capi.DTYPES["bf16"], d, 0, B, nq, nk, hq, hkv)
             for layout in a.layouts.split(","):
-                if layout in ("dense", "dense-lens"):
-                    kv = dense
-                    bs = 0
-                    extra = {}
-                    if layout == "dense-lens":  # every sequence's length in memory, as engines pass it
-                        seqlens = torch.full((B,), nk, device=dev, dtype=torch.int32)
-                        extra = {"seqlens_k": seqlens.data_ptr()}
-                else:
-                    bs = int(layout[len("paged"):])
-                    blocks_per_seq = (nk + bs - 1) // bs
-                    num_blocks = B * blocks_per_seq
-                    kv, tables = [], []
-                    for c in range(copies):
-                        perm = torch.randperm(num_blocks, device=dev, dtype=torch.int32)
-                        table = perm.view(B, blocks_per_seq)
-                        kp = torch.empty(num_blocks, bs, hkv, d, device=dev, dtype=torch.bfloat16)
-                        vp = torch.empty_like(kp)
-                        # Page p of sequence b holds keys [p*bs, (p+1)*bs) of the dense copy.
-                        src_k = dense[c][0].view(B, blocks_per_seq, bs, hkv, d) if nk % bs == 0 else None
-                        if src_k is None:
-                            raise SystemExit("keys must be a multiple of the block size")
-                        kp[table.view(-1).long()] = src_k.reshape(-1, bs, hkv, d)
-                        vp[table.view(-1).long()] = dense[c][1].view(B, blocks_per_seq, bs, hkv, d).reshape(-1, bs, hkv, d)
-                        kv.append((kp, vp))
-                        tables.append(table.contiguous())
-                    seqlens = torch.full((B,), nk, device=dev, dtype=torch.int32)
-                    extra = {"block_size": bs, "max_blocks_per_seq": blocks_per_seq,
-                             "block_table_stride": blocks_per_seq, "num_blocks": num_blocks,
-                             "seqlens_k": seqlens.data_ptr()}
-                args_list = []
-                for c in range(copies):
-                    k, v = kv[c]
-                    fields = dict(extra)
-                    if bs:
-                        fields["block_table"] = tables[c].data_ptr()
-                    args_list.append(AttentionArgs.make(
-                        "paged" if bs else "dense", problem, q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
-                        o=o.data_ptr(), lse=lse.data_ptr(), q_strides=q.stride()[:3], k_strides=k.stride()[:3],
-                        v_strides=v.stride()[:3], o_strides=o.stride()[:3], **fields))
+                keep = []  # what the args point at (seqlens, tables, page pools)
+                args_list = [layout_args(rt, layout, problem, q, k, v, o, keep, lse=lse) for k, v in dense]
                 ws_bytes = rt.workspace_size(args_list[0])
                 ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
                 for args in args_list:
@@ -345,7 +341,7 @@ def main():
                     del pairs, base_ws
                 row[layout + "_err"] = err
                 row[layout + "_ws"] = ws_bytes
-                del kv, args_list
+                del keep, args_list
             results.append(row)
             tb = lambda us: kv_bytes / (us * 1e-6) / 1e12  # noqa: E731
             line = f"B{B:<3d} {nk:>6d}"

@@ -27,7 +27,6 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-L2_BYTES = 50 << 20
 # The first kernel of one call, per system: a call is the kernels from one such start to the next.
 CALL_START = {
     "flashtune": re.compile(r"^decode_fwd_.*_(full|causal)$"),
@@ -91,8 +90,7 @@ def main():
     from torch.profiler import ProfilerActivity, profile
 
     sys.path.insert(0, HERE)
-    from decode_bench import Runtime  # noqa: E402
-    from decode_profile import layout_args  # noqa: E402
+    from decode_bench import L2_BYTES, Runtime, layout_args  # noqa: E402
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("lib")

@@ -20,42 +20,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decode_bench import Runtime  # noqa: E402
+from decode_bench import Runtime, layout_args  # noqa: E402
 
 SHAPES = tuple(tuple(int(x) for x in s.split("x")) for s in os.environ["DECODE_PROFILE_SHAPES"].split(",")) \
     if os.environ.get("DECODE_PROFILE_SHAPES") else ((1, 8192), (8, 32768), (64, 32768))
 LAYOUTS = tuple(os.environ.get("DECODE_PROFILE_LAYOUTS", "dense").split(","))
-
-
-def layout_args(rt, layout, problem, q, k, v, o, keep):
-    """ft_attention_args for one layout of the dense K/V k, v ([B, Nk, Hkv, D]); the tensors the
-    args point at are appended to `keep`."""
-    B, nk, hkv, d = k.shape
-    fields = {}
-    if layout != "dense":
-        seqlens = torch.full((B,), nk, device=k.device, dtype=torch.int32)
-        keep.append(seqlens)
-        fields["seqlens_k"] = seqlens.data_ptr()
-    if layout.startswith("paged"):
-        bs = int(layout[len("paged"):])
-        if nk % bs:
-            raise SystemExit(f"{layout}: keys ({nk}) must be a multiple of the block size")
-        per_seq = nk // bs
-        table = torch.randperm(B * per_seq, device=k.device, dtype=torch.int32).view(B, per_seq).contiguous()
-        kp = torch.empty(B * per_seq, bs, hkv, d, device=k.device, dtype=k.dtype)
-        vp = torch.empty_like(kp)
-        kp[table.view(-1).long()] = k.reshape(-1, bs, hkv, d)
-        vp[table.view(-1).long()] = v.reshape(-1, bs, hkv, d)
-        keep.extend((table, kp, vp))
-        k, v = kp, vp
-        fields.update(block_table=table.data_ptr(), block_size=bs, max_blocks_per_seq=per_seq,
-                      block_table_stride=per_seq, num_blocks=B * per_seq)
-    elif layout not in ("dense", "dense-lens"):
-        raise SystemExit(f"DECODE_PROFILE_LAYOUTS: {layout!r} is not dense, dense-lens or pagedN")
-    return rt.capi.AttentionArgs.make("paged" if layout.startswith("paged") else "dense", problem, q=q.data_ptr(),
-                                      k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), q_strides=q.stride()[:3],
-                                      k_strides=k.stride()[:3], v_strides=v.stride()[:3], o_strides=o.stride()[:3],
-                                      **fields)
 
 
 def main():
