@@ -102,10 +102,6 @@ __device__ __forceinline__ void store_float8(float* dst, const float* src, float
   reinterpret_cast<float4*>(dst)[1] = b;
 }
 
-// cp.async of 16 bytes that asks L2 to fetch the whole 128-byte line from DRAM (.L2::128B, as
-// CUTLASS's SM80 copies do): the K/V stream is read once, line by line. Measured against the
-// plain copy in one run: 1-4% faster on every decode shape (ncu, B64 x 32k: 88.6 -> 90.4% of
-// DRAM peak; cuDNN 95%); docs/perf-notes.md, "Decode speed and mixed prefill + decode".
 // The cache line holding `src` into L2: a hint, with no effect on what any load returns. A
 // per-thread instruction (cp.async.bulk.prefetch takes one address a warp: ptxas loops over the
 // lanes).
@@ -113,6 +109,10 @@ __device__ __forceinline__ void prefetch_l2(const void* src) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src) : "memory");
 }
 
+// cp.async of 16 bytes that asks L2 to fetch the whole 128-byte line from DRAM (.L2::128B, as
+// CUTLASS's SM80 copies do): the K/V stream is read once, line by line. Measured against the
+// plain copy in one run: 1-4% faster on every decode shape (ncu, B64 x 32k: 88.6 -> 90.4% of
+// DRAM peak; cuDNN 95%); docs/perf-notes.md, "Decode speed and mixed prefill + decode".
 __device__ __forceinline__ void cp_async16_line(u32 dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
