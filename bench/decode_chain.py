@@ -82,7 +82,16 @@ def format_row(label, stats, graph_us):
             f"lead {stats['lead_us']:6.2f} us  | {kernels}")
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("lib")
+    ap.add_argument("--db", default="")
+    ap.add_argument("--calls", type=int, default=20, help="calls in the graph (>= 4)")
+    ap.add_argument("--json", default="", help="write the statistics here")
+    a = ap.parse_args(argv)
+    if a.calls < 4:
+        ap.error(f"--calls {a.calls}: allowed 4 or more (a call's period needs calls on both sides)")
+
     import ctypes
 
     import torch
@@ -91,15 +100,6 @@ def main():
 
     sys.path.insert(0, HERE)
     from decode_bench import L2_BYTES, Runtime, layout_args  # noqa: E402
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("lib")
-    ap.add_argument("--db", default="")
-    ap.add_argument("--calls", type=int, default=20, help="calls in the graph (>= 4)")
-    ap.add_argument("--json", default="", help="write the statistics here")
-    a = ap.parse_args()
-    if a.calls < 4:
-        ap.error("--calls must be >= 4")
     shapes = [tuple(int(x) for x in s.split("x")) for s in os.environ.get("DECODE_CHAIN_SHAPES", "1x2048,1x8192").split(",")]
     layouts = os.environ.get("DECODE_CHAIN_LAYOUTS", "dense,dense-lens,paged16").split(",")
     rt = Runtime(os.path.abspath(a.lib), a.db or None)

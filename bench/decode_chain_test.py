@@ -2,6 +2,8 @@
 """CPU tests of bench/decode_chain.py's statistics (chain_stats): kernels of chained calls in,
 the call period, the lead between calls and each kernel's median duration out. No torch, no GPU.
 Run by ctest (label cpu) or by hand."""
+import contextlib
+import io
 import math
 import os
 import sys
@@ -71,6 +73,15 @@ class ChainStats(unittest.TestCase):
         self.assertEqual(decode_chain.short_name("void cudnn::lean_reduction_kernel<0, 0, 0>(void *)"),
                          "cudnn::lean_reduction_kernel")
         self.assertEqual(len(decode_chain.short_name(cudnn)), 60)
+
+
+class Arguments(unittest.TestCase):
+    def test_too_few_calls_are_refused_before_any_gpu_work(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as e:
+            decode_chain.main(["libflashtune.so", "--calls", "3"])
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("--calls 3: allowed 4 or more", err.getvalue())
 
 
 def median_of(xs):
