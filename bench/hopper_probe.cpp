@@ -291,6 +291,9 @@ int Check(Gpu& gpu, bool small, const std::string& only) {
       {1, 300, 300, 4, 1, false},  // MQA
       {2, 1000, 1000, 16, 4, false},  // more tiles than SMs: persistent blocks walk several
       {4, 700, 300, 16, 16, true},    // ... with tiles that see no key when causal
+      // Last tiles of one live warpgroup (the split tail): 1024 = 5 x 192 + 64; 40 queries of
+      // 1500 keys, causal (every row sees most of the keys).
+      {1, 1024, 1024, 2, 1, false}, {2, 40, 1500, 4, 2, true},
   };
   const std::vector<Shape> small_shapes = {
       {1, 200, 300, 2, 1, false}, {1, 300, 130, 2, 2, true}, {8, 300, 100, 16, 4, false},
@@ -676,6 +679,9 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line even into a file: a run stopped by a timeout (a hung kernel) keeps what it
+  // printed (session 31's call 2 lost every line of a hung --check to a full buffer).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool check = false, small = false, time = false, compile_only = false;
   std::string mode = "time";
   std::string template_path, only;

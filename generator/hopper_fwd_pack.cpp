@@ -82,11 +82,23 @@ std::string HopperUri(const HopperConfig& c) {
          (c.pingpong ? "1" : "0") + "_ov" + (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
-int64_t HopperSmemBytes(const HopperConfig& c) {
+namespace {
+// Shared memory without the split tail's merge buffer.
+int64_t BaseSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
   const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
   return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + (2 * c.q_buffers + 4 * c.stages) * 8;
 }
+// The merge buffer: each consumer warpgroup but the first leaves O (head_dim / 2 floats a
+// thread), two row maxima and two row sums per thread of its 128.
+int64_t MergeBytes(const HopperConfig& c) { return int64_t(c.consumer_wgs - 1) * (c.head_dim / 2 + 4) * 128 * 4; }
+}  // namespace
+
+bool HopperSplitTail(const HopperConfig& c) {
+  return c.consumer_wgs > 1 && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
+}
+
+int64_t HopperSmemBytes(const HopperConfig& c) { return BaseSmemBytes(c) + (HopperSplitTail(c) ? MergeBytes(c) : 0); }
 
 int HopperThreads(const HopperConfig& c) { return 128 * (c.consumer_wgs + 1); }
 
@@ -189,6 +201,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Int("kSmemBytes", HopperSmemBytes(c))
       .Int("kBlocksPerSm", HopperBlocksPerSm(c))
       .Int("kRescaleThreshold", HopperRescaleThreshold(c))
+      .Bool("kSplitTail", HopperSplitTail(c), "a one-warpgroup tile deals its K/V blocks to every warpgroup")
       .Finish("hopper_fwd.cuh");
 }
 

@@ -59,8 +59,16 @@ std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
 Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 232448);
+// Whether the template splits a tail tile (its kSplitTail): with two or more consumer warpgroups,
+// a tile whose rows all lie in its first warpgroup (a sequence's last tile of at most 64 rows)
+// deals its K/V blocks among all of them and merges their partial results through a shared
+// buffer ((consumer_wgs - 1) * (head_dim / 2 + 4) * 512 bytes), where that buffer fits beside the
+// rest within 227 KB. (A lone warpgroup takes as long per block as three sharing the SM: the
+// tile that holds N 1k's last 64 rows in 192-row tiles cost 0.89 of a full one, session 31.)
+bool HopperSplitTail(const HopperConfig& config);
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
-// tile(s), `stages` K and V tiles, and the mbarriers (2 per Q buffer + 4 * stages).
+// tile(s), `stages` K and V tiles, the split tail's merge buffer (HopperSplitTail), and the
+// mbarriers (2 per Q buffer + 4 * stages).
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);

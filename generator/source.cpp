@@ -86,8 +86,9 @@ Result<Source> GenerateSource(const Variant& variant) {
 }
 
 int GeneratorRevision() {
-  // Session 28: the thresholded rescale also in d128's three-warpgroup hopper_fwd tiles.
-  return 1;
+  // Session 28 (1): the thresholded rescale also in d128's three-warpgroup hopper_fwd tiles.
+  // Session 31 (2): hopper_fwd's split tail (kSplitTail in the prologue, its merge buffer in kSmemBytes).
+  return 2;
 }
 
 std::string TemplateHash() {

@@ -1,5 +1,6 @@
-// The order in which a persistent causal forward block walks its tiles, and which K/V blocks of
-// a tile its consumer warpgroups read: functions for both sides, like ft_kernel_abi.cuh.
+// The order in which a persistent causal forward block walks its tiles, which K/V blocks of a
+// tile its consumer warpgroups read, and which tiles deal their blocks among them: functions
+// for both sides, like ft_kernel_abi.cuh.
 // hopper_fwd.cuh includes it (the generator inlines it into the NVRTC source); host tests
 // include it to check that every tile is taken exactly once, how evenly the work is dealt, and
 // that a warpgroup skips only blocks none of its rows sees. Plain C++ (no CUDA types); no
@@ -57,6 +58,15 @@ FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int row
   return row * m + (half == 0 ? m - 1 - i : i);
 }
 
+// The tile of slot `slot` of block `block` of `blocks` for non-causal tiles (equal cost but for
+// a sequence's last query block, which may hold fewer rows): round `slot` takes tiles
+// [slot * blocks, (slot + 1) * blocks), the query blocks of few (head, batch) rows, whose K/V
+// they share in L2, rotated by one block a round. Without the rotation a block took tiles
+// block, block + blocks, ...: with 132 blocks and 3, 6 or 11 query blocks a row (N 512, 1k, 2k
+// in 192-row tiles), which divide 132, every last query block fell to the same few blocks and
+// the others' full tiles set the time (session 31: N 1024 took 24 / 20 the time of N 960).
+FT_SCHED_FN int full_tile(int slot, int block, int blocks) { return slot * blocks + (block + slot) % blocks; }
+
 // The K/V blocks a forward tile visits: keys [0, tile_blocks * block_n) of a sequence of nq
 // queries and nk keys, for the tile's rows [m0, m0 + rows) (query i sees keys j <= i + diag when
 // causal). Rows at or past nq see nothing. The kernel visits them from the last to the first.
@@ -81,6 +91,14 @@ FT_SCHED_FN int unseen_blocks(int wg_row0, int wg_rows, int nq, int diag, int n_
     seen = last_key < 0 ? 0 : (last_key / block_n + 1 < seen ? last_key / block_n + 1 : seen);
   }
   return n_blocks - seen;
+}
+
+// Whether a forward tile starting at query row m0 runs as a split tail: all its rows below nq lie
+// in its first warpgroup's wg_rows (a sequence's last tile when nq - m0 <= 64), and it visits
+// at least two K/V blocks, so its other warpgroups, whose rows are past the end, can take a
+// share of the blocks instead of idling (visit `it` is warpgroup it % warpgroups's).
+FT_SCHED_FN bool split_tail_tile(int m0, int nq, int n_blocks, int wg_rows) {
+  return m0 < nq && nq - m0 <= wg_rows && n_blocks >= 2;
 }
 
 }  // namespace ft_sched

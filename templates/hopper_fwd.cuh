@@ -24,7 +24,8 @@
 //    gridDim.x tiles; the K/V ring and its phases run on across tiles, a "q_empty" mbarrier
 //    hands the Q buffer back to the producer once the O stores have read it, and the next
 //    tile's first K block is loaded before that, while the epilogue runs. Non-causal tiles go
-//    in grid order (query blocks of one head together: K/V shared in L2). Causal tiles go in
+//    in grid order, rotated by a block each round so that short last tiles spread over the
+//    blocks (query blocks of one head together: K/V shared in L2). Causal tiles go in
 //    pairs of equal total cost, query blocks m-1-i and i of one (head, batch), a pair per block
 //    per round (ft_tile_schedule.cuh: balanced, and the rows in flight few enough to share
 //    their K/V in L2).
@@ -34,6 +35,13 @@
 //    which short sequences' tiles of few K/V blocks feel most: 9-15% of the time at N 512-1k,
 //    docs/perf-notes.md). The store's read is waited for only after the next tile's first S is
 //    issued. (Issuing that S before this tile's epilogue as well was 2% slower: session 19.)
+//  - the split tail (kSplitTail): a tile whose rows all lie in its first warpgroup's 64 (the
+//    last tile of a sequence that leaves at most 64 rows to it, as N 1k does with 192-row tiles)
+//    deals its K/V blocks to all consumer warpgroups in turn instead of leaving the others idle
+//    while one works through every block (a lone warpgroup takes as long per block as three);
+//    each runs its blocks on the first warpgroup's rows without the overlap, taking its issue
+//    turns in block order, and the first warpgroup merges the others' partial O, row max and
+//    row sum from shared memory before its epilogue.
 // K/V blocks are visited from the last to the first, so the only blocks that need masking
 // (the ragged tail past seqlen_k and, when causal, the diagonal) come first; causal blocks
 // that a whole query tile cannot see are skipped, and so, per consumer warpgroup, are the first
@@ -48,7 +56,8 @@
 // or more consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below);
 // kBlocksPerSm (1, or 2-4 with one consumer warpgroup: the launch bounds, and so the registers
 // setmaxnreg can hand the consumers; generator/hopper_fwd_pack.cpp's HopperBlocksPerSm);
-// kRescaleThreshold (0, or the T of the thresholded rescale below: HopperRescaleThreshold).
+// kRescaleThreshold (0, or the T of the thresholded rescale below: HopperRescaleThreshold);
+// kSplitTail (the split tail above, with its merge buffer: HopperSplitTail).
 //
 // No toolkit header: every Hopper instruction goes through inline PTX. The generator prepends a
 // constexpr prologue (namespace ft_config, FT_KERNEL_NAME) and inlines the two shared headers
@@ -79,8 +88,9 @@ constexpr bool kPersistent = false;
 constexpr bool kPingPong = true;
 constexpr bool kOverlap = true;
 constexpr int kQBuffers = 1;
-constexpr int kSmemBytes =
-    1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 + (2 * kQBuffers + 4 * kStages) * 8;
+constexpr bool kSplitTail = true;
+constexpr int kSmemBytes = 1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 +
+                           (kConsumerWarpgroups - 1) * (kHeadDim / 2 + 4) * 512 + (2 * kQBuffers + 4 * kStages) * 8;
 constexpr int kBlocksPerSm = 1;
 constexpr int kRescaleThreshold = 0;
 }  // namespace ft_config
@@ -105,6 +115,10 @@ using FtHopperParams = ft_abi::HopperParams;
 // Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
 // kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
 constexpr int kTurnBarrier = 4;
+// The split tail's hand-over (kSplitTail): the other warpgroups' partials are in the merge
+// buffer (kMergeFullBarrier), and the first warpgroup has read them (kMergeFreeBarrier).
+constexpr int kMergeFullBarrier = 7;
+constexpr int kMergeFreeBarrier = 8;
 // FT_HOPPER_LAZY_RESCALE=1: skip the O rescale when no row of the warp moved its max (the
 // skipped multiplies would all be by exactly 1.0f: bit-identical results).
 #ifndef FT_HOPPER_LAZY_RESCALE
@@ -136,6 +150,11 @@ static_assert(kRescaleT >= 0 && kRescaleT <= 15, "P = exp2(s - m) < 2^T must fit
 #ifndef FT_HOPPER_BLOCKS
 #define FT_HOPPER_BLOCKS 0
 #endif
+// FT_HOPPER_SPLIT_TAIL=0 (an A/B knob): every tile runs on its own warpgroups' rows, as before
+// session 31; the merge buffer stays reserved, so the layout is the same.
+#ifndef FT_HOPPER_SPLIT_TAIL
+#define FT_HOPPER_SPLIT_TAIL 1
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -145,7 +164,15 @@ constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
 constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;  // q_full, k/v full and empty per stage, q_empty (per Q buffer)
-constexpr int kLayoutBytes = 1024 /* alignment slack */ + kQBuffers * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
+// The split tail's merge buffer: for each consumer warpgroup but the first, every thread's O
+// accumulators, row maxima and row sums (kMergeFloats floats), float k of thread t at k * 128 + t.
+constexpr int kMergeFloats = kHeadDim / 2 + 4;
+constexpr u32 kMergeWgBytes = kMergeFloats * 128 * 4;
+constexpr u32 kMergeBytes = kSplitTail ? (kConsumerWarpgroups - 1) * kMergeWgBytes : 0;
+// (Ping-pong's issue turns keep the split tail's blocks in order: no split without them.)
+constexpr bool kSplitTailOn = kSplitTail && kPingPong && FT_HOPPER_SPLIT_TAIL != 0;
+constexpr int kLayoutBytes =
+    1024 /* alignment slack */ + kQBuffers * kQBytes + 2 * kStages * kKVBytes + kMergeBytes + kBarriers * 8;
 // Registers: each of kMinBlocks resident blocks gets its share of the 64K register file (the
 // launch bound: per thread, rounded down to 8); the producer keeps 24 and the consumers share
 // the rest, at most 240. One consumer warpgroup: 232, 136, 104 at two, three, four blocks per SM.
@@ -188,6 +215,7 @@ constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN
 static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
               "S halves and O do not fit the launch bound's registers");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
+static_assert(!kSplitTail || kConsumerWarpgroups > 1, "the split tail needs two or more consumer warpgroups");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
 static_assert(kBlockN / 2 + kHeadDim / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,
@@ -247,8 +275,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 
   // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, this
   // block's list: next_tile() gives its next tile id (query block + m_blocks * (head + heads_q *
-  // batch)), num_tiles when there is none. Non-causal: tile slot * gridDim.x + blockIdx.x (query
-  // blocks of one head together: the blocks in flight share K/V in L2); causal:
+  // batch)), num_tiles when there is none. Non-causal: round `slot` takes the next gridDim.x
+  // tiles, rotated by a block a round (ft_sched::full_tile; query blocks of one head together:
+  // the blocks in flight share K/V in L2); causal:
   // ft_tile_schedule.cuh's pairs of a long and a short query block of one row.
   const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
   int slot = 0;  // this block's tiles taken so far (and, causal, skipped slots)
@@ -256,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     if constexpr (!kPersistent) {
       return slot++ == 0 ? 0 : num_tiles;
     } else if constexpr (!kCausal) {
-      const int t = slot++ * int(gridDim.x) + int(blockIdx.x);
+      const int t = ft_sched::full_tile(slot++, int(blockIdx.x), int(gridDim.x));
       return t < num_tiles ? t : num_tiles;
     } else {
       for (;;) {
@@ -309,16 +338,25 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
                                    tile.n_blocks, kBlockN, kCausal);
   };
 
+  // The split tail (kSplitTail): every K/V block of a tile of one live warpgroup goes to one
+  // consumer warpgroup (ft_tile_schedule.cuh's split_tail_tile), which reads and releases it;
+  // the producer makes the other warpgroups' arrivals, as for skipped blocks.
+  auto split_tile = [&](const Tile& tile) {
+    if constexpr (!kSplitTailOn) return false;
+    return ft_sched::split_tail_tile(tile.m0, tile.nq, tile.n_blocks, kRowsPerWarpgroup);
+  };
+
   // Varlen: a block whose only tile lies past its sequence's end leaves before any barrier.
   if (!kPersistent && varlen && tile_at(0).m0 >= tile_at(0).nq) return;
 
-  // Shared memory: [Q chunks (x kQBuffers)][K stages][V stages][barriers], every tile 1024-byte
-  // aligned.
+  // Shared memory: [Q chunks (x kQBuffers)][K stages][V stages][merge buffer][barriers], every
+  // tile 1024-byte aligned.
   const u32 base = (smem_address(smem) + 1023u) & ~1023u;
   const u32 sQ = base;
   const u32 sK = sQ + kQBuffers * kQBytes;
   const u32 sV = sK + kStages * kKVBytes;
-  const u32 bars = sV + kStages * kKVBytes;
+  const u32 sMerge = sV + kStages * kKVBytes;  // kMergeBytes (the split tail's partials)
+  const u32 bars = sMerge + kMergeBytes;
   const u32 bar_q = bars;
   auto bar_k_full = [&](int s) { return bars + 8u * (1 + s); };
   auto bar_v_full = [&](int s) { return bars + 8u * (1 + kStages + s); };
@@ -373,12 +411,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
                         bar_k_full(s));
           // The arrivals of the warps that skip this block (unseen_blocks), for this use of the
           // buffers: the waits on the empty barriers have seen their previous use released.
-          int skipping = 0;
-          if constexpr (kConsumerWarpgroups > 1) {
+          // In a split tail: every warpgroup but the block's owner.
+          int skipping = split_tile(tile) ? 4 * (kConsumerWarpgroups - 1) : 0;
+          if (kConsumerWarpgroups > 1 && !split_tile(tile)) {
 #pragma unroll
             for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
-            if (skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
           }
+          if (skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
           if (it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
@@ -651,10 +690,54 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
     };
 
+    // The split tail's merge: the other warpgroups leave their partial O, row maxima and
+    // (per-thread) row sums in the merge buffer; the first one rescales its own and theirs to
+    // the larger max and adds them up, exactly as the online softmax would have (with the
+    // thresholded rescale too: each partial is relative to its own max). A partial that saw no
+    // key (max -inf) weighs 0.
+    auto merge_split = [&]() {
+      if (__shfl_sync(0xffffffffu, cw, 0) > 0) {  // warp-uniform for ptxas, as below
+        const u32 at = sMerge + (cw - 1) * kMergeWgBytes + wtid * 4;
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 2; ++i) st_shared_f32(at + i * 512, acc_o[i]);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          st_shared_f32(at + (kHeadDim / 2 + r) * 512, row_max[r]);
+          st_shared_f32(at + (kHeadDim / 2 + 2 + r) * 512, row_sum[r]);
+        }
+        named_barrier_arrive(kMergeFullBarrier, 128 * kConsumerWarpgroups);
+        named_barrier_sync(kMergeFreeBarrier, 128 * kConsumerWarpgroups);  // the buffer is read
+        return;
+      }
+      named_barrier_sync(kMergeFullBarrier, 128 * kConsumerWarpgroups);
+#pragma unroll 1
+      for (int w = 1; w < kConsumerWarpgroups; ++w) {
+        const u32 at = sMerge + (w - 1) * kMergeWgBytes + wtid * 4;
+        float own[2], other[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float m_other = ld_shared_f32(at + (kHeadDim / 2 + r) * 512);
+          const float m = fmaxf(row_max[r], m_other);
+          const float base = m == kNegInf ? 0.f : m;  // no key on either side: both weigh 0
+          own[r] = fast_exp2(row_max[r] - base);
+          other[r] = fast_exp2(m_other - base);
+          row_sum[r] = row_sum[r] * own[r] + ld_shared_f32(at + (kHeadDim / 2 + 2 + r) * 512) * other[r];
+          row_max[r] = m;
+        }
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 2; ++i) {
+          const int r = (i % 4) / 2;
+          acc_o[i] = acc_o[i] * own[r] + ld_shared_f32(at + i * 512) * other[r];
+        }
+      }
+      named_barrier_arrive(kMergeFreeBarrier, 128 * kConsumerWarpgroups);
+    };
+
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
     for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
       const Tile tile = tile_at(ti);
+      const bool split = split_tile(tile);  // all warpgroups work on the first one's rows
       // The blocks no row of this warpgroup sees are skipped (unseen_blocks; the producer
       // arrives for them); the schedules below run on the others, n_blocks of them from ring
       // position kv, block n_blocks - 1 first. With ping-pong a skipped block's issue turns are
@@ -662,9 +745,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       // that every warpgroup takes as many turns per tile. (The count is broadcast from lane 0:
       // it is the warpgroup's, but ptxas cannot tell, and a wgmma loop whose trip count might
       // differ within a warp gets every wgmma serialised, C7520.)
-      const int skip = kConsumerWarpgroups > 1 ? __shfl_sync(0xffffffffu, unseen_blocks(tile, cw), 0) : 0;
+      const int skip = kConsumerWarpgroups > 1 && !split ? __shfl_sync(0xffffffffu, unseen_blocks(tile, cw), 0) : 0;
       const int n_blocks = tile.n_blocks - skip;
-      if constexpr (kPingPong) {
+      if (kPingPong && !split) {
         const int empty_turns = kOverlap ? skip + (skip > 0 && n_blocks == 0 ? 1 : 0) : 2 * skip;
 #pragma unroll 1
         for (int i = 0; i < empty_turns; ++i) {
@@ -673,9 +756,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         }
       }
       kv += skip;
-      if constexpr (kQBuffers > 1) sQw = sQ + q_buf(tiles) * kQBytes + cw * kRowsPerWarpgroup * 128;
+      const int row_wg = split ? 0 : cw;  // the warpgroup whose rows this one computes
+      sQw = sQ + q_buf(tiles) * kQBytes + row_wg * kRowsPerWarpgroup * 128;
       mbar_wait(q_full_bar(q_buf(tiles)), q_phase(tiles));  // Q loaded (or, without keys, the buffer handed over)
-      warp_row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;
+      warp_row0 = tile.m0 + row_wg * kRowsPerWarpgroup + warp * 16;
       Nk = tile.nk;
       diag = tile.diag;
 #pragma unroll
@@ -683,7 +767,44 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       row_max[0] = row_max[1] = kNegInf;
       row_sum[0] = row_sum[1] = 0.f;
 
-      if (n_blocks > 0 && !kOverlap) {
+      if (split) {
+        // The split tail: block kv + it is warpgroup it % kConsumerWarpgroups's (the producer
+        // makes the other warpgroups' arrivals for it), run as S, softmax, rescale, P V with an
+        // issue turn for S and one for P V. The turns go round the warpgroups in block order,
+        // so every block's S turn comes after the S turns of the blocks before it, each of
+        // which waited for its block to land: a block's "full" parity is never read while the
+        // slot's previous use is still in flight (the skips above rely on the same). A
+        // warpgroup with fewer blocks than the first takes its last two turns empty.
+        // (The loop runs over this warpgroup's blocks, not over all with a test for them: ptxas
+        // serialises wgmma under a branch it cannot prove warp-uniform, C7520.)
+        const int mine = __shfl_sync(0xffffffffu, cw, 0);
+#pragma unroll 1
+        for (int it = mine; it < n_blocks; it += kConsumerWarpgroups) {
+          const int j = kv + it;
+          float acc_s[kBlockN / 2];
+          u32 p_frag[kBlockN / 16][4];
+          float correction[2];
+          turn_wait();
+          issue_qk(acc_s, j);
+          turn_pass();
+          wgmma_wait<0>();
+          s_landed(acc_s, j);
+          softmax(acc_s, n_blocks - 1 - it, correction);
+          rescale_o(correction);
+          to_p(acc_s, p_frag);
+          turn_wait();
+          issue_pv(p_frag, j, true);
+          turn_pass();
+          wgmma_wait<0>();
+          o_landed(j);
+        }
+        if (mine > 0 && (n_blocks - 1) % kConsumerWarpgroups < mine) {
+          turn_wait();
+          turn_pass();
+          turn_wait();
+          turn_pass();
+        }
+      } else if (n_blocks > 0 && !kOverlap) {
         // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
         for (int it = 0; it < n_blocks; ++it) {
           float acc_s[kBlockN / 2];
@@ -743,6 +864,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       }
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
       release_previous_q(tiles);  // (a tile without keys issued no wgmma)
+      if (split) merge_split();
       u32 o_packed[kHeadDim / 4];
       pack_o(tile, o_packed);
       store_o(tile, tiles, o_packed);

@@ -52,7 +52,11 @@ TEST(HopperPack, TwoQBuffersArePersistentAndTakeASecondQTile) {
   EXPECT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
   HopperConfig one = Default();
   one.persistent = true;
-  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(one) + 128 * 128 * 2 + 2 * 8);
+  // The second Q tile leaves no room for the split tail's merge buffer (68 floats x 128
+  // threads): 1 KB + 2 x 32 KB + 2 x 2 x 32 KB + 96 B + 34 KB > 227 KB.
+  EXPECT_TRUE(HopperSplitTail(one));
+  EXPECT_FALSE(HopperSplitTail(c));
+  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(one) - 68 * 128 * 4 + 128 * 128 * 2 + 2 * 8);
   c.q_buffers = 3;
   EXPECT_NE(CheckHopperConfig(c).message().find("q_buffers (3)"), std::string::npos);
   // d256 128x80 with two Q tiles: 1 KB + 2 x 64 KB + 2 x 2 x 40 KB > 227 KB.
@@ -99,8 +103,35 @@ TEST(HopperPack, ConfigRules) {
   EXPECT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
   c.block_n = 144;
   EXPECT_NE(CheckHopperConfig(c).message().find("registers"), std::string::npos);
-  EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 10 * 8);
+  EXPECT_EQ(HopperSmemBytes(Default()), 1024 + 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 68 * 128 * 4 + 10 * 8);
   EXPECT_EQ(HopperThreads(Default()), 384);
+}
+
+// The split tail (a last tile of one live warpgroup deals its K/V blocks to all of them) needs
+// a second consumer warpgroup and a merge buffer of (head_dim / 2 + 4) floats per thread of
+// each warpgroup but the first, where that fits beside the Q and K/V tiles; the prologue says
+// whether the kernel has it, and the shared memory counts the buffer.
+TEST(HopperPack, SplitTailWhereTheMergeBufferFits) {
+  const HopperConfig d64 = {DType::kBF16, 64, false, 192, 128, 3, 2, true, true, true, 2};
+  ASSERT_TRUE(CheckHopperConfig(d64).ok()) << CheckHopperConfig(d64).ToString();
+  EXPECT_TRUE(HopperSplitTail(d64));
+  EXPECT_EQ(HopperSmemBytes(d64), 1024 + 2 * 192 * 64 * 2 + 2 * 2 * 128 * 64 * 2 + 2 * 36 * 128 * 4 + 12 * 8);
+  EXPECT_NE(HopperPrologue(d64, HopperUri(d64)).find("kSplitTail = true"), std::string::npos);
+
+  HopperConfig one = d64;  // one consumer warpgroup: nobody to share with
+  one.block_m = 64;
+  one.consumer_wgs = 1;
+  ASSERT_TRUE(CheckHopperConfig(one).ok()) << CheckHopperConfig(one).ToString();
+  EXPECT_FALSE(HopperSplitTail(one));
+  EXPECT_NE(HopperPrologue(one, HopperUri(one)).find("kSplitTail = false"), std::string::npos);
+
+  // d128 192x80 with two Q tiles: 1 KB + 96 KB + 80 KB + 2 x 68 KB > 227 KB; one Q tile fits.
+  HopperConfig d128 = {DType::kBF16, 128, false, 192, 80, 3, 2, true, true, true, 2};
+  ASSERT_TRUE(CheckHopperConfig(d128).ok()) << CheckHopperConfig(d128).ToString();
+  EXPECT_FALSE(HopperSplitTail(d128));
+  d128.q_buffers = 1;
+  EXPECT_TRUE(HopperSplitTail(d128));
+  EXPECT_LE(HopperSmemBytes(d128), 232448);
 }
 
 // The packet's parameter bytes as the template's struct.

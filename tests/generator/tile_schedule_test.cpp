@@ -141,4 +141,62 @@ TEST(TileSchedule, WarpgroupsSkipExactlyTheBlocksTheirRowsDoNotSee) {
   EXPECT_GT(dead, 100);
 }
 
+// Non-causal persistent tiles: every tile exactly once, round by round (a round's tiles are the
+// next `blocks` tiles), and a row's last query block spread over the blocks instead of falling
+// to the same ones when the query blocks a row divide the grid (N 1024 in 192-row tiles: 6 a
+// row, 132 blocks).
+TEST(TileSchedule, FullTilesOnceAndLastQueryBlocksSpread) {
+  for (int blocks : {1, 7, 132})
+    for (int m : {1, 3, 6, 11})
+      for (int rows : {1, 5, 512}) {
+        const int tiles = m * rows;
+        std::vector<int> seen(tiles, 0);
+        int most_last = 0;
+        for (int b = 0; b < blocks; ++b) {
+          int last = 0;
+          for (int slot = 0;; ++slot) {
+            const int t = ft_sched::full_tile(slot, b, blocks);
+            ASSERT_GE(t, slot * blocks);
+            ASSERT_LT(t, (slot + 1) * blocks);
+            if (t >= tiles) break;
+            ++seen[t];
+            last += t % m == m - 1;
+          }
+          most_last = std::max(most_last, last);
+        }
+        for (int t = 0; t < tiles; ++t) ASSERT_EQ(seen[t], 1) << "tile " << t << " blocks " << blocks << " m " << m;
+        // Each block takes at most its share of last query blocks, rounded up, plus one.
+        EXPECT_LE(most_last, (rows + blocks - 1) / blocks + 1) << "blocks " << blocks << " m " << m << " rows " << rows;
+      }
+}
+
+// A split tail (its blocks dealt to all warpgroups, each computing the first warpgroup's rows)
+// is exactly a tile of two or more blocks whose every warpgroup but the first has all its rows
+// past nq; the first then sees every block the tile visits, so no block is dealt that none of
+// the tile's rows sees.
+TEST(TileSchedule, SplitTailsAreTheTilesOfOneLiveWarpgroup) {
+  int splits = 0;
+  for (bool causal : {false, true})
+    for (int nq : {1, 17, 64, 65, 127, 200, 512, 1000, 1024})
+      for (int nk : {1, 63, 130, 512, 1000})
+        for (int block_m : {128, 192})
+          for (int block_n : {64, 80, 128}) {
+            const int diag = nk - nq;
+            for (int m0 = 0; m0 < nq; m0 += block_m) {
+              const int n = ft_sched::tile_blocks(m0, block_m, nq, nk, diag, block_n, causal);
+              bool others_dead = true;
+              for (int wg0 = m0 + 64; wg0 < m0 + block_m; wg0 += 64)
+                others_dead = others_dead && ft_sched::unseen_blocks(wg0, 64, nq, diag, n, block_n, causal) == n;
+              const bool split = ft_sched::split_tail_tile(m0, nq, n, 64);
+              EXPECT_EQ(split, others_dead && n >= 2) << "nq " << nq << " nk " << nk << " m0 " << m0 << " bm " << block_m;
+              if (split) {
+                EXPECT_EQ(ft_sched::unseen_blocks(m0, 64, nq, diag, n, block_n, causal), 0)
+                    << "nq " << nq << " nk " << nk << " m0 " << m0 << " bn " << block_n;
+                ++splits;
+              }
+            }
+          }
+  EXPECT_GT(splits, 50);
+}
+
 }  // namespace
