@@ -767,46 +767,22 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       row_max[0] = row_max[1] = kNegInf;
       row_sum[0] = row_sum[1] = 0.f;
 
-      if (split) {
-        // The split tail: block kv + it is warpgroup it % kConsumerWarpgroups's (the producer
-        // makes the other warpgroups' arrivals for it), run as S, softmax, rescale, P V with an
-        // issue turn for S and one for P V. The turns go round the warpgroups in block order,
-        // so every block's S turn comes after the S turns of the blocks before it, each of
-        // which waited for its block to land: a block's "full" parity is never read while the
-        // slot's previous use is still in flight (the skips above rely on the same). A
-        // warpgroup with fewer blocks than the first takes its last two turns empty.
-        // (The loop runs over this warpgroup's blocks, not over all with a test for them: ptxas
+      if (split || (n_blocks > 0 && !kOverlap)) {
+        // Each block in turn: S, softmax, rescale, P V, with an issue turn for S and one for
+        // P V. Without the overlap every block of the tile; in a split tail every
+        // kConsumerWarpgroups-th from this warpgroup's index (block kv + it is warpgroup
+        // it % kConsumerWarpgroups's; the producer makes the others' arrivals for it), on the
+        // first warpgroup's rows. The turns go round the warpgroups in block order, so every
+        // block's S turn comes after those of the blocks before it, each of which waited for
+        // its block to land: a block's "full" parity is never read while the slot's previous
+        // use is still in flight (the skips above rely on the same). A warpgroup with fewer
+        // blocks of a split tail than the first takes its last two turns empty. (A split
+        // warpgroup loops over its own blocks, not over all with a test for them: ptxas
         // serialises wgmma under a branch it cannot prove warp-uniform, C7520.)
-        const int mine = __shfl_sync(0xffffffffu, cw, 0);
+        const int first = split ? __shfl_sync(0xffffffffu, cw, 0) : 0;
+        const int step = split ? kConsumerWarpgroups : 1;
 #pragma unroll 1
-        for (int it = mine; it < n_blocks; it += kConsumerWarpgroups) {
-          const int j = kv + it;
-          float acc_s[kBlockN / 2];
-          u32 p_frag[kBlockN / 16][4];
-          float correction[2];
-          turn_wait();
-          issue_qk(acc_s, j);
-          turn_pass();
-          wgmma_wait<0>();
-          s_landed(acc_s, j);
-          softmax(acc_s, n_blocks - 1 - it, correction);
-          rescale_o(correction);
-          to_p(acc_s, p_frag);
-          turn_wait();
-          issue_pv(p_frag, j, true);
-          turn_pass();
-          wgmma_wait<0>();
-          o_landed(j);
-        }
-        if (mine > 0 && (n_blocks - 1) % kConsumerWarpgroups < mine) {
-          turn_wait();
-          turn_pass();
-          turn_wait();
-          turn_pass();
-        }
-      } else if (n_blocks > 0 && !kOverlap) {
-        // Each block in turn: S, softmax, rescale, P V. Two issue turns per block.
-        for (int it = 0; it < n_blocks; ++it) {
+        for (int it = first; it < n_blocks; it += step) {
           float acc_s[kBlockN / 2];
           u32 p_frag[kBlockN / 16][4];
           float correction[2];
@@ -817,7 +793,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           else
             issue_qk(acc_s, j);
           turn_pass();
-          if (it == 0) release_previous_q(tiles);
+          if (!split && it == 0) release_previous_q(tiles);  // (a split tail's: after its loop)
           wgmma_wait<0>();
           s_landed(acc_s, j);
           softmax(acc_s, n_blocks - 1 - it, correction);
@@ -828,6 +804,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           turn_pass();
           wgmma_wait<0>();
           o_landed(j);
+        }
+        if (split && first > 0 && (n_blocks - 1) % kConsumerWarpgroups < first) {
+          turn_wait();
+          turn_pass();
+          turn_wait();
+          turn_pass();
         }
       } else if (n_blocks > 0) {
         float acc_s[kBlockN / 2];
