@@ -67,7 +67,8 @@ class VarlenClasses : public ::testing::TestWithParam<std::tuple<DType, int, boo
 
 // Each family's default, a 64-row fa2_fwd tile, and the hopper_fwd persistent scheduler (a
 // block walks tiles past shorter sequences' ends) with one consumer warpgroup at d64 and without
-// overlap or ping-pong elsewhere, and with two Q buffers at d64 and d128.
+// overlap or ping-pong elsewhere, with two Q buffers at d64 and d128, and with three consumer
+// warpgroups at d64 (the split tail).
 TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
@@ -88,6 +89,13 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
                                   mask);
     ASSERT_TRUE(two_q.ok()) << two_q.status().ToString();
     variants.push_back(*two_q);
+  }
+  // The split tail in the persistent rotated rounds: a sequence's own last tile of one live
+  // warpgroup (1000 = 5 x 192 + 40 rows; 64 and 1 rows alone) deals its blocks to all three.
+  if (head_dim == 64) {
+    auto split = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_d64_bm192_bn128_wg3_s2_p2_pp1_ov1" + mask);
+    ASSERT_TRUE(split.ok()) << split.status().ToString();
+    variants.push_back(*split);
   }
   for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   CheckVarlenClass(cls, variants);
