@@ -128,6 +128,34 @@ std::vector<Variant> ProblemSearch::PriorRanking() const {
   return out;
 }
 
+std::vector<Variant> ProblemSearch::SiblingRanking() const {
+  if (problem_.dtype != DType::kBF16 && problem_.dtype != DType::kF16) return {};
+  Problem sibling = problem_;
+  sibling.dtype = problem_.dtype == DType::kBF16 ? DType::kF16 : DType::kBF16;
+  auto id = db_.FindProblem(sibling);
+  if (!id.ok()) return {};
+  auto trials = db_.TrialsForProblem(*id, device_id_, toolchain_id_);
+  if (!trials.ok()) return {};
+  std::vector<std::pair<double, Variant>> ranked;
+  for (const TrialRow& t : *trials) {
+    // Search trials of this operation (a problems row holds the forward and the backward
+    // variants measured on its shape), once each: a resumed search may hold a variant twice.
+    if (t.trial.phase != "search" || t.trial.status != Code::kOk || !(t.trial.median_us > 0) ||
+        ClassOf(t.trial.variant).operation != problem_.operation)
+      continue;
+    Variant v = t.trial.variant;
+    v.dtype = problem_.dtype;
+    auto same = [&v](const auto& e) { return e.second == v; };
+    auto it = std::find_if(ranked.begin(), ranked.end(), same);
+    if (it == ranked.end()) ranked.push_back({t.trial.median_us, std::move(v)});
+    else it->first = std::min(it->first, t.trial.median_us);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Variant> out;
+  for (auto& r : ranked) out.push_back(std::move(r.second));
+  return out;
+}
+
 int ProblemSearch::ResidentWarpsPerSm(const Variant& v) {
   auto [it, inserted] = residency_.try_emplace(v.Uri(), 0);
   if (inserted) {

@@ -68,6 +68,9 @@ class ProblemSearch final : public SearchContext {
   // ranking learnt at N = 512 does not decide N = 16k once N = 8k has been tuned.
   std::vector<Variant> PriorRanking() const override;
 
+  // This problem's search trials in the other 16-bit type, fastest first, retyped.
+  std::vector<Variant> SiblingRanking() const override;
+
   int ResidentWarpsPerSm(const Variant& v) override;
 
   void SeedBest() {

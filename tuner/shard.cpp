@@ -40,7 +40,11 @@ Result<std::vector<Problem>> SelectShard(const std::vector<Problem>& problems, c
   std::vector<double> flops;
   std::vector<size_t> unit(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) {
-    const std::string key = by_class ? ClassOf(problems[i]).ToString() : BucketString(BucketOf(problems[i]));
+    // By class: bf16 and fp16 of one head dim and mask together (a search starts from the same
+    // problem's results in the other 16-bit type: SearchContext::SiblingRanking).
+    Problem folded = problems[i];
+    if (folded.dtype == DType::kF16) folded.dtype = DType::kBF16;
+    const std::string key = by_class ? ClassOf(folded).ToString() : BucketString(BucketOf(problems[i]));
     auto [it, fresh] = unit_of_key.emplace(key, flops.size());
     if (fresh) flops.push_back(0);
     unit[i] = it->second;

@@ -91,6 +91,8 @@ class Budgeted final : public Strategy {
       pending.erase(std::find(pending.begin(), pending.end(), v));
       return MeasureCounted(ctx, v, &spent);
     };
+    for (const Variant& v : SiblingBest(ctx))
+      if (allowed()) FT_RETURN_IF_ERROR(measure(v));
     // Seed: the cost model's best variant of each query tile of each family (which tile wins
     // turns on the shape's parallelism, and an additive model cannot reach a tile it never saw:
     // H200 bf16 d64 causal N 512 never timed hopper_fwd's 64-row tiles, 29% faster, when the
@@ -172,6 +174,16 @@ class Budgeted final : public Strategy {
     return std::find(ctx.unmeasured().begin(), ctx.unmeasured().end(), v) != ctx.unmeasured().end();
   }
 
+  // The two best of SiblingRanking() that are candidates here and not measured yet.
+  static std::vector<Variant> SiblingBest(const SearchContext& ctx) {
+    std::vector<Variant> out;
+    for (const Variant& v : ctx.SiblingRanking()) {
+      if (out.size() == kSiblings) break;
+      if (Unmeasured(ctx, v)) out.push_back(v);
+    }
+    return out;
+  }
+
   // The fastest ok result whose B_r differs from `best`'s, when within `within` times its time.
   static const CandidateResult* BestWithOtherBlockM(const SearchContext& ctx, const CandidateResult& best,
                                                     double within) {
@@ -220,7 +232,10 @@ class Budgeted final : public Strategy {
       return std::any_of(vs.begin(), vs.end(),
                          [&](const Variant& o) { return o.family == v.family && field(o) == field(v); });
     };
-    for (size_t i = 0; i < ranked.size() && i < 2; ++i) order.push_back(ranked[i]);
+    // The same problem's best in the other 16-bit type, then the prior's.
+    for (const Variant& v : SiblingBest(ctx))
+      if (viable(v)) add_if_new(v);
+    for (size_t i = 0; i < ranked.size() && i < 2; ++i) add_if_new(ranked[i]);
     // The prior's best tile with each other value of its switches (stages, warps, the tile
     // scheduler: every parameter after the two tiles), best ranked first: a GQA group or another
     // length can move the winner to the persistent scheduler of the same tile (H200, d128 causal
@@ -337,6 +352,7 @@ class Budgeted final : public Strategy {
   // around the best from 8 (bench/data/h200-2026-12-01-online2: without them, d64 causal N
   // 8k-16k kept the 64-row tile, 11-14% slower). A d128 decode bucket (46 candidates, decode_fwd
   // alone) gets 7: the flips, no polish.
+  static constexpr size_t kSiblings = 2;
   static constexpr double kPriorFraction = 0.14;
   static constexpr int64_t kFollowerMinimum = 4;
   static constexpr int64_t kFlipsFrom = 6;

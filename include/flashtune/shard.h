@@ -5,9 +5,10 @@
 // problem list (the same command line gives the same parts on every machine) and never cuts
 // what one run decides together:
 //  - exhaustive: a bucket's problems stay in one part (a bucket has one winner);
-//  - budgeted and auto: a class's problems (dtype, head dim, causal) stay in one part, in order,
-//    because the budgeted search of a class follows the problems of that class tuned before
-//    it; so N parts merged give the winners of one run, as with exhaustive.
+//  - budgeted and auto: a class's problems (head dim, causal, operation; bf16 and fp16
+//    together) stay in one part, in order, because the budgeted search of a class follows the
+//    problems of that class tuned before it, and the same problem in the other 16-bit type; so
+//    N parts merged give the winners of one run, as with exhaustive.
 // Parts are balanced by FLOPs: units, heaviest first, go to the part with the least so far
 // (ties: the lower part). Within a part, problems keep the set's order. A part may be empty
 // when N exceeds the number of units.

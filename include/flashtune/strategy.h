@@ -36,6 +36,12 @@ class SearchContext {
   // already tuned on this device and toolchain: geometric mean of time / best time.
   // Empty when no such problem exists. Winners of one class tend to agree across lengths.
   virtual std::vector<Variant> PriorRanking() const { return {}; }
+  // Variants measured on this very problem in the other 16-bit element type (bf16 for fp16 and
+  // the reverse; every other field the same) already tuned on this device and toolchain, best
+  // first, as variants of this problem's type. Both types run the same tiles at the same rate,
+  // so the tile that wins one is the first to try for the other. Empty when that problem has no
+  // measurement.
+  virtual std::vector<Variant> SiblingRanking() const { return {}; }
   // Warps of `variant` one SM of this device holds at once (ResidentCtasPerSm × warps), from
   // its compiled registers and its shared memory; 0 when unknown (the measurer cannot tell
   // before measuring, or the variant does not compile). May compile the variant.
@@ -70,6 +76,10 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 //   (SearchContext::ResidentWarpsPerSm, from the compiled registers) — and finally the
 //   neighbours of the best, alternating with those of the best with the other B_r when it is
 //   within 5% (default budget: 45% of the space);
+// - either way, first the two best of SiblingRanking() (the same problem in the other 16-bit
+//   type): a search that starts from another class's results can miss a tile that class never
+//   measured (H100, f16 d64 causal N 2k-16k never timed hopper_fwd 192x128, bf16's winner at
+//   each, and ran 4-14% behind bf16 there; bench/data/h100-2026-12-05-s31, call 7);
 // - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), the prior's
 //   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
 //   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends

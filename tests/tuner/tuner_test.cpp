@@ -71,6 +71,49 @@ TEST(Tuner, ExhaustiveFindsTrueBest) {
   EXPECT_EQ(second->measured, 0);
 }
 
+// The budgeted search of a problem starts with the same problem's best in the other 16-bit type
+// (both types run the same tiles at the same rate): fp16 measures bf16's winner first, and finds
+// it, though the class has no fp16 problem tuned and the cost model ranks it elsewhere.
+TEST(Tuner, BudgetedStartsFromTheSameProblemInTheOther16BitType) {
+  const Problem bf16{DType::kBF16, 64, true, 4, 2048, 2048, 32, 32};
+  Problem f16 = bf16;
+  f16.dtype = DType::kF16;
+  std::vector<RecordedRow> rows = SyntheticRows(bf16, 7);
+  for (size_t i = 0, n = rows.size(); i < n; ++i) {  // the same landscape in fp16
+    RecordedRow r = rows[i];
+    r.problem = f16;
+    r.variant.dtype = DType::kF16;
+    rows.push_back(r);
+  }
+  Variant best;
+  TrueBest(rows, bf16, &best);
+  auto space = Replay(rows);
+  const std::string db_path = TempDir("tune_sibling") + "/t.db";
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(Replay(rows));
+  TuneOptions o = ReplayTuneOptions(db_path, {bf16, f16}, space.get());
+  o.strategy = "budgeted";
+  auto summary = Tune(o, std::move(ms));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto db = Database::Open(db_path);
+  ASSERT_TRUE(db.ok());
+  auto first_measured = [&](const Problem& p) {
+    auto trials = (*db)->TrialsForProblem(*(*db)->FindProblem(p));
+    EXPECT_TRUE(trials.ok());
+    const TrialRow* first = nullptr;
+    for (const TrialRow& t : *trials)
+      if (t.trial.phase == "search" && (!first || t.id < first->id)) first = &t;
+    return first ? first->trial.variant : Variant{};
+  };
+  Variant want = best;
+  want.dtype = DType::kF16;
+  EXPECT_NE(first_measured(bf16).Uri(), best.Uri()) << "the landscape's best must not be the cost model's first pick";
+  EXPECT_EQ(first_measured(f16).Uri(), want.Uri());
+  auto w = (*db)->FindWinner(space->Device(), space->Toolchain(), BucketOf(f16));
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_EQ((*w)->variant_uri, want.Uri());
+}
+
 // A replay that logs what the tuner asks of it: "measure P" and "prefetch P".
 class LoggingMeasurer final : public Measurer {
  public:
