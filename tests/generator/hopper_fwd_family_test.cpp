@@ -102,5 +102,23 @@ TEST(HopperFwdFamily, SwitchesLeftOutOfTheSpaceStayAllowed) {
   EXPECT_TRUE(std::none_of(searched.begin(), searched.end(), wide));
 }
 
+// What a plan or a report says of a tile names the split tail where the kernel has it (two or
+// more consumer warpgroups taking turns, and room for the merge buffer).
+TEST(HopperFwdFamily, DescribeSaysWhereShortLastTilesSplit) {
+  const Family* hopper = FindFamily("hopper_fwd");
+  ASSERT_NE(hopper, nullptr);
+  auto describe = [&](const char* uri) {
+    auto v = Variant::FromUri(uri);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? hopper->Describe(*v) : std::string();
+  };
+  EXPECT_EQ(describe("hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full"),
+            "192x128 wg3 s2 persistent, two Q buffers, short last tiles split");
+  EXPECT_EQ(describe("hopper_fwd_bf16_d64_bm64_bn128_wg1_s2_p0_pp1_ov0_full"), "64x128 wg1 s2 no-overlap");
+  EXPECT_EQ(describe("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_causal"),
+            "128x128 wg2 s2 persistent, two Q buffers");  // no room for the merge buffer
+  EXPECT_EQ(describe("hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p0_pp0_ov1_full"), "192x128 wg3 s2 no-pingpong");
+}
+
 }  // namespace
 }  // namespace flashtune
