@@ -20,14 +20,15 @@
 //
 // --ab27 session 27's A/B: FT_HOPPER_RESCALE_THRESHOLD=8 against 0 on the grid's tuned winners
 // (d256, d128, d64); --ab28 the same on the tiles it left out (session 28: d128 with three
-// warpgroups gained, the two-warpgroup tiles lost).
+// warpgroups gained, the two-warpgroup tiles lost); --ab31 FT_HOPPER_CAUSAL_ROTATE=1 against 0 on
+// persistent causal tiles (session 31, prepared).
 //
 // --compile-only compiles every variant for sm_90a without a GPU and prints its registers.
 //
 // --dump DIR writes each compiled cubin to DIR (for cuobjdump). --define NAME=VALUE[,NAME=VALUE]
 // compiles every variant with those template knobs (its name gets the knobs appended).
 //
-// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--compile-only] [--template FILE] [--only SUBSTRING]
+// usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--ab31] [--compile-only] [--template FILE] [--only SUBSTRING]
 //                     [--dump DIR] [--define NAME=VALUE]
 #include <algorithm>
 #include <array>
@@ -521,6 +522,25 @@ int Time(Gpu& gpu, const std::string& only, const std::string& mode) {
       benches.push_back({grid(2048, 64), 64, true, pair(64, true, 1, 64, 0, false)});
       benches.push_back({grid(16384, 64), 64, false, pair(64, false, 3, 128, 0, true)});
     }
+  } else if (mode == "ab31") {
+    // Session 31 (prepared, not run): persistent causal rounds rotated by a block
+    // (FT_HOPPER_CAUSAL_ROTATE=1) against the template, where the split tail makes each row's
+    // first pair cheaper (d64 192x128 p2 at N 1k and 4k: 6 and 22 query blocks a row, which
+    // divide 132 blocks) and where nothing splits (controls: d64 N 2k, whose short tile has two
+    // live warpgroups; d128 128x128 p2 at N 1k-2k, no short tiles).
+    const std::string r0 = "FT_HOPPER_CAUSAL_ROTATE=0", r1 = "FT_HOPPER_CAUSAL_ROTATE=1";
+    auto pair = [&](int d, int wgs, int bn) {
+      std::vector<Probe> out;
+      for (const std::string& def : {r0, r1}) {
+        Probe probe = Config(dt, d, true, wgs, bn, 2, def, true);
+        probe.config.q_buffers = 2;
+        out.push_back(probe);
+      }
+      return out;
+    };
+    auto grid = [](int64_t n, int d) { return Shape{16384 / n, n, n, 2048 / d, 2048 / d, false}; };
+    for (int64_t n : {1024, 2048, 4096}) benches.push_back({grid(n, 64), 64, true, pair(64, 3, 128)});
+    for (int64_t n : {1024, 2048}) benches.push_back({grid(n, 128), 128, true, pair(128, 2, 128)});
   } else if (mode == "d64") {
     // Session 13, d64 (hidden 2048, B * N = 16k): blocks per SM for one consumer warpgroup
     // (FT_HOPPER_MAX_BLOCKS=N builds the same tile for fewer), smaller key tiles and more
@@ -691,7 +711,7 @@ int main(int argc, char** argv) {
     else if (a == "--small") small = true;
     else if (a == "--time") time = true;
     else if (a == "--sweep" || a == "--short" || a == "--d64" || a == "--ab14" || a == "--ab15" || a == "--ab16" ||
-             a == "--ab27" || a == "--ab28") {
+             a == "--ab27" || a == "--ab28" || a == "--ab31") {
       mode = a.substr(2);
       time = true;
     }    else if (a == "--compile-only") compile_only = true;
@@ -700,7 +720,7 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) g_dump_dir = argv[++i];
     else if (a == "--define" && i + 1 < argc) g_define = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--compile-only]"
+      std::fprintf(stderr, "usage: hopper_probe [--check] [--small] [--time] [--short] [--sweep] [--d64] [--ab14] [--ab15] [--ab16] [--ab27] [--ab28] [--ab31] [--compile-only]"
                            " [--template FILE] [--only SUBSTRING] [--dump DIR] [--define NAME=VALUE[,NAME=VALUE]]\n");
       return 2;
     }

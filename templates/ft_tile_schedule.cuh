@@ -34,14 +34,19 @@ constexpr int kDone = -2;  // the block has no tile left
 // The tile of slot `slot` (0, 1, ...) of block `block` of `blocks`, for `rows` (head, batch)
 // rows of `m` query blocks each: the tile id row * m + query block (the order the rows'
 // tiles are numbered in), kSkip, or kDone (then every later slot is kDone too).
-FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int rows) {
+// `rotate`: a whole round's units go to the blocks rotated by one a round, as full_tile does
+// for non-causal tiles. Units are of equal cost but for a row's first pair when the split tail
+// makes its last query block cheaper; without the rotation, where the (m + 1) / 2 units of a
+// row divide the grid, those cheap units all fall to the same blocks. (hopper_fwd's
+// FT_HOPPER_CAUSAL_ROTATE knob, off until a GPU A/B decides.)
+FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int rows, bool rotate = false) {
   const int per_row = (m + 1) / 2;  // units per row: unit i = query blocks m-1-i and i
   const int units = rows * per_row;
   const int whole = units / blocks;  // rounds in which every block takes one unit
   const int left = units - whole * blocks;
   int unit, half;                    // half 0: the long tile (query block m-1-i); 1: the short one
   if (slot < 2 * whole) {
-    unit = (slot / 2) * blocks + block;
+    unit = (slot / 2) * blocks + (rotate ? (block + slot / 2) % blocks : block);
     half = slot & 1;
   } else {
     // The tail: the left units' long tiles (q < left), then their short tiles in reverse

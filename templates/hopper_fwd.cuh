@@ -155,6 +155,12 @@ static_assert(kRescaleT >= 0 && kRescaleT <= 15, "P = exp2(s - m) < 2^T must fit
 #ifndef FT_HOPPER_SPLIT_TAIL
 #define FT_HOPPER_SPLIT_TAIL 1
 #endif
+// FT_HOPPER_CAUSAL_ROTATE=1 (an A/B knob, prepared in session 31, not yet measured): persistent
+// causal rounds rotate by a block as non-causal ones do (ft_sched::causal_pair_tile's `rotate`),
+// so the row pairs a split tail makes cheaper spread over the blocks.
+#ifndef FT_HOPPER_CAUSAL_ROTATE
+#define FT_HOPPER_CAUSAL_ROTATE 0
+#endif
 
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
@@ -289,7 +295,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       return t < num_tiles ? t : num_tiles;
     } else {
       for (;;) {
-        const int t = ft_sched::causal_pair_tile(slot++, int(blockIdx.x), int(gridDim.x), m_blocks, p.heads_q * p.batch);
+        const int t = ft_sched::causal_pair_tile(slot++, int(blockIdx.x), int(gridDim.x), m_blocks, p.heads_q * p.batch,
+                                                 FT_HOPPER_CAUSAL_ROTATE != 0);
         if (t != ft_sched::kSkip) return t >= 0 ? t : num_tiles;
       }
     }

@@ -13,14 +13,14 @@
 namespace {
 
 // Block b's tile ids in order (skipped slots left out); fails the test past a sane slot count.
-std::vector<int> TilesOf(int block, int blocks, int m, int rows) {
+std::vector<int> TilesOf(int block, int blocks, int m, int rows, bool rotate = false) {
   std::vector<int> tiles;
   for (int slot = 0;; ++slot) {
-    const int t = ft_sched::causal_pair_tile(slot, block, blocks, m, rows);
+    const int t = ft_sched::causal_pair_tile(slot, block, blocks, m, rows, rotate);
     if (t == ft_sched::kDone) {
       // Done stays done.
       for (int later = slot + 1; later < slot + 4; ++later)
-        EXPECT_EQ(ft_sched::causal_pair_tile(later, block, blocks, m, rows), ft_sched::kDone);
+        EXPECT_EQ(ft_sched::causal_pair_tile(later, block, blocks, m, rows, rotate), ft_sched::kDone);
       return tiles;
     }
     if (t != ft_sched::kSkip) tiles.push_back(t);
@@ -35,12 +35,13 @@ std::vector<int> TilesOf(int block, int blocks, int m, int rows) {
 int Cost(int tile, int m) { return tile % m + 1; }
 
 TEST(TileSchedule, EveryCausalTileExactlyOnceAtAnyGrid) {
+  for (bool rotate : {false, true})
   for (int m : {1, 2, 3, 4, 7, 8, 16, 17, 32})
     for (int rows : {1, 2, 3, 16, 128, 512})
       for (int blocks : {1, 2, 5, 132, 264, 1000}) {
         std::vector<int> seen(size_t(m) * rows, 0);
         for (int b = 0; b < blocks; ++b)
-          for (int t : TilesOf(b, blocks, m, rows)) {
+          for (int t : TilesOf(b, blocks, m, rows, rotate)) {
             ASSERT_GE(t, 0);
             ASSERT_LT(t, m * rows);
             ++seen[size_t(t)];
@@ -55,6 +56,7 @@ TEST(TileSchedule, EveryCausalTileExactlyOnceAtAnyGrid) {
 // busiest block does at most 4% more K/V blocks than the mean, and where the units divide
 // evenly into the blocks, every block does the same.
 TEST(TileSchedule, CausalBlocksDoNearlyEqualWork) {
+  for (bool rotate : {false, true})
   for (int m : {4, 8, 16, 32, 64, 128}) {
     const int rows = 16 * 16384 / (m * 128);  // heads x batch
     for (int blocks : {132, 128}) {
@@ -62,7 +64,7 @@ TEST(TileSchedule, CausalBlocksDoNearlyEqualWork) {
       long total = 0;
       for (int b = 0; b < blocks; ++b) {
         int work = 0;
-        for (int t : TilesOf(b, blocks, m, rows)) work += Cost(t, m);
+        for (int t : TilesOf(b, blocks, m, rows, rotate)) work += Cost(t, m);
         most = std::max(most, work);
         total += work;
       }
@@ -89,6 +91,34 @@ TEST(TileSchedule, ARoundWorksOnFewRows) {
     EXPECT_EQ(a / m, c / m);
     EXPECT_EQ(Cost(a, m) + Cost(c, m), m + 1);
   }
+}
+
+// Rotated, a round takes the same units (the same rows in flight), and each row's first pair
+// (query blocks m-1 and 0: the one a split tail makes cheaper) spreads over the blocks even where
+// a row's (m + 1) / 2 units divide the grid (m = 6, 3 units a row, 132 blocks: N 1k in 192-row
+// tiles); unrotated, it falls to every third block only.
+TEST(TileSchedule, RotatedCausalRoundsSpreadEachRowsFirstPair) {
+  const int m = 6, rows = 512, blocks = 132;
+  const int per_row = (m + 1) / 2, units = rows * per_row, whole = units / blocks;
+  for (int slot = 0; slot < 2 * whole; slot += 2) {
+    std::set<int> plain, rotated;
+    for (int b = 0; b < blocks; ++b) {
+      plain.insert(ft_sched::causal_pair_tile(slot, b, blocks, m, rows));
+      rotated.insert(ft_sched::causal_pair_tile(slot, b, blocks, m, rows, true));
+    }
+    EXPECT_EQ(plain, rotated) << "round " << slot / 2;
+  }
+  auto most_first_pairs = [&](bool rotate) {
+    int most = 0;
+    for (int b = 0; b < blocks; ++b) {
+      int first = 0;
+      for (int t : TilesOf(b, blocks, m, rows, rotate)) first += t % m == m - 1;
+      most = std::max(most, first);
+    }
+    return most;
+  };
+  EXPECT_LE(most_first_pairs(true), (rows + blocks - 1) / blocks + 1);
+  EXPECT_GT(most_first_pairs(false), 2 * ((rows + blocks - 1) / blocks));  // what the rotation fixes
 }
 
 // Whether any of rows [r0, r1) below nq sees a key of block b (keys below nk; causal: j <= i + diag).
