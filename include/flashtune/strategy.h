@@ -79,7 +79,7 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // - either way, first the two best of SiblingRanking() (the same problem in the other 16-bit
 //   type): a search that starts from another class's results can miss a tile that class never
 //   measured (H100, f16 d64 causal N 2k-16k never timed hopper_fwd 192x128, bf16's winner at
-//   each, and ran 4-14% behind bf16 there; bench/data/h100-2026-12-05-s31, call 7);
+//   each, and ran 2-13% slower than bf16 there; bench/data/h100-2026-12-05-s31, call 7);
 // - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), the prior's
 //   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
 //   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends
