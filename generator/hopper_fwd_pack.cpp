@@ -95,7 +95,7 @@ int64_t MergeBytes(const HopperConfig& c) { return int64_t(c.consumer_wgs - 1) *
 }  // namespace
 
 bool HopperSplitTail(const HopperConfig& c) {
-  return c.consumer_wgs > 1 && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
+  return c.consumer_wgs > 1 && c.pingpong && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) { return BaseSmemBytes(c) + (HopperSplitTail(c) ? MergeBytes(c) : 0); }

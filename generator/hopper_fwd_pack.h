@@ -59,8 +59,8 @@ std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
 Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 232448);
-// Whether the template splits a tail tile (its kSplitTail): with two or more consumer warpgroups,
-// a tile whose rows all lie in its first warpgroup (a sequence's last tile of at most 64 rows)
+// Whether the template splits a tail tile (its kSplitTail): with two or more consumer warpgroups
+// taking ping-pong turns (the turns keep the split blocks in ring order), a tile whose rows all lie in its first warpgroup (a sequence's last tile of at most 64 rows)
 // deals its K/V blocks among all of them and merges their partial results through a shared
 // buffer ((consumer_wgs - 1) * (head_dim / 2 + 4) * 512 bytes), where that buffer fits beside the
 // rest within 227 KB. (A lone warpgroup takes as long per block as three sharing the SM: the

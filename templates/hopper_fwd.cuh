@@ -175,8 +175,7 @@ constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;  // q_full, k/v full and 
 constexpr int kMergeFloats = kHeadDim / 2 + 4;
 constexpr u32 kMergeWgBytes = kMergeFloats * 128 * 4;
 constexpr u32 kMergeBytes = kSplitTail ? (kConsumerWarpgroups - 1) * kMergeWgBytes : 0;
-// (Ping-pong's issue turns keep the split tail's blocks in order: no split without them.)
-constexpr bool kSplitTailOn = kSplitTail && kPingPong && FT_HOPPER_SPLIT_TAIL != 0;
+constexpr bool kSplitTailOn = kSplitTail && FT_HOPPER_SPLIT_TAIL != 0;
 constexpr int kLayoutBytes =
     1024 /* alignment slack */ + kQBuffers * kQBytes + 2 * kStages * kKVBytes + kMergeBytes + kBarriers * 8;
 // Registers: each of kMinBlocks resident blocks gets its share of the 64K register file (the
@@ -221,7 +220,9 @@ constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN
 static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
               "S halves and O do not fit the launch bound's registers");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
-static_assert(!kSplitTail || kConsumerWarpgroups > 1, "the split tail needs two or more consumer warpgroups");
+// (Ping-pong's issue turns keep the split tail's blocks in ring order: no split without them.)
+static_assert(!kSplitTail || (kConsumerWarpgroups > 1 && kPingPong),
+              "the split tail needs two or more consumer warpgroups taking ping-pong turns");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
 static_assert(kBlockN / 2 + kHeadDim / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,

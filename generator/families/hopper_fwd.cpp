@@ -143,7 +143,7 @@ class HopperFwd final : public Family {
            " s" + std::to_string(v.Param("s")) +
            (v.Param("p") == 2 ? " persistent, two Q buffers" : v.Param("p") ? " persistent" : "") +
            (v.Param("pp") || v.Param("wg") < 2 ? "" : " no-pingpong") + (v.Param("ov") ? "" : " no-overlap") +
-           (detail::HopperSplitTail(ConfigOf(v)) && v.Param("pp") ? ", short last tiles split" : "");
+           (detail::HopperSplitTail(ConfigOf(v)) ? ", short last tiles split" : "");
   }
 
   // Ahead of every fa2_fwd variant (whose prior is > -2 for any tile): the instruction set

@@ -108,7 +108,7 @@ TEST(HopperPack, ConfigRules) {
 }
 
 // The split tail (a last tile of one live warpgroup deals its K/V blocks to all of them) needs
-// a second consumer warpgroup and a merge buffer of (head_dim / 2 + 4) floats per thread of
+// a second consumer warpgroup, ping-pong turns and a merge buffer of (head_dim / 2 + 4) floats per thread of
 // each warpgroup but the first, where that fits beside the Q and K/V tiles; the prologue says
 // whether the kernel has it, and the shared memory counts the buffer.
 TEST(HopperPack, SplitTailWhereTheMergeBufferFits) {
@@ -117,6 +117,11 @@ TEST(HopperPack, SplitTailWhereTheMergeBufferFits) {
   EXPECT_TRUE(HopperSplitTail(d64));
   EXPECT_EQ(HopperSmemBytes(d64), 1024 + 2 * 192 * 64 * 2 + 2 * 2 * 128 * 64 * 2 + 2 * 36 * 128 * 4 + 12 * 8);
   EXPECT_NE(HopperPrologue(d64, HopperUri(d64)).find("kSplitTail = true"), std::string::npos);
+
+  HopperConfig no_turns = d64;  // without ping-pong's turns nothing keeps the split blocks in order
+  no_turns.pingpong = false;
+  EXPECT_FALSE(HopperSplitTail(no_turns));
+  EXPECT_EQ(HopperSmemBytes(no_turns), HopperSmemBytes(d64) - 2 * 36 * 128 * 4);
 
   HopperConfig one = d64;  // one consumer warpgroup: nobody to share with
   one.block_m = 64;
