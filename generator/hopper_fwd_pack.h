@@ -63,8 +63,8 @@ Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 23
 // taking ping-pong turns (the turns keep the split blocks in ring order), a tile whose rows all lie in its first warpgroup (a sequence's last tile of at most 64 rows)
 // deals its K/V blocks among all of them and merges their partial results through a shared
 // buffer ((consumer_wgs - 1) * (head_dim / 2 + 4) * 512 bytes), where that buffer fits beside the
-// rest within 227 KB. (A lone warpgroup takes as long per block as three sharing the SM: the
-// tile that holds N 1k's last 64 rows in 192-row tiles cost 0.89 of a full one, session 31.)
+// rest within 227 KB. (With the persistent rounds rotated so short tiles spread over the
+// blocks, it took d64 192x128 at N 1k to 0.95x the time; alone it bought nothing: session 31.)
 bool HopperSplitTail(const HopperConfig& config);
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
 // tile(s), `stages` K and V tiles, the split tail's merge buffer (HopperSplitTail), and the

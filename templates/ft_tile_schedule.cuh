@@ -31,6 +31,15 @@ namespace ft_sched {
 constexpr int kSkip = -1;  // this slot holds no tile (an odd m's middle unit has one): take the next slot
 constexpr int kDone = -2;  // the block has no tile left
 
+// The tile of slot `slot` of block `block` of `blocks` for non-causal tiles (equal cost but for
+// a sequence's last query block, which may hold fewer rows): round `slot` takes tiles
+// [slot * blocks, (slot + 1) * blocks), the query blocks of few (head, batch) rows, whose K/V
+// they share in L2, rotated by one block a round. Without the rotation a block took tiles
+// block, block + blocks, ...: with 132 blocks and 3, 6 or 11 query blocks a row (N 512, 1k, 2k
+// in 192-row tiles), which divide 132, every last query block fell to the same few blocks and
+// the others' full tiles set the time (session 31: N 1024 took 24 / 20 the time of N 960).
+FT_SCHED_FN int full_tile(int slot, int block, int blocks) { return slot * blocks + (block + slot) % blocks; }
+
 // The tile of slot `slot` (0, 1, ...) of block `block` of `blocks`, for `rows` (head, batch)
 // rows of `m` query blocks each: the tile id row * m + query block (the order the rows'
 // tiles are numbered in), kSkip, or kDone (then every later slot is kDone too).
@@ -46,7 +55,7 @@ FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int row
   const int left = units - whole * blocks;
   int unit, half;                    // half 0: the long tile (query block m-1-i); 1: the short one
   if (slot < 2 * whole) {
-    unit = (slot / 2) * blocks + (rotate ? (block + slot / 2) % blocks : block);
+    unit = rotate ? full_tile(slot / 2, block, blocks) : (slot / 2) * blocks + block;
     half = slot & 1;
   } else {
     // The tail: the left units' long tiles (q < left), then their short tiles in reverse
@@ -62,15 +71,6 @@ FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int row
   if (half == 1 && i == m - 1 - i) return kSkip;
   return row * m + (half == 0 ? m - 1 - i : i);
 }
-
-// The tile of slot `slot` of block `block` of `blocks` for non-causal tiles (equal cost but for
-// a sequence's last query block, which may hold fewer rows): round `slot` takes tiles
-// [slot * blocks, (slot + 1) * blocks), the query blocks of few (head, batch) rows, whose K/V
-// they share in L2, rotated by one block a round. Without the rotation a block took tiles
-// block, block + blocks, ...: with 132 blocks and 3, 6 or 11 query blocks a row (N 512, 1k, 2k
-// in 192-row tiles), which divide 132, every last query block fell to the same few blocks and
-// the others' full tiles set the time (session 31: N 1024 took 24 / 20 the time of N 960).
-FT_SCHED_FN int full_tile(int slot, int block, int blocks) { return slot * blocks + (block + slot) % blocks; }
 
 // The K/V blocks a forward tile visits: keys [0, tile_blocks * block_n) of a sequence of nq
 // queries and nk keys, for the tile's rows [m0, m0 + rows) (query i sees keys j <= i + diag when

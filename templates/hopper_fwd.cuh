@@ -38,7 +38,7 @@
 //  - the split tail (kSplitTail): a tile whose rows all lie in its first warpgroup's 64 (the
 //    last tile of a sequence that leaves at most 64 rows to it, as N 1k does with 192-row tiles)
 //    deals its K/V blocks to all consumer warpgroups in turn instead of leaving the others idle
-//    while one works through every block (a lone warpgroup takes as long per block as three);
+//    while one works through every block;
 //    each runs its blocks on the first warpgroup's rows without the overlap, taking its issue
 //    turns in block order, and the first warpgroup merges the others' partial O, row max and
 //    row sum from shared memory before its epilogue.
