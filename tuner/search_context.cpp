@@ -12,6 +12,16 @@
 
 namespace flashtune {
 
+namespace {
+// An ok search-phase measurement of an `operation` variant: what the rankings learn from (a
+// problems row is a shape, and its trials hold the forward and the backward variants measured
+// on it).
+bool SearchTrialOf(const TrialRow& t, Operation operation) {
+  return t.trial.phase == "search" && t.trial.status == Code::kOk && t.trial.median_us > 0 &&
+         ClassOf(t.trial.variant).operation == operation;
+}
+}  // namespace
+
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
@@ -90,12 +100,7 @@ std::vector<Variant> ProblemSearch::PriorRanking() const {
   std::map<std::string, std::pair<double, double>> score;  // uri -> (sum w*log(t / best), sum w)
   std::map<std::string, Variant> by_uri;
   auto octaves = [](double a, double b) { return std::abs(std::log2(a / b)); };
-  // Only this pass's trials count: a problems row is a shape, and its trials hold the forward
-  // and the backward variants measured on it.
-  auto same_pass = [this](const TrialRow& t) {
-    return t.trial.phase == "search" && t.trial.status == Code::kOk && t.trial.median_us > 0 &&
-           ClassOf(t.trial.variant).operation == problem_.operation;
-  };
+  auto same_pass = [this](const TrialRow& t) { return SearchTrialOf(t, problem_.operation); };
   for (const ProblemRow& row : *problems) {
     Problem p = row.problem;
     p.operation = problem_.operation;
@@ -138,11 +143,8 @@ std::vector<Variant> ProblemSearch::SiblingRanking() const {
   if (!trials.ok()) return {};
   std::vector<std::pair<double, Variant>> ranked;
   for (const TrialRow& t : *trials) {
-    // Search trials of this operation (a problems row holds the forward and the backward
-    // variants measured on its shape), once each: a resumed search may hold a variant twice.
-    if (t.trial.phase != "search" || t.trial.status != Code::kOk || !(t.trial.median_us > 0) ||
-        ClassOf(t.trial.variant).operation != problem_.operation)
-      continue;
+    // Once each: a resumed search may hold a variant twice.
+    if (!SearchTrialOf(t, problem_.operation)) continue;
     Variant v = t.trial.variant;
     v.dtype = problem_.dtype;
     auto same = [&v](const auto& e) { return e.second == v; };
