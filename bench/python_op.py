@@ -6,7 +6,8 @@
      fa2_fwd serves, softmax_scale, lse) against a float64 reference on random data, the
      outputs' memory poisoned with NaN first;
   2. errors: bad input raises InvalidArgument naming the argument; a gradient through lse raises;
-  3. the Python call's host overhead against a direct C ABI launch of the same arguments;
+  3. the Python call's host overhead against a direct C ABI launch of the same arguments (and
+     attention_with_kvcache's / attention_varlen's against ft_forward_ex);
   4. CUDA graphs: a captured call replays on new inputs;
   5. speed on the hidden-2048 grid (bf16, d64/d128, N 1k/4k/16k, causal or not) against SDPA
      flash (FA-2) and cuDNN in the same run (CUDA events, median of --reps after warm-up);
@@ -255,6 +256,41 @@ def overhead(dev):
     return times, kernel_ms
 
 
+def layout_overhead(dev):
+    """Host time of attention_with_kvcache (paged decode, B1 x 2k, the call an engine makes per layer
+    per token) and attention_varlen against ft_forward_ex on the same arguments packed once."""
+    from flashtune import layouts
+    rt = flashtune.default_runtime()
+    stream = torch.cuda.current_stream().cuda_stream
+    q = torch.randn(1, 1, 32, 128, device=dev, dtype=torch.bfloat16)
+    pages = torch.randn(128, 16, 8, 128, device=dev, dtype=torch.bfloat16)
+    table = torch.randperm(128, device=dev).to(torch.int32).view(1, 128)
+    lens = torch.tensor([2048], dtype=torch.int32, device=dev)
+    layout, problem, fields = layouts._kvcache_args(q, pages, pages, lens, table, 0, False, 0.0)
+    o = torch.empty_like(q)
+    ws = rt.workspace_bytes(layout, problem)
+    workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device=dev)
+    args = flashtune._capi.pack_attention_args(layout, problem, o=o.data_ptr(), o_strides=o.stride()[:3],
+                                               workspace=workspace.data_ptr(), workspace_bytes=ws, **fields)
+    qv = torch.randn(1024, 16, 128, device=dev, dtype=torch.bfloat16)
+    cu = torch.tensor([0, 100, 1024], dtype=torch.int32, device=dev)
+    paths = {
+        "C ABI ft_forward_ex paged (packed once)": lambda: rt.forward_ex_packed(args, stream),
+        "flashtune.attention_with_kvcache paged": lambda: flashtune.attention_with_kvcache(q, pages, pages, lens, table),
+        "flashtune.attention_varlen (B2, 1024 rows)": lambda: flashtune.attention_varlen(qv, qv, qv, cu, cu, 924, 924),
+    }
+    with torch.no_grad():
+        for f in paths.values():
+            f()
+        times = {name: host_us(f) for name, f in paths.items()}
+    base = times["C ABI ft_forward_ex paged (packed once)"]
+    for name, us in times.items():
+        print(f"    host {us:7.2f} us/call  (+{us - base:5.2f} over the C ABI launch)  {name}", flush=True)
+    extra = times["flashtune.attention_with_kvcache paged"] - base
+    record("overhead", "attention_with_kvcache host time beyond the C ABI launch <= 10 us", extra <= 10.0,
+           f"+{extra:.2f} us (C ABI {base:.2f} us/call, paged decode B1 x 2k Hq32 Hkv8 d128)")
+
+
 def grid(dev, reps):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
@@ -317,7 +353,8 @@ def main():
           f"{torch.cuda.get_device_name()}; flashtune {flashtune.version()} from {flashtune.library_path()}", flush=True)
     overhead_times = grid_rows = None
     sections = [("correct", lambda: correctness(dev)), ("errors", lambda: errors(dev)),
-                ("overhead", lambda: overhead(dev)), ("graph", lambda: cuda_graph(dev)),
+                ("overhead", lambda: overhead(dev)), ("layouts", lambda: layout_overhead(dev)),
+                ("graph", lambda: cuda_graph(dev)),
                 ("grid", lambda: grid(dev, a.reps)), ("compile", lambda: compiled(dev)),
                 ("tune", lambda: tune_small(a.out))]
     for name, run in sections:

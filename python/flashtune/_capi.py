@@ -114,6 +114,36 @@ class AttentionArgs(ctypes.Structure):
         return args
 
 
+# ft_attention_args as one struct.pack format (what FORWARD_ARGS is to ft_forward_args): the hot
+# path of flashtune.attention_varlen / attention_with_kvcache. ATTENTION_FIELDS names its values
+# in order (a strides field is three values); checked against AttentionArgs below and by the tests.
+ATTENTION_ARGS = struct.Struct("@Ii iiiqqqqq f PPPPP 12q PPqqqi PPqq Pq qq")
+ATTENTION_FIELDS = ("struct_size", "layout", "dtype", "head_dim", "causal", "batch", "seqlen_q", "seqlen_k",
+                    "heads_q", "heads_kv", "softmax_scale", "q", "k", "v", "o", "lse", "q_strides", "k_strides",
+                    "v_strides", "o_strides", "seqlens_k", "block_table", "block_table_stride",
+                    "max_blocks_per_seq", "num_blocks", "block_size", "cu_seqlens_q", "cu_seqlens_k", "total_q",
+                    "total_k", "workspace", "workspace_bytes", "decode_seqs", "decode_max_seqlen_q")
+
+
+def pack_attention_args(layout, problem, **fields):
+    """ft_attention_args bytes: `layout` ("dense", "paged", "varlen"), `problem` as the 8-tuple
+    (dtype code, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv), other fields by
+    name (strides as 3-tuples, pointers as ints, 0 where left out). struct_size is this version's."""
+    values = {"struct_size": ATTENTION_ARGS.size, "layout": LAYOUTS[layout]}
+    values.update(zip(ATTENTION_FIELDS[2:10], problem))
+    values.update(fields)
+    flat = []
+    for name in ATTENTION_FIELDS:
+        value = values.pop(name, 0)
+        if name.endswith("_strides"):
+            flat.extend(value if value else (0, 0, 0))
+        else:
+            flat.append(value)
+    if values:
+        raise TypeError(f"pack_attention_args: unknown field(s) {', '.join(sorted(values))}")
+    return ATTENTION_ARGS.pack(*flat)
+
+
 class BackwardArgs(ctypes.Structure):
     """ft_backward_args: the forward call's arguments (o and lse as it wrote them), the gradient
     of o, the gradients to write, the workspace (ft_backward_workspace_bytes) and the mode."""
@@ -133,9 +163,10 @@ class PlanInfo(ctypes.Structure):
                 ("family", ctypes.c_char * 32)]
 
 
-if FORWARD_ARGS.size != ctypes.sizeof(ForwardArgs):  # a platform where the two layouts differ
-    raise ImportError(f"flashtune: ft_forward_args packs to {FORWARD_ARGS.size} bytes but is "
-                      f"{ctypes.sizeof(ForwardArgs)} bytes in C; this platform is not supported")
+for _packed, _mirror in ((FORWARD_ARGS, ForwardArgs), (ATTENTION_ARGS, AttentionArgs)):
+    if _packed.size != ctypes.sizeof(_mirror):  # a platform where the two layouts differ
+        raise ImportError(f"flashtune: {_mirror.__name__} packs to {_packed.size} bytes but is "
+                          f"{ctypes.sizeof(_mirror)} bytes in C; this platform is not supported")
 
 _P = ctypes.c_void_p
 # Every entry point: name -> (return type, argument types). One row per C function.
@@ -146,6 +177,9 @@ _SIGNATURES = {
     "ft_forward": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
     "ft_plan": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
     "ft_forward_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), _P]),
+    # ATTENTION_ARGS bytes, through a second handle on ft_forward_ex (see bytes_entry()).
+    "ft_forward_ex:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
+    "ft_workspace_size:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
     "ft_workspace_size": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]),
     "ft_backward": (ctypes.c_int, [_P, ctypes.POINTER(BackwardArgs), _P]),
     "ft_backward_workspace_bytes": (ctypes.c_int, [ctypes.POINTER(Problem), ctypes.POINTER(ctypes.c_int64)]),
@@ -158,6 +192,7 @@ _SIGNATURES = {
 
 _lock = threading.Lock()
 _lib = None
+_functions = {}  # _SIGNATURES' names -> typed entry points of _lib
 nvrtc_fallback = None  # the folder of the pip package's NVRTC when library() had to load it
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -213,18 +248,25 @@ def library():
                 raise FlashtuneError(f"cannot load {path}: {e} (flashtune needs the CUDA 13 toolkit's "
                                      "NVRTC, libsqlite3 and libcrypto on the library path)") from None
             for name, (restype, argtypes) in _SIGNATURES.items():
-                fn = getattr(lib, name, None)
-                if fn is not None:
-                    fn.restype, fn.argtypes = restype, argtypes
+                symbol, _, form = name.partition(":")
+                try:  # lib[symbol] is a handle of its own, typed apart from lib.<symbol>
+                    fn = lib[symbol] if form else getattr(lib, symbol)
+                except AttributeError:
+                    continue  # an older library: function() says so when it is asked for
+                fn.restype, fn.argtypes = restype, argtypes
+                _functions[name] = fn
             _lib = lib
     return _lib
 
 
 def function(name):
-    """The entry point `name` of the loaded library; FlashtuneError when this library lacks it."""
-    fn = getattr(library(), name, None)
+    """The entry point `name` of the loaded library, typed as _SIGNATURES says ("symbol:form"
+    names a second typing of one symbol); FlashtuneError when this library lacks it."""
+    library()
+    fn = _functions.get(name)
     if fn is None:
-        raise FlashtuneError(f"{library_path()} has no {name}: the library is older than this package")
+        raise FlashtuneError(f"{library_path()} has no {name.partition(':')[0]}: the library is older than this "
+                             "package")
     return fn
 
 

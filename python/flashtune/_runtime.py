@@ -1,7 +1,8 @@
 """Runtime, Problem and Plan: the C ABI's runtime as Python objects (no torch needed).
 
 A Runtime is one ft_runtime on a tuning database: plan() says what it would launch for a
-shape and why; attention() (needs torch) launches through it. The module-level functions use
+shape and why; attention(), attention_varlen() and attention_with_kvcache() (need torch) launch
+through it. The module-level functions use
 the default runtime, opened on first use on $FLASHTUNE_DB, else ./flashtune.db; a missing
 database file or a machine without a GPU is not an error (plans are then heuristic; launches
 fail with the library's "no driver"/"no device" message).
@@ -122,6 +123,8 @@ class Runtime:
         self.db = db
         self._handle = handle.value
         self._forward, self._plan = fn("ft_forward"), fn("ft_plan")
+        self._forward_ex = None
+        self._workspace_sizes = {}
         self.id = next(_ids)
         _runtimes[self.id] = self
         self._finalizer = weakref.finalize(self, fn("ft_runtime_close"), self._handle)
@@ -156,12 +159,46 @@ class Runtime:
         from . import ops  # torch only when attention is used
         return ops.attention(q, k, v, causal, softmax_scale, return_lse, runtime=self, deterministic=deterministic)
 
+    def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, **options):
+        """flashtune.attention_varlen through this runtime (see there)."""
+        from . import layouts
+        return layouts.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                        runtime=self, **options)
+
+    def attention_with_kvcache(self, q, k_cache, v_cache, cache_seqlens=None, block_table=None, **options):
+        """flashtune.attention_with_kvcache through this runtime (see there)."""
+        from . import layouts
+        return layouts.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, runtime=self, **options)
+
     def forward_packed(self, args, stream):
         """ft_forward on FORWARD_ARGS bytes and a CUstream handle (int; 0 = legacy default
         stream). Raises FlashtuneError with the library's message; launches nothing then."""
         status = self._forward(self._live(), args, stream)
         if status != _capi.FT_OK:
             raise _capi.error(status, "flashtune.attention")
+
+    def forward_ex_packed(self, args, stream, what="flashtune.attention"):
+        """ft_forward_ex on ATTENTION_ARGS bytes and a CUstream handle (int). Raises
+        FlashtuneError (InvalidArgument for bad input) with the library's message, naming `what`;
+        launches nothing then."""
+        if self._forward_ex is None:  # looked up on first use: an older library lacks it
+            self._forward_ex = _capi.function("ft_forward_ex:bytes")
+        status = self._forward_ex(self._live(), args, stream)
+        if status != _capi.FT_OK:
+            raise _capi.error(status, what)
+
+    def workspace_bytes(self, layout, problem, what="flashtune.attention"):
+        """Device bytes ft_forward_ex needs as workspace for a call of `layout` and `problem`
+        (the 8-tuple of _capi.pack_attention_args), from ft_workspace_size. The answer depends on
+        these alone, so it is kept: a later call of the same shape asks the library nothing."""
+        key = (layout, problem)
+        size = self._workspace_sizes.get(key)
+        if size is None:
+            out = ctypes.c_int64()
+            args = _capi.pack_attention_args(layout, problem)
+            _capi.check(_capi.function("ft_workspace_size:bytes")(self._live(), args, ctypes.byref(out)), what)
+            size = self._workspace_sizes[key] = out.value
+        return size
 
     def backward_workspace_bytes(self, problem):
         """Device bytes the backward pass of `problem` needs as workspace (ft_backward_workspace_bytes)."""

@@ -2,8 +2,9 @@
 with torch.compile(fullgraph=True) on meta tensors, the checks made in Python, autograd through
 the backward op's fake implementation.
 
-Needs torch (skipped without it, so CI, which has no torch, skips it; run by hand with torch
-installed, and on the GPU machine by the Python round). The GPU half is bench/python_op.py.
+Needs torch (skipped without it); ctest runs it in a virtual environment with torch from PyPI
+(tests/python/torch_test.sh), and the GPU machine's Python round runs it too. The GPU half is
+bench/python_op.py.
 Run: PYTHONPATH=python python3 tests/python/ops_test.py  (or with the package installed).
 """
 import unittest

@@ -63,6 +63,8 @@ class Installed(unittest.TestCase):
             pass
         with self.assertRaisesRegex(ImportError, "flashtune.attention needs PyTorch"):
             flashtune.attention  # noqa: B018
+        with self.assertRaisesRegex(ImportError, "flashtune.attention_with_kvcache needs PyTorch"):
+            flashtune.attention_with_kvcache  # noqa: B018
 
 
 class CAbi(unittest.TestCase):
@@ -88,6 +90,44 @@ class CAbi(unittest.TestCase):
         packed = _capi.FORWARD_ARGS.pack(*values.values(), 0.125, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000,
                                          *[x for s in strides for x in s])
         self.assertEqual(packed, ctypes.string_at(ctypes.addressof(c), ctypes.sizeof(c)))
+
+    def test_attention_args_pack_like_the_c_struct(self):
+        # The layouts' hot path packs ft_attention_args with struct; byte for byte the ctypes mirror.
+        problem = (1, 64, 1, 3, 16, 4096, 32, 8)
+        fields = dict(softmax_scale=0.25, q=0x1000, k=0x2000, v=0x3000, o=0x4000, lse=0x5000,
+                      q_strides=(11, 12, 13), k_strides=(21, 22, 23), v_strides=(31, 32, 33), o_strides=(41, 42, 43),
+                      seqlens_k=0x6000, block_table=0x7000, block_table_stride=300, max_blocks_per_seq=256,
+                      num_blocks=999, block_size=16, cu_seqlens_q=0x8000, cu_seqlens_k=0x9000, total_q=48,
+                      total_k=12288, workspace=0xa000, workspace_bytes=4096, decode_seqs=2, decode_max_seqlen_q=4)
+        c = _capi.AttentionArgs.make("paged", _capi.Problem(*problem), **fields)
+        packed = _capi.pack_attention_args("paged", problem, **fields)
+        self.assertEqual(packed, ctypes.string_at(ctypes.addressof(c), ctypes.sizeof(c)))
+        self.assertEqual(_capi.pack_attention_args("varlen", problem),
+                         bytes(_capi.AttentionArgs.make("varlen", _capi.Problem(*problem))))
+        with self.assertRaisesRegex(TypeError, "unknown field.*blocksize"):
+            _capi.pack_attention_args("paged", problem, blocksize=16)
+
+    def test_workspace_of_a_split_decode_is_asked_once_per_shape(self):
+        decode = (2, 128, 0, 1, 1, 32768, 32, 8)
+        size = self.rt.workspace_bytes("paged", decode)
+        self.assertGreater(size, 0)  # one sequence of 32k keys: the decode kernel splits them
+        self.assertEqual(self.rt.workspace_bytes("dense", (2, 128, 0, 8, 4096, 4096, 32, 8)), 0)  # prefill
+        self.assertEqual(self.rt._workspace_sizes[("paged", decode)], size)
+        self.rt._workspace_sizes[("paged", decode)] = 12345  # kept: the library is not asked again
+        self.assertEqual(self.rt.workspace_bytes("paged", decode), 12345)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "decode call: .*head_dim"):
+            self.rt.workspace_bytes("paged", (2, 100, 0, 1, 1, 4096, 32, 8), "decode call")
+
+    def test_bad_layout_arguments_launch_nothing(self):
+        # ft_forward_ex through the bytes entry: the library's checks name the field.
+        problem = (2, 128, 0, 2, 1, 4096, 32, 8)
+        args = _capi.pack_attention_args("paged", problem, q=256, k=512, v=768, o=1024, seqlens_k=2048,
+                                         q_strides=(4096, 4096, 128), k_strides=(16 * 1024, 1024, 128),
+                                         v_strides=(16 * 1024, 1024, 128), o_strides=(4096, 4096, 128),
+                                         block_table=4096, block_table_stride=256, max_blocks_per_seq=256,
+                                         num_blocks=512, block_size=12)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "decode step: invalid_argument: .*block_size"):
+            self.rt.forward_ex_packed(args, 0, "decode step")
 
     def test_plan_without_a_gpu_is_the_default_tile(self):
         plan = self.rt.plan(flashtune.Problem("bf16", 128, batch=2, seqlen_q=1024, heads_q=16, causal=True))

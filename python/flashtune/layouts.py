@@ -1,0 +1,334 @@
+"""flashtune.attention_varlen and flashtune.attention_with_kvcache: the packed (varlen) and the
+K/V-cache (dense with lengths, paged) layouts as PyTorch custom ops, over ft_forward_ex.
+
+attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
+                 softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0,
+                 runtime=None)
+  flash_attn_varlen_func's layout: q [total_q, Hq, D], k/v [total_k, Hkv, D], sequence b at rows
+  [cu_seqlens[b], cu_seqlens[b+1]) (int32 CUDA tensors [B + 1]); max_seqlen_* the longest
+  sequences (ints). Causal aligns bottom-right per sequence; a sequence may have no rows. A mixed
+  prefill + decode batch whose decode sequences come first names them: decode_seqs sequences
+  with at most decode_max_seqlen_q (1..16) queries each run on the decode kernel. Returns o
+  (torch.empty_like(q)), and with return_lse also lse float32 [Hq, total_q].
+
+attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
+                       softmax_scale=None, return_lse=False, max_seqlen_k=None, runtime=None)
+  flash_attn_with_kvcache's call without the append (the engine writes new K/V into its cache
+  first, as vLLM's reshape_and_cache does): q [B, Nq, Hq, D] (decode: Nq 1..16).
+  - Dense cache: k_cache/v_cache [B, Nk, Hkv, D]; cache_seqlens an int32 CUDA tensor [B] (keys of
+    each sequence), an int (every sequence has that many: the cache's first keys), or None (Nk).
+  - Paged cache (vLLM's layout): block_table an int32 CUDA tensor [B, max_blocks] of page
+    indexes into k_cache/v_cache [num_blocks, block_size, Hkv, D] (block_size a power of two
+    up to 256); cache_seqlens required, a tensor.
+  max_seqlen_k (optional): the longest sequence in the call, which picks the tuned bucket and
+  bounds the split of the keys (default: what the cache can hold); longer lengths read as it.
+  Causal aligns bottom-right per sequence (query i of n_q sees keys j <= i + len - n_q). Returns o
+  (torch.empty_like(q)), and with return_lse also lse float32 [B, Hq, Nq].
+
+Both take the dtypes, strides and GQA/MQA rules of flashtune.attention (ops.py); the index tensors
+must be int32, contiguous (block_table: rows of contiguous entries) and on q's device. Errors are
+InvalidArgument naming the argument, from the checks below or from the C ABI, and nothing is
+launched. The workspace a call needs (when the decode kernel splits its keys) comes from torch's
+caching allocator per call, sized by ft_workspace_size once per shape: the call allocates nothing
+else, never synchronises and can be captured in a CUDA graph once its kernel is loaded (call it
+once first). The device-side tables are trusted as the C ABI describes: a bad table gives a wrong
+answer, never an access outside the tensors.
+
+Registered ops, each with a fake implementation (torch.compile(fullgraph=True) traces them):
+torch.ops.flashtune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+max_seqlen_k, causal, softmax_scale, return_lse, decode_seqs, decode_max_seqlen_q, runtime) and
+torch.ops.flashtune.attention_kvcache(q, k_cache, v_cache, cache_seqlens?, block_table?,
+max_seqlen_k, causal, softmax_scale, return_lse, runtime), each -> (o, lse); lse has no elements
+when return_lse is false; softmax_scale 0 means 1/sqrt(D); runtime 0 the default runtime. There is
+no backward pass for these layouts (the library's serves dense calls): a gradient through them
+raises NotImplementedError.
+
+Thread safety: as flashtune.attention: calls from many threads are safe.
+"""
+from typing import Optional
+
+import torch
+
+from . import _capi, _runtime
+from .ops import _DTYPE_CODES, _eager_fast, _raw_stream, _scale
+
+_invalid = _runtime.invalid
+_pack = _capi.pack_attention_args
+
+
+def _check_qkv(q, k, v, rank, names):
+    """dtype code of q/k/v after the checks the C ABI cannot make: rank, k and v alike, head_dim,
+    dtype and device shared, CUDA, last dim contiguous."""
+    qn, kn, vn = names
+    for name, t in ((qn, q), (kn, k), (vn, v)):
+        if t.dim() != rank:
+            dims = "[total, heads, head_dim]" if rank == 3 else "[batch, seqlen, heads, head_dim]"
+            raise _invalid(f"{name}: must be {rank}-D {dims}; got shape {tuple(t.shape)}")
+    if k.shape != v.shape:
+        raise _invalid(f"{vn}: shape {tuple(v.shape)} differs from {kn}'s {tuple(k.shape)}")
+    if k.shape[-1] != q.shape[-1]:
+        raise _invalid(f"{kn}: head_dim (last dim) {k.shape[-1]} differs from {qn}'s {q.shape[-1]}")
+    code = _DTYPE_CODES.get(q.dtype)
+    if code is None:
+        raise _invalid(f"{qn}.dtype: {q.dtype} is not supported; allowed: torch.float16, torch.bfloat16")
+    for name, t in ((kn, k), (vn, v)):
+        if t.dtype != q.dtype:
+            raise _invalid(f"{name}.dtype: {t.dtype} differs from {qn}.dtype {q.dtype}")
+        if t.device != q.device:
+            raise _invalid(f"{name}.device: {t.device} differs from {qn}.device {q.device}")
+    if not (q.is_cuda or q.is_meta):  # meta: shapes only (the fake implementation)
+        raise _invalid(f"{qn}.device: {q.device}; flashtune runs on CUDA tensors")
+    for name, t in ((qn, q), (kn, k), (vn, v)):
+        if t.stride(-1) != 1:
+            raise _invalid(f"{name}.stride({rank - 1}): {t.stride(-1)}; the last dim must be contiguous (stride 1): "
+                           f"pass {name}.contiguous()")
+    return code
+
+
+def _check_index(name, t, shape, device):
+    """An int32 index tensor of `shape` on `device` whose rows are contiguous."""
+    if not isinstance(t, torch.Tensor):
+        raise _invalid(f"{name}: must be an int32 tensor; got {type(t).__name__}")
+    if t.dtype != torch.int32:
+        raise _invalid(f"{name}.dtype: {t.dtype}; must be torch.int32")
+    if tuple(t.shape) != tuple(shape):
+        raise _invalid(f"{name}: shape {tuple(t.shape)}; must be {tuple(shape)}")
+    if t.device != device:
+        raise _invalid(f"{name}.device: {t.device} differs from q.device {device}")
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise _invalid(f"{name}.stride({t.dim() - 1}): {t.stride(-1)}; must be 1 (pass {name}.contiguous())")
+
+
+def _count(name, value, low):
+    """An int argument (a Python int or a traced SymInt) of at least `low`."""
+    if isinstance(value, bool) or not isinstance(value, (int, torch.SymInt)):
+        raise _invalid(f"{name}: must be an int; got {type(value).__name__}")
+    if value < low:
+        raise _invalid(f"{name}: {value}; must be >= {low}")
+    return value
+
+
+def _address(t):
+    return t.data_ptr()
+
+
+def _no_address(t):
+    return 0  # fake and meta tensors have no storage
+
+
+def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr=_address):
+    """(problem 8-tuple, the pack's fields but o/lse/workspace) of attention_varlen, checked;
+    pointers through `ptr`."""
+    code = _check_qkv(q, k, v, 3, "qkv")
+    if not isinstance(cu_q, torch.Tensor) or cu_q.dim() != 1 or cu_q.shape[0] < 2:
+        raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got "
+                       f"{tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__}")
+    batch = cu_q.shape[0] - 1
+    _check_index("cu_seqlens_q", cu_q, (batch + 1,), q.device)
+    _check_index("cu_seqlens_k", cu_k, (batch + 1,), q.device)
+    _count("max_seqlen_q", max_q, 1)
+    _count("max_seqlen_k", max_k, 1)
+    _count("decode_seqs", decode_seqs, 0)
+    _count("decode_max_seqlen_q", decode_max_q, 0)
+    problem = (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k.shape[1])
+    qs, ks, vs = q.stride(), k.stride(), v.stride()
+    fields = dict(softmax_scale=scale, q=ptr(q), k=ptr(k), v=ptr(v),
+                  q_strides=(0, qs[0], qs[1]), k_strides=(0, ks[0], ks[1]), v_strides=(0, vs[0], vs[1]),
+                  cu_seqlens_q=ptr(cu_q), cu_seqlens_k=ptr(cu_k), total_q=q.shape[0],
+                  total_k=k.shape[0], decode_seqs=decode_seqs, decode_max_seqlen_q=decode_max_q)
+    return problem, fields
+
+
+def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, ptr=_address):
+    """(layout, problem 8-tuple, the pack's fields but o/lse/workspace) of attention_with_kvcache,
+    checked; max_k 0 means what the cache holds; pointers through `ptr`."""
+    code = _check_qkv(q, k_cache, v_cache, 4, ("q", "k_cache", "v_cache"))
+    batch, nq, hq, d = q.shape
+    _count("max_seqlen_k", max_k, 0)
+    ks, vs = k_cache.stride(), v_cache.stride()
+    fields = dict(softmax_scale=scale, q=ptr(q), k=ptr(k_cache), v=ptr(v_cache),
+                  q_strides=q.stride()[:3], k_strides=ks[:3], v_strides=vs[:3])
+    if block_table is None:
+        if k_cache.shape[0] != batch:
+            raise _invalid(f"k_cache: batch (dim 0) {k_cache.shape[0]} differs from q's {batch} (a paged cache "
+                           "needs block_table)")
+        holds = k_cache.shape[1]
+        if cache_seqlens is not None:
+            _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
+            fields["seqlens_k"] = ptr(cache_seqlens)
+        elif max_k not in (0, holds):  # no lengths: every sequence has all the cache's keys
+            raise _invalid(f"max_seqlen_k: {max_k}; without cache_seqlens every sequence has the cache's {holds} "
+                           "keys (k_cache.shape[1])")
+        layout = "dense"
+        if max_k > holds:
+            raise _invalid(f"max_seqlen_k: {max_k}; the cache holds {holds} keys a sequence (k_cache.shape[1])")
+    else:
+        if cache_seqlens is None:
+            raise _invalid("cache_seqlens: required with block_table (an int32 tensor [batch]: keys per sequence)")
+        if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
+            got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
+            raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
+        _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
+        _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
+        num_blocks, block_size = k_cache.shape[0], k_cache.shape[1]
+        max_blocks = block_table.shape[1]
+        holds = max_blocks * block_size
+        if max_k > holds:
+            raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {holds} keys a sequence "
+                           f"({max_blocks} pages of {block_size})")
+        layout = "paged"
+        fields.update(seqlens_k=ptr(cache_seqlens), block_table=ptr(block_table),
+                      block_table_stride=block_table.stride(0) if batch > 1 else max_blocks,  # one row: any
+                      max_blocks_per_seq=max_blocks, num_blocks=num_blocks, block_size=block_size)
+    problem = (code, d, int(causal), batch, nq, max_k or holds, hq, k_cache.shape[2])
+    return layout, problem, fields
+
+
+def _o_strides(layout, o):
+    s = o.stride()
+    return (0, s[0], s[1]) if layout == "varlen" else s[:3]
+
+
+def _launch(runtime, device, layout, problem, fields, o, lse, what):
+    """ft_forward_ex of one call into o (and lse), with its workspace, on the current stream of
+    `device`."""
+    rt = runtime if isinstance(runtime, _runtime.Runtime) else _runtime.runtime_by_id(runtime)
+    ws = rt.workspace_bytes(layout, problem, what)
+    workspace = None
+    if ws > 0:  # torch's caching allocator, stream-ordered: freed after the launch, reused in order
+        workspace = torch.empty(ws, dtype=torch.uint8, device=device)
+    args = _pack(layout, problem, o=o.data_ptr(), lse=0 if lse is None else lse.data_ptr(),
+                 o_strides=_o_strides(layout, o), workspace=0 if workspace is None else workspace.data_ptr(),
+                 workspace_bytes=ws, **fields)
+    index = device.index
+    if index == torch.cuda.current_device():
+        rt.forward_ex_packed(args, _raw_stream(index), what)
+    else:  # the runtime launches in the calling thread's current context: make it q's device's
+        with torch.cuda.device(index):
+            rt.forward_ex_packed(args, _raw_stream(index), what)
+
+
+def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime):
+    problem, fields = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
+    o = torch.empty_like(q)
+    lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
+    _launch(runtime, q.device, "varlen", problem, fields, o, lse, "flashtune.attention_varlen")
+    return o, lse
+
+
+def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime):
+    layout, problem, fields = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale)
+    o = torch.empty_like(q)
+    lse = None
+    if return_lse:
+        lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+    _launch(runtime, q.device, layout, problem, fields, o, lse, "flashtune.attention_with_kvcache")
+    return o, lse
+
+
+def _no_lse(q):
+    return q.new_empty((0,), dtype=torch.float32)
+
+
+@torch.library.custom_op("flashtune::attention_varlen", mutates_args=())
+def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+               cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, softmax_scale: float,
+               return_lse: bool, decode_seqs: int, decode_max_seqlen_q: int,
+               runtime: int) -> tuple[torch.Tensor, torch.Tensor]:
+    o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,
+                     return_lse, decode_seqs, decode_max_seqlen_q, runtime)
+    return o, _no_lse(q) if lse is None else lse
+
+
+@_varlen_op.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
+      decode_seqs, decode_max_seqlen_q, runtime):
+    _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, decode_seqs,
+                 decode_max_seqlen_q, _no_address)
+    lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32) if return_lse else _no_lse(q)
+    return torch.empty_like(q), lse
+
+
+@torch.library.custom_op("flashtune::attention_kvcache", mutates_args=())
+def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: Optional[torch.Tensor],
+                block_table: Optional[torch.Tensor], max_seqlen_k: int, causal: bool, softmax_scale: float,
+                return_lse: bool, runtime: int) -> tuple[torch.Tensor, torch.Tensor]:
+    o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale,
+                      return_lse, runtime)
+    return o, _no_lse(q) if lse is None else lse
+
+
+@_kvcache_op.register_fake
+def _(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, return_lse, runtime):
+    _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, _no_address)
+    lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32) if return_lse else _no_lse(q)
+    return torch.empty_like(q), lse
+
+
+def _no_backward(ctx, *grads):
+    raise NotImplementedError("flashtune: attention_varlen and attention_with_kvcache have no backward pass (the "
+                              "library's serves the dense layout: flashtune.attention)")
+
+
+def _setup_nothing(ctx, inputs, output):
+    pass  # nothing to save: backward only raises
+
+
+_varlen_op.register_autograd(_no_backward, setup_context=_setup_nothing)
+_kvcache_op.register_autograd(_no_backward, setup_context=_setup_nothing)
+
+
+def _direct(*tensors):
+    """Whether a call may skip the dispatcher (ops._eager_fast's rule, over every tensor)."""
+    return not torch.compiler.is_compiling() and _eager_fast(*tensors[:3]) and all(
+        t is None or type(t) is torch.Tensor for t in tensors[3:])
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
+                     softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, runtime=None):
+    """Attention over a packed batch of sequences (flash_attn_varlen_func's layout; see the
+    module docstring): o [total_q, Hq, D], or (o, lse [Hq, total_q]).
+    runtime: a flashtune.Runtime, None for the default one."""
+    scale = _scale(softmax_scale)
+    causal, return_lse = bool(causal), bool(return_lse)
+    if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k):
+        o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse,
+                         decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0)
+    else:
+        _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
+        _count("max_seqlen_k", max_seqlen_k, 1)
+        _count("decode_seqs", decode_seqs, 0)
+        _count("decode_max_seqlen_q", decode_max_seqlen_q, 0)
+        o, lse = torch.ops.flashtune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                                      causal, scale, return_lse, decode_seqs, decode_max_seqlen_q,
+                                                      0 if runtime is None else runtime.id)
+    return (o, lse) if return_lse else o
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
+                           softmax_scale=None, return_lse=False, max_seqlen_k=None, runtime=None):
+    """Attention of new queries over a K/V cache, dense or paged (flash_attn_with_kvcache without
+    the append; see the module docstring): o [B, Nq, Hq, D], or (o, lse [B, Hq, Nq]).
+    runtime: a flashtune.Runtime, None for the default one."""
+    scale = _scale(softmax_scale)
+    causal, return_lse = bool(causal), bool(return_lse)
+    max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
+    if not isinstance(cache_seqlens, torch.Tensor) and cache_seqlens is not None:
+        # An int: every sequence holds that many keys, the cache's first ones (a view, no copy).
+        n = _count("cache_seqlens", cache_seqlens, 0)
+        if block_table is not None:
+            raise _invalid(f"cache_seqlens: {n}; with block_table it must be an int32 tensor [batch]")
+        if k_cache.dim() == 4 and n > k_cache.shape[1]:
+            raise _invalid(f"cache_seqlens: {n}; the cache holds {k_cache.shape[1]} keys a sequence (k_cache.shape[1])")
+        if n == 0:
+            raise _invalid("cache_seqlens: 0; pass a tensor of zeros for sequences without keys")
+        if max_k not in (0, n):
+            raise _invalid(f"max_seqlen_k: {max_k}; cache_seqlens {n} gives every sequence {n} keys")
+        k_cache, v_cache, cache_seqlens = k_cache[:, :n], v_cache[:, :n], None
+    if _direct(q, k_cache, v_cache, cache_seqlens, block_table):
+        o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
+                          runtime if runtime is not None else 0)
+    else:
+        o, lse = torch.ops.flashtune.attention_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal,
+                                                       scale, return_lse, 0 if runtime is None else runtime.id)
+    return (o, lse) if return_lse else o

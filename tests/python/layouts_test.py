@@ -1,0 +1,243 @@
+"""flashtune.attention_varlen and flashtune.attention_with_kvcache without a GPU: what each call
+packs into ft_attention_args (decoded back field by field), the checks made in Python, the custom
+ops' fake implementations and tracing with torch.compile(fullgraph=True), and the refused backward.
+
+Needs torch (skipped without it); ctest runs it in a virtual environment with torch from PyPI
+(tests/python/torch_test.sh). The GPU half, against a float64 reference, is
+tests/python/layouts_gpu_test.py.
+Run: PYTHONPATH=python FLASHTUNE_LIB=build/libflashtune.so python3 tests/python/layouts_test.py
+"""
+import unittest
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+if torch is not None:
+    import flashtune
+    from flashtune import _capi, layouts
+
+
+def meta(*shape, dtype=None):
+    return torch.empty(*shape, dtype=dtype or torch.bfloat16, device="meta")
+
+
+def index(*shape):
+    return torch.empty(*shape, dtype=torch.int32, device="meta")
+
+
+def unpack(layout, problem, fields):
+    """The ft_attention_args a call packs, as a dict of its fields (strides as tuples)."""
+    values = iter(_capi.ATTENTION_ARGS.unpack(_capi.pack_attention_args(layout, problem, **fields)))
+    out = {}
+    for name in _capi.ATTENTION_FIELDS:
+        out[name] = tuple(next(values) for _ in range(3)) if name.endswith("_strides") else next(values)
+    return out
+
+
+class Addresses:
+    """A fake address per tensor (meta tensors have none), to see which tensor went where."""
+
+    def __init__(self, **named):
+        self.by_id = {id(t): 0x1000 * (i + 1) for i, t in enumerate(named.values())}
+        self.of = {name: 0x1000 * (i + 1) for i, name in enumerate(named)}
+
+    def __call__(self, t):
+        return self.by_id[id(t)]
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class Packing(unittest.TestCase):
+    def test_varlen_packs_rows_offsets_and_longest_sequences(self):
+        q, k, v = meta(300, 32, 128), meta(5000, 8, 128), meta(5000, 8, 128)
+        cu_q, cu_k = index(4), index(4)
+        addr = Addresses(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k)
+        problem, fields = layouts._varlen_args(q, k, v, cu_q, cu_k, 200, 4097, True, 0.0, 1, 1, addr)
+        a = unpack("varlen", problem, fields)
+        self.assertEqual(a["layout"], _capi.LAYOUTS["varlen"])
+        self.assertEqual((a["dtype"], a["head_dim"], a["causal"], a["batch"], a["seqlen_q"], a["seqlen_k"],
+                          a["heads_q"], a["heads_kv"]), (_capi.DTYPES["bf16"], 128, 1, 3, 200, 4097, 32, 8))
+        self.assertEqual((a["q_strides"], a["k_strides"]), ((0, 32 * 128, 128), (0, 8 * 128, 128)))
+        self.assertEqual((a["total_q"], a["total_k"]), (300, 5000))
+        self.assertEqual((a["q"], a["k"], a["v"], a["cu_seqlens_q"], a["cu_seqlens_k"]),
+                         tuple(addr.of[n] for n in ("q", "k", "v", "cu_q", "cu_k")))
+        self.assertEqual((a["decode_seqs"], a["decode_max_seqlen_q"]), (1, 1))
+        self.assertEqual((a["seqlens_k"], a["block_table"], a["block_size"]), (0, 0, 0))
+
+    def test_varlen_of_a_packed_qkv_keeps_its_strides(self):
+        qkv = meta(100, 3, 16, 64)  # [total, 3, H, D]: q, k, v are views with a row pitch of 3 * H * D
+        q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+        problem, fields = layouts._varlen_args(q, k, v, index(3), index(3), 60, 60, False, 0.5, 0, 0,
+                                               layouts._no_address)
+        a = unpack("varlen", problem, fields)
+        self.assertEqual(a["q_strides"], (0, 3 * 16 * 64, 64))
+        self.assertEqual(a["v_strides"], (0, 3 * 16 * 64, 64))
+        self.assertEqual(a["softmax_scale"], 0.5)
+
+    def test_paged_packs_the_table_pages_and_lengths(self):
+        q = meta(4, 1, 32, 128)
+        k_cache, v_cache = meta(1000, 16, 8, 128), meta(1000, 16, 8, 128)
+        table = index(4, 300)[:, :256]  # a wider table's first columns: its row pitch stays 300
+        lens = index(4)
+        addr = Addresses(q=q, k=k_cache, v=v_cache, lens=lens, table=table)
+        layout, problem, fields = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 0, False, 0.0, addr)
+        self.assertEqual(layout, "paged")
+        a = unpack(layout, problem, fields)
+        self.assertEqual((a["batch"], a["seqlen_q"], a["seqlen_k"], a["heads_q"], a["heads_kv"]), (4, 1, 256 * 16, 32, 8))
+        self.assertEqual((a["block_table_stride"], a["max_blocks_per_seq"], a["num_blocks"], a["block_size"]),
+                         (300, 256, 1000, 16))
+        self.assertEqual(a["k_strides"], (16 * 8 * 128, 8 * 128, 128))
+        self.assertEqual((a["seqlens_k"], a["block_table"]), (addr.of["lens"], addr.of["table"]))
+        # The call's longest sequence, when given, is the problem's (its bucket and its splits).
+        _, problem, _ = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 1500, True, 0.0, addr)
+        self.assertEqual((problem[2], problem[5]), (1, 1500))
+
+    def test_dense_cache_with_lengths(self):
+        q, k_cache = meta(2, 4, 16, 64), meta(2, 8192, 2, 64)
+        lens = index(2)
+        addr = Addresses(q=q, k=k_cache, lens=lens)
+        layout, problem, fields = layouts._kvcache_args(q, k_cache, k_cache, lens, None, 0, True, 0.0, addr)
+        a = unpack(layout, problem, fields)
+        self.assertEqual((layout, a["seqlen_q"], a["seqlen_k"], a["seqlens_k"]), ("dense", 4, 8192, addr.of["lens"]))
+        self.assertEqual(a["k_strides"], (8192 * 2 * 64, 2 * 64, 64))
+        layout, problem, fields = layouts._kvcache_args(q, k_cache, k_cache, None, None, 0, True, 0.0, addr)
+        self.assertEqual(unpack(layout, problem, fields)["seqlens_k"], 0)  # no lengths: every key counts
+
+    def test_an_int_length_is_a_view_of_the_caches_first_keys(self):
+        seen = []
+        real = layouts._kvcache_args
+
+        def spy(q, k_cache, v_cache, cache_seqlens, block_table, *rest):
+            seen.append((tuple(k_cache.shape), k_cache.stride(), cache_seqlens, rest[0]))
+            return real(q, k_cache, v_cache, cache_seqlens, block_table, *rest)
+
+        layouts._kvcache_args = spy
+        try:
+            k_cache = meta(2, 8192, 2, 64)
+            flashtune.attention_with_kvcache(meta(2, 1, 16, 64), k_cache, k_cache, 1000)
+        finally:
+            layouts._kvcache_args = real
+        self.assertEqual(seen, [((2, 1000, 2, 64), k_cache.stride(), None, 0)])
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class Checks(unittest.TestCase):
+    def assert_invalid(self, needle, fn, *args, **kwargs):
+        with self.assertRaises(flashtune.InvalidArgument) as cm:
+            fn(*args, **kwargs)
+        self.assertIn(needle, str(cm.exception))
+        self.assertIsInstance(cm.exception, ValueError)
+
+    def test_bad_varlen_arguments_are_named(self):
+        f = flashtune.attention_varlen
+        q, k, cu = meta(100, 8, 64), meta(200, 2, 64), index(3)
+        self.assert_invalid("q: must be 3-D [total, heads, head_dim]", f, meta(1, 100, 8, 64), k, k, cu, cu, 60, 60)
+        self.assert_invalid("v: shape (100, 2, 64) differs from k's (200, 2, 64)", f, q, k, meta(100, 2, 64), cu, cu, 60, 60)
+        self.assert_invalid("k: head_dim (last dim) 128 differs from q's 64", f, q, meta(200, 2, 128),
+                            meta(200, 2, 128), cu, cu, 60, 60)
+        self.assert_invalid("cu_seqlens_q.dtype: torch.int64; must be torch.int32", f, q, k, k,
+                            torch.empty(3, dtype=torch.int64, device="meta"), cu, 60, 60)
+        self.assert_invalid("cu_seqlens_k: shape (4,); must be (3,)", f, q, k, k, cu, index(4), 60, 60)
+        self.assert_invalid("cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1", f, q, k, k, index(1),
+                            index(1), 60, 60)
+        self.assert_invalid("cu_seqlens_k.device: cpu differs from q.device meta", f, q, k, k, cu,
+                            torch.zeros(3, dtype=torch.int32), 60, 60)
+        self.assert_invalid("max_seqlen_q: 0; must be >= 1", f, q, k, k, cu, cu, 0, 60)
+        self.assert_invalid("max_seqlen_k: must be an int; got float", f, q, k, k, cu, cu, 60, 60.0)
+        self.assert_invalid("decode_seqs: -1; must be >= 0", f, q, k, k, cu, cu, 60, 60, decode_seqs=-1)
+        self.assert_invalid("softmax_scale: -1.0", f, q, k, k, cu, cu, 60, 60, softmax_scale=-1.0)
+        cpu = torch.empty(100, 8, 64, dtype=torch.float16)
+        self.assert_invalid("q.device: cpu; flashtune runs on CUDA tensors", f, cpu, cpu, cpu, cu, cu, 60, 60)
+        self.assert_invalid("q.dtype: torch.float32 is not supported", f, meta(100, 8, 64, dtype=torch.float32),
+                            k, k, cu, cu, 60, 60)
+        self.assert_invalid("k.stride(2): 2; the last dim must be contiguous", f, q, meta(200, 64, 2).transpose(1, 2),
+                            k, cu, cu, 60, 60)
+
+    def test_bad_cache_arguments_are_named(self):
+        f = flashtune.attention_with_kvcache
+        q, pages, lens, table = meta(2, 1, 16, 64), meta(64, 16, 2, 64), index(2), index(2, 8)
+        self.assert_invalid("cache_seqlens: required with block_table", f, q, pages, pages, None, table)
+        self.assert_invalid("cache_seqlens: 5; with block_table it must be an int32 tensor", f, q, pages, pages, 5, table)
+        self.assert_invalid("block_table.dtype: torch.int64; must be torch.int32", f, q, pages, pages, lens,
+                            torch.empty(2, 8, dtype=torch.int64, device="meta"))
+        self.assert_invalid("block_table: shape (3, 8); must be (2, 8)", f, q, pages, pages, lens, index(3, 8))
+        self.assert_invalid("block_table: must be an int32 tensor [batch, max_blocks]", f, q, pages, pages, lens, index(16))
+        self.assert_invalid("block_table.stride(1): 2; must be 1", f, q, pages, pages, lens, index(2, 16)[:, ::2])
+        self.assert_invalid("cache_seqlens: shape (3,); must be (2,)", f, q, pages, pages, index(3), table)
+        self.assert_invalid("max_seqlen_k: 200; block_table holds 128 keys a sequence (8 pages of 16)", f, q, pages,
+                            pages, lens, table, max_seqlen_k=200)
+        dense = meta(2, 4096, 2, 64)
+        self.assert_invalid("k_cache: batch (dim 0) 64 differs from q's 2 (a paged cache needs block_table)", f, q,
+                            pages, pages, lens)
+        self.assert_invalid("cache_seqlens: 5000; the cache holds 4096 keys a sequence", f, q, dense, dense, 5000)
+        self.assert_invalid("cache_seqlens: 0; pass a tensor of zeros", f, q, dense, dense, 0)
+        self.assert_invalid("max_seqlen_k: 8000; the cache holds 4096 keys a sequence", f, q, dense, dense, lens,
+                            max_seqlen_k=8000)
+        self.assert_invalid("max_seqlen_k: 1000; without cache_seqlens every sequence has the cache's 4096 keys", f, q,
+                            dense, dense, max_seqlen_k=1000)
+        self.assert_invalid("max_seqlen_k: 1000; cache_seqlens 2000 gives every sequence 2000 keys", f, q, dense, dense,
+                            2000, max_seqlen_k=1000)
+        self.assert_invalid("k_cache: must be 4-D [batch, seqlen, heads, head_dim]", f, q, meta(4096, 2, 64),
+                            meta(4096, 2, 64))
+        self.assert_invalid("v_cache.dtype: torch.float16 differs from q.dtype torch.bfloat16", f, q, dense,
+                            meta(2, 4096, 2, 64, dtype=torch.float16))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class Ops(unittest.TestCase):
+    def test_fake_outputs_have_the_layouts_shapes(self):
+        q, k = meta(300, 32, 128), meta(5000, 8, 128)
+        o, lse = flashtune.attention_varlen(q, k, k, index(4), index(4), 200, 4097, causal=True, return_lse=True)
+        self.assertEqual((o.shape, o.dtype, lse.shape, lse.dtype), (q.shape, q.dtype, (32, 300), torch.float32))
+        self.assertEqual(flashtune.attention_varlen(q, k, k, index(4), index(4), 200, 4097).shape, q.shape)
+        q = meta(4, 2, 32, 128)
+        pages = meta(1000, 16, 8, 128)
+        o, lse = flashtune.attention_with_kvcache(q, pages, pages, index(4), index(4, 64), return_lse=True)
+        self.assertEqual((o.shape, lse.shape), (q.shape, (4, 32, 2)))
+        # The ops themselves: lse has no elements unless asked for.
+        o, lse = torch.ops.flashtune.attention_kvcache(q, pages, pages, index(4), index(4, 64), 0, False, 0.0, False, 0)
+        self.assertEqual((o.shape, lse.numel()), (q.shape, 0))
+
+    def test_compile_traces_both_layouts_without_graph_breaks(self):
+        def step(q, k_cache, v_cache, lens, table, qp, kp, cu):
+            o = flashtune.attention_with_kvcache(q, k_cache, v_cache, lens, table, causal=True)
+            p = flashtune.attention_varlen(qp, kp, kp, cu, cu, 128, 128, causal=True)
+            return o.float() * 2, p.float()
+
+        for backend in ("eager", "aot_eager"):
+            fn = torch.compile(step, fullgraph=True, backend=backend)
+            pages = meta(256, 16, 2, 64)
+            o, p = fn(meta(3, 1, 8, 64), pages, pages, index(3), index(3, 32), meta(200, 8, 64), meta(200, 8, 64), index(4))
+            self.assertEqual((o.shape, o.dtype, p.shape), ((3, 1, 8, 64), torch.float32, (200, 8, 64)))
+
+    def test_ops_are_registered_with_their_schemas(self):
+        varlen = str(torch.ops.flashtune.attention_varlen.default._schema)
+        self.assertIn("Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k", varlen)
+        kvcache = str(torch.ops.flashtune.attention_kvcache.default._schema)
+        self.assertIn("Tensor? cache_seqlens, Tensor? block_table", kvcache)
+        self.assertIn("-> (Tensor, Tensor)", kvcache)
+
+    def test_a_gradient_through_them_is_refused_by_name(self):
+        q = torch.empty(100, 8, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        o = flashtune.attention_varlen(q, q, q, index(3), index(3), 60, 60)
+        with self.assertRaisesRegex(NotImplementedError, "no backward pass"):
+            o.float().sum().backward()
+        q4 = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        o = flashtune.attention_with_kvcache(q4, meta(2, 512, 8, 64), meta(2, 512, 8, 64))
+        with self.assertRaisesRegex(NotImplementedError, "no backward pass"):
+            o.float().sum().backward()
+
+    def test_runtime_methods_take_the_same_calls(self):
+        import tempfile, os
+        with tempfile.TemporaryDirectory() as tmp:
+            with flashtune.Runtime(os.path.join(tmp, "absent.db")) as rt:
+                q, k = meta(100, 8, 64), meta(200, 2, 64)
+                self.assertEqual(rt.attention_varlen(q, k, k, index(3), index(3), 60, 120).shape, q.shape)
+                q4, kc = meta(2, 1, 8, 64), meta(2, 512, 2, 64)
+                o, lse = rt.attention_with_kvcache(q4, kc, kc, index(2), return_lse=True)
+                self.assertEqual(lse.shape, (2, 8, 1))
+
+
+if __name__ == "__main__":
+    unittest.main()
