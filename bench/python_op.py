@@ -266,12 +266,11 @@ def layout_overhead(dev):
     pages = torch.randn(128, 16, 8, 128, device=dev, dtype=torch.bfloat16)
     table = torch.randperm(128, device=dev).to(torch.int32).view(1, 128)
     lens = torch.tensor([2048], dtype=torch.int32, device=dev)
-    layout, problem, fields = layouts._kvcache_args(q, pages, pages, lens, table, 0, False, 0.0)
+    call = layouts._kvcache_args(q, pages, pages, lens, table, 0, False, 0.0)
     o = torch.empty_like(q)
-    ws = rt.workspace_bytes(layout, problem)
+    ws = rt.workspace_bytes(call.layout, call.problem)
     workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device=dev)
-    args = flashtune._capi.pack_attention_args(layout, problem, o=o.data_ptr(), o_strides=o.stride()[:3],
-                                               workspace=workspace.data_ptr(), workspace_bytes=ws, **fields)
+    args = layouts._pack_call(call, o, None, (workspace.data_ptr(), ws))
     qv = torch.randn(1024, 16, 128, device=dev, dtype=torch.bfloat16)
     cu = torch.tensor([0, 100, 1024], dtype=torch.int32, device=dev)
     paths = {

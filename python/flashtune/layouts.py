@@ -45,7 +45,7 @@ raises NotImplementedError.
 
 Thread safety: as flashtune.attention: calls from many threads are safe.
 """
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -53,7 +53,7 @@ from . import _capi, _runtime
 from .ops import _DTYPE_CODES, _eager_fast, _raw_stream, _scale
 
 _invalid = _runtime.invalid
-_pack = _capi.pack_attention_args
+_pack_positional = _capi.pack_attention_call
 
 
 def _check_qkv(q, k, v, rank, names):
@@ -116,13 +116,24 @@ def _no_address(t):
     return 0  # fake and meta tensors have no storage
 
 
+class _Call(NamedTuple):
+    """One checked call but its outputs and workspace: _capi.pack_attention_call's arguments."""
+    layout: str
+    problem: tuple   # (dtype code, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv)
+    scale: float
+    qkv: tuple       # q, k, v addresses
+    strides: tuple   # q, k, v strides (3-tuples; o's come from o)
+    paged: tuple = (0,) * 6
+    varlen: tuple = (0,) * 4
+    mixed: tuple = (0, 0)
+
+
 def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr=_address):
-    """(problem 8-tuple, the pack's fields but o/lse/workspace) of attention_varlen, checked;
-    pointers through `ptr`."""
+    """The _Call of attention_varlen, checked; addresses through `ptr`."""
     code = _check_qkv(q, k, v, 3, "qkv")
     if not isinstance(cu_q, torch.Tensor) or cu_q.dim() != 1 or cu_q.shape[0] < 2:
-        raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got "
-                       f"{tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__}")
+        got = tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__
+        raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got {got}")
     batch = cu_q.shape[0] - 1
     _check_index("cu_seqlens_q", cu_q, (batch + 1,), q.device)
     _check_index("cu_seqlens_k", cu_k, (batch + 1,), q.device)
@@ -130,77 +141,75 @@ def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, 
     _count("max_seqlen_k", max_k, 1)
     _count("decode_seqs", decode_seqs, 0)
     _count("decode_max_seqlen_q", decode_max_q, 0)
-    problem = (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k.shape[1])
     qs, ks, vs = q.stride(), k.stride(), v.stride()
-    fields = dict(softmax_scale=scale, q=ptr(q), k=ptr(k), v=ptr(v),
-                  q_strides=(0, qs[0], qs[1]), k_strides=(0, ks[0], ks[1]), v_strides=(0, vs[0], vs[1]),
-                  cu_seqlens_q=ptr(cu_q), cu_seqlens_k=ptr(cu_k), total_q=q.shape[0],
-                  total_k=k.shape[0], decode_seqs=decode_seqs, decode_max_seqlen_q=decode_max_q)
-    return problem, fields
+    return _Call("varlen", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k.shape[1]), scale,
+                 (ptr(q), ptr(k), ptr(v)), ((0, qs[0], qs[1]), (0, ks[0], ks[1]), (0, vs[0], vs[1])),
+                 varlen=(ptr(cu_q), ptr(cu_k), q.shape[0], k.shape[0]), mixed=(decode_seqs, decode_max_q))
 
 
 def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, ptr=_address):
-    """(layout, problem 8-tuple, the pack's fields but o/lse/workspace) of attention_with_kvcache,
-    checked; max_k 0 means what the cache holds; pointers through `ptr`."""
+    """The _Call of attention_with_kvcache, checked (max_k 0: what the cache holds); addresses
+    through `ptr`."""
     code = _check_qkv(q, k_cache, v_cache, 4, ("q", "k_cache", "v_cache"))
     batch, nq, hq, d = q.shape
     _count("max_seqlen_k", max_k, 0)
-    ks, vs = k_cache.stride(), v_cache.stride()
-    fields = dict(softmax_scale=scale, q=ptr(q), k=ptr(k_cache), v=ptr(v_cache),
-                  q_strides=q.stride()[:3], k_strides=ks[:3], v_strides=vs[:3])
+    qkv = (ptr(q), ptr(k_cache), ptr(v_cache))
+    strides = (q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3])
     if block_table is None:
         if k_cache.shape[0] != batch:
             raise _invalid(f"k_cache: batch (dim 0) {k_cache.shape[0]} differs from q's {batch} (a paged cache "
                            "needs block_table)")
         holds = k_cache.shape[1]
+        lengths = 0
         if cache_seqlens is not None:
             _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
-            fields["seqlens_k"] = ptr(cache_seqlens)
+            lengths = ptr(cache_seqlens)
         elif max_k not in (0, holds):  # no lengths: every sequence has all the cache's keys
             raise _invalid(f"max_seqlen_k: {max_k}; without cache_seqlens every sequence has the cache's {holds} "
                            "keys (k_cache.shape[1])")
-        layout = "dense"
         if max_k > holds:
             raise _invalid(f"max_seqlen_k: {max_k}; the cache holds {holds} keys a sequence (k_cache.shape[1])")
-    else:
-        if cache_seqlens is None:
-            raise _invalid("cache_seqlens: required with block_table (an int32 tensor [batch]: keys per sequence)")
-        if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
-            got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
-            raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
-        _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
-        _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
-        num_blocks, block_size = k_cache.shape[0], k_cache.shape[1]
-        max_blocks = block_table.shape[1]
-        holds = max_blocks * block_size
-        if max_k > holds:
-            raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {holds} keys a sequence "
-                           f"({max_blocks} pages of {block_size})")
-        layout = "paged"
-        fields.update(seqlens_k=ptr(cache_seqlens), block_table=ptr(block_table),
-                      block_table_stride=block_table.stride(0) if batch > 1 else max_blocks,  # one row: any
-                      max_blocks_per_seq=max_blocks, num_blocks=num_blocks, block_size=block_size)
+        problem = (code, d, int(causal), batch, nq, max_k or holds, hq, k_cache.shape[2])
+        return _Call("dense", problem, scale, qkv, strides, paged=(lengths, 0, 0, 0, 0, 0))
+    if cache_seqlens is None:
+        raise _invalid("cache_seqlens: required with block_table (an int32 tensor [batch]: keys per sequence)")
+    if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
+        got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
+        raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
+    _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
+    _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
+    num_blocks, block_size = k_cache.shape[0], k_cache.shape[1]
+    max_blocks = block_table.shape[1]
+    holds = max_blocks * block_size
+    if max_k > holds:
+        raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {holds} keys a sequence "
+                       f"({max_blocks} pages of {block_size})")
+    table_stride = block_table.stride(0) if batch > 1 else max_blocks  # one row: any pitch will do
     problem = (code, d, int(causal), batch, nq, max_k or holds, hq, k_cache.shape[2])
-    return layout, problem, fields
+    return _Call("paged", problem, scale, qkv, strides,
+                 paged=(ptr(cache_seqlens), ptr(block_table), table_stride, max_blocks, num_blocks, block_size))
 
 
-def _o_strides(layout, o):
+def _pack_call(call, o, lse, workspace=(0, 0)):
+    """ft_attention_args bytes of `call` into o (and lse, may be None) with `workspace` (pointer,
+    bytes)."""
     s = o.stride()
-    return (0, s[0], s[1]) if layout == "varlen" else s[:3]
+    o_strides = (0, s[0], s[1]) if call.layout == "varlen" else s[:3]
+    pointers = call.qkv + (o.data_ptr(), 0 if lse is None else lse.data_ptr())
+    return _pack_positional(call.layout, call.problem, call.scale, pointers, call.strides + (o_strides,), call.paged,
+                            call.varlen, workspace, call.mixed)
 
 
-def _launch(runtime, device, layout, problem, fields, o, lse, what):
-    """ft_forward_ex of one call into o (and lse), with its workspace, on the current stream of
-    `device`."""
+def _launch(runtime, call, o, lse, what):
+    """ft_forward_ex of one call into o (and lse), with its workspace, on the current stream of o's
+    device."""
     rt = runtime if isinstance(runtime, _runtime.Runtime) else _runtime.runtime_by_id(runtime)
-    ws = rt.workspace_bytes(layout, problem, what)
+    ws = rt.workspace_bytes(call.layout, call.problem, what)
     workspace = None
     if ws > 0:  # torch's caching allocator, stream-ordered: freed after the launch, reused in order
-        workspace = torch.empty(ws, dtype=torch.uint8, device=device)
-    args = _pack(layout, problem, o=o.data_ptr(), lse=0 if lse is None else lse.data_ptr(),
-                 o_strides=_o_strides(layout, o), workspace=0 if workspace is None else workspace.data_ptr(),
-                 workspace_bytes=ws, **fields)
-    index = device.index
+        workspace = torch.empty(ws, dtype=torch.uint8, device=o.device)
+    args = _pack_call(call, o, lse, (0, 0) if workspace is None else (workspace.data_ptr(), ws))
+    index = o.device.index
     if index == torch.cuda.current_device():
         rt.forward_ex_packed(args, _raw_stream(index), what)
     else:  # the runtime launches in the calling thread's current context: make it q's device's
@@ -209,20 +218,20 @@ def _launch(runtime, device, layout, problem, fields, o, lse, what):
 
 
 def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime):
-    problem, fields = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
+    call = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
     o = torch.empty_like(q)
     lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
-    _launch(runtime, q.device, "varlen", problem, fields, o, lse, "flashtune.attention_varlen")
+    _launch(runtime, call, o, lse, "flashtune.attention_varlen")
     return o, lse
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime):
-    layout, problem, fields = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale)
+    call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale)
     o = torch.empty_like(q)
     lse = None
     if return_lse:
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
-    _launch(runtime, q.device, layout, problem, fields, o, lse, "flashtune.attention_with_kvcache")
+    _launch(runtime, call, o, lse, "flashtune.attention_with_kvcache")
     return o, lse
 
 

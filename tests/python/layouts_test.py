@@ -27,9 +27,10 @@ def index(*shape):
     return torch.empty(*shape, dtype=torch.int32, device="meta")
 
 
-def unpack(layout, problem, fields):
-    """The ft_attention_args a call packs, as a dict of its fields (strides as tuples)."""
-    values = iter(_capi.ATTENTION_ARGS.unpack(_capi.pack_attention_args(layout, problem, **fields)))
+def unpack(call, o):
+    """The ft_attention_args a checked call packs into o (meta: address 0), as a dict of its fields
+    (strides as tuples)."""
+    values = iter(_capi.ATTENTION_ARGS.unpack(layouts._pack_call(call, o, None)))
     out = {}
     for name in _capi.ATTENTION_FIELDS:
         out[name] = tuple(next(values) for _ in range(3)) if name.endswith("_strides") else next(values)
@@ -53,12 +54,12 @@ class Packing(unittest.TestCase):
         q, k, v = meta(300, 32, 128), meta(5000, 8, 128), meta(5000, 8, 128)
         cu_q, cu_k = index(4), index(4)
         addr = Addresses(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k)
-        problem, fields = layouts._varlen_args(q, k, v, cu_q, cu_k, 200, 4097, True, 0.0, 1, 1, addr)
-        a = unpack("varlen", problem, fields)
+        a = unpack(layouts._varlen_args(q, k, v, cu_q, cu_k, 200, 4097, True, 0.0, 1, 1, addr), torch.empty_like(q))
         self.assertEqual(a["layout"], _capi.LAYOUTS["varlen"])
         self.assertEqual((a["dtype"], a["head_dim"], a["causal"], a["batch"], a["seqlen_q"], a["seqlen_k"],
                           a["heads_q"], a["heads_kv"]), (_capi.DTYPES["bf16"], 128, 1, 3, 200, 4097, 32, 8))
-        self.assertEqual((a["q_strides"], a["k_strides"]), ((0, 32 * 128, 128), (0, 8 * 128, 128)))
+        self.assertEqual((a["q_strides"], a["k_strides"], a["o_strides"]),
+                         ((0, 32 * 128, 128), (0, 8 * 128, 128), (0, 32 * 128, 128)))
         self.assertEqual((a["total_q"], a["total_k"]), (300, 5000))
         self.assertEqual((a["q"], a["k"], a["v"], a["cu_seqlens_q"], a["cu_seqlens_k"]),
                          tuple(addr.of[n] for n in ("q", "k", "v", "cu_q", "cu_k")))
@@ -68,11 +69,11 @@ class Packing(unittest.TestCase):
     def test_varlen_of_a_packed_qkv_keeps_its_strides(self):
         qkv = meta(100, 3, 16, 64)  # [total, 3, H, D]: q, k, v are views with a row pitch of 3 * H * D
         q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
-        problem, fields = layouts._varlen_args(q, k, v, index(3), index(3), 60, 60, False, 0.5, 0, 0,
-                                               layouts._no_address)
-        a = unpack("varlen", problem, fields)
+        a = unpack(layouts._varlen_args(q, k, v, index(3), index(3), 60, 60, False, 0.5, 0, 0, layouts._no_address),
+                   torch.empty_like(q))
         self.assertEqual(a["q_strides"], (0, 3 * 16 * 64, 64))
         self.assertEqual(a["v_strides"], (0, 3 * 16 * 64, 64))
+        self.assertEqual(a["o_strides"], (0, 16 * 64, 64))  # o is dense
         self.assertEqual(a["softmax_scale"], 0.5)
 
     def test_paged_packs_the_table_pages_and_lengths(self):
@@ -81,28 +82,30 @@ class Packing(unittest.TestCase):
         table = index(4, 300)[:, :256]  # a wider table's first columns: its row pitch stays 300
         lens = index(4)
         addr = Addresses(q=q, k=k_cache, v=v_cache, lens=lens, table=table)
-        layout, problem, fields = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 0, False, 0.0, addr)
-        self.assertEqual(layout, "paged")
-        a = unpack(layout, problem, fields)
+        call = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 0, False, 0.0, addr)
+        self.assertEqual(call.layout, "paged")
+        a = unpack(call, torch.empty_like(q))
+        self.assertEqual(a["layout"], _capi.LAYOUTS["paged"])
         self.assertEqual((a["batch"], a["seqlen_q"], a["seqlen_k"], a["heads_q"], a["heads_kv"]), (4, 1, 256 * 16, 32, 8))
         self.assertEqual((a["block_table_stride"], a["max_blocks_per_seq"], a["num_blocks"], a["block_size"]),
                          (300, 256, 1000, 16))
         self.assertEqual(a["k_strides"], (16 * 8 * 128, 8 * 128, 128))
         self.assertEqual((a["seqlens_k"], a["block_table"]), (addr.of["lens"], addr.of["table"]))
         # The call's longest sequence, when given, is the problem's (its bucket and its splits).
-        _, problem, _ = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 1500, True, 0.0, addr)
+        problem = layouts._kvcache_args(q, k_cache, v_cache, lens, table, 1500, True, 0.0, addr).problem
         self.assertEqual((problem[2], problem[5]), (1, 1500))
 
     def test_dense_cache_with_lengths(self):
         q, k_cache = meta(2, 4, 16, 64), meta(2, 8192, 2, 64)
         lens = index(2)
         addr = Addresses(q=q, k=k_cache, lens=lens)
-        layout, problem, fields = layouts._kvcache_args(q, k_cache, k_cache, lens, None, 0, True, 0.0, addr)
-        a = unpack(layout, problem, fields)
-        self.assertEqual((layout, a["seqlen_q"], a["seqlen_k"], a["seqlens_k"]), ("dense", 4, 8192, addr.of["lens"]))
+        a = unpack(layouts._kvcache_args(q, k_cache, k_cache, lens, None, 0, True, 0.0, addr), torch.empty_like(q))
+        self.assertEqual((a["layout"], a["seqlen_q"], a["seqlen_k"], a["seqlens_k"]),
+                         (_capi.LAYOUTS["dense"], 4, 8192, addr.of["lens"]))
+        self.assertEqual((a["block_table"], a["block_size"]), (0, 0))
         self.assertEqual(a["k_strides"], (8192 * 2 * 64, 2 * 64, 64))
-        layout, problem, fields = layouts._kvcache_args(q, k_cache, k_cache, None, None, 0, True, 0.0, addr)
-        self.assertEqual(unpack(layout, problem, fields)["seqlens_k"], 0)  # no lengths: every key counts
+        call = layouts._kvcache_args(q, k_cache, k_cache, None, None, 0, True, 0.0, addr)
+        self.assertEqual(unpack(call, torch.empty_like(q))["seqlens_k"], 0)  # no lengths: every key counts
 
     def test_an_int_length_is_a_view_of_the_caches_first_keys(self):
         seen = []

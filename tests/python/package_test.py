@@ -102,9 +102,14 @@ class CAbi(unittest.TestCase):
         c = _capi.AttentionArgs.make("paged", _capi.Problem(*problem), **fields)
         packed = _capi.pack_attention_args("paged", problem, **fields)
         self.assertEqual(packed, ctypes.string_at(ctypes.addressof(c), ctypes.sizeof(c)))
+        # The hot path's positional form gives the same bytes.
+        strides = tuple(fields[f"{t}_strides"] for t in "qkvo")
+        self.assertEqual(_capi.pack_attention_call("paged", problem, 0.25, (0x1000, 0x2000, 0x3000, 0x4000, 0x5000),
+                                                   strides, (0x6000, 0x7000, 300, 256, 999, 16),
+                                                   (0x8000, 0x9000, 48, 12288), (0xa000, 4096), (2, 4)), packed)
         self.assertEqual(_capi.pack_attention_args("varlen", problem),
                          bytes(_capi.AttentionArgs.make("varlen", _capi.Problem(*problem))))
-        with self.assertRaisesRegex(TypeError, "unknown field.*blocksize"):
+        with self.assertRaisesRegex(TypeError, "unknown field .blocksize."):
             _capi.pack_attention_args("paged", problem, blocksize=16)
 
     def test_workspace_of_a_split_decode_is_asked_once_per_shape(self):
