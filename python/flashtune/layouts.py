@@ -3,7 +3,7 @@ K/V-cache (dense with lengths, paged) layouts as PyTorch custom ops, over ft_for
 
 attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                  softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0,
-                 runtime=None)
+                 out=None, runtime=None)
   flash_attn_varlen_func's layout: q [total_q, Hq, D], k/v [total_k, Hkv, D], sequence b at rows
   [cu_seqlens[b], cu_seqlens[b+1]) (int32 CUDA tensors [B + 1]); max_seqlen_* the longest
   sequences (ints). Causal aligns bottom-right per sequence; a sequence may have no rows. A mixed
@@ -12,7 +12,7 @@ attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
   (torch.empty_like(q)), and with return_lse also lse float32 [Hq, total_q].
 
 attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
-                       softmax_scale=None, return_lse=False, max_seqlen_k=None, runtime=None)
+                       softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None, runtime=None)
   flash_attn_with_kvcache's call without the append (the engine writes new K/V into its cache
   first, as vLLM's reshape_and_cache does): q [B, Nq, Hq, D] (decode: Nq 1..16).
   - Dense cache: k_cache/v_cache [B, Nk, Hkv, D]; cache_seqlens an int32 CUDA tensor [B] (keys of
@@ -25,8 +25,9 @@ attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None
   Causal aligns bottom-right per sequence (query i of n_q sees keys j <= i + len - n_q). Returns o
   (torch.empty_like(q)), and with return_lse also lse float32 [B, Hq, Nq].
 
-Both take the dtypes, strides and GQA/MQA rules of flashtune.attention (ops.py); the index tensors
-must be int32, contiguous (block_table: rows of contiguous entries) and on q's device. Errors are
+Both take out= (a tensor like q, e.g. a view of an engine's output buffer: o is written there and
+returned) and the dtypes, strides and GQA/MQA rules of flashtune.attention (ops.py); the index
+tensors must be int32, contiguous (block_table: rows of contiguous entries) and on q's device. Errors are
 InvalidArgument naming the argument, from the checks below or from the C ABI, and nothing is
 launched. The workspace a call needs (when the decode kernel splits its keys) comes from torch's
 caching allocator per call, sized by ft_workspace_size once per shape: the call allocates nothing
@@ -38,10 +39,11 @@ Registered ops, each with a fake implementation (torch.compile(fullgraph=True) t
 torch.ops.flashtune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 max_seqlen_k, causal, softmax_scale, return_lse, decode_seqs, decode_max_seqlen_q, runtime) and
 torch.ops.flashtune.attention_kvcache(q, k_cache, v_cache, cache_seqlens?, block_table?,
-max_seqlen_k, causal, softmax_scale, return_lse, runtime), each -> (o, lse); lse has no elements
-when return_lse is false; softmax_scale 0 means 1/sqrt(D); runtime 0 the default runtime. There is
-no backward pass for these layouts (the library's serves dense calls): a gradient through them
-raises NotImplementedError.
+max_seqlen_k, causal, softmax_scale, return_lse, runtime), each -> (o, lse); their _out forms
+(attention_varlen_out, attention_kvcache_out) take out last, write o there and return lse. lse has
+no elements when return_lse is false; softmax_scale 0 means 1/sqrt(D); runtime 0 the default
+runtime. There is no backward pass for these layouts (the library's serves dense calls): a
+gradient through them raises NotImplementedError.
 
 Thread safety: as flashtune.attention: calls from many threads are safe.
 """
@@ -217,17 +219,30 @@ def _launch(runtime, call, o, lse, what):
             rt.forward_ex_packed(args, _raw_stream(index), what)
 
 
-def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime):
+def _check_out(out, q):
+    """out= of a call on q: like q in shape, dtype and device, its last dim contiguous."""
+    if not isinstance(out, torch.Tensor):
+        raise _invalid(f"out: must be a tensor like q; got {type(out).__name__}")
+    if out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
+        raise _invalid(f"out: {out.dtype} {tuple(out.shape)} on {out.device}; must be {q.dtype} {tuple(q.shape)} "
+                       f"on {q.device}")
+    if out.stride(-1) != 1:
+        raise _invalid(f"out.stride({out.dim() - 1}): {out.stride(-1)}; the last dim must be contiguous (stride 1)")
+    return out
+
+
+def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime,
+            out=None):
     call = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
-    o = torch.empty_like(q)
+    o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
     _launch(runtime, call, o, lse, "flashtune.attention_varlen")
     return o, lse
 
 
-def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime):
+def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime, out=None):
     call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale)
-    o = torch.empty_like(q)
+    o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = None
     if return_lse:
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
@@ -250,8 +265,8 @@ def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
 
 
 @_varlen_op.register_fake
-def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
-      decode_seqs, decode_max_seqlen_q, runtime):
+def _fake_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
+                 decode_seqs, decode_max_seqlen_q, runtime):
     _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, decode_seqs,
                  decode_max_seqlen_q, _no_address)
     lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32) if return_lse else _no_lse(q)
@@ -268,10 +283,48 @@ def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, c
 
 
 @_kvcache_op.register_fake
-def _(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, return_lse, runtime):
+def _fake_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, return_lse,
+                  runtime):
     _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, _no_address)
     lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32) if return_lse else _no_lse(q)
     return torch.empty_like(q), lse
+
+
+# The same calls writing o into a caller's tensor (out=, as engines pass their output buffer);
+# they return lse (no elements unless asked for).
+@torch.library.custom_op("flashtune::attention_varlen_out", mutates_args=("out",))
+def _varlen_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                   softmax_scale: float, return_lse: bool, decode_seqs: int, decode_max_seqlen_q: int, runtime: int,
+                   out: torch.Tensor) -> torch.Tensor:
+    lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
+                  decode_seqs, decode_max_seqlen_q, runtime, out)[1]
+    return _no_lse(q) if lse is None else lse
+
+
+@_varlen_out_op.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
+      decode_seqs, decode_max_seqlen_q, runtime, out):
+    _check_out(out, q)
+    return _fake_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,
+                        return_lse, decode_seqs, decode_max_seqlen_q, runtime)[1]
+
+
+@torch.library.custom_op("flashtune::attention_kvcache_out", mutates_args=("out",))
+def _kvcache_out_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                    cache_seqlens: Optional[torch.Tensor], block_table: Optional[torch.Tensor], max_seqlen_k: int,
+                    causal: bool, softmax_scale: float, return_lse: bool, runtime: int,
+                    out: torch.Tensor) -> torch.Tensor:
+    lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, return_lse,
+                   runtime, out)[1]
+    return _no_lse(q) if lse is None else lse
+
+
+@_kvcache_out_op.register_fake
+def _(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale, return_lse, runtime, out):
+    _check_out(out, q)
+    return _fake_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k, causal, softmax_scale,
+                         return_lse, runtime)[1]
 
 
 def _no_backward(ctx, *grads):
@@ -287,6 +340,21 @@ _varlen_op.register_autograd(_no_backward, setup_context=_setup_nothing)
 _kvcache_op.register_autograd(_no_backward, setup_context=_setup_nothing)
 
 
+def _refuse_grad_with_out(q, k, v):
+    """The out= ops mutate out, and torch has no autograd formula for such ops: refuse up front
+    what _no_backward would refuse later."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        _no_backward(None)
+
+
+def _require_tensors(**named):
+    """Tensor arguments checked by type before the dispatcher sees them (its own message names a
+    position, not the argument); None passes (optional ones)."""
+    for name, t in named.items():
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise _invalid(f"{name}: must be a tensor; got {type(t).__name__}")
+
+
 def _direct(*tensors):
     """Whether a call may skip the dispatcher (ops._eager_fast's rule, over every tensor)."""
     return not torch.compiler.is_compiling() and _eager_fast(*tensors[:3]) and all(
@@ -294,34 +362,43 @@ def _direct(*tensors):
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
-                     softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, runtime=None):
+                     softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, out=None,
+                     runtime=None):
     """Attention over a packed batch of sequences (flash_attn_varlen_func's layout; see the
     module docstring): o [total_q, Hq, D], or (o, lse [Hq, total_q]).
+    out: a tensor like q to write o into (returned as o), None for a new one.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
     causal, return_lse = bool(causal), bool(return_lse)
-    if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k):
+    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out)
+    if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k, out):
         o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse,
-                         decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0)
+                         decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0, out)
+        return (o, lse) if return_lse else o
+    _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
+    _count("max_seqlen_k", max_seqlen_k, 1)
+    _count("decode_seqs", decode_seqs, 0)
+    _count("decode_max_seqlen_q", decode_max_seqlen_q, 0)
+    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse, decode_seqs,
+            decode_max_seqlen_q, 0 if runtime is None else runtime.id)
+    if out is None:
+        o, lse = torch.ops.flashtune.attention_varlen(*args)
     else:
-        _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
-        _count("max_seqlen_k", max_seqlen_k, 1)
-        _count("decode_seqs", decode_seqs, 0)
-        _count("decode_max_seqlen_q", decode_max_seqlen_q, 0)
-        o, lse = torch.ops.flashtune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                                      causal, scale, return_lse, decode_seqs, decode_max_seqlen_q,
-                                                      0 if runtime is None else runtime.id)
+        _refuse_grad_with_out(q, k, v)
+        o, lse = out, torch.ops.flashtune.attention_varlen_out(*args, out)
     return (o, lse) if return_lse else o
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
-                           softmax_scale=None, return_lse=False, max_seqlen_k=None, runtime=None):
+                           softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None, runtime=None):
     """Attention of new queries over a K/V cache, dense or paged (flash_attn_with_kvcache without
     the append; see the module docstring): o [B, Nq, Hq, D], or (o, lse [B, Hq, Nq]).
+    out: a tensor like q to write o into (returned as o), None for a new one.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
     causal, return_lse = bool(causal), bool(return_lse)
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
+    _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, out=out)
     if not isinstance(cache_seqlens, torch.Tensor) and cache_seqlens is not None:
         # An int: every sequence holds that many keys, the cache's first ones (a view, no copy).
         n = _count("cache_seqlens", cache_seqlens, 0)
@@ -334,10 +411,15 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         if max_k not in (0, n):
             raise _invalid(f"max_seqlen_k: {max_k}; cache_seqlens {n} gives every sequence {n} keys")
         k_cache, v_cache, cache_seqlens = k_cache[:, :n], v_cache[:, :n], None
-    if _direct(q, k_cache, v_cache, cache_seqlens, block_table):
+    if _direct(q, k_cache, v_cache, cache_seqlens, block_table, out):
         o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
-                          runtime if runtime is not None else 0)
+                          runtime if runtime is not None else 0, out)
+        return (o, lse) if return_lse else o
+    args = (q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
+            0 if runtime is None else runtime.id)
+    if out is None:
+        o, lse = torch.ops.flashtune.attention_kvcache(*args)
     else:
-        o, lse = torch.ops.flashtune.attention_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal,
-                                                       scale, return_lse, 0 if runtime is None else runtime.id)
+        _refuse_grad_with_out(q, k_cache, v_cache)
+        o, lse = out, torch.ops.flashtune.attention_kvcache_out(*args, out)
     return (o, lse) if return_lse else o

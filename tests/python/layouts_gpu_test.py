@@ -2,7 +2,8 @@
 reference on random data, the outputs' memory poisoned with NaN first: ragged batches with empty
 sequences, pages in shuffled order (16 and 256 keys a page), dense caches with lengths, GQA and
 MQA, 1..16 queries with and without causal, both dtypes, head dims 64/128/256, lse within 1e-3,
-a mixed prefill + decode batch, and a paged decode step captured in a CUDA graph and replayed.
+a mixed prefill + decode batch, out= into a slice of a caller's buffer, and a paged decode step
+captured in a CUDA graph and replayed.
 
 Skips (saying why) without torch or a CUDA device. Run on the GPU machine:
   PYTHONPATH=python FLASHTUNE_LIB=build/libflashtune.so python3 tests/python/layouts_gpu_test.py -v
@@ -146,6 +147,28 @@ class LayoutsOnGpu(unittest.TestCase):
         for b in range(2):
             ref_o, ref_lse = reference(q[b], k[b, :1500], v[b, :1500], False)
             self.assert_matches(o[b], lse[b], ref_o, ref_lse, f"int length, sequence {b}")
+
+    def test_out_writes_into_a_callers_buffer_and_nothing_else(self):
+        lens = [5, 1000, 0, 77]
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
+        q = torch.randn(sum(lens), 16, 128, dtype=torch.bfloat16, device="cuda")
+        kv = torch.randn(sum(lens), 4, 128, dtype=torch.bfloat16, device="cuda")
+        buffer = torch.full((sum(lens) + 64, 16 * 128), 7.0, dtype=torch.bfloat16, device="cuda")
+        view = buffer[32:32 + sum(lens)].view(sum(lens), 16, 128)  # an engine's output rows
+        o = flashtune.attention_varlen(q, kv, kv, cu, cu, 1000, 1000, causal=True, out=view)
+        expected = flashtune.attention_varlen(q, kv, kv, cu, cu, 1000, 1000, causal=True)
+        torch.cuda.synchronize()
+        self.assertIs(o, view)
+        self.assertTrue(torch.equal(view, expected))
+        self.assertTrue(bool((buffer[:32] == 7.0).all() and (buffer[32 + sum(lens):] == 7.0).all()))
+        q4 = torch.randn(2, 1, 16, 128, dtype=torch.bfloat16, device="cuda")
+        cache = torch.randn(2, 3000, 4, 128, dtype=torch.bfloat16, device="cuda")
+        out = torch.empty_like(q4)
+        seqlens = torch.tensor([3000, 20], dtype=torch.int32, device="cuda")
+        flashtune.attention_with_kvcache(q4, cache, cache, seqlens, out=out)
+        expected = flashtune.attention_with_kvcache(q4, cache, cache, seqlens)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out, expected))
 
     def test_paged_decode_step_replays_in_a_cuda_graph(self):
         g = torch.Generator().manual_seed(2)

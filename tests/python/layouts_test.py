@@ -144,6 +144,7 @@ class Checks(unittest.TestCase):
         self.assert_invalid("cu_seqlens_k: shape (4,); must be (3,)", f, q, k, k, cu, index(4), 60, 60)
         self.assert_invalid("cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1", f, q, k, k, index(1),
                             index(1), 60, 60)
+        self.assert_invalid("cu_seqlens_k: must be a tensor; got list", f, q, k, k, cu, [0, 30, 60], 60, 60)
         self.assert_invalid("cu_seqlens_k.device: cpu differs from q.device meta", f, q, k, k, cu,
                             torch.zeros(3, dtype=torch.int32), 60, 60)
         self.assert_invalid("max_seqlen_q: 0; must be >= 1", f, q, k, k, cu, cu, 0, 60)
@@ -205,7 +206,8 @@ class Ops(unittest.TestCase):
     def test_compile_traces_both_layouts_without_graph_breaks(self):
         def step(q, k_cache, v_cache, lens, table, qp, kp, cu):
             o = flashtune.attention_with_kvcache(q, k_cache, v_cache, lens, table, causal=True)
-            p = flashtune.attention_varlen(qp, kp, kp, cu, cu, 128, 128, causal=True)
+            p = torch.empty_like(qp)
+            flashtune.attention_varlen(qp, kp, kp, cu, cu, 128, 128, causal=True, out=p)
             return o.float() * 2, p.float()
 
         for backend in ("eager", "aot_eager"):
@@ -213,6 +215,33 @@ class Ops(unittest.TestCase):
             pages = meta(256, 16, 2, 64)
             o, p = fn(meta(3, 1, 8, 64), pages, pages, index(3), index(3, 32), meta(200, 8, 64), meta(200, 8, 64), index(4))
             self.assertEqual((o.shape, o.dtype, p.shape), ((3, 1, 8, 64), torch.float32, (200, 8, 64)))
+
+    def test_out_is_written_and_returned(self):
+        q, k = meta(300, 32, 128), meta(5000, 8, 128)
+        out = meta(300, 32, 128)
+        o, lse = flashtune.attention_varlen(q, k, k, index(4), index(4), 200, 4097, out=out, return_lse=True)
+        self.assertIs(o, out)
+        self.assertEqual(lse.shape, (32, 300))
+        q4, pages = meta(4, 1, 32, 128), meta(100, 16, 8, 128)
+        out4 = meta(4, 1, 32, 128)
+        self.assertIs(flashtune.attention_with_kvcache(q4, pages, pages, index(4), index(4, 8), out=out4), out4)
+        # A slice of a larger buffer, as engines pass theirs: rows of a [tokens, Hq * D] output.
+        buffer = meta(1000, 32 * 128)
+        view = buffer[100:400].view(300, 32, 128)
+        self.assertIs(flashtune.attention_varlen(q, k, k, index(4), index(4), 200, 4097, out=view), view)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"out: torch.bfloat16 \(300, 32, 64\) on meta; must be "
+                                                               r"torch.bfloat16 \(300, 32, 128\)"):
+            flashtune.attention_varlen(q, k, k, index(4), index(4), 200, 4097, out=meta(300, 32, 64))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "out.stride.3.: 32; the last dim must be contiguous"):
+            flashtune.attention_with_kvcache(q4, pages, pages, index(4), index(4, 8),
+                                             out=meta(4, 1, 128, 32).transpose(2, 3))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "out: must be a tensor; got int"):
+            flashtune.attention_with_kvcache(q4, pages, pages, index(4), index(4, 8), out=3)
+        schema = str(torch.ops.flashtune.attention_kvcache_out.default._schema)
+        self.assertIn("Tensor(a10!) out) -> Tensor", schema)
+        grad_q = torch.empty(4, 1, 32, 128, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        with self.assertRaisesRegex(NotImplementedError, "no backward pass"):
+            flashtune.attention_with_kvcache(grad_q, pages, pages, index(4), index(4, 8), out=out4)
 
     def test_ops_are_registered_with_their_schemas(self):
         varlen = str(torch.ops.flashtune.attention_varlen.default._schema)
