@@ -6,7 +6,8 @@ attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
                  out=None, runtime=None)
   flash_attn_varlen_func's layout: q [total_q, Hq, D], k/v [total_k, Hkv, D], sequence b at rows
   [cu_seqlens[b], cu_seqlens[b+1]) (int32 CUDA tensors [B + 1]); max_seqlen_* the longest
-  sequences (ints). Causal aligns bottom-right per sequence; a sequence may have no rows. A mixed
+  sequences (ints). Causal aligns bottom-right per sequence; a sequence may have no rows (a batch
+  without any keys gives o = 0, lse = -inf, and launches nothing). A mixed
   prefill + decode batch whose decode sequences come first names them: decode_seqs sequences
   with at most decode_max_seqlen_q (1..16) queries each run on the decode kernel. Returns o
   (torch.empty_like(q)), and with return_lse also lse float32 [Hq, total_q].
@@ -236,6 +237,13 @@ def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode
     call = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
     o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
+    if q.shape[0] == 0 or k.shape[0] == 0:
+        # No rows, or no keys in the whole batch (an empty tensor has no address for the library
+        # to take): every row sees no key, so o = 0 and lse = -inf, without a launch.
+        o.zero_()
+        if lse is not None:
+            lse.fill_(float("-inf"))
+        return o, lse
     _launch(runtime, call, o, lse, "flashtune.attention_varlen")
     return o, lse
 

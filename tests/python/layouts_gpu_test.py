@@ -75,6 +75,18 @@ class LayoutsOnGpu(unittest.TestCase):
                     lens_k = LENGTHS
                     self.run_varlen(dtype, d, hq, hkv, causal, lens_q, lens_k, 0, 0)
 
+    def test_varlen_batch_without_keys_or_rows(self):
+        cu_q = torch.tensor([0, 3, 5], dtype=torch.int32, device="cuda")
+        cu_k = torch.zeros(3, dtype=torch.int32, device="cuda")
+        q = torch.randn(5, 8, 64, dtype=torch.float16, device="cuda")
+        k = torch.empty(0, 8, 64, dtype=torch.float16, device="cuda")
+        o, lse = flashtune.attention_varlen(q, k, k, cu_q, cu_k, 3, 1, return_lse=True)
+        torch.cuda.synchronize()
+        self.assertTrue(bool((o == 0).all()) and bool((lse == float("-inf")).all()))
+        o = flashtune.attention_varlen(q[:0], q, q, torch.zeros(3, dtype=torch.int32, device="cuda"),
+                                       torch.tensor([0, 2, 5], dtype=torch.int32, device="cuda"), 1, 3)
+        self.assertEqual(o.shape, (0, 8, 64))
+
     def test_varlen_mixed_prefill_and_decode(self):
         # vLLM's order: decode sequences first (1-4 queries), then prefill; two launches.
         lens_q, lens_k = [1, 4, 1, 700, 130], [300, 4097, 17, 700, 1000]
