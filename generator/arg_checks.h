@@ -19,5 +19,11 @@ Status CheckPointer(const char* name, const void* p, uintptr_t alignment);
 // elements, or the largest byte offset of a [batch, seqlen, heads, head_dim] tensor overflows.
 Status CheckStrides(const char* name, const Strides& s, int64_t batch, int64_t seqlen, int64_t heads,
                     int head_dim);
+// For a tensor the call writes (o, dq, dk, dv): kInvalidArgument naming `name`_strides.<dim> when
+// two of its elements share an address (a zero stride, or rows or heads that overlap), since the
+// threads writing them would race. Inputs may overlap (K/V broadcast over heads). Call after
+// CheckStrides, which rules out overflow.
+Status CheckDistinctElements(const char* name, const Strides& s, int64_t batch, int64_t seqlen, int64_t heads,
+                             int head_dim);
 
 }  // namespace flashtune::detail

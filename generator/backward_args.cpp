@@ -136,6 +136,9 @@ Status ValidateBackwardArgs(const BackwardArgs& a) {
   FT_RETURN_IF_ERROR(detail::CheckStrides("dq", a.dq_strides, p.batch, p.seqlen_q, p.heads_q, p.head_dim));
   FT_RETURN_IF_ERROR(detail::CheckStrides("dk", a.dk_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
   FT_RETURN_IF_ERROR(detail::CheckStrides("dv", a.dv_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckDistinctElements("dq", a.dq_strides, p.batch, p.seqlen_q, p.heads_q, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckDistinctElements("dk", a.dk_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
+  FT_RETURN_IF_ERROR(detail::CheckDistinctElements("dv", a.dv_strides, p.batch, p.seqlen_k, p.heads_kv, p.head_dim));
   FT_RETURN_IF_ERROR(detail::CheckPointer("forward.workspace", f.workspace, 16));
   const int64_t need = BackwardWorkspaceBytes(a.problem());
   if (f.workspace_bytes < need) {

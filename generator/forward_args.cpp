@@ -5,6 +5,7 @@
 #include "generator/arg_checks.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -92,8 +93,33 @@ Status CheckStrides(const char* name, const Strides& s, int64_t batch, int64_t s
   return Status::Ok();
 }
 
+Status CheckDistinctElements(const char* name, const Strides& s, int64_t batch, int64_t seqlen, int64_t heads,
+                             int head_dim) {
+  struct Dim {
+    const char* dim;
+    int64_t stride;
+    int64_t extent;
+  } dims[] = {{"batch", s.batch, batch}, {"seq", s.seq, seqlen}, {"head", s.head, heads}};
+  std::sort(std::begin(dims), std::end(dims), [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  // Sorted by stride, each dimension of more than one element must step past all the elements
+  // of the dimensions inside it: [0, span) so far, a row of head_dim to begin with.
+  int64_t span = head_dim;
+  for (const Dim& d : dims) {
+    if (d.extent <= 1) continue;
+    if (d.stride < span) {
+      return Invalid(std::string(name) + "_strides." + d.dim + " (" + std::to_string(d.stride) + ") makes " + name +
+                     "'s elements overlap: it is written, so each of its " + std::to_string(d.extent) + " " + d.dim +
+                     " entries needs its own " + std::to_string(span) + " elements (a stride >= " +
+                     std::to_string(span) + ")");
+    }
+    span += d.stride * (d.extent - 1);  // no overflow: CheckStrides bounded the largest offset
+  }
+  return Status::Ok();
+}
+
 }  // namespace detail
 
+using detail::CheckDistinctElements;
 using detail::CheckPointer;
 using detail::CheckStrides;
 using detail::SupportedHeadDims;
@@ -207,6 +233,7 @@ Status ValidateForwardArgs(const ForwardArgs& a) {
   FT_RETURN_IF_ERROR(CheckStrides("k", a.k_strides, kv_outer, kv_rows, p.heads_kv, p.head_dim));
   FT_RETURN_IF_ERROR(CheckStrides("v", a.v_strides, kv_outer, kv_rows, p.heads_kv, p.head_dim));
   FT_RETURN_IF_ERROR(CheckStrides("o", a.o_strides, q_outer, q_rows, p.heads_q, p.head_dim));
+  FT_RETURN_IF_ERROR(CheckDistinctElements("o", a.o_strides, q_outer, q_rows, p.heads_q, p.head_dim));
   // lse is [B, Hq, Nq] (varlen: [Hq, total_q]) contiguous fp32: its element count must fit too.
   if (a.lse != nullptr && q_outer * p.heads_q > std::numeric_limits<int64_t>::max() / q_rows) {
     return Invalid("lse: batch * heads_q * seqlen_q overflows int64");

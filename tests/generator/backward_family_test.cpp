@@ -66,6 +66,17 @@ TEST(BackwardArgs, EachMissingOrBadArgumentIsNamed) {
   a = Good();
   a.forward.problem.layout = Layout::kVarlen;  // dense only
   ExpectInvalid(a, "forward.problem.layout (varlen)");
+  // The gradients are written: their elements must not overlap (dk shared by two K/V heads would
+  // be a race); d_o is read, and may (a broadcast gradient).
+  a = Good();
+  a.dk_strides.head = 0;
+  ExpectInvalid(a, "dk_strides.head (0) makes dk's elements overlap");
+  a = Good();
+  a.dq_strides.seq = 8;
+  ExpectInvalid(a, "dq_strides.seq (8) makes dq's elements overlap");
+  a = Good();
+  a.d_o_strides.batch = 0;
+  EXPECT_TRUE(ValidateBackwardArgs(a).ok()) << ValidateBackwardArgs(a).ToString();
 }
 
 TEST(BackwardArgs, WorkspaceHoldsAccumulatorDeltaAndCounters) {

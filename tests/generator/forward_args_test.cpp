@@ -94,6 +94,30 @@ TEST(ForwardArgs, RejectsEachBadArgument) {
   ExpectInvalid(a, "must be finite and >= 0");
 }
 
+TEST(ForwardArgs, AnOutputWhoseElementsOverlapIsRefused) {
+  // Two rows or heads of o at one address would be written by two threads at once.
+  ForwardArgs a = Good();
+  a.o_strides.seq = 0;
+  ExpectInvalid(a, "o_strides.seq (0) makes o's elements overlap: it is written, so each of its 100 seq entries "
+                   "needs its own 64 elements (a stride >= 64)");
+  a = Good(); a.o_strides.head = 32;  // half a row of 64
+  ExpectInvalid(a, "o_strides.head (32) makes o's elements overlap");
+  a = Good(); a.o_strides.batch = 99 * 12 * 64;  // the next batch starts inside this one's last row
+  ExpectInvalid(a, "o_strides.batch (76032) makes o's elements overlap");
+  // Any order of the dimensions in memory is fine when nothing overlaps: [B, H, N, D] storage,
+  // and gaps between rows (a slice of a wider buffer).
+  a = Good(); a.o_strides = {12 * 100 * 64, 64, 100 * 64};
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  a = Good(); a.o_strides = {100 * 3 * 12 * 64, 3 * 12 * 64, 64};
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  // A dimension of one element has no second entry to overlap with; inputs may overlap (K/V
+  // broadcast over heads, q repeated over the batch).
+  a = Good(); a.problem.seqlen_q = 1; a.q_strides = a.o_strides = {12 * 64, 0, 64};
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  a = Good(); a.k_strides.head = a.v_strides.head = 0; a.q_strides.batch = 0;
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+}
+
 TEST(ForwardArgs, EffectiveScaleDefaultsToRsqrtHeadDim) {
   ForwardArgs a = Good();
   EXPECT_FLOAT_EQ(a.EffectiveScale(), 0.125f);
@@ -144,6 +168,7 @@ TEST(Fa2FwdPack, GridCoversQueriesHeadsBatch) {
   EXPECT_EQ(c.arg_bytes, sizeof(detail::KernelParams));
   v.SetParam("br", 128);
   v.SetParam("w", 8);
+  a.q_strides = a.o_strides = Strides::Contiguous(129, 12, 64);  // room for the longer rows below
   a.problem.seqlen_q = 128;
   ASSERT_TRUE(PackForward(v, a, &c).ok());
   EXPECT_EQ(c.grid[0], 1u);
