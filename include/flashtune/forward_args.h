@@ -2,7 +2,8 @@
 // paged K/V cache and variable-length batches share this one struct.
 //
 // The shape is `problem` (flashtune/variant.h); its layout says which tensors mean what.
-// Strides are in elements; the last dim is contiguous; every row 16-byte aligned. Hq must be
+// Strides are in elements; the last dim is contiguous; every row 16-byte aligned; no two elements
+// of o share an address (q, k, v may: K/V broadcast over heads has a zero head stride). Hq must be
 // a multiple of Hkv (MQA/GQA: query head h reads K/V head h / (Hq / Hkv)). Causal masks align
 // bottom-right per sequence: query i of a sequence with n_q queries and n_k keys sees keys
 // j <= i + n_k - n_q. A row that sees no key (a sequence with 0 keys included) gets o = 0 and
@@ -135,8 +136,9 @@ CallParts MixedVarlenParts(const ForwardArgs& args);
 bool IsMixedVarlen(const ForwardArgs& args);
 
 // Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
-// q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), finite positive
-// scale; for paged: block_table and seqlens_k present and 4-byte aligned, block_size a power
+// q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), o's elements at
+// distinct addresses (inputs may overlap: K/V broadcast over heads), finite positive scale;
+// for paged: block_table and seqlens_k present and 4-byte aligned, block_size a power
 // of two in [1, 256], max_blocks_per_seq * block_size >= Nk, stride >= max_blocks_per_seq,
 // num_blocks >= 1; for varlen: cu_seqlens present, totals >= the longest sequence and
 // <= B * longest, batch strides 0, decode_seqs in [0, B] and, when not 0, decode_max_seqlen_q
