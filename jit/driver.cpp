@@ -72,9 +72,11 @@ std::string FormatUuid(const CUuuid& uuid) {
 }
 
 std::mutex g_load_mutex;
+// Never destroyed, like the drivers it holds: kernels may run (and the leak checker look) after
+// static destructors.
 std::map<std::string, Driver*>& LoadedDrivers() {
-  static std::map<std::string, Driver*> drivers;
-  return drivers;
+  static auto* drivers = new std::map<std::string, Driver*>;
+  return *drivers;
 }
 
 }  // namespace
