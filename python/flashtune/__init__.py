@@ -5,6 +5,7 @@
     o = flashtune.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k)   # packed sequences
     o = flashtune.attention_with_kvcache(q, k_cache, v_cache, lens, block_table)   # decode, paged
     print(flashtune.plan(q, k, v, causal=True))          # what was launched, and why
+    print(flashtune.plan_with_kvcache(q, k_cache, v_cache, lens, block_table))   # the same for decode
     flashtune.tune(dtypes=["bf16"], head_dims=[128])     # the CLI's tuner, into ./flashtune.db
 
 The package is ctypes over libflashtune's C ABI plus the bundled `flashtune` CLI; nothing in it
@@ -19,7 +20,7 @@ from ._capi import FlashtuneError, InvalidArgument, library_path
 from ._cli import cli_path, main, tune
 from ._runtime import Plan, Problem, Runtime, default_runtime, plan
 
-__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "plan", "tune", "Runtime", "Problem", "Plan",
+__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "plan", "plan_varlen", "plan_with_kvcache", "tune", "Runtime", "Problem", "Plan",
            "FlashtuneError", "InvalidArgument", "default_runtime", "version", "library_path", "cli_path", "main"]
 
 
@@ -30,7 +31,8 @@ def version():
 
 
 # The calls that need torch, and their modules (imported on first use).
-_TORCH_CALLS = {"attention": ".ops", "attention_varlen": ".layouts", "attention_with_kvcache": ".layouts"}
+_TORCH_CALLS = {"attention": ".ops", "attention_varlen": ".layouts", "attention_with_kvcache": ".layouts",
+                "plan_varlen": ".layouts", "plan_with_kvcache": ".layouts"}
 
 
 def __getattr__(name):

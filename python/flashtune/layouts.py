@@ -36,6 +36,9 @@ else, never synchronises and can be captured in a CUDA graph once its kernel is 
 once first). The device-side tables are trusted as the C ABI describes: a bad table gives a wrong
 answer, never an access outside the tensors.
 
+plan_varlen(...) and plan_with_kvcache(...) take the same arguments (meta tensors too) and return
+what the call would launch, and why: a list of Plans (one per launch) and a Plan.
+
 Registered ops, each with a fake implementation (torch.compile(fullgraph=True) traces them):
 torch.ops.flashtune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 max_seqlen_k, causal, softmax_scale, return_lse, decode_seqs, decode_max_seqlen_q, runtime) and
@@ -256,6 +259,49 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, sca
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
     _launch(runtime, call, o, lse, "flashtune.attention_with_kvcache")
     return o, lse
+
+
+def _plan_of(runtime, call):
+    """The runtime's Plan of a checked call's problem on its layout."""
+    rt = runtime if runtime is not None else _runtime.default_runtime()
+    code, d, causal, batch, nq, nk, hq, hkv = call.problem
+    problem = _runtime.Problem(_capi.DTYPE_NAMES[code], int(d), int(batch), int(nq), int(hq), int(nk), int(hkv),
+                               bool(causal))
+    return rt.plan(problem, layout=call.layout)
+
+
+def plan_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False, decode_seqs=0,
+                decode_max_seqlen_q=0, runtime=None):
+    """What attention_varlen with these arguments would launch, and why: a list of Plans, one per
+    launch (a mixed batch's decode part first, then its prefill part). Takes meta tensors too."""
+    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    call = _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal), 0.0,
+                        decode_seqs, decode_max_seqlen_q, _no_address)
+    batch, longest_q = call.problem[3], call.problem[4]
+    if decode_seqs == 0 or longest_q <= 16:  # one launch (the library runs it as one call)
+        return [_plan_of(runtime, call)]
+    if not 1 <= decode_max_seqlen_q <= min(16, longest_q):
+        raise _invalid(f"decode_max_seqlen_q: {decode_max_seqlen_q}; must be in [1, {min(16, longest_q)}] "
+                       "(at most 16 and max_seqlen_q) when decode_seqs is set")
+    decode = call.problem[:3] + (decode_seqs, decode_max_seqlen_q) + call.problem[5:]
+    plans = [_plan_of(runtime, call._replace(problem=decode))] if decode_seqs > 0 else []
+    if decode_seqs < batch:
+        plans.append(_plan_of(runtime, call._replace(problem=call.problem[:3] + (batch - decode_seqs,) +
+                                                      call.problem[4:])))
+    return plans
+
+
+def plan_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False, max_seqlen_k=None,
+                      runtime=None):
+    """What attention_with_kvcache with these arguments would launch, and why: a Plan. Takes meta
+    tensors too."""
+    _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table)
+    max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
+    if cache_seqlens is not None and not isinstance(cache_seqlens, torch.Tensor):
+        n = _count("cache_seqlens", cache_seqlens, 1)
+        k_cache, v_cache, cache_seqlens = k_cache[:, :n], v_cache[:, :n], None
+    call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, bool(causal), 0.0, _no_address)
+    return _plan_of(runtime, call)
 
 
 def _no_lse(q):

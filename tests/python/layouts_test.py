@@ -243,6 +243,29 @@ class Ops(unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "no backward pass"):
             flashtune.attention_with_kvcache(grad_q, pages, pages, index(4), index(4, 8), out=out4)
 
+    def test_plans_name_each_launch_and_its_bucket(self):
+        i = index
+        plan = flashtune.plan_with_kvcache(meta(4, 1, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128), i(4),
+                                           i(4, 256))
+        self.assertEqual((plan.family, plan.bucket), ("decode_fwd", "bf16/d128/full/q0/k12/bh7/g2/paged"))
+        self.assertIn("_kv1_", plan.variant_uri)  # the paged kernel
+        dense = meta(4, 8192, 8, 128)
+        # The longest sequence, when given, picks the bucket (3000 keys: k12, not the cache's k13).
+        self.assertEqual(flashtune.plan_with_kvcache(meta(4, 1, 32, 128), dense, dense, i(4), max_seqlen_k=3000).bucket,
+                         "bf16/d128/full/q0/k12/bh7/g2")
+        self.assertEqual(flashtune.plan_with_kvcache(meta(4, 1, 32, 128), dense, dense, 1000).bucket,
+                         "bf16/d128/full/q0/k10/bh7/g2")
+        # A mixed batch is two launches: its decode sequences, then the rest as prefill.
+        q, k = meta(302, 8, 128), meta(2300, 2, 128)
+        decode, prefill = flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000, causal=True, decode_seqs=2,
+                                                decode_max_seqlen_q=1)
+        self.assertEqual((decode.family, decode.bucket), ("decode_fwd", "bf16/d128/causal/q0/k10/bh4/g2"))
+        self.assertEqual(prefill.bucket, "bf16/d128/causal/q9/k10/bh3/g2")
+        self.assertNotEqual(prefill.family, "decode_fwd")
+        self.assertEqual(len(flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000)), 1)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "decode_max_seqlen_q: 0; must be in .1, 16."):
+            flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000, decode_seqs=2)
+
     def test_ops_are_registered_with_their_schemas(self):
         varlen = str(torch.ops.flashtune.attention_varlen.default._schema)
         self.assertIn("Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k", varlen)
