@@ -270,6 +270,24 @@ def _plan_of(runtime, call):
     return rt.plan(problem, layout=call.layout)
 
 
+def _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k):
+    """(k_cache, v_cache, cache_seqlens) of a call whose cache_seqlens may be an int: every sequence
+    holds that many keys, the cache's first ones, so the caches become views of them and the
+    lengths None (no copy, nothing on the device)."""
+    if isinstance(cache_seqlens, torch.Tensor) or cache_seqlens is None:
+        return k_cache, v_cache, cache_seqlens
+    n = _count("cache_seqlens", cache_seqlens, 0)
+    if block_table is not None:
+        raise _invalid(f"cache_seqlens: {n}; with block_table it must be an int32 tensor [batch]")
+    if k_cache.dim() == 4 and n > k_cache.shape[1]:
+        raise _invalid(f"cache_seqlens: {n}; the cache holds {k_cache.shape[1]} keys a sequence (k_cache.shape[1])")
+    if n == 0:
+        raise _invalid("cache_seqlens: 0; pass a tensor of zeros for sequences without keys")
+    if max_k not in (0, n):
+        raise _invalid(f"max_seqlen_k: {max_k}; cache_seqlens {n} gives every sequence {n} keys")
+    return k_cache[:, :n], v_cache[:, :n], None
+
+
 def plan_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False, decode_seqs=0,
                 decode_max_seqlen_q=0, runtime=None):
     """What attention_varlen with these arguments would launch, and why: a list of Plans, one per
@@ -297,9 +315,7 @@ def plan_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
     tensors too."""
     _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table)
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
-    if cache_seqlens is not None and not isinstance(cache_seqlens, torch.Tensor):
-        n = _count("cache_seqlens", cache_seqlens, 1)
-        k_cache, v_cache, cache_seqlens = k_cache[:, :n], v_cache[:, :n], None
+    k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
     call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, bool(causal), 0.0, _no_address)
     return _plan_of(runtime, call)
 
@@ -453,18 +469,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     causal, return_lse = bool(causal), bool(return_lse)
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
     _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, out=out)
-    if not isinstance(cache_seqlens, torch.Tensor) and cache_seqlens is not None:
-        # An int: every sequence holds that many keys, the cache's first ones (a view, no copy).
-        n = _count("cache_seqlens", cache_seqlens, 0)
-        if block_table is not None:
-            raise _invalid(f"cache_seqlens: {n}; with block_table it must be an int32 tensor [batch]")
-        if k_cache.dim() == 4 and n > k_cache.shape[1]:
-            raise _invalid(f"cache_seqlens: {n}; the cache holds {k_cache.shape[1]} keys a sequence (k_cache.shape[1])")
-        if n == 0:
-            raise _invalid("cache_seqlens: 0; pass a tensor of zeros for sequences without keys")
-        if max_k not in (0, n):
-            raise _invalid(f"max_seqlen_k: {max_k}; cache_seqlens {n} gives every sequence {n} keys")
-        k_cache, v_cache, cache_seqlens = k_cache[:, :n], v_cache[:, :n], None
+    k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
     if _direct(q, k_cache, v_cache, cache_seqlens, block_table, out):
         o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
                           runtime if runtime is not None else 0, out)
