@@ -42,9 +42,12 @@ TEST(Package, InstalledPackageBuildsTheExampleConsumer) {
               0)
         << header.path() << "\n" << ReadFile(log);
   const std::string build = dir + "/consumer";
+  // A sanitizer build's library needs the sanitizer's runtime linked into its consumer too.
+  const std::string sanitize = FLASHTUNE_SANITIZE_LINK_FLAGS;
+  const std::string link = sanitize.empty() ? "" : " -DCMAKE_EXE_LINKER_FLAGS='" + sanitize + "'";
   ASSERT_EQ(RunShell("cmake -S '" FLASHTUNE_SOURCE_DIR "/examples/consumer' -B '" + build +
-                     "' -DCMAKE_PREFIX_PATH='" + prefix + "' > '" + log + "' 2>&1 && cmake --build '" + build +
-                     "' >> '" + log + "' 2>&1"),
+                     "' -DCMAKE_PREFIX_PATH='" + prefix + "'" + link + " > '" + log + "' 2>&1 && cmake --build '" +
+                     build + "' >> '" + log + "' 2>&1"),
             0)
       << ReadFile(log);
   const std::string out = dir + "/out.txt";
