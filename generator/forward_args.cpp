@@ -338,4 +338,48 @@ Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu, int6
   return Status::Ok();
 }
 
+Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
+  FT_RETURN_IF_ERROR(ValidateForwardArgs(a));
+  const Problem& p = a.problem;
+  auto copy = [](const int32_t* table, int64_t n) { return std::vector<int32_t>(table, table + n); };
+  auto missing = [&](const char* table) {
+    return Invalid(std::string("tables.") + table + " is null, but the " + std::string(LayoutName(p.layout)) +
+                   " call reads it");
+  };
+  switch (p.layout) {
+    case Layout::kPaged:
+      if (t.block_table == nullptr) return missing("block_table");
+      if (t.seqlens_k == nullptr) return missing("seqlens_k");
+      return CheckPagedKvHost(a, copy(t.block_table, p.batch * a.paged.block_table_stride),
+                              copy(t.seqlens_k, p.batch));
+    case Layout::kDense:
+      if (a.seqlens_k == nullptr) return Status::Ok();
+      if (t.seqlens_k == nullptr) return missing("seqlens_k");
+      for (int64_t b = 0; b < p.batch; ++b)
+        if (t.seqlens_k[b] < 0 || t.seqlens_k[b] > p.seqlen_k)
+          return Invalid("seqlens_k[" + std::to_string(b) + "] (" + std::to_string(t.seqlens_k[b]) +
+                         ") must be in [0, seqlen_k = " + std::to_string(p.seqlen_k) + "]");
+      return Status::Ok();
+    case Layout::kVarlen: {
+      if (t.cu_seqlens_q == nullptr) return missing("cu_seqlens_q");
+      if (t.cu_seqlens_k == nullptr) return missing("cu_seqlens_k");
+      const Varlen& v = a.varlen;
+      FT_RETURN_IF_ERROR(CheckCuSeqlensHost("cu_seqlens_q", copy(t.cu_seqlens_q, p.batch + 1), p.batch, p.seqlen_q,
+                                            v.total_q));
+      FT_RETURN_IF_ERROR(CheckCuSeqlensHost("cu_seqlens_k", copy(t.cu_seqlens_k, p.batch + 1), p.batch, p.seqlen_k,
+                                            v.total_k));
+      for (int64_t b = 0; b < v.decode_seqs; ++b) {
+        const int64_t n = int64_t(t.cu_seqlens_q[b + 1]) - t.cu_seqlens_q[b];
+        if (n > v.decode_max_seqlen_q)
+          return Invalid("sequence " + std::to_string(b) + " has " + std::to_string(n) +
+                         " queries, more than varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) +
+                         "), yet it is one of the first varlen.decode_seqs (" + std::to_string(v.decode_seqs) +
+                         ") sequences, which run on the decode kernel");
+      }
+      return Status::Ok();
+    }
+  }
+  return Invalid("problem.layout (" + std::to_string(int(p.layout)) + ") must be dense, paged or varlen");
+}
+
 }  // namespace flashtune

@@ -240,6 +240,20 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out) {
   return PlanFor(runtime, problem, out, flashtune::Operation::kForward, "ft_plan");
 }
 
+int ft_check_tables(const ft_attention_args* args, const int32_t* block_table, const int32_t* seqlens_k,
+                    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k) {
+  if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_check_tables: args is NULL");
+  auto a = FromAttentionArgs(*args);
+  if (!a.ok()) return Fail(a.status());
+  flashtune::HostTables tables;
+  tables.block_table = block_table;
+  tables.seqlens_k = seqlens_k;
+  tables.cu_seqlens_q = cu_seqlens_q;
+  tables.cu_seqlens_k = cu_seqlens_k;
+  Status s = flashtune::CheckHostTables(*a, tables);
+  return s.ok() ? Succeed() : Fail(s);
+}
+
 int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out) {
   if (runtime == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: runtime is NULL");
   if (args == nullptr) return Fail(Code::kInvalidArgument, "ft_plan_ex: args is NULL");

@@ -209,6 +209,17 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
  * decode part is a varlen call of decode_seqs sequences of decode_max_seqlen_q queries). */
 int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out);
 
+/* Checks args (as ft_forward_ex does) and then host copies of the device tables it reads, which
+ * ft_forward_ex cannot see: page indexes in [0, num_blocks), lengths in [0, seqlen_k], offsets
+ * starting at 0, non-decreasing, within the longest sequences and ending at the totals, a mixed
+ * batch's decode sequences within decode_max_seqlen_q queries. Host pointers: block_table
+ * (batch * block_table_stride entries) and seqlens_k (batch) for a paged call, seqlens_k for a
+ * dense call with lengths, cu_seqlens_q and cu_seqlens_k (batch + 1 each) for varlen; NULL for
+ * those the layout does not read. FT_INVALID_ARGUMENT names the first bad entry. Launches
+ * nothing and needs no runtime: a debugging aid, or a check for tables already on the host. */
+int ft_check_tables(const ft_attention_args* args, const int32_t* block_table, const int32_t* seqlens_k,
+                    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k);
+
 /* Device workspace bytes an ft_backward call of `problem` needs, into *out. */
 int ft_backward_workspace_bytes(const ft_problem* problem, int64_t* out);
 

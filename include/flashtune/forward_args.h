@@ -162,5 +162,19 @@ Status CheckPagedKvHost(const ForwardArgs& args, const std::vector<int32_t>& blo
 Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu_seqlens, int64_t batch,
                           int64_t max_len, int64_t total);
 
+// Host copies of a call's device tables: what its kernels read and the host cannot see.
+struct HostTables {
+  const int32_t* block_table = nullptr;   // paged: batch * paged.block_table_stride entries
+  const int32_t* seqlens_k = nullptr;     // paged, and dense with seqlens_k: batch entries
+  const int32_t* cu_seqlens_q = nullptr;  // varlen: batch + 1 entries
+  const int32_t* cu_seqlens_k = nullptr;  // varlen: batch + 1 entries
+};
+// The whole call checked as the host can, given copies of its tables: ValidateForwardArgs, then
+// each table its layout reads (CheckPagedKvHost; dense lengths in [0, Nk]; CheckCuSeqlensHost for
+// both offsets, and a mixed batch's decode sequences within decode_max_seqlen_q queries). A table
+// the call reads but `tables` lacks is kInvalidArgument naming it. For callers debugging their
+// tables, and for those that hold them on the host anyway (it costs a copy and a pass over them).
+Status CheckHostTables(const ForwardArgs& args, const HostTables& tables);
+
 }  // namespace flashtune
 FLASHTUNE_API_END

@@ -206,15 +206,38 @@ def _pack_call(call, o, lse, workspace=(0, 0)):
                             call.varlen, workspace, call.mixed)
 
 
-def _launch(runtime, call, o, lse, what):
+def _host_tables(call, tables):
+    """Host int32 copies of a call's device tables (a dict of the tensors by their C ABI name), as
+    ft_check_tables reads them: the block table with the device table's row pitch. Synchronises."""
+    host = {name: t.to("cpu", torch.int32).contiguous() for name, t in tables.items() if t is not None}
+    table = host.get("block_table")
+    if table is not None and call.paged[2] != table.shape[1]:  # a view of a wider table: keep its pitch
+        pitched = torch.zeros(table.shape[0], call.paged[2], dtype=torch.int32)
+        pitched[:, :table.shape[1]] = table
+        host["block_table"] = pitched
+    return host
+
+
+def _check_tables(call, args, tables, what):
+    """ft_check_tables on a call's args bytes and host copies of its `tables`: InvalidArgument
+    naming the first bad entry."""
+    host = _host_tables(call, tables)
+    addresses = [host[n].data_ptr() if n in host else None
+                 for n in ("block_table", "seqlens_k", "cu_seqlens_q", "cu_seqlens_k")]
+    _capi.check(_capi.function("ft_check_tables")(args, *addresses), f"{what} (check_tables)")
+
+
+def _launch(runtime, call, o, lse, what, tables=None):
     """ft_forward_ex of one call into o (and lse), with its workspace, on the current stream of o's
-    device."""
+    device; with `tables` (check_tables=True), host copies of them checked first by ft_check_tables."""
     rt = runtime if isinstance(runtime, _runtime.Runtime) else _runtime.runtime_by_id(runtime)
     ws = rt.workspace_bytes(call.layout, call.problem, what)
     workspace = None
     if ws > 0:  # torch's caching allocator, stream-ordered: freed after the launch, reused in order
         workspace = torch.empty(ws, dtype=torch.uint8, device=o.device)
     args = _pack_call(call, o, lse, (0, 0) if workspace is None else (workspace.data_ptr(), ws))
+    if tables is not None:
+        _check_tables(call, args, tables, what)
     index = o.device.index
     if index == torch.cuda.current_device():
         rt.forward_ex_packed(args, _raw_stream(index), what)
@@ -236,7 +259,7 @@ def _check_out(out, q):
 
 
 def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime,
-            out=None):
+            out=None, check_tables=False):
     call = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
     o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
@@ -247,17 +270,20 @@ def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode
         if lse is not None:
             lse.fill_(float("-inf"))
         return o, lse
-    _launch(runtime, call, o, lse, "flashtune.attention_varlen")
+    tables = dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k) if check_tables else None
+    _launch(runtime, call, o, lse, "flashtune.attention_varlen", tables)
     return o, lse
 
 
-def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime, out=None):
+def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse, runtime, out=None,
+             check_tables=False):
     call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale)
     o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = None
     if return_lse:
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
-    _launch(runtime, call, o, lse, "flashtune.attention_with_kvcache")
+    tables = dict(block_table=block_table, seqlens_k=cache_seqlens) if check_tables else None
+    _launch(runtime, call, o, lse, "flashtune.attention_with_kvcache", tables)
     return o, lse
 
 
@@ -425,6 +451,14 @@ def _require_tensors(**named):
             raise _invalid(f"{name}: must be a tensor; got {type(t).__name__}")
 
 
+def _no_check_when_traced(check_tables):
+    """check_tables reads the tables' values on the host: not where the call is traced, or its
+    tensors have no values (meta, fake)."""
+    if check_tables:
+        raise _invalid("check_tables=True: only for eager calls on CUDA tensors (it copies the tables to the host); "
+                       "not under torch.compile, autograd or tensor subclasses")
+
+
 def _direct(*tensors):
     """Whether a call may skip the dispatcher (ops._eager_fast's rule, over every tensor)."""
     return not torch.compiler.is_compiling() and _eager_fast(*tensors[:3]) and all(
@@ -433,18 +467,22 @@ def _direct(*tensors):
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, out=None,
-                     runtime=None):
+                     check_tables=False, runtime=None):
     """Attention over a packed batch of sequences (flash_attn_varlen_func's layout; see the
     module docstring): o [total_q, Hq, D], or (o, lse [Hq, total_q]).
     out: a tensor like q to write o into (returned as o), None for a new one.
+    check_tables: copy cu_seqlens to the host first and check them exactly (synchronises; eager
+    calls only), for debugging an engine's offsets.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
     causal, return_lse = bool(causal), bool(return_lse)
     _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out)
     if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k, out):
         o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse,
-                         decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0, out)
+                         decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0, out,
+                         bool(check_tables))
         return (o, lse) if return_lse else o
+    _no_check_when_traced(check_tables)
     _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
     _count("max_seqlen_k", max_seqlen_k, 1)
     _count("decode_seqs", decode_seqs, 0)
@@ -460,10 +498,13 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
-                           softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None, runtime=None):
+                           softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None, check_tables=False,
+                           runtime=None):
     """Attention of new queries over a K/V cache, dense or paged (flash_attn_with_kvcache without
     the append; see the module docstring): o [B, Nq, Hq, D], or (o, lse [B, Hq, Nq]).
     out: a tensor like q to write o into (returned as o), None for a new one.
+    check_tables: copy cache_seqlens and block_table to the host first and check them exactly
+    (synchronises; eager calls only), for debugging an engine's page tables.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
     causal, return_lse = bool(causal), bool(return_lse)
@@ -472,8 +513,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
     if _direct(q, k_cache, v_cache, cache_seqlens, block_table, out):
         o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
-                          runtime if runtime is not None else 0, out)
+                          runtime if runtime is not None else 0, out, bool(check_tables))
         return (o, lse) if return_lse else o
+    _no_check_when_traced(check_tables)
     args = (q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
             0 if runtime is None else runtime.id)
     if out is None:

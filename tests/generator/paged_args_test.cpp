@@ -173,6 +173,63 @@ TEST(VarlenArgs, HostOffsetsAreCheckedExactly) {
   EXPECT_NE(message({0, 5}, 5, 5).find("has 2 entries; batch + 1 = 4 expected"), std::string::npos);
 }
 
+TEST(HostTables, EachLayoutsTablesAreCheckedAndNamed) {
+  // Paged: B4, 512 columns of 16-key pages; every page in range, then one that is not.
+  ForwardArgs a = GoodPaged();
+  std::vector<int32_t> table(4 * 512), lens = {8192, 1, 0, 4097};
+  for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i % 2048);
+  HostTables t;
+  t.block_table = table.data();
+  t.seqlens_k = lens.data();
+  EXPECT_TRUE(CheckHostTables(a, t).ok()) << CheckHostTables(a, t).ToString();
+  table[3 * 512 + 256] = 2048;  // sequence 3's 257th page: 4097 keys reach it
+  EXPECT_NE(CheckHostTables(a, t).message().find("block_table[3][256] (2048) is not a page"), std::string::npos)
+      << CheckHostTables(a, t).message();
+  lens[3] = 4096;  // one key fewer: that column is no longer read
+  EXPECT_TRUE(CheckHostTables(a, t).ok()) << CheckHostTables(a, t).ToString();
+  t.block_table = nullptr;
+  EXPECT_EQ(CheckHostTables(a, t).message(), "tables.block_table is null, but the paged call reads it");
+  // The arguments themselves are checked first.
+  t.block_table = table.data();
+  a.paged.block_size = 12;
+  EXPECT_NE(CheckHostTables(a, t).message().find("paged.block_size (12)"), std::string::npos);
+
+  // Dense with lengths: each within [0, Nk]; without lengths there is no table to check.
+  ForwardArgs d = ForwardArgs::Contiguous(DecodeProblem(Layout::kDense));
+  d.q = storage[0], d.k = storage[1], d.v = storage[2], d.o = storage[3];
+  EXPECT_TRUE(CheckHostTables(d, HostTables{}).ok());
+  d.seqlens_k = reinterpret_cast<const int32_t*>(storage[5]);
+  EXPECT_EQ(CheckHostTables(d, HostTables{}).message(), "tables.seqlens_k is null, but the dense call reads it");
+  std::vector<int32_t> dense_lens = {8192, 0, 8193, 5};
+  HostTables dt;
+  dt.seqlens_k = dense_lens.data();
+  EXPECT_EQ(CheckHostTables(d, dt).message(), "seqlens_k[2] (8193) must be in [0, seqlen_k = 8192]");
+
+  // Varlen, three sequences (Nq <= 100, Nk <= 200, totals 300 / 600), and a mixed batch whose
+  // first sequence must have at most decode_max_seqlen_q queries.
+  ForwardArgs v = GoodVarlen();
+  std::vector<int32_t> cu_q = {0, 100, 200, 300}, cu_k = {0, 200, 400, 600};
+  HostTables vt;
+  vt.cu_seqlens_q = cu_q.data();
+  vt.cu_seqlens_k = cu_k.data();
+  EXPECT_TRUE(CheckHostTables(v, vt).ok()) << CheckHostTables(v, vt).ToString();
+  cu_k[2] = 350;
+  EXPECT_NE(CheckHostTables(v, vt).message().find("cu_seqlens_k: sequence 2 has 250 rows"), std::string::npos)
+      << CheckHostTables(v, vt).message();
+  cu_k[2] = 400;
+  v.varlen.decode_seqs = 1;
+  v.varlen.decode_max_seqlen_q = 4;
+  EXPECT_NE(CheckHostTables(v, vt).message().find("sequence 0 has 100 queries, more than "
+                                                  "varlen.decode_max_seqlen_q (4)"),
+            std::string::npos)
+      << CheckHostTables(v, vt).message();
+  cu_q = {0, 3, 103, 203};
+  v.varlen.total_q = 203;
+  EXPECT_TRUE(CheckHostTables(v, vt).ok()) << CheckHostTables(v, vt).ToString();
+  vt.cu_seqlens_k = nullptr;
+  EXPECT_EQ(CheckHostTables(v, vt).message(), "tables.cu_seqlens_k is null, but the varlen call reads it");
+}
+
 TEST(VarlenArgs, MixedBatchFieldsAreChecked) {
   ForwardArgs a = GoodVarlen();  // B3, Nq 100
   a.varlen.decode_seqs = 2;

@@ -222,6 +222,17 @@ class LayoutsOnGpu(unittest.TestCase):
         with self.assertRaisesRegex(flashtune.InvalidArgument, "block_size"):  # the C ABI's check: 12 keys a page
             flashtune.attention_with_kvcache(q, pages[:, :12], pages[:, :12], lens,
                                              torch.zeros(2, 2, dtype=torch.int32, device="cuda"))
+        # check_tables reads the device tables on the host: a page past the pool is named, and the
+        # same call without the check runs (the kernel skips the page: a wrong answer, no fault).
+        table = torch.tensor([[0, 1], [2, 16]], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"block_table\[1\]\[1\] \(16\) is not a page"):
+            flashtune.attention_with_kvcache(q, pages, pages, lens, table, check_tables=True)
+        flashtune.attention_with_kvcache(q, pages, pages, lens, table)
+        torch.cuda.synchronize()
+        cu = torch.tensor([0, 5, 3], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "cu_seqlens_q must be non-decreasing"):
+            flashtune.attention_varlen(q[0, :1].expand(5, 8, 64).contiguous(), pages[0], pages[0], cu, cu, 5, 5,
+                                       check_tables=True)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,54 @@ class Packing(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
+class CheckTables(unittest.TestCase):
+    """check_tables=True: host copies of the tables through ft_check_tables (CPU tensors stand in
+    for the device's; the call's other tensors are meta, at made-up aligned addresses)."""
+
+    def paged_call(self, table, lens):
+        # The call is checked on meta tensors shaped like the tables (a view keeps its pitch).
+        q, pages = meta(2, 1, 8, 64), meta(64, 16, 2, 64)
+        shaped = index(table.shape[0], table.stride(0))[:, :table.shape[1]]
+        call = layouts._kvcache_args(q, pages, pages, index(*lens.shape), shaped, 0, False, 0.0, lambda t: 0x10000)
+        o = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16)  # a real address for o
+        return call, layouts._pack_call(call, o, None)
+
+    def test_a_page_outside_the_pool_is_named(self):
+        wide = torch.zeros(2, 10, dtype=torch.int32)
+        table = wide[:, :8]  # a view of a wider table: the host copy keeps its row pitch of 10
+        lens = torch.tensor([128, 20], dtype=torch.int32)
+        call, args = self.paged_call(table, lens)
+        self.assertEqual(call.paged[2], 10)
+        layouts._check_tables(call, args, dict(block_table=table, seqlens_k=lens), "step")
+        wide[1, 1] = 64  # sequence 1's second page (20 keys need two): past the 64-page pool
+        wide[0, 9] = -1  # outside the view: never read
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"step \(check_tables\): invalid_argument: "
+                                                               r"block_table\[1\]\[1\] \(64\) is not a page"):
+            layouts._check_tables(call, args, dict(block_table=table, seqlens_k=lens), "step")
+        wide[1, 1] = 3
+        lens[0] = 129  # more keys than 8 pages of 16 hold
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"seqlens_k\[0\] \(129\) must be in \[0, seqlen_k = 128\]"):
+            layouts._check_tables(call, args, dict(block_table=table, seqlens_k=lens), "step")
+
+    def test_offsets_that_decrease_are_named(self):
+        q, k = meta(300, 8, 64), meta(500, 8, 64)
+        cu_q = torch.tensor([0, 100, 300], dtype=torch.int32)
+        cu_k = torch.tensor([0, 300, 250], dtype=torch.int32)
+        call = layouts._varlen_args(q, k, k, index(3), index(3), 200, 300, True, 0.0, 0, 0, lambda t: 0x10000)
+        args = layouts._pack_call(call, torch.empty(300, 8, 64, dtype=torch.bfloat16), None)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"cu_seqlens_k must be non-decreasing"):
+            layouts._check_tables(call, args, dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k), "prefill")
+
+    def test_traced_or_meta_calls_cannot_check(self):
+        q, pages = meta(2, 1, 8, 64), meta(64, 16, 2, 64)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "check_tables=True: only for eager calls on CUDA"):
+            flashtune.attention_with_kvcache(q, pages, pages, index(2), index(2, 8), check_tables=True)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "check_tables=True: only for eager calls on CUDA"):
+            flashtune.attention_varlen(meta(10, 8, 64), meta(10, 8, 64), meta(10, 8, 64), index(3), index(3), 5, 5,
+                                       check_tables=True)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
 class Checks(unittest.TestCase):
     def assert_invalid(self, needle, fn, *args, **kwargs):
         with self.assertRaises(flashtune.InvalidArgument) as cm:

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "tests/runtime/tuned_db.h"
@@ -166,6 +167,31 @@ TEST(CAbi, ForwardExRefusesBadArgumentsNamingThem) {
   a = PagedDecodeArgs();
   a.workspace_bytes = 64;  // and no workspace pointer
   refused(a, "workspace must not be null");
+}
+
+TEST(CAbi, CheckTablesReadsHostCopiesOfThePagedTables) {
+  ft_attention_args a = PagedDecodeArgs();  // B4, 512 columns of 16-key pages, 2048 pages
+  std::vector<int32_t> table(4 * 512, 7), lens = {8192, 100, 0, 17};
+  EXPECT_EQ(ft_check_tables(&a, table.data(), lens.data(), nullptr, nullptr), FT_OK) << ft_last_error();
+  EXPECT_STREQ(ft_last_error(), "");
+  table[1 * 512 + 6] = -3;  // sequence 1's 7th page: 100 keys need pages 0-6
+  EXPECT_EQ(ft_check_tables(&a, table.data(), lens.data(), nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("block_table[1][6] (-3) is not a page: must be in [0, "
+                                              "paged.num_blocks = 2048)"),
+            std::string::npos)
+      << ft_last_error();
+  table[1 * 512 + 6] = 7;
+  lens[2] = 9000;
+  EXPECT_EQ(ft_check_tables(&a, table.data(), lens.data(), nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("seqlens_k[2] (9000) must be in [0, seqlen_k = 8192]"),
+            std::string::npos)
+      << ft_last_error();
+  EXPECT_EQ(ft_check_tables(&a, nullptr, lens.data(), nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("tables.block_table is null"), std::string::npos) << ft_last_error();
+  a.struct_size = 8;  // the args are read as ft_forward_ex reads them
+  EXPECT_EQ(ft_check_tables(&a, table.data(), lens.data(), nullptr, nullptr), FT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ft_last_error()).find("args.struct_size (8)"), std::string::npos) << ft_last_error();
+  EXPECT_EQ(ft_check_tables(nullptr, nullptr, nullptr, nullptr, nullptr), FT_INVALID_ARGUMENT);
 }
 
 // Version 2 appends the mixed-batch fields; a version-1 caller (struct_size up to
