@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The package's PyTorch half without a GPU: installs torch from PyPI into a virtual environment
-# (version $FLASHTUNE_TEST_TORCH, default 2.15.0)
-# (kept in WORK_DIR between runs; about a minute the first time) and runs the torch tests there
+# (version $FLASHTUNE_TEST_TORCH, default 2.15.0; kept in WORK_DIR between runs, about a minute
+# the first time) and runs the torch tests there
 # against the build tree's library: ops_test.py (flashtune.attention), layouts_test.py
 # (attention_varlen / attention_with_kvcache) and layouts_gpu_test.py (which skips, saying why,
 # where there is no GPU).
@@ -11,8 +11,9 @@
 set -uo pipefail
 PY=$1 SRC=$2 LIB=$3 WORK=$4
 VPY=$WORK/venv/bin/python
+TORCH=${FLASHTUNE_TEST_TORCH:-2.15.0}
 mkdir -p "$WORK"
-if ! "$VPY" -c "import torch" > /dev/null 2>&1; then
+if ! "$VPY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH')" > /dev/null 2>&1; then
   rm -rf "$WORK/venv"
   if ! "$PY" -m venv "$WORK/venv" > "$WORK/venv.log" 2>&1; then
     cat "$WORK/venv.log"
@@ -21,7 +22,7 @@ if ! "$VPY" -c "import torch" > /dev/null 2>&1; then
   fi
   start=$(date +%s)
   # Pinned, so that CI tests this change and not the newest torch release (README: torch >= 2.4).
-  if ! "$VPY" -m pip install -q "torch==${FLASHTUNE_TEST_TORCH:-2.15.0}" > "$WORK/torch.log" 2>&1; then
+  if ! "$VPY" -m pip install -q "torch==$TORCH" > "$WORK/torch.log" 2>&1; then
     tail -5 "$WORK/torch.log"
     echo "SKIP: pip could not install torch (no network to PyPI?)"
     exit 77
