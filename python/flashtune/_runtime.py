@@ -154,10 +154,12 @@ class Runtime:
                     t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,
                     t(info.why))
 
-    def attention(self, q, k, v, causal=False, softmax_scale=None, return_lse=False, *, deterministic=False):
+    def attention(self, q, k, v, causal=False, softmax_scale=None, return_lse=False, *, deterministic=False,
+                  out=None):
         """flashtune.attention through this runtime (see there)."""
         from . import ops  # torch only when attention is used
-        return ops.attention(q, k, v, causal, softmax_scale, return_lse, runtime=self, deterministic=deterministic)
+        return ops.attention(q, k, v, causal, softmax_scale, return_lse, runtime=self, deterministic=deterministic,
+                             out=out)
 
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, **options):
         """flashtune.attention_varlen through this runtime (see there)."""

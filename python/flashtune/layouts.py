@@ -56,7 +56,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from . import _capi, _runtime
-from .ops import _DTYPE_CODES, _eager_fast, _raw_stream, _scale
+from .ops import _DTYPE_CODES, _check_out, _eager_fast, _raw_stream, _scale
 
 _invalid = _runtime.invalid
 _pack_positional = _capi.pack_attention_call
@@ -244,18 +244,6 @@ def _launch(runtime, call, o, lse, what, tables=None):
     else:  # the runtime launches in the calling thread's current context: make it q's device's
         with torch.cuda.device(index):
             rt.forward_ex_packed(args, _raw_stream(index), what)
-
-
-def _check_out(out, q):
-    """out= of a call on q: like q in shape, dtype and device, its last dim contiguous."""
-    if not isinstance(out, torch.Tensor):
-        raise _invalid(f"out: must be a tensor like q; got {type(out).__name__}")
-    if out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
-        raise _invalid(f"out: {out.dtype} {tuple(out.shape)} on {out.device}; must be {q.dtype} {tuple(q.shape)} "
-                       f"on {q.device}")
-    if out.stride(-1) != 1:
-        raise _invalid(f"out.stride({out.dim() - 1}): {out.stride(-1)}; the last dim must be contiguous (stride 1)")
-    return out
 
 
 def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime,

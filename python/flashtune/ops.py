@@ -1,14 +1,17 @@
 """flashtune.attention as a PyTorch custom op (torch.library), over the C ABI through ctypes.
 
-attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
+attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, out=None):
   q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D] CUDA tensors, float16 or bfloat16, on one device; any
   batch/sequence/head strides the runtime accepts (16-byte aligned), the last dim contiguous
   (anything else is refused, naming the tensor: call .contiguous() yourself, since a hidden
   copy would cost as much as a short attention call). Hq a multiple of Hkv (GQA/MQA); causal
-  masks align bottom-right. Returns o (torch.empty_like(q)), and with return_lse also lse
-  float32 [B, Hq, Nq]. Runs on torch's current stream of q's device.
+  masks align bottom-right. Returns o (torch.empty_like(q), or out= when given: a tensor like q,
+  e.g. a view of a larger buffer; inference only), and with return_lse also lse float32
+  [B, Hq, Nq]. Runs on torch's current stream of q's device.
 
 Registered ops: torch.ops.flashtune.attention(q, k, v, causal, softmax_scale, runtime) -> o,
+torch.ops.flashtune.attention_out(q, k, v, causal, softmax_scale, runtime, return_lse, out) -> lse
+(o written into out: attention(..., out=...), inference only),
 torch.ops.flashtune.attention_lse(..., deterministic=False) -> (o, lse) and
 torch.ops.flashtune.attention_backward(d_o, q, k, v, o, lse, causal, softmax_scale, runtime,
 deterministic) -> (dq, dk, dv); softmax_scale 0 means 1/sqrt(D), runtime 0
@@ -103,10 +106,25 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda device: torch.cuda.current_stream(device).cuda_stream)
 
 
-def _launch(q, k, v, causal, softmax_scale, runtime, with_lse):
-    """o (and lse) of one call, launched on the current stream of q's device."""
+def _check_out(out, q):
+    """out= of a call on q: like q in shape, dtype and device, its last dim contiguous (the library
+    refuses an out whose elements overlap)."""
+    if not isinstance(out, torch.Tensor):
+        raise _runtime.invalid(f"out: must be a tensor like q; got {type(out).__name__}")
+    if out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
+        raise _runtime.invalid(f"out: {out.dtype} {tuple(out.shape)} on {out.device}; must be {q.dtype} "
+                               f"{tuple(q.shape)} on {q.device}")
+    if out.stride(-1) != 1:
+        raise _runtime.invalid(f"out.stride({out.dim() - 1}): {out.stride(-1)}; the last dim must be contiguous "
+                               "(stride 1)")
+    return out
+
+
+def _launch(q, k, v, causal, softmax_scale, runtime, with_lse, out=None):
+    """o (and lse) of one call, launched on the current stream of q's device; o is `out` when
+    given."""
     dims = _check(q, k, v)
-    o = torch.empty_like(q)
+    o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = torch.empty((dims[0], dims[2], dims[1]), dtype=torch.float32, device=q.device) if with_lse else None
     args = _pack(dims, q, k, v, o, lse, causal, softmax_scale)
     rt = runtime if isinstance(runtime, _runtime.Runtime) else _runtime.runtime_by_id(runtime)
@@ -216,6 +234,21 @@ def _backward_lse(ctx, d_o, d_lse):
 _attention_lse_op.register_autograd(_backward_lse, setup_context=_setup_lse)
 
 
+# attention writing o into a caller's tensor (out=); returns lse, with no elements unless asked for.
+@torch.library.custom_op("flashtune::attention_out", mutates_args=("out",))
+def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
+                      runtime: int, return_lse: bool, out: torch.Tensor) -> torch.Tensor:
+    lse = _launch(q, k, v, causal, softmax_scale, runtime, return_lse, out)[1]
+    return q.new_empty((0,), dtype=torch.float32) if lse is None else lse
+
+
+@_attention_out_op.register_fake
+def _(q, k, v, causal, softmax_scale, runtime, return_lse, out):
+    _check_out(out, q)
+    B, Nq, Hq = _check(q, k, v)[:3]
+    return q.new_empty((B, Hq, Nq) if return_lse else (0,), dtype=torch.float32)
+
+
 def _no_lse_saved(ctx, *grads):
     raise NotImplementedError(
         "torch.ops.flashtune.attention keeps no log-sum-exp, which the backward pass needs: call "
@@ -248,12 +281,16 @@ def _eager_fast(q, k, v):
             and torch._C._len_torch_dispatch_stack() == 0)
 
 
-def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, runtime=None, deterministic=False):
+def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, runtime=None, deterministic=False,
+              out=None):
     """Attention on [B, N, H, D] CUDA tensors (see the module docstring); o, or (o, lse).
     runtime: a flashtune.Runtime, None for the default one. deterministic: the backward pass
-    (when autograd asks for it) gives bit-identical gradients on every run, at some cost."""
+    (when autograd asks for it) gives bit-identical gradients on every run, at some cost.
+    out: a tensor like q to write o into (returned as o); inference only (no gradient)."""
     scale = _scale(softmax_scale)
     causal = bool(causal)
+    if out is not None:
+        return _attention_into(q, k, v, causal, scale, bool(return_lse), runtime, out)
     if not torch.compiler.is_compiling() and _eager_fast(q, k, v):
         o, lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse)
         return (o, lse) if return_lse else o
@@ -263,3 +300,18 @@ def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, ru
         o, lse = torch.ops.flashtune.attention_lse(q, k, v, causal, scale, rid, bool(deterministic))
         return (o, lse) if return_lse else o
     return torch.ops.flashtune.attention(q, k, v, causal, scale, rid)
+
+
+def _attention_into(q, k, v, causal, scale, return_lse, runtime, out):
+    """attention(..., out=out): o written into out."""
+    if not isinstance(out, torch.Tensor):
+        raise _runtime.invalid(f"out: must be a tensor like q; got {type(out).__name__}")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise NotImplementedError("flashtune.attention: out= is for inference: the op that writes into out has no "
+                                  "backward pass; leave out=None where gradients are needed")
+    if not torch.compiler.is_compiling() and _eager_fast(q, k, v) and type(out) is torch.Tensor:
+        lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse, out)[1]
+    else:
+        lse = torch.ops.flashtune.attention_out(q, k, v, causal, scale, 0 if runtime is None else runtime.id,
+                                                return_lse, out)
+    return (out, lse) if return_lse else out

@@ -2,7 +2,8 @@
 reference on random data, the outputs' memory poisoned with NaN first: ragged batches with empty
 sequences, pages in shuffled order (16 and 256 keys a page), dense caches with lengths, GQA and
 MQA, 1..16 queries with and without causal, both dtypes, head dims 64/128/256, lse within 1e-3,
-a mixed prefill + decode batch, out= into a slice of a caller's buffer, and a paged decode step
+a mixed prefill + decode batch, out= into a slice of a caller's buffer (and dense
+flashtune.attention's out=), and a paged decode step
 captured in a CUDA graph and replayed.
 
 Skips (saying why) without torch or a CUDA device. Run on the GPU machine:
@@ -181,6 +182,15 @@ class LayoutsOnGpu(unittest.TestCase):
         expected = flashtune.attention_with_kvcache(q4, cache, cache, seqlens)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(out, expected))
+        # Dense flashtune.attention takes out= too (a [B, N, H, D] view of an engine's buffer).
+        qd = torch.randn(2, 300, 16, 128, dtype=torch.bfloat16, device="cuda")
+        kd = torch.randn(2, 300, 4, 128, dtype=torch.bfloat16, device="cuda")
+        rows = torch.full((2 * 300 + 8, 16 * 128), 7.0, dtype=torch.bfloat16, device="cuda")
+        view = rows[8:].view(2, 300, 16, 128)
+        self.assertIs(flashtune.attention(qd, kd, kd, causal=True, out=view), view)
+        expected = flashtune.attention(qd, kd, kd, causal=True)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(view, expected) and bool((rows[:8] == 7.0).all()))
 
     def test_paged_decode_step_replays_in_a_cuda_graph(self):
         g = torch.Generator().manual_seed(2)

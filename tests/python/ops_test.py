@@ -58,6 +58,25 @@ class Fake(unittest.TestCase):
         fn(q, k, k).backward()
         self.assertEqual(q.grad.shape, q.shape)
 
+    def test_out_is_written_and_returned(self):
+        q, k = meta(2, 128, 8, 64), meta(2, 300, 2, 64)
+        out = meta(2, 128, 8, 64)
+        self.assertIs(flashtune.attention(q, k, k, causal=True, out=out), out)
+        o, lse = flashtune.attention(q, k, k, return_lse=True, out=out)
+        self.assertIs(o, out)
+        self.assertEqual((lse.shape, lse.dtype), ((2, 8, 128), torch.float32))
+        # Traced: the mutating op, its fake implementation.
+        fn = torch.compile(lambda q, k, o: flashtune.attention(q, k, k, out=o).float(), fullgraph=True,
+                           backend="aot_eager")
+        self.assertEqual(fn(q, k, out).shape, q.shape)
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "out: torch.bfloat16 .2, 128, 8, 32. on meta; must be"):
+            flashtune.attention(q, k, k, out=meta(2, 128, 8, 32))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "out: must be a tensor like q; got list"):
+            flashtune.attention(q, k, k, out=[])
+        with self.assertRaisesRegex(NotImplementedError, "out= is for inference"):
+            flashtune.attention(meta(2, 128, 8, 64, requires_grad=True), k, k, out=out)
+        self.assertIn("Tensor(a7!) out) -> Tensor", str(torch.ops.flashtune.attention_out.default._schema))
+
     def test_ops_are_registered_with_their_schemas(self):
         schema = str(torch.ops.flashtune.attention.default._schema)
         self.assertIn("flashtune::attention(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale, "
