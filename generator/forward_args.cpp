@@ -148,6 +148,25 @@ Status ValidatePaged(const ForwardArgs& a) {
     return Invalid("paged.block_table_stride * batch overflows int64");
   if (g.num_blocks < 1 || g.num_blocks > std::numeric_limits<int32_t>::max())
     return Invalid("paged.num_blocks (" + std::to_string(g.num_blocks) + ") must be in [1, 2^31 - 1]");
+  // Packed queries (vLLM's varlen q over the cache): q/o rows by cu_seqlens_q; the keys are the
+  // pages' and seqlens_k's, so nothing of varlen's key side may be set.
+  const Varlen& v = a.varlen;
+  if (v.cu_seqlens_k != nullptr || v.total_k != 0 || v.decode_seqs != 0)
+    return Invalid("varlen.cu_seqlens_k, varlen.total_k and varlen.decode_seqs must be null or 0 for the paged "
+                   "layout (its keys are the pages' and seqlens_k's; only the queries may be packed)");
+  if (v.cu_seqlens_q == nullptr) {
+    if (v.total_q != 0)
+      return Invalid("varlen.total_q (" + std::to_string(v.total_q) + ") is set but varlen.cu_seqlens_q is null");
+    return Status::Ok();
+  }
+  if (reinterpret_cast<uintptr_t>(v.cu_seqlens_q) % 4 != 0)
+    return Invalid("varlen.cu_seqlens_q must be 4-byte aligned (int32)");
+  if (v.total_q < 0 || v.total_q > std::numeric_limits<int32_t>::max() || v.total_q > p.batch * p.seqlen_q)
+    return Invalid("varlen.total_q (" + std::to_string(v.total_q) + ") must be in [0, batch * seqlen_q = " +
+                   std::to_string(p.batch * p.seqlen_q) + "] (and below 2^31)");
+  if (a.q_strides.batch != 0 || a.o_strides.batch != 0)
+    return Invalid("q_strides.batch and o_strides.batch must be 0 when the queries are packed (varlen.cu_seqlens_q "
+                   "set): q and o are [total_q, heads_q, head_dim]");
   return Status::Ok();
 }
 
@@ -213,11 +232,19 @@ Status ValidateForwardArgs(const ForwardArgs& a) {
   int64_t q_outer = p.batch, q_rows = p.seqlen_q, kv_outer = p.batch, kv_rows = p.seqlen_k;
   switch (p.layout) {
     case Layout::kDense:
+      if (a.paged.block_table != nullptr || a.varlen.cu_seqlens_q != nullptr || a.varlen.cu_seqlens_k != nullptr ||
+          a.varlen.decode_seqs != 0)
+        return Invalid("paged.block_table, varlen.cu_seqlens_q, varlen.cu_seqlens_k and varlen.decode_seqs must be "
+                       "null or 0 for the dense layout (set problem.layout to paged or varlen)");
       break;
     case Layout::kPaged:
       FT_RETURN_IF_ERROR(ValidatePaged(a));
       kv_outer = a.paged.num_blocks;
       kv_rows = a.paged.block_size;
+      if (PackedQueries(a)) {  // q/o [total_q, Hq, D]
+        q_outer = 1;
+        q_rows = std::max<int64_t>(1, a.varlen.total_q);
+      }
       break;
     case Layout::kVarlen:
       if (a.seqlens_k != nullptr) return Invalid("seqlens_k must be null for the varlen layout (cu_seqlens_k gives the keys)");
@@ -289,6 +316,10 @@ Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_
   return Status::Ok();
 }
 
+bool PackedQueries(const ForwardArgs& a) {
+  return a.problem.layout == Layout::kVarlen || (a.problem.layout == Layout::kPaged && a.varlen.cu_seqlens_q != nullptr);
+}
+
 bool IsMixedVarlen(const ForwardArgs& a) {
   return a.problem.layout == Layout::kVarlen && a.varlen.decode_seqs != 0 && a.problem.seqlen_q > kDecodeMaxQueries;
 }
@@ -350,6 +381,11 @@ Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
     case Layout::kPaged:
       if (t.block_table == nullptr) return missing("block_table");
       if (t.seqlens_k == nullptr) return missing("seqlens_k");
+      if (PackedQueries(a)) {
+        if (t.cu_seqlens_q == nullptr) return missing("cu_seqlens_q");
+        FT_RETURN_IF_ERROR(CheckCuSeqlensHost("cu_seqlens_q", copy(t.cu_seqlens_q, p.batch + 1), p.batch, p.seqlen_q,
+                                              a.varlen.total_q));
+      }
       return CheckPagedKvHost(a, copy(t.block_table, p.batch * a.paged.block_table_stride),
                               copy(t.seqlens_k, p.batch));
     case Layout::kDense:

@@ -270,7 +270,7 @@ class DecodeFwd final : public Family {
     k.lse = a.lse;
     k.seqlens_k = a.seqlens_k;
     k.block_table = p.layout == Layout::kPaged ? a.paged.block_table : nullptr;
-    if (p.layout == Layout::kVarlen) {
+    if (PackedQueries(a)) {  // varlen, or a paged call's packed queries (cu_seqlens_k then null)
       k.cu_seqlens_q = a.varlen.cu_seqlens_q;
       k.cu_seqlens_k = a.varlen.cu_seqlens_k;
       k.total_q = a.varlen.total_q;

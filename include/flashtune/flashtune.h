@@ -108,9 +108,10 @@ typedef struct ft_attention_args {
   int64_t max_blocks_per_seq;   /* paged: table columns a sequence may use */
   int64_t num_blocks;           /* paged: pages in the pools */
   int32_t block_size;           /* paged: keys per page, a power of two in [1, 256] */
-  const int32_t* cu_seqlens_q;  /* varlen: [B + 1] row offsets into q/o */
+  const int32_t* cu_seqlens_q;  /* varlen: [B + 1] row offsets into q/o; paged: NULL, or packed
+                                   queries (q/o [total_q, Hq, D], batch strides 0, lse [Hq, total_q]) */
   const int32_t* cu_seqlens_k;  /* varlen: [B + 1] row offsets into k/v */
-  int64_t total_q;              /* varlen: rows of q/o */
+  int64_t total_q;              /* varlen, and paged with cu_seqlens_q: rows of q/o */
   int64_t total_k;              /* varlen: rows of k/v */
   void* workspace;              /* device, 16-byte aligned, ft_workspace_size bytes (may be NULL when 0) */
   int64_t workspace_bytes;

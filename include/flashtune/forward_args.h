@@ -21,6 +21,11 @@
 //           On the device, lengths above Nk are read as Nk and page indexes outside
 //           [0, num_blocks) are not read (their keys count as masked): a bad table can give a
 //           wrong answer but never a fault. CheckPagedKvHost checks host copies exactly.
+//           The queries may be packed instead (vLLM's varlen q over its cache, e.g. a decode
+//           batch with a different number of new tokens a sequence): varlen.cu_seqlens_q
+//           (device [B+1]) and varlen.total_q set, q/o [total_q, Hq, D] with batch strides 0,
+//           lse [Hq, total_q], Nq the longest; causal aligns each sequence bottom-right. Served
+//           by decode_fwd, like every paged call. The other varlen fields stay 0.
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.
@@ -134,6 +139,9 @@ struct CallParts {
 CallParts MixedVarlenParts(const ForwardArgs& args);
 // Whether `args` is a mixed varlen call (two parts above); reads no pointer.
 bool IsMixedVarlen(const ForwardArgs& args);
+// Whether q and o are packed rows [total_q, Hq, D] found by varlen.cu_seqlens_q (lse then
+// [Hq, total_q]): the varlen layout, and a paged call that sets cu_seqlens_q.
+bool PackedQueries(const ForwardArgs& args);
 
 // Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
 // q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), o's elements at

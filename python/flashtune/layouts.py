@@ -3,17 +3,21 @@ K/V-cache (dense with lengths, paged) layouts as PyTorch custom ops, over ft_for
 
 attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                  softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0,
-                 out=None, runtime=None)
+                 block_table=None, seqused_k=None, out=None, check_tables=False, runtime=None)
   flash_attn_varlen_func's layout: q [total_q, Hq, D], k/v [total_k, Hkv, D], sequence b at rows
   [cu_seqlens[b], cu_seqlens[b+1]) (int32 CUDA tensors [B + 1]); max_seqlen_* the longest
   sequences (ints). Causal aligns bottom-right per sequence; a sequence may have no rows (a batch
   without any keys gives o = 0, lse = -inf, and launches nothing). A mixed
   prefill + decode batch whose decode sequences come first names them: decode_seqs sequences
-  with at most decode_max_seqlen_q (1..16) queries each run on the decode kernel. Returns o
-  (torch.empty_like(q)), and with return_lse also lse float32 [Hq, total_q].
+  with at most decode_max_seqlen_q (1..16) queries each run on the decode kernel. With
+  block_table= and seqused_k= (vLLM's call) the keys are in a paged cache instead: k/v page pools
+  [num_blocks, block_size, Hkv, D], block_table [B, max_blocks] and seqused_k [B] int32 (keys per
+  sequence), cu_seqlens_k None; served by the decode kernel. Returns o (torch.empty_like(q)), and
+  with return_lse also lse float32 [Hq, total_q].
 
 attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
-                       softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None, runtime=None)
+                       softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None,
+                       check_tables=False, runtime=None)
   flash_attn_with_kvcache's call without the append (the engine writes new K/V into its cache
   first, as vLLM's reshape_and_cache does): q [B, Nq, Hq, D] (decode: Nq 1..16).
   - Dense cache: k_cache/v_cache [B, Nk, Hkv, D]; cache_seqlens an int32 CUDA tensor [B] (keys of
@@ -62,14 +66,20 @@ _invalid = _runtime.invalid
 _pack_positional = _capi.pack_attention_call
 
 
-def _check_qkv(q, k, v, rank, names):
-    """dtype code of q/k/v after the checks the C ABI cannot make: rank, k and v alike, head_dim,
-    dtype and device shared, CUDA, last dim contiguous."""
+_DIMS = {3: "[total, heads, head_dim]", 4: "[batch, seqlen, heads, head_dim]",
+         "pages": "[num_blocks, block_size, heads, head_dim]"}
+
+
+def _check_qkv(q, k, v, rank, names, kv_rank=None):
+    """dtype code of q/k/v after the checks the C ABI cannot make: ranks (k/v: kv_rank, "pages"
+    for a page pool; default q's), k and v alike, head_dim, dtype and device shared, CUDA, last
+    dim contiguous."""
     qn, kn, vn = names
-    for name, t in ((qn, q), (kn, k), (vn, v)):
-        if t.dim() != rank:
-            dims = "[total, heads, head_dim]" if rank == 3 else "[batch, seqlen, heads, head_dim]"
-            raise _invalid(f"{name}: must be {rank}-D {dims}; got shape {tuple(t.shape)}")
+    kv_rank = rank if kv_rank is None else kv_rank
+    for name, t, want in ((qn, q, rank), (kn, k, kv_rank), (vn, v, kv_rank)):
+        dims = 4 if want == "pages" else want
+        if t.dim() != dims:
+            raise _invalid(f"{name}: must be {dims}-D {_DIMS[want]}; got shape {tuple(t.shape)}")
     if k.shape != v.shape:
         raise _invalid(f"{vn}: shape {tuple(v.shape)} differs from {kn}'s {tuple(k.shape)}")
     if k.shape[-1] != q.shape[-1]:
@@ -86,7 +96,7 @@ def _check_qkv(q, k, v, rank, names):
         raise _invalid(f"{qn}.device: {q.device}; flashtune runs on CUDA tensors")
     for name, t in ((qn, q), (kn, k), (vn, v)):
         if t.stride(-1) != 1:
-            raise _invalid(f"{name}.stride({rank - 1}): {t.stride(-1)}; the last dim must be contiguous (stride 1): "
+            raise _invalid(f"{name}.stride({t.dim() - 1}): {t.stride(-1)}; the last dim must be contiguous (stride 1): "
                            f"pass {name}.contiguous()")
     return code
 
@@ -132,6 +142,7 @@ class _Call(NamedTuple):
     paged: tuple = (0,) * 6
     varlen: tuple = (0,) * 4
     mixed: tuple = (0, 0)
+    packed: bool = False  # q and o as packed rows [total_q, Hq, D] (varlen, or paged with cu_seqlens_q)
 
 
 def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr=_address):
@@ -150,7 +161,41 @@ def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, 
     qs, ks, vs = q.stride(), k.stride(), v.stride()
     return _Call("varlen", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k.shape[1]), scale,
                  (ptr(q), ptr(k), ptr(v)), ((0, qs[0], qs[1]), (0, ks[0], ks[1]), (0, vs[0], vs[1])),
-                 varlen=(ptr(cu_q), ptr(cu_k), q.shape[0], k.shape[0]), mixed=(decode_seqs, decode_max_q))
+                 varlen=(ptr(cu_q), ptr(cu_k), q.shape[0], k.shape[0]), mixed=(decode_seqs, decode_max_q), packed=True)
+
+
+def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q, max_k, causal, scale, decode_seqs,
+                       ptr=_address):
+    """The _Call of attention_varlen over a paged cache (block_table given: vLLM's call), checked."""
+    code = _check_qkv(q, k_pages, v_pages, 3, "qkv", "pages")
+    if not isinstance(cu_q, torch.Tensor) or cu_q.dim() != 1 or cu_q.shape[0] < 2:
+        got = tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__
+        raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got {got}")
+    batch = cu_q.shape[0] - 1
+    _check_index("cu_seqlens_q", cu_q, (batch + 1,), q.device)
+    if seqused_k is None:
+        raise _invalid("seqused_k: required with block_table (an int32 tensor [batch]: keys per sequence)")
+    _check_index("seqused_k", seqused_k, (batch,), q.device)
+    if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
+        got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
+        raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
+    _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
+    _count("max_seqlen_q", max_q, 1)
+    _count("max_seqlen_k", max_k, 1)
+    if decode_seqs:
+        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache runs on the decode kernel whole: "
+                       "leave it 0")
+    num_blocks, block_size = k_pages.shape[0], k_pages.shape[1]
+    max_blocks = block_table.shape[1]
+    if max_k > max_blocks * block_size:
+        raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {max_blocks * block_size} keys a sequence "
+                       f"({max_blocks} pages of {block_size})")
+    qs = q.stride()
+    table_stride = block_table.stride(0) if batch > 1 else max_blocks  # one row: any pitch will do
+    return _Call("paged", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k_pages.shape[2]), scale,
+                 (ptr(q), ptr(k_pages), ptr(v_pages)), ((0, qs[0], qs[1]), k_pages.stride()[:3], v_pages.stride()[:3]),
+                 paged=(ptr(seqused_k), ptr(block_table), table_stride, max_blocks, num_blocks, block_size),
+                 varlen=(ptr(cu_q), 0, q.shape[0], 0), packed=True)
 
 
 def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, ptr=_address):
@@ -200,7 +245,7 @@ def _pack_call(call, o, lse, workspace=(0, 0)):
     """ft_attention_args bytes of `call` into o (and lse, may be None) with `workspace` (pointer,
     bytes)."""
     s = o.stride()
-    o_strides = (0, s[0], s[1]) if call.layout == "varlen" else s[:3]
+    o_strides = (0, s[0], s[1]) if call.packed else s[:3]
     pointers = call.qkv + (o.data_ptr(), 0 if lse is None else lse.data_ptr())
     return _pack_positional(call.layout, call.problem, call.scale, pointers, call.strides + (o_strides,), call.paged,
                             call.varlen, workspace, call.mixed)
@@ -246,9 +291,22 @@ def _launch(runtime, call, o, lse, what, tables=None):
             rt.forward_ex_packed(args, _raw_stream(index), what)
 
 
+def _varlen_call(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, block_table, seqused_k,
+                 ptr=_address):
+    """The _Call of attention_varlen: packed K/V, or (block_table given) a paged cache."""
+    if block_table is None:
+        if seqused_k is not None:
+            raise _invalid("seqused_k: only with block_table (packed K/V take their lengths from cu_seqlens_k)")
+        return _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr)
+    if cu_k is not None:
+        raise _invalid("cu_seqlens_k: must be None with block_table (the keys are the pages', seqused_k long)")
+    return _paged_varlen_args(q, k, v, cu_q, seqused_k, block_table, max_q, max_k, causal, scale, decode_seqs, ptr)
+
+
 def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime,
-            out=None, check_tables=False):
-    call = _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q)
+            out=None, check_tables=False, block_table=None, seqused_k=None):
+    call = _varlen_call(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, block_table,
+                        seqused_k)
     o = torch.empty_like(q) if out is None else _check_out(out, q)
     lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
     if q.shape[0] == 0 or k.shape[0] == 0:
@@ -258,7 +316,10 @@ def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode
         if lse is not None:
             lse.fill_(float("-inf"))
         return o, lse
-    tables = dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k) if check_tables else None
+    tables = None
+    if check_tables:
+        tables = (dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k) if block_table is None else
+                  dict(cu_seqlens_q=cu_q, block_table=block_table, seqlens_k=seqused_k))
     _launch(runtime, call, o, lse, "flashtune.attention_varlen", tables)
     return o, lse
 
@@ -303,12 +364,13 @@ def _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k):
 
 
 def plan_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False, decode_seqs=0,
-                decode_max_seqlen_q=0, runtime=None):
+                decode_max_seqlen_q=0, block_table=None, seqused_k=None, runtime=None):
     """What attention_varlen with these arguments would launch, and why: a list of Plans, one per
     launch (a mixed batch's decode part first, then its prefill part). Takes meta tensors too."""
-    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-    call = _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal), 0.0,
-                        decode_seqs, decode_max_seqlen_q, _no_address)
+    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, block_table=block_table,
+                     seqused_k=seqused_k)
+    call = _varlen_call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal), 0.0,
+                        decode_seqs, decode_max_seqlen_q, block_table, seqused_k, _no_address)
     batch, longest_q = call.problem[3], call.problem[4]
     if decode_seqs == 0 or longest_q <= 16:  # one launch (the library runs it as one call)
         return [_plan_of(runtime, call)]
@@ -340,19 +402,20 @@ def _no_lse(q):
 
 @torch.library.custom_op("flashtune::attention_varlen", mutates_args=())
 def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
-               cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, softmax_scale: float,
-               return_lse: bool, decode_seqs: int, decode_max_seqlen_q: int,
-               runtime: int) -> tuple[torch.Tensor, torch.Tensor]:
+               cu_seqlens_k: Optional[torch.Tensor], max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+               softmax_scale: float, return_lse: bool, decode_seqs: int, decode_max_seqlen_q: int, runtime: int,
+               block_table: Optional[torch.Tensor] = None,
+               seqused_k: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
     o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,
-                     return_lse, decode_seqs, decode_max_seqlen_q, runtime)
+                     return_lse, decode_seqs, decode_max_seqlen_q, runtime, None, False, block_table, seqused_k)
     return o, _no_lse(q) if lse is None else lse
 
 
 @_varlen_op.register_fake
 def _fake_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
-                 decode_seqs, decode_max_seqlen_q, runtime):
-    _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, decode_seqs,
-                 decode_max_seqlen_q, _no_address)
+                 decode_seqs, decode_max_seqlen_q, runtime, block_table=None, seqused_k=None):
+    _varlen_call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, decode_seqs,
+                 decode_max_seqlen_q, block_table, seqused_k, _no_address)
     lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32) if return_lse else _no_lse(q)
     return torch.empty_like(q), lse
 
@@ -378,20 +441,21 @@ def _fake_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_seqlen_k,
 # they return lse (no elements unless asked for).
 @torch.library.custom_op("flashtune::attention_varlen_out", mutates_args=("out",))
 def _varlen_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
-                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                   cu_seqlens_k: Optional[torch.Tensor], max_seqlen_q: int, max_seqlen_k: int, causal: bool,
                    softmax_scale: float, return_lse: bool, decode_seqs: int, decode_max_seqlen_q: int, runtime: int,
-                   out: torch.Tensor) -> torch.Tensor:
+                   out: torch.Tensor, block_table: Optional[torch.Tensor] = None,
+                   seqused_k: Optional[torch.Tensor] = None) -> torch.Tensor:
     lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
-                  decode_seqs, decode_max_seqlen_q, runtime, out)[1]
+                  decode_seqs, decode_max_seqlen_q, runtime, out, False, block_table, seqused_k)[1]
     return _no_lse(q) if lse is None else lse
 
 
 @_varlen_out_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, return_lse,
-      decode_seqs, decode_max_seqlen_q, runtime, out):
+      decode_seqs, decode_max_seqlen_q, runtime, out, block_table=None, seqused_k=None):
     _check_out(out, q)
     return _fake_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,
-                        return_lse, decode_seqs, decode_max_seqlen_q, runtime)[1]
+                        return_lse, decode_seqs, decode_max_seqlen_q, runtime, block_table, seqused_k)[1]
 
 
 @torch.library.custom_op("flashtune::attention_kvcache_out", mutates_args=("out",))
@@ -454,21 +518,25 @@ def _direct(*tensors):
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
-                     softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, out=None,
-                     check_tables=False, runtime=None):
+                     softmax_scale=None, return_lse=False, decode_seqs=0, decode_max_seqlen_q=0, block_table=None,
+                     seqused_k=None, out=None, check_tables=False, runtime=None):
     """Attention over a packed batch of sequences (flash_attn_varlen_func's layout; see the
     module docstring): o [total_q, Hq, D], or (o, lse [Hq, total_q]).
+    block_table, seqused_k: the keys in a paged cache instead (vLLM's call): k/v are page pools
+    [num_blocks, block_size, Hkv, D], block_table [B, max_blocks] and seqused_k [B] int32,
+    cu_seqlens_k None.
     out: a tensor like q to write o into (returned as o), None for a new one.
-    check_tables: copy cu_seqlens to the host first and check them exactly (synchronises; eager
-    calls only), for debugging an engine's offsets.
+    check_tables: copy the offsets (and the page table and lengths) to the host first and check
+    them exactly (synchronises; eager calls only), for debugging an engine's tables.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
     causal, return_lse = bool(causal), bool(return_lse)
-    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out)
-    if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k, out):
+    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, block_table=block_table,
+                     seqused_k=seqused_k, out=out)
+    if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, out):
         o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse,
                          decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0, out,
-                         bool(check_tables))
+                         bool(check_tables), block_table, seqused_k)
         return (o, lse) if return_lse else o
     _no_check_when_traced(check_tables)
     _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
@@ -478,10 +546,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse, decode_seqs,
             decode_max_seqlen_q, 0 if runtime is None else runtime.id)
     if out is None:
-        o, lse = torch.ops.flashtune.attention_varlen(*args)
+        o, lse = torch.ops.flashtune.attention_varlen(*args, block_table, seqused_k)
     else:
         _refuse_grad_with_out(q, k, v)
-        o, lse = out, torch.ops.flashtune.attention_varlen_out(*args, out)
+        o, lse = out, torch.ops.flashtune.attention_varlen_out(*args, out, block_table, seqused_k)
     return (o, lse) if return_lse else o
 
 

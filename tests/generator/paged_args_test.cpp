@@ -173,6 +173,52 @@ TEST(VarlenArgs, HostOffsetsAreCheckedExactly) {
   EXPECT_NE(message({0, 5}, 5, 5).find("has 2 entries; batch + 1 = 4 expected"), std::string::npos);
 }
 
+TEST(PagedArgs, QueriesMayBePackedAndNothingElseOfVarlen) {
+  // B4 decode steps with up to 4 new tokens a sequence, packed: q/o [total_q, Hq, D].
+  ForwardArgs a = GoodPaged();
+  a.problem.seqlen_q = 4;
+  a.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(storage[6]);
+  a.varlen.total_q = 9;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  EXPECT_TRUE(PackedQueries(a));
+  EXPECT_FALSE(PackedQueries(GoodPaged()));
+  ForwardArgs bad = a;
+  bad.q_strides.batch = 4 * 32 * 128;
+  ExpectInvalid(bad, "q_strides.batch and o_strides.batch must be 0 when the queries are packed");
+  bad = a;
+  bad.varlen.total_q = 17;  // more rows than 4 sequences of at most 4
+  ExpectInvalid(bad, "varlen.total_q (17) must be in [0, batch * seqlen_q = 16]");
+  bad = a;
+  bad.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(storage[7]);
+  ExpectInvalid(bad, "varlen.cu_seqlens_k, varlen.total_k and varlen.decode_seqs must be null or 0 for the paged");
+  bad = a;
+  bad.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(storage[6] + 2);
+  ExpectInvalid(bad, "varlen.cu_seqlens_q must be 4-byte aligned");
+  bad = GoodPaged();
+  bad.varlen.total_q = 9;
+  ExpectInvalid(bad, "varlen.total_q (9) is set but varlen.cu_seqlens_q is null");
+  // A dense call refuses the other layouts' tables rather than ignoring them.
+  ForwardArgs d = ForwardArgs::Contiguous(DecodeProblem(Layout::kDense));
+  d.q = storage[0], d.k = storage[1], d.v = storage[2], d.o = storage[3];
+  d.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(storage[6]);
+  ExpectInvalid(d, "must be null or 0 for the dense layout (set problem.layout to paged or varlen)");
+  d.varlen.cu_seqlens_q = nullptr;
+  d.paged.block_table = reinterpret_cast<const int32_t*>(storage[4]);
+  ExpectInvalid(d, "must be null or 0 for the dense layout");
+  // The host check reads the query offsets too.
+  std::vector<int32_t> table(4 * 512, 1), lens = {10, 20, 30, 40}, cu_q = {0, 1, 5, 9, 9};
+  HostTables t;
+  t.block_table = table.data();
+  t.seqlens_k = lens.data();
+  EXPECT_EQ(CheckHostTables(a, t).message(), "tables.cu_seqlens_q is null, but the paged call reads it");
+  t.cu_seqlens_q = cu_q.data();
+  EXPECT_TRUE(CheckHostTables(a, t).ok()) << CheckHostTables(a, t).ToString();
+  cu_q = {0, 1, 6, 9, 9};  // 5 tokens in sequence 1, more than seqlen_q = 4
+  EXPECT_NE(CheckHostTables(a, t).message().find("cu_seqlens_q: sequence 1 has 5 rows"), std::string::npos)
+      << CheckHostTables(a, t).message();
+}
+
 TEST(HostTables, EachLayoutsTablesAreCheckedAndNamed) {
   // Paged: B4, 512 columns of 16-key pages; every page in range, then one that is not.
   ForwardArgs a = GoodPaged();

@@ -1,6 +1,7 @@
 """flashtune.attention_varlen and flashtune.attention_with_kvcache on a GPU, against a float64
 reference on random data, the outputs' memory poisoned with NaN first: ragged batches with empty
-sequences, pages in shuffled order (16 and 256 keys a page), dense caches with lengths, GQA and
+sequences, pages in shuffled order (16 and 256 keys a page), packed queries over pages (vLLM's
+call), dense caches with lengths, GQA and
 MQA, 1..16 queries with and without causal, both dtypes, head dims 64/128/256, lse within 1e-3,
 a mixed prefill + decode batch, out= into a slice of a caller's buffer (and dense
 flashtune.attention's out=), and a paged decode step
@@ -150,6 +151,34 @@ class LayoutsOnGpu(unittest.TestCase):
                         torch.cuda.synchronize()
                         for b, (ref_o, ref_lse) in enumerate(refs):
                             self.assert_matches(o[b], lse[b], ref_o, ref_lse, f"{name} {what}, sequence {b}")
+
+    def test_varlen_queries_over_a_paged_cache(self):
+        # vLLM's call: each sequence's new tokens (1 to 16, and none) packed, its keys on shuffled
+        # pages, causal aligned bottom-right per sequence.
+        g = torch.Generator().manual_seed(3)
+        for dtype, block_size in ((torch.bfloat16, 16), (torch.float16, 256)):
+            lens_q, lens_k = [1, 16, 0, 5, 3], [4097, 17, 300, 1000, 5]
+            batch, nk = len(lens_q), max(lens_k)
+            k = torch.randn(batch, nk, 8, 128, dtype=dtype, device="cuda")
+            v = torch.randn_like(k)
+            kc, vc, table = self.paged_cache(k, v, lens_k, block_size, g)
+            q = torch.randn(sum(lens_q), 32, 128, dtype=dtype, device="cuda")
+            cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+            used = torch.tensor(lens_k, dtype=torch.int32, device="cuda")
+            for causal in (False, True):
+                poison()
+                o, lse = flashtune.attention_varlen(q, kc, vc, cu_q, None, max(lens_q), nk, causal=causal,
+                                                    block_table=table, seqused_k=used, return_lse=True,
+                                                    check_tables=True)
+                torch.cuda.synchronize()
+                self.assertEqual((o.shape, lse.shape), (q.shape, (32, q.shape[0])))
+                for b in range(batch):
+                    if lens_q[b] == 0:
+                        continue
+                    rows = slice(int(cu_q[b]), int(cu_q[b + 1]))
+                    ref_o, ref_lse = reference(q[rows], k[b, :lens_k[b]], v[b, :lens_k[b]], causal)
+                    self.assert_matches(o[rows], lse[:, rows], ref_o, ref_lse,
+                                        f"varlen over pages of {block_size} {dtype} causal {causal}, sequence {b}")
 
     def test_kvcache_int_length_is_the_caches_first_keys(self):
         q = torch.randn(2, 1, 16, 128, dtype=torch.bfloat16, device="cuda")

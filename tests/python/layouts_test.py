@@ -76,6 +76,23 @@ class Packing(unittest.TestCase):
         self.assertEqual(a["o_strides"], (0, 16 * 64, 64))  # o is dense
         self.assertEqual(a["softmax_scale"], 0.5)
 
+    def test_varlen_over_pages_packs_offsets_pages_and_lengths(self):
+        # vLLM's call: packed new tokens (1, 4, 2 a sequence) over a paged cache.
+        q = meta(7, 32, 128)
+        pages = meta(1000, 16, 8, 128)
+        cu_q, lens, table = index(4), index(3), index(3, 256)
+        addr = Addresses(q=q, k=pages, cu_q=cu_q, lens=lens, table=table)
+        call = layouts._varlen_call(q, pages, pages, cu_q, None, 4, 4096, True, 0.0, 0, 0, table, lens, addr)
+        a = unpack(call, torch.empty_like(q))
+        self.assertEqual(a["layout"], _capi.LAYOUTS["paged"])
+        self.assertEqual((a["batch"], a["seqlen_q"], a["seqlen_k"], a["heads_q"], a["heads_kv"], a["causal"]),
+                         (3, 4, 4096, 32, 8, 1))
+        self.assertEqual((a["q_strides"], a["o_strides"]), ((0, 32 * 128, 128), (0, 32 * 128, 128)))
+        self.assertEqual(a["k_strides"], (16 * 8 * 128, 8 * 128, 128))
+        self.assertEqual((a["cu_seqlens_q"], a["total_q"], a["cu_seqlens_k"], a["total_k"]), (addr.of["cu_q"], 7, 0, 0))
+        self.assertEqual((a["seqlens_k"], a["block_table"], a["block_table_stride"], a["max_blocks_per_seq"],
+                          a["num_blocks"], a["block_size"]), (addr.of["lens"], addr.of["table"], 256, 256, 1000, 16))
+
     def test_paged_packs_the_table_pages_and_lengths(self):
         q = meta(4, 1, 32, 128)
         k_cache, v_cache = meta(1000, 16, 8, 128), meta(1000, 16, 8, 128)
@@ -206,6 +223,24 @@ class Checks(unittest.TestCase):
         self.assert_invalid("k.stride(2): 2; the last dim must be contiguous", f, q, meta(200, 64, 2).transpose(1, 2),
                             k, cu, cu, 60, 60)
 
+    def test_bad_varlen_over_pages_arguments_are_named(self):
+        f = flashtune.attention_varlen
+        q, pages, cu, lens, table = meta(7, 8, 64), meta(100, 16, 2, 64), index(4), index(3), index(3, 8)
+        self.assert_invalid("seqused_k: required with block_table", f, q, pages, pages, cu, None, 4, 128,
+                            block_table=table)
+        self.assert_invalid("cu_seqlens_k: must be None with block_table", f, q, pages, pages, cu, cu, 4, 128,
+                            block_table=table, seqused_k=lens)
+        self.assert_invalid("seqused_k: only with block_table", f, q, meta(9, 2, 64), meta(9, 2, 64), cu, cu, 4, 4,
+                            seqused_k=lens)
+        self.assert_invalid("k: must be 4-D [num_blocks, block_size, heads, head_dim]", f, q, meta(9, 2, 64),
+                            meta(9, 2, 64), cu, None, 4, 4, block_table=table, seqused_k=lens)
+        self.assert_invalid("max_seqlen_k: 200; block_table holds 128 keys a sequence", f, q, pages, pages, cu, None, 4,
+                            200, block_table=table, seqused_k=lens)
+        self.assert_invalid("decode_seqs: 2; a call over a paged cache runs on the decode kernel whole", f, q, pages,
+                            pages, cu, None, 4, 128, block_table=table, seqused_k=lens, decode_seqs=2)
+        self.assert_invalid("seqused_k: shape (4,); must be (3,)", f, q, pages, pages, cu, None, 4, 128,
+                            block_table=table, seqused_k=index(4))
+
     def test_bad_cache_arguments_are_named(self):
         f = flashtune.attention_with_kvcache
         q, pages, lens, table = meta(2, 1, 16, 64), meta(64, 16, 2, 64), index(2), index(2, 8)
@@ -247,6 +282,11 @@ class Ops(unittest.TestCase):
         pages = meta(1000, 16, 8, 128)
         o, lse = flashtune.attention_with_kvcache(q, pages, pages, index(4), index(4, 64), return_lse=True)
         self.assertEqual((o.shape, lse.shape), (q.shape, (4, 32, 2)))
+        # Varlen over pages: o and lse as packed rows.
+        qv = meta(7, 32, 128)
+        o, lse = flashtune.attention_varlen(qv, pages, pages, index(4), None, 4, 1024, block_table=index(3, 64),
+                                            seqused_k=index(3), return_lse=True)
+        self.assertEqual((o.shape, lse.shape), (qv.shape, (32, 7)))
         # The ops themselves: lse has no elements unless asked for.
         o, lse = torch.ops.flashtune.attention_kvcache(q, pages, pages, index(4), index(4, 64), 0, False, 0.0, False, 0)
         self.assertEqual((o.shape, lse.numel()), (q.shape, 0))
@@ -311,12 +351,16 @@ class Ops(unittest.TestCase):
         self.assertEqual(prefill.bucket, "bf16/d128/causal/q9/k10/bh3/g2")
         self.assertNotEqual(prefill.family, "decode_fwd")
         self.assertEqual(len(flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000)), 1)
+        (paged,) = flashtune.plan_varlen(meta(7, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128), i(4), None,
+                                         4, 4096, block_table=i(3, 256), seqused_k=i(3))
+        self.assertEqual((paged.family, paged.bucket), ("decode_fwd", "bf16/d128/full/q2/k12/bh7/g2/paged"))
         with self.assertRaisesRegex(flashtune.InvalidArgument, "decode_max_seqlen_q: 0; must be in .1, 16."):
             flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000, decode_seqs=2)
 
     def test_ops_are_registered_with_their_schemas(self):
         varlen = str(torch.ops.flashtune.attention_varlen.default._schema)
-        self.assertIn("Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k", varlen)
+        self.assertIn("Tensor cu_seqlens_q, Tensor? cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k", varlen)
+        self.assertIn("Tensor? block_table=None, Tensor? seqused_k=None) -> (Tensor, Tensor)", varlen)
         kvcache = str(torch.ops.flashtune.attention_kvcache.default._schema)
         self.assertIn("Tensor? cache_seqlens, Tensor? block_table", kvcache)
         self.assertIn("-> (Tensor, Tensor)", kvcache)

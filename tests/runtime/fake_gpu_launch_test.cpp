@@ -222,6 +222,46 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
   }
 }
 
+// A paged call whose queries are packed (vLLM's varlen q over its cache): the paged decode
+// kernel, given the query offsets; q, o and lse as packed rows.
+TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 3, 4, 4096, 32, 8};  // up to 4 new tokens a sequence
+  p.layout = Layout::kPaged;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  const int32_t cu_q[] = {0, 1, 5, 7};  // 1, 4 and 2 new tokens
+  auto* offsets = static_cast<int32_t*>(b.Get(sizeof cu_q));
+  std::memcpy(offsets, cu_q, sizeof cu_q);
+  a.varlen.cu_seqlens_q = offsets;
+  a.varlen.total_q = 7;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const auto launches = fake.Launches();
+  ASSERT_FALSE(launches.empty());
+  EXPECT_NE(std::string(launches[0].kernel).find("_kv1_"), std::string::npos) << launches[0].kernel;
+  detail::DecodeParams k;
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.cu_seqlens_q, offsets);
+  EXPECT_EQ(k.total_q, 7);
+  EXPECT_EQ(k.cu_seqlens_k, nullptr) << "the keys stay the pages'";
+  EXPECT_EQ(k.block_table, a.paged.block_table);
+  EXPECT_EQ(k.q_stride[0], 0);
+  EXPECT_EQ(k.seqlen_q, 4) << "the longest sequence's queries";
+  // Without the offsets the same call is the dense-q paged call it always was.
+  a.varlen.cu_seqlens_q = nullptr;
+  a.varlen.total_q = 0;
+  a.q_strides = a.o_strides = Strides::Contiguous(4, 32, 128);
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.cu_seqlens_q, nullptr);
+}
+
 // Nothing launched or loaded for a call the host can refuse; the error names the argument.
 TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
   FakeGpuRecord fake;
