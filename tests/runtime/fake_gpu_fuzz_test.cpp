@@ -5,10 +5,11 @@
 // library's checks let through to the driver), an internal error, or a crash. Built with
 // -fsanitize=address,undefined the same test also finds overflow in the size arithmetic.
 //
-// The calls start from five valid ones (dense prefill, a dense decode with lengths, a paged
-// decode, a ragged varlen prefill, a mixed prefill + decode batch) and change one to three
-// fields each to values at the edges: 0, -1, powers of two around the 32-bit limits, the
-// field's own value off by one, doubled or halved; pointers null or misaligned.
+// The calls start from six valid ones (dense prefill, a dense decode with lengths, a paged
+// decode, a paged call with packed queries, a ragged varlen prefill, a mixed prefill + decode
+// batch) and change one to three fields each to values at the edges: 0, -1, powers of two
+// around the 32-bit limits, the field's own value off by one, doubled or halved; pointers null
+// or misaligned.
 #include "flashtune/flashtune.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,23 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
     a.num_blocks = 512;
     a.block_size = 16;
     a.seqlens_k = Ints(b, {4096, 17});
+    calls.push_back(a);
+  }
+  {  // Paged with packed queries (vLLM's call): B2, 1 and 3 new tokens, 16-key pages, causal.
+    ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 1, 2, 3, 2048, 32, 8}, 4, 4096, b);
+    Set3(a.q_strides, 0, 32 * 128, 128);
+    Set3(a.o_strides, 0, 32 * 128, 128);
+    Set3(a.k_strides, 16 * 8 * 128, 8 * 128, 128);
+    Set3(a.v_strides, 16 * 8 * 128, 8 * 128, 128);
+    std::vector<int32_t> table(256);
+    for (int i = 0; i < 256; ++i) table[size_t(i)] = (i * 31) % 256;
+    a.block_table = Ints(b, table);
+    a.block_table_stride = a.max_blocks_per_seq = 128;
+    a.num_blocks = 256;
+    a.block_size = 16;
+    a.seqlens_k = Ints(b, {2048, 5});
+    a.cu_seqlens_q = Ints(b, {0, 1, 4});
+    a.total_q = 4;
     calls.push_back(a);
   }
   {  // Varlen prefill: B3 (0, 700, 300 queries over 5, 700, 1000 keys) Hq8 Hkv8 d64 causal.
