@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "flashtune/compiler.h"
@@ -254,6 +256,72 @@ TEST(RuntimeGpu, MixedVarlenBatchRoutesDecodeRowsToTheDecodeKernel) {
     auto prefill = (*rt)->plan(parts.part[1].problem);
     ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
     EXPECT_NE(prefill->variant.family, "decode_fwd");
+  }
+}
+
+// A paged call whose queries are packed (vLLM's varlen q over its cache): a varlen case's keys
+// copied onto shuffled 16-key pages, its queries left packed. It must give the varlen case's
+// answer (the float64 reference), lse [Hq, total_q] too, on the paged decode kernel.
+TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
+  RuntimeOptions options;
+  options.db_path = TempDir("runtime_gpu_paged_packed") + "/absent.db";
+  auto rt = Runtime::Open(options);
+  ASSERT_TRUE(rt.ok());
+  constexpr int64_t kHq = 32, kHkv = 8, kD = 128, kPage = 16;
+  for (bool causal : {false, true}) {
+    // 1-16 new tokens a sequence (and none) over 5 to 4097 keys.
+    const std::vector<int32_t> len_q = {1, 16, 0, 5, 3}, len_k = {4097, 17, 300, 1000, 5};
+    VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, kD, causal}, kHq, kHkv, len_q, len_k,
+                                  6000 + causal);
+    // 1289 pages (a prime): sequence b's page j is page (b * max_blocks + j) * 7 mod 1289, so the
+    // pages are shuffled and each is used at most once; 4 are left over.
+    const int64_t B = int64_t(len_q.size()), max_blocks = (4097 + kPage - 1) / kPage, pages = B * max_blocks + 4;
+    ASSERT_EQ(pages, 1289);
+    std::vector<int32_t> table(size_t(B * max_blocks));
+    for (int64_t i = 0; i < B * max_blocks; ++i) table[size_t(i)] = int32_t((i * 7) % pages);
+    const int64_t row = kHkv * kD;
+    std::vector<uint16_t> k_pool(size_t(pages * kPage * row)), v_pool(k_pool.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < len_k[size_t(b)]; ++j) {
+        const int64_t to = (int64_t(table[size_t(b * max_blocks + j / kPage)]) * kPage + j % kPage) * row;
+        const int64_t from = (c.cu_k[size_t(b)] + j) * row;
+        std::copy_n(c.k.begin() + from, row, k_pool.begin() + to);
+        std::copy_n(c.v.begin() + from, row, v_pool.begin() + to);
+      }
+    std::vector<DeviceBuffer> paged;
+    for (const auto& [data, bytes] : {std::pair<const void*, size_t>{k_pool.data(), k_pool.size() * 2},
+                                      {v_pool.data(), v_pool.size() * 2},
+                                      {table.data(), table.size() * 4},
+                                      {len_k.data(), len_k.size() * 4}}) {
+      auto buffer = Upload(**gpu, data, bytes);
+      ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+      paged.push_back(std::move(*buffer));
+    }
+    ForwardArgs a = c.device;  // q, o, lse and cu_seqlens_q as the varlen call's
+    a.problem.layout = Layout::kPaged;
+    a.k = reinterpret_cast<const void*>(paged[0].get());
+    a.v = reinterpret_cast<const void*>(paged[1].get());
+    a.k_strides = a.v_strides = Strides{kPage * row, row, kD};
+    a.paged = {reinterpret_cast<const int32_t*>(paged[2].get()), max_blocks, max_blocks, pages, int(kPage)};
+    a.seqlens_k = reinterpret_cast<const int32_t*>(paged[3].get());
+    a.varlen.cu_seqlens_k = nullptr;
+    a.varlen.total_k = 0;
+    auto ws = (*rt)->workspace_size(a.problem);
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto workspace = DeviceBuffer::Allocate(*(*gpu)->context, size_t(std::max<int64_t>(*ws, 16)));
+    ASSERT_TRUE(workspace.ok());
+    a.workspace = reinterpret_cast<void*>(workspace->get());
+    a.workspace_bytes = *ws;
+    ASSERT_TRUE(PoisonVarlen(c));
+    Status s = (*rt)->forward(a, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE((*gpu)->context->Synchronize().ok());
+    EXPECT_EQ(CheckVarlen(c), "") << "causal " << causal;
+    auto plan = (*rt)->plan(a.problem);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_NE(plan->variant.Uri().find("_kv1_"), std::string::npos) << plan->variant.Uri();
   }
 }
 
