@@ -5,9 +5,9 @@
 #include "generator/arg_checks.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 
