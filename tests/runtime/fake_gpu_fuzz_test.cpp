@@ -22,6 +22,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/fake_gpu_record.h"
@@ -35,6 +36,15 @@ using flashtune::testing::HostBuffers;
 using flashtune::testing::TempDir;
 
 void Set3(int64_t* s, int64_t batch, int64_t seq, int64_t head) { s[0] = batch, s[1] = seq, s[2] = head; }
+
+// q and o strides {batch, seq} (and k, v's) of an args struct, each head a row of head_dim.
+void Rows(ft_attention_args& a, std::pair<int64_t, int64_t> q, std::pair<int64_t, int64_t> kv) {
+  const int64_t d = a.problem.head_dim;
+  Set3(a.q_strides, q.first, q.second, d);
+  Set3(a.o_strides, q.first, q.second, d);
+  Set3(a.k_strides, kv.first, kv.second, d);
+  Set3(a.v_strides, kv.first, kv.second, d);
+}
 
 // Zeroed args of `layout` for `problem` with q/o/k/v of `q_rows` and `kv_rows` rows in `b`
 // (strides left to the caller).
@@ -62,27 +72,18 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   std::vector<ft_attention_args> calls;
   {  // Dense prefill: B2 N300 Hq8 Hkv2 d128 causal, [B, N, H, D].
     ft_attention_args a = Base(FT_LAYOUT_DENSE, {FT_DTYPE_BF16, 128, 1, 2, 300, 300, 8, 2}, 600, 600, b);
-    Set3(a.q_strides, 300 * 8 * 128, 8 * 128, 128);
-    Set3(a.o_strides, 300 * 8 * 128, 8 * 128, 128);
-    Set3(a.k_strides, 300 * 2 * 128, 2 * 128, 128);
-    Set3(a.v_strides, 300 * 2 * 128, 2 * 128, 128);
+    Rows(a, {300 * 8 * 128, 8 * 128}, {300 * 2 * 128, 2 * 128});
     calls.push_back(a);
   }
   {  // Dense decode with lengths: B2 Nq1 Nk4096 Hq32 Hkv8 d128.
     ft_attention_args a = Base(FT_LAYOUT_DENSE, {FT_DTYPE_BF16, 128, 0, 2, 1, 4096, 32, 8}, 2, 8192, b);
-    Set3(a.q_strides, 32 * 128, 32 * 128, 128);
-    Set3(a.o_strides, 32 * 128, 32 * 128, 128);
-    Set3(a.k_strides, 4096 * 8 * 128, 8 * 128, 128);
-    Set3(a.v_strides, 4096 * 8 * 128, 8 * 128, 128);
+    Rows(a, {32 * 128, 32 * 128}, {4096 * 8 * 128, 8 * 128});
     a.seqlens_k = Ints(b, {4096, 1000});
     calls.push_back(a);
   }
   {  // Paged decode: B2 Nq1, 4096 keys on 16-key pages (shuffled), Hq32 Hkv8 d128.
     ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 0, 2, 1, 4096, 32, 8}, 2, 8192, b);
-    Set3(a.q_strides, 32 * 128, 32 * 128, 128);
-    Set3(a.o_strides, 32 * 128, 32 * 128, 128);
-    Set3(a.k_strides, 16 * 8 * 128, 8 * 128, 128);
-    Set3(a.v_strides, 16 * 8 * 128, 8 * 128, 128);
+    Rows(a, {32 * 128, 32 * 128}, {16 * 8 * 128, 8 * 128});
     std::vector<int32_t> table(512);
     for (int i = 0; i < 512; ++i) table[size_t(i)] = (i * 97) % 512;
     a.block_table = Ints(b, table);
@@ -94,10 +95,7 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   }
   {  // Paged with packed queries (vLLM's call): B2, 1 and 3 new tokens, 16-key pages, causal.
     ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 1, 2, 3, 2048, 32, 8}, 4, 4096, b);
-    Set3(a.q_strides, 0, 32 * 128, 128);
-    Set3(a.o_strides, 0, 32 * 128, 128);
-    Set3(a.k_strides, 16 * 8 * 128, 8 * 128, 128);
-    Set3(a.v_strides, 16 * 8 * 128, 8 * 128, 128);
+    Rows(a, {0, 32 * 128}, {16 * 8 * 128, 8 * 128});
     std::vector<int32_t> table(256);
     for (int i = 0; i < 256; ++i) table[size_t(i)] = (i * 31) % 256;
     a.block_table = Ints(b, table);
@@ -111,10 +109,7 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   }
   {  // Varlen prefill: B3 (0, 700, 300 queries over 5, 700, 1000 keys) Hq8 Hkv8 d64 causal.
     ft_attention_args a = Base(FT_LAYOUT_VARLEN, {FT_DTYPE_BF16, 64, 1, 3, 700, 1000, 8, 8}, 1000, 1705, b);
-    Set3(a.q_strides, 0, 8 * 64, 64);
-    Set3(a.o_strides, 0, 8 * 64, 64);
-    Set3(a.k_strides, 0, 8 * 64, 64);
-    Set3(a.v_strides, 0, 8 * 64, 64);
+    Rows(a, {0, 8 * 64}, {0, 8 * 64});
     a.cu_seqlens_q = Ints(b, {0, 0, 700, 1000});
     a.cu_seqlens_k = Ints(b, {0, 5, 705, 1705});
     a.total_q = 1000, a.total_k = 1705;
@@ -122,10 +117,7 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   }
   {  // Mixed: two decode sequences (1 query) first, then one prefill of 300. Hq8 Hkv2 d128.
     ft_attention_args a = Base(FT_LAYOUT_VARLEN, {FT_DTYPE_BF16, 128, 1, 3, 300, 1000, 8, 2}, 302, 2300, b);
-    Set3(a.q_strides, 0, 8 * 128, 128);
-    Set3(a.o_strides, 0, 8 * 128, 128);
-    Set3(a.k_strides, 0, 2 * 128, 128);
-    Set3(a.v_strides, 0, 2 * 128, 128);
+    Rows(a, {0, 8 * 128}, {0, 2 * 128});
     a.cu_seqlens_q = Ints(b, {0, 1, 2, 302});
     a.cu_seqlens_k = Ints(b, {0, 1000, 2000, 2300});
     a.total_q = 302, a.total_k = 2300;
