@@ -68,6 +68,19 @@ int32_t* Ints(HostBuffers& b, const std::vector<int32_t>& values) {
   return p;
 }
 
+// A paged call's table and lengths: `per_seq` columns a sequence of 16-key pages, entry i page
+// (i * step) % pages (shuffled; `step` odd, so each page once), one column set per sequence.
+void Pages(ft_attention_args& a, HostBuffers& b, int64_t per_seq, int step, const std::vector<int32_t>& lens) {
+  const int64_t pages = int64_t(lens.size()) * per_seq;
+  std::vector<int32_t> table(static_cast<size_t>(pages));
+  for (int64_t i = 0; i < pages; ++i) table[size_t(i)] = int32_t(i * step % pages);
+  a.block_table = Ints(b, table);
+  a.block_table_stride = a.max_blocks_per_seq = per_seq;
+  a.num_blocks = pages;
+  a.block_size = 16;
+  a.seqlens_k = Ints(b, lens);
+}
+
 std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   std::vector<ft_attention_args> calls;
   {  // Dense prefill: B2 N300 Hq8 Hkv2 d128 causal, [B, N, H, D].
@@ -84,25 +97,13 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
   {  // Paged decode: B2 Nq1, 4096 keys on 16-key pages (shuffled), Hq32 Hkv8 d128.
     ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 0, 2, 1, 4096, 32, 8}, 2, 8192, b);
     Rows(a, {32 * 128, 32 * 128}, {16 * 8 * 128, 8 * 128});
-    std::vector<int32_t> table(512);
-    for (int i = 0; i < 512; ++i) table[size_t(i)] = (i * 97) % 512;
-    a.block_table = Ints(b, table);
-    a.block_table_stride = a.max_blocks_per_seq = 256;
-    a.num_blocks = 512;
-    a.block_size = 16;
-    a.seqlens_k = Ints(b, {4096, 17});
+    Pages(a, b, 256, 97, {4096, 17});
     calls.push_back(a);
   }
   {  // Paged with packed queries (vLLM's call): B2, 1 and 3 new tokens, 16-key pages, causal.
     ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 1, 2, 3, 2048, 32, 8}, 4, 4096, b);
     Rows(a, {0, 32 * 128}, {16 * 8 * 128, 8 * 128});
-    std::vector<int32_t> table(256);
-    for (int i = 0; i < 256; ++i) table[size_t(i)] = (i * 31) % 256;
-    a.block_table = Ints(b, table);
-    a.block_table_stride = a.max_blocks_per_seq = 128;
-    a.num_blocks = 256;
-    a.block_size = 16;
-    a.seqlens_k = Ints(b, {2048, 5});
+    Pages(a, b, 128, 31, {2048, 5});
     a.cu_seqlens_q = Ints(b, {0, 1, 4});
     a.total_q = 4;
     calls.push_back(a);
