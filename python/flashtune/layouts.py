@@ -60,7 +60,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from . import _capi, _runtime
-from .ops import _DTYPE_CODES, _check_out, _eager_fast, _raw_stream, _scale
+from .ops import _DTYPE_CODES, _check_out, _eager_fast, _flag, _raw_stream, _require_tensors, _scale
 
 _invalid = _runtime.invalid
 _pack_positional = _capi.pack_attention_call
@@ -367,9 +367,9 @@ def plan_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                 decode_max_seqlen_q=0, block_table=None, seqused_k=None, runtime=None):
     """What attention_varlen with these arguments would launch, and why: a list of Plans, one per
     launch (a mixed batch's decode part first, then its prefill part). Takes meta tensors too."""
-    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, block_table=block_table,
-                     seqused_k=seqused_k)
-    call = _varlen_call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal), 0.0,
+    _require_tensors(("cu_seqlens_k", "block_table", "seqused_k"), q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q,
+                     cu_seqlens_k=cu_seqlens_k, block_table=block_table, seqused_k=seqused_k)
+    call = _varlen_call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, _flag("causal", causal), 0.0,
                         decode_seqs, decode_max_seqlen_q, block_table, seqused_k, _no_address)
     batch, longest_q = call.problem[3], call.problem[4]
     if decode_seqs == 0 or longest_q <= 16:  # one launch (the library runs it as one call)
@@ -389,10 +389,11 @@ def plan_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
                       runtime=None):
     """What attention_with_kvcache with these arguments would launch, and why: a Plan. Takes meta
     tensors too."""
-    _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table)
+    _require_tensors(("block_table",), q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table)
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
     k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
-    call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, bool(causal), 0.0, _no_address)
+    call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, _flag("causal", causal), 0.0,
+                         _no_address)
     return _plan_of(runtime, call)
 
 
@@ -495,14 +496,6 @@ def _refuse_grad_with_out(q, k, v):
         _no_backward(None)
 
 
-def _require_tensors(**named):
-    """Tensor arguments checked by type before the dispatcher sees them (its own message names a
-    position, not the argument); None passes (optional ones)."""
-    for name, t in named.items():
-        if t is not None and not isinstance(t, torch.Tensor):
-            raise _invalid(f"{name}: must be a tensor; got {type(t).__name__}")
-
-
 def _no_check_when_traced(check_tables):
     """check_tables reads the tables' values on the host: not where the call is traced, or its
     tensors have no values (meta, fake)."""
@@ -530,13 +523,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     them exactly (synchronises; eager calls only), for debugging an engine's tables.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
-    causal, return_lse = bool(causal), bool(return_lse)
-    _require_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, block_table=block_table,
-                     seqused_k=seqused_k, out=out)
+    causal, return_lse, check_tables = (_flag("causal", causal), _flag("return_lse", return_lse),
+                                        _flag("check_tables", check_tables))
+    _require_tensors(("cu_seqlens_k", "block_table", "seqused_k", "out"), q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q,
+                     cu_seqlens_k=cu_seqlens_k, block_table=block_table, seqused_k=seqused_k, out=out)
     if _direct(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, out):
         o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse,
                          decode_seqs, decode_max_seqlen_q, runtime if runtime is not None else 0, out,
-                         bool(check_tables), block_table, seqused_k)
+                         check_tables, block_table, seqused_k)
         return (o, lse) if return_lse else o
     _no_check_when_traced(check_tables)
     _count("max_seqlen_q", max_seqlen_q, 1)  # the op's schema takes ints: refuse others here, by name
@@ -563,13 +557,14 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     (synchronises; eager calls only), for debugging an engine's page tables.
     runtime: a flashtune.Runtime, None for the default one."""
     scale = _scale(softmax_scale)
-    causal, return_lse = bool(causal), bool(return_lse)
+    causal, return_lse, check_tables = (_flag("causal", causal), _flag("return_lse", return_lse),
+                                        _flag("check_tables", check_tables))
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
-    _require_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, out=out)
+    _require_tensors(("block_table", "out"), q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, out=out)
     k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
     if _direct(q, k_cache, v_cache, cache_seqlens, block_table, out):
         o, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,
-                          runtime if runtime is not None else 0, out, bool(check_tables))
+                          runtime if runtime is not None else 0, out, check_tables)
         return (o, lse) if return_lse else o
     _no_check_when_traced(check_tables)
     args = (q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, return_lse,

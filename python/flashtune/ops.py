@@ -42,6 +42,7 @@ message; FlashtuneError for the rest ("no driver", "no device", ...). Nothing is
 Thread safety: calls from many threads are safe; each launches on its own current stream.
 """
 import math
+import numbers
 
 import torch
 
@@ -266,11 +267,32 @@ def _scale(softmax_scale):
     """softmax_scale for the C ABI (0 = its default 1/sqrt(D)); None passes the default."""
     if softmax_scale is None:
         return 0.0
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):
+        raise _runtime.invalid(f"softmax_scale: must be a number (or None for 1/sqrt(head_dim)); got "
+                               f"{type(softmax_scale).__name__}")
     s = float(softmax_scale)
     if not (s > 0.0 and math.isfinite(s)):  # the library's rule; 0 would mean its default
         raise _runtime.invalid(f"softmax_scale: {softmax_scale}; allowed: a finite number > 0, or None for "
                                "1/sqrt(head_dim)")
     return s
+
+
+def _flag(name, value):
+    """A True/False argument; 0 and 1 pass as False and True, anything else is refused by name
+    (bool() would read any object as a flag)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise _runtime.invalid(f"{name}: {value!r}; allowed: True, False")
+
+
+def _require_tensors(optional=(), **named):
+    """Tensor arguments checked by type before anything reads them (the dispatcher's own message
+    names a position, not the argument); names in `optional` may be None."""
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor) and not (t is None and name in optional):
+            raise _runtime.invalid(f"{name}: must be a tensor; got {type(t).__name__}")
 
 
 def _eager_fast(q, k, v):
@@ -288,24 +310,24 @@ def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, ru
     (when autograd asks for it) gives bit-identical gradients on every run, at some cost.
     out: a tensor like q to write o into (returned as o); inference only (no gradient)."""
     scale = _scale(softmax_scale)
-    causal = bool(causal)
+    causal, return_lse, deterministic = (_flag("causal", causal), _flag("return_lse", return_lse),
+                                         _flag("deterministic", deterministic))
+    _require_tensors(("out",), q=q, k=k, v=v, out=out)
     if out is not None:
-        return _attention_into(q, k, v, causal, scale, bool(return_lse), runtime, out)
+        return _attention_into(q, k, v, causal, scale, return_lse, runtime, out)
     if not torch.compiler.is_compiling() and _eager_fast(q, k, v):
         o, lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse)
         return (o, lse) if return_lse else o
     rid = 0 if runtime is None else runtime.id
     if return_lse or (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)):
         # The backward pass needs lse: a call that may be differentiated keeps it.
-        o, lse = torch.ops.flashtune.attention_lse(q, k, v, causal, scale, rid, bool(deterministic))
+        o, lse = torch.ops.flashtune.attention_lse(q, k, v, causal, scale, rid, deterministic)
         return (o, lse) if return_lse else o
     return torch.ops.flashtune.attention(q, k, v, causal, scale, rid)
 
 
 def _attention_into(q, k, v, causal, scale, return_lse, runtime, out):
-    """attention(..., out=out): o written into out."""
-    if not isinstance(out, torch.Tensor):
-        raise _runtime.invalid(f"out: must be a tensor like q; got {type(out).__name__}")
+    """attention(..., out=out): o written into out (a tensor: attention() checked)."""
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise NotImplementedError("flashtune.attention: out= is for inference: the op that writes into out has no "
                                   "backward pass; leave out=None where gradients are needed")

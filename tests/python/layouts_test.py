@@ -386,5 +386,55 @@ class Ops(unittest.TestCase):
                 self.assertEqual(lse.shape, (2, 8, 1))
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class BrokenCalls(unittest.TestCase):
+    """Seeded random bad calls of all three functions (meta and CPU tensors of any rank and dtype,
+    None, numbers, strings, lists in any argument): each is either served or refused with
+    InvalidArgument naming the argument, never another exception out of flashtune's own checks."""
+
+    ODD = [None, 0, -1, 3, 1.5, "x", True, [1, 2], (1,), float("nan")]
+    DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64]
+
+    def anything(self, rng):
+        if rng.random() >= 0.6:
+            return rng.choice(self.ODD)
+        shape = tuple(rng.choice([0, 1, 2, 3, 8, 16, 64]) for _ in range(rng.choice(range(6))))
+        t = torch.empty(shape, dtype=rng.choice(self.DTYPES), device=rng.choice(["meta", "meta", "cpu"]))
+        return t.transpose(-1, -2) if t.dim() >= 2 and rng.random() < 0.2 else t
+
+    def test_bad_calls_raise_invalid_argument_only(self):
+        import random
+        rng = random.Random(32)
+        for i in range(1500):
+            kind = i % 3
+            if kind == 0:
+                b = rng.choice([1, 2, 3])
+                args = dict(q=meta(b, rng.choice([1, 4]), 8, 64), k_cache=meta(16, 16, 2, 64),
+                            v_cache=meta(16, 16, 2, 64), cache_seqlens=index(b), block_table=index(b, 4))
+                names = list(args) + ["max_seqlen_k", "softmax_scale", "out", "causal", "return_lse", "check_tables"]
+                fn = flashtune.attention_with_kvcache
+            elif kind == 1:
+                b = rng.choice([1, 2, 3])
+                args = dict(q=meta(30, 8, 64), k=meta(40, 2, 64), v=meta(40, 2, 64), cu_seqlens_q=index(b + 1),
+                            cu_seqlens_k=index(b + 1), max_seqlen_q=10, max_seqlen_k=20)
+                names = list(args) + ["decode_seqs", "block_table", "seqused_k", "out", "softmax_scale", "causal"]
+                fn = flashtune.attention_varlen
+            else:
+                args = dict(q=meta(2, 16, 8, 64), k=meta(2, 16, 2, 64), v=meta(2, 16, 2, 64))
+                names = list(args) + ["out", "softmax_scale", "causal", "return_lse", "deterministic"]
+                fn = flashtune.attention
+            positional = len(args)
+            for _ in range(rng.choice([1, 2])):
+                args[rng.choice(names)] = self.anything(rng)
+            values = list(args.values())
+            kwargs = {n: args[n] for n in list(args)[positional:]}
+            try:
+                fn(*values[:positional], **kwargs)
+            except flashtune.InvalidArgument:
+                pass
+            except Exception as e:  # noqa: BLE001 (the assertion below names it)
+                self.fail(f"call {i} ({fn.__name__}, {args}) raised {type(e).__name__}: {e}")
+
+
 if __name__ == "__main__":
     unittest.main()

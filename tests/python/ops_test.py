@@ -71,7 +71,7 @@ class Fake(unittest.TestCase):
         self.assertEqual(fn(q, k, out).shape, q.shape)
         with self.assertRaisesRegex(flashtune.InvalidArgument, "out: torch.bfloat16 .2, 128, 8, 32. on meta; must be"):
             flashtune.attention(q, k, k, out=meta(2, 128, 8, 32))
-        with self.assertRaisesRegex(flashtune.InvalidArgument, "out: must be a tensor like q; got list"):
+        with self.assertRaisesRegex(flashtune.InvalidArgument, "out: must be a tensor; got list"):
             flashtune.attention(q, k, k, out=[])
         with self.assertRaisesRegex(NotImplementedError, "out= is for inference"):
             flashtune.attention(meta(2, 128, 8, 64, requires_grad=True), k, k, out=out)
@@ -107,6 +107,16 @@ class Checks(unittest.TestCase):
         cpu = torch.empty(1, 64, 4, 64, dtype=torch.bfloat16)
         self.assert_invalid("q.device: cpu; flashtune runs on CUDA tensors", cpu, cpu, cpu)
         self.assert_invalid("k.device: cpu differs from q.device meta", q, cpu, cpu)
+
+    def test_flags_and_scale_are_refused_unless_they_are_what_they_say(self):
+        q = meta(1, 64, 4, 64)
+        self.assert_invalid("causal: 'yes'; allowed: True, False", q, q, q, causal="yes")
+        self.assert_invalid("return_lse: 2; allowed: True, False", q, q, q, return_lse=2)
+        self.assert_invalid("softmax_scale: must be a number (or None for 1/sqrt(head_dim)); got str", q, q, q,
+                            softmax_scale="0.1")
+        self.assert_invalid("softmax_scale: must be a number", q, q, q, softmax_scale=True)
+        self.assert_invalid("k: must be a tensor; got NoneType", q, None, q)
+        self.assertEqual(flashtune.attention(q, q, q, causal=1).shape, q.shape)  # 0 and 1 read as flags
 
     def test_the_fast_path_is_only_for_plain_cuda_tensors(self):
         q = meta(1, 64, 4, 64)
