@@ -47,6 +47,7 @@ class Problem:
     causal: bool = False
 
     def __post_init__(self):
+        object.__setattr__(self, "causal", flag("problem.causal", self.causal))
         if self.seqlen_k is None:
             object.__setattr__(self, "seqlen_k", self.seqlen_q)
         if self.heads_kv is None:
@@ -60,7 +61,7 @@ class Problem:
         dtype = _TENSOR_DTYPES.get(str(q.dtype))
         if dtype is None:
             raise invalid(f"q.dtype: {q.dtype} is not supported; allowed: torch.float16, torch.bfloat16")
-        return cls(dtype, int(D), int(B), int(Nq), int(Hq), int(Nk), int(Hkv), bool(causal))
+        return cls(dtype, int(D), int(B), int(Nq), int(Hq), int(Nk), int(Hkv), flag("causal", causal))
 
     def _c(self):
         code = _capi.DTYPES.get(self.dtype)
@@ -94,6 +95,16 @@ class Plan:
 def invalid(message):
     """InvalidArgument for a check made in Python, worded like the library's."""
     return _capi.InvalidArgument(f"flashtune: {message}")
+
+
+def flag(name, value):
+    """A True/False argument; 0 and 1 pass as False and True, anything else is refused by name
+    (bool() would read any object as a flag)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise invalid(f"{name}: {value!r}; allowed: True, False")
 
 
 def shape_of(q, k, v):

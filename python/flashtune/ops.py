@@ -90,7 +90,7 @@ def pack_args(q, k, v, o, lse=None, causal=False, softmax_scale=None):
                             or not lse.is_contiguous()):
         raise _runtime.invalid(f"lse: {lse.dtype} {tuple(lse.shape)} on {lse.device}; must be a contiguous "
                                f"torch.float32 {(B, Hq, Nq)} on {q.device}")
-    return _pack(dims, q, k, v, o, lse, bool(causal), _scale(softmax_scale))
+    return _pack(dims, q, k, v, o, lse, _flag("causal", causal), _scale(softmax_scale))
 
 
 def _pack(dims, q, k, v, o, lse, causal, scale):
@@ -277,14 +277,7 @@ def _scale(softmax_scale):
     return s
 
 
-def _flag(name, value):
-    """A True/False argument; 0 and 1 pass as False and True, anything else is refused by name
-    (bool() would read any object as a flag)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise _runtime.invalid(f"{name}: {value!r}; allowed: True, False")
+_flag = _runtime.flag
 
 
 def _require_tensors(optional=(), **named):

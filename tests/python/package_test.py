@@ -181,6 +181,9 @@ class CAbi(unittest.TestCase):
             self.rt.plan(flashtune.Problem("fp32", 64, batch=1, seqlen_q=64, heads_q=2))
         with self.assertRaisesRegex(flashtune.InvalidArgument, "heads"):
             self.rt.plan(flashtune.Problem("bf16", 64, batch=1, seqlen_q=64, heads_q=6, heads_kv=4))
+        with self.assertRaisesRegex(flashtune.InvalidArgument, r"problem.causal: 'yes'; allowed: True, False"):
+            flashtune.Problem("bf16", 64, batch=1, seqlen_q=64, heads_q=2, causal="yes")
+        self.assertIs(flashtune.Problem("bf16", 64, batch=1, seqlen_q=64, heads_q=2, causal=1).causal, True)
 
     def test_bad_forward_arguments_launch_nothing(self):
         args = _capi.FORWARD_ARGS.pack(2, 64, 0, 1, 64, 64, 2, 2, 0.0, 0, 256, 256, 256, 0,
