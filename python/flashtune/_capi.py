@@ -196,7 +196,7 @@ _SIGNATURES = {
     "ft_forward": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
     "ft_plan": (ctypes.c_int, [_P, ctypes.POINTER(Problem), ctypes.POINTER(PlanInfo)]),
     "ft_forward_ex": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), _P]),
-    # ATTENTION_ARGS bytes, through a second handle on ft_forward_ex (see bytes_entry()).
+    # ATTENTION_ARGS bytes, through second handles on the same symbols (library(): lib[symbol]).
     "ft_forward_ex:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
     "ft_workspace_size:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
     # ATTENTION_ARGS bytes, then host copies of block_table, seqlens_k, cu_seqlens_q, cu_seqlens_k.

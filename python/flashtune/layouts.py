@@ -60,7 +60,8 @@ from typing import NamedTuple, Optional
 import torch
 
 from . import _capi, _runtime
-from .ops import _DTYPE_CODES, _check_out, _eager_fast, _flag, _raw_stream, _require_tensors, _scale
+from .ops import (_DTYPE_CODES, _check_out, _direct, _flag, _raw_stream, _refuse_grad_with_out, _require_tensors,
+                  _scale)
 
 _invalid = _runtime.invalid
 _pack_positional = _capi.pack_attention_call
@@ -145,14 +146,36 @@ class _Call(NamedTuple):
     packed: bool = False  # q and o as packed rows [total_q, Hq, D] (varlen, or paged with cu_seqlens_q)
 
 
-def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr=_address):
-    """The _Call of attention_varlen, checked; addresses through `ptr`."""
-    code = _check_qkv(q, k, v, 3, "qkv")
+def _batch_of(cu_q, device):
+    """The batch of a call whose query offsets are cu_q (checked: int32 [batch + 1], batch >= 1)."""
     if not isinstance(cu_q, torch.Tensor) or cu_q.dim() != 1 or cu_q.shape[0] < 2:
         got = tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__
         raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got {got}")
     batch = cu_q.shape[0] - 1
-    _check_index("cu_seqlens_q", cu_q, (batch + 1,), q.device)
+    _check_index("cu_seqlens_q", cu_q, (batch + 1,), device)
+    return batch
+
+
+def _page_table(block_table, batch, device, pages, max_k):
+    """(block_table_stride, max_blocks_per_seq, num_blocks, block_size) of a call over the page
+    pool `pages` [num_blocks, block_size, Hkv, D], its table and longest sequence checked."""
+    if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
+        got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
+        raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
+    _check_index("block_table", block_table, (batch, block_table.shape[1]), device)
+    num_blocks, block_size = pages.shape[0], pages.shape[1]
+    max_blocks = block_table.shape[1]
+    if max_k > max_blocks * block_size:
+        raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {max_blocks * block_size} keys a sequence "
+                       f"({max_blocks} pages of {block_size})")
+    table_stride = block_table.stride(0) if batch > 1 else max_blocks  # one row: any pitch will do
+    return table_stride, max_blocks, num_blocks, block_size
+
+
+def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr=_address):
+    """The _Call of attention_varlen, checked; addresses through `ptr`."""
+    code = _check_qkv(q, k, v, 3, "qkv")
+    batch = _batch_of(cu_q, q.device)
     _check_index("cu_seqlens_k", cu_k, (batch + 1,), q.device)
     _count("max_seqlen_q", max_q, 1)
     _count("max_seqlen_k", max_k, 1)
@@ -168,34 +191,20 @@ def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q,
                        ptr=_address):
     """The _Call of attention_varlen over a paged cache (block_table given: vLLM's call), checked."""
     code = _check_qkv(q, k_pages, v_pages, 3, "qkv", "pages")
-    if not isinstance(cu_q, torch.Tensor) or cu_q.dim() != 1 or cu_q.shape[0] < 2:
-        got = tuple(cu_q.shape) if isinstance(cu_q, torch.Tensor) else type(cu_q).__name__
-        raise _invalid(f"cu_seqlens_q: must be an int32 tensor [batch + 1] with batch >= 1; got {got}")
-    batch = cu_q.shape[0] - 1
-    _check_index("cu_seqlens_q", cu_q, (batch + 1,), q.device)
+    batch = _batch_of(cu_q, q.device)
     if seqused_k is None:
         raise _invalid("seqused_k: required with block_table (an int32 tensor [batch]: keys per sequence)")
     _check_index("seqused_k", seqused_k, (batch,), q.device)
-    if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
-        got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
-        raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
-    _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
     _count("max_seqlen_q", max_q, 1)
     _count("max_seqlen_k", max_k, 1)
+    table = _page_table(block_table, batch, q.device, k_pages, max_k)
     if decode_seqs:
         raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache runs on the decode kernel whole: "
                        "leave it 0")
-    num_blocks, block_size = k_pages.shape[0], k_pages.shape[1]
-    max_blocks = block_table.shape[1]
-    if max_k > max_blocks * block_size:
-        raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {max_blocks * block_size} keys a sequence "
-                       f"({max_blocks} pages of {block_size})")
     qs = q.stride()
-    table_stride = block_table.stride(0) if batch > 1 else max_blocks  # one row: any pitch will do
     return _Call("paged", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k_pages.shape[2]), scale,
                  (ptr(q), ptr(k_pages), ptr(v_pages)), ((0, qs[0], qs[1]), k_pages.stride()[:3], v_pages.stride()[:3]),
-                 paged=(ptr(seqused_k), ptr(block_table), table_stride, max_blocks, num_blocks, block_size),
-                 varlen=(ptr(cu_q), 0, q.shape[0], 0), packed=True)
+                 paged=(ptr(seqused_k), ptr(block_table)) + table, varlen=(ptr(cu_q), 0, q.shape[0], 0), packed=True)
 
 
 def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, ptr=_address):
@@ -224,21 +233,11 @@ def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal
         return _Call("dense", problem, scale, qkv, strides, paged=(lengths, 0, 0, 0, 0, 0))
     if cache_seqlens is None:
         raise _invalid("cache_seqlens: required with block_table (an int32 tensor [batch]: keys per sequence)")
-    if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2:
-        got = tuple(block_table.shape) if isinstance(block_table, torch.Tensor) else type(block_table).__name__
-        raise _invalid(f"block_table: must be an int32 tensor [batch, max_blocks]; got {got}")
-    _check_index("block_table", block_table, (batch, block_table.shape[1]), q.device)
+    table = _page_table(block_table, batch, q.device, k_cache, max_k)
     _check_index("cache_seqlens", cache_seqlens, (batch,), q.device)
-    num_blocks, block_size = k_cache.shape[0], k_cache.shape[1]
-    max_blocks = block_table.shape[1]
-    holds = max_blocks * block_size
-    if max_k > holds:
-        raise _invalid(f"max_seqlen_k: {max_k}; block_table holds {holds} keys a sequence "
-                       f"({max_blocks} pages of {block_size})")
-    table_stride = block_table.stride(0) if batch > 1 else max_blocks  # one row: any pitch will do
+    holds = table[1] * table[3]  # max_blocks_per_seq pages of block_size keys
     problem = (code, d, int(causal), batch, nq, max_k or holds, hq, k_cache.shape[2])
-    return _Call("paged", problem, scale, qkv, strides,
-                 paged=(ptr(cache_seqlens), ptr(block_table), table_stride, max_blocks, num_blocks, block_size))
+    return _Call("paged", problem, scale, qkv, strides, paged=(ptr(cache_seqlens), ptr(block_table)) + table)
 
 
 def _pack_call(call, o, lse, workspace=(0, 0)):
@@ -489,25 +488,12 @@ _varlen_op.register_autograd(_no_backward, setup_context=_setup_nothing)
 _kvcache_op.register_autograd(_no_backward, setup_context=_setup_nothing)
 
 
-def _refuse_grad_with_out(q, k, v):
-    """The out= ops mutate out, and torch has no autograd formula for such ops: refuse up front
-    what _no_backward would refuse later."""
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        _no_backward(None)
-
-
 def _no_check_when_traced(check_tables):
     """check_tables reads the tables' values on the host: not where the call is traced, or its
     tensors have no values (meta, fake)."""
     if check_tables:
         raise _invalid("check_tables=True: only for eager calls on CUDA tensors (it copies the tables to the host); "
                        "not under torch.compile, autograd or tensor subclasses")
-
-
-def _direct(*tensors):
-    """Whether a call may skip the dispatcher (ops._eager_fast's rule, over every tensor)."""
-    return not torch.compiler.is_compiling() and _eager_fast(*tensors[:3]) and all(
-        t is None or type(t) is torch.Tensor for t in tensors[3:])
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
@@ -542,7 +528,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if out is None:
         o, lse = torch.ops.flashtune.attention_varlen(*args, block_table, seqused_k)
     else:
-        _refuse_grad_with_out(q, k, v)
+        _refuse_grad_with_out("attention_varlen", q, k, v)
         o, lse = out, torch.ops.flashtune.attention_varlen_out(*args, out, block_table, seqused_k)
     return (o, lse) if return_lse else o
 
@@ -572,6 +558,6 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     if out is None:
         o, lse = torch.ops.flashtune.attention_kvcache(*args)
     else:
-        _refuse_grad_with_out(q, k_cache, v_cache)
+        _refuse_grad_with_out("attention_with_kvcache", q, k_cache, v_cache)
         o, lse = out, torch.ops.flashtune.attention_kvcache_out(*args, out)
     return (o, lse) if return_lse else o

@@ -108,10 +108,8 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 
 def _check_out(out, q):
-    """out= of a call on q: like q in shape, dtype and device, its last dim contiguous (the library
-    refuses an out whose elements overlap)."""
-    if not isinstance(out, torch.Tensor):
-        raise _runtime.invalid(f"out: must be a tensor like q; got {type(out).__name__}")
+    """out= (a tensor: the public calls check that first) of a call on q: like q in shape, dtype and
+    device, its last dim contiguous (the library refuses an out whose elements overlap)."""
     if out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
         raise _runtime.invalid(f"out: {out.dtype} {tuple(out.shape)} on {out.device}; must be {q.dtype} "
                                f"{tuple(q.shape)} on {q.device}")
@@ -288,6 +286,21 @@ def _require_tensors(optional=(), **named):
             raise _runtime.invalid(f"{name}: must be a tensor; got {type(t).__name__}")
 
 
+def _refuse_grad_with_out(what, q, k, v):
+    """The out= ops mutate out, and torch registers no autograd formula for such ops: a call whose
+    inputs need gradients is refused up front."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise NotImplementedError(f"flashtune.{what}: out= is for inference: the op that writes into out has no "
+                                  "backward pass; leave out=None where gradients are needed")
+
+
+def _direct(q, k, v, *others):
+    """Whether a call may skip the dispatcher: _eager_fast's rule for q, k, v, and every other
+    tensor argument plain (or None)."""
+    return (not torch.compiler.is_compiling() and _eager_fast(q, k, v)
+            and all(t is None or type(t) is torch.Tensor for t in others))
+
+
 def _eager_fast(q, k, v):
     """Whether a call may skip the dispatcher: plain CUDA tensors, no autograd, no tracing, no modes."""
     return (type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor and q.is_cuda
@@ -308,7 +321,7 @@ def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, ru
     _require_tensors(("out",), q=q, k=k, v=v, out=out)
     if out is not None:
         return _attention_into(q, k, v, causal, scale, return_lse, runtime, out)
-    if not torch.compiler.is_compiling() and _eager_fast(q, k, v):
+    if _direct(q, k, v):
         o, lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse)
         return (o, lse) if return_lse else o
     rid = 0 if runtime is None else runtime.id
@@ -321,10 +334,8 @@ def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False, *, ru
 
 def _attention_into(q, k, v, causal, scale, return_lse, runtime, out):
     """attention(..., out=out): o written into out (a tensor: attention() checked)."""
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        raise NotImplementedError("flashtune.attention: out= is for inference: the op that writes into out has no "
-                                  "backward pass; leave out=None where gradients are needed")
-    if not torch.compiler.is_compiling() and _eager_fast(q, k, v) and type(out) is torch.Tensor:
+    _refuse_grad_with_out("attention", q, k, v)
+    if _direct(q, k, v, out):
         lse = _launch(q, k, v, causal, scale, runtime if runtime is not None else 0, return_lse, out)[1]
     else:
         lse = torch.ops.flashtune.attention_out(q, k, v, causal, scale, 0 if runtime is None else runtime.id,
