@@ -292,6 +292,18 @@ Status CheckArgsMatchVariant(const Variant& variant, const ForwardArgs& args) {
   return Status::Ok();
 }
 
+namespace {
+
+// Sequence b's key count, as a host copy of seqlens_k holds it: in [0, seqlen_k].
+Status CheckLengthHost(int64_t b, int32_t n, int64_t seqlen_k) {
+  if (n < 0 || n > seqlen_k)
+    return Invalid("seqlens_k[" + std::to_string(b) + "] (" + std::to_string(n) + ") must be in [0, seqlen_k = " +
+                   std::to_string(seqlen_k) + "]");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_table,
                         const std::vector<int32_t>& seqlens_k) {
   const Problem& p = a.problem;
@@ -303,9 +315,7 @@ Status CheckPagedKvHost(const ForwardArgs& a, const std::vector<int32_t>& block_
                    "paged.block_table_stride (" + std::to_string(p.batch * g.block_table_stride) + ")");
   for (int64_t b = 0; b < p.batch; ++b) {
     const int32_t n = seqlens_k[size_t(b)];
-    if (n < 0 || n > p.seqlen_k)
-      return Invalid("seqlens_k[" + std::to_string(b) + "] (" + std::to_string(n) + ") must be in [0, seqlen_k = " +
-                     std::to_string(p.seqlen_k) + "]");
+    FT_RETURN_IF_ERROR(CheckLengthHost(b, n, p.seqlen_k));
     for (int64_t j = 0; j < (n + g.block_size - 1) / g.block_size; ++j) {
       const int32_t page = block_table[size_t(b * g.block_table_stride + j)];
       if (page < 0 || page >= g.num_blocks)
@@ -391,10 +401,7 @@ Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
     case Layout::kDense:
       if (a.seqlens_k == nullptr) return Status::Ok();
       if (t.seqlens_k == nullptr) return missing("seqlens_k");
-      for (int64_t b = 0; b < p.batch; ++b)
-        if (t.seqlens_k[b] < 0 || t.seqlens_k[b] > p.seqlen_k)
-          return Invalid("seqlens_k[" + std::to_string(b) + "] (" + std::to_string(t.seqlens_k[b]) +
-                         ") must be in [0, seqlen_k = " + std::to_string(p.seqlen_k) + "]");
+      for (int64_t b = 0; b < p.batch; ++b) FT_RETURN_IF_ERROR(CheckLengthHost(b, t.seqlens_k[b], p.seqlen_k));
       return Status::Ok();
     case Layout::kVarlen: {
       if (t.cu_seqlens_q == nullptr) return missing("cu_seqlens_q");
