@@ -244,6 +244,38 @@ std::string Mutate(void* args, const Fields& fields, std::mt19937_64& rng) {
 
 bool IsRefusal(int rc) { return rc == FT_INVALID_ARGUMENT || rc == FT_UNSUPPORTED; }
 
+// 1-3 changes of `args` drawn from `rng`; what they were, for failure messages.
+std::string MutateSome(void* args, const Fields& fields, std::mt19937_64& rng) {
+  std::string changes;
+  const int count = 1 + int(rng() % 3);
+  for (int i = 0; i < count; ++i) changes += (i ? "; " : "") + Mutate(args, fields, rng);
+  return changes;
+}
+
+// What the seeded calls came to.
+struct Tally {
+  int launched = 0, refused = 0;
+  std::set<std::string> kernels;
+};
+
+// One call's outcome, `rc` from `entry`: FT_OK with the launches the fake driver accepted, or a
+// refusal (invalid or unsupported) with a message and no launch.
+void Judge(const FakeGpuRecord& fake, int rc, const char* entry, const std::string& what, Tally* tally) {
+  const auto launches = fake.Launches();
+  if (rc == FT_OK) {
+    ++tally->launched;
+    ASSERT_FALSE(launches.empty()) << what << ": FT_OK without a launch";
+    for (const FtFakeLaunch& l : launches) tally->kernels.insert(l.kernel);
+    return;
+  }
+  ++tally->refused;
+  ASSERT_TRUE(IsRefusal(rc)) << what << ": " << entry << " returned " << rc << " (" << ft_last_error()
+                             << "); a bad argument must be refused before the driver sees it";
+  ASSERT_TRUE(launches.empty()) << what << ": refused (" << ft_last_error() << ") after " << launches.size()
+                                << " launch(es)";
+  ASSERT_GT(std::strlen(ft_last_error()), 10u) << what;
+}
+
 TEST(FakeGpuFuzz, EveryCallLaunchesWhatTheDriverAcceptsOrIsRefusedWithoutALaunch) {
   FakeGpuRecord fake;
   TempDir dir;
@@ -264,16 +296,12 @@ TEST(FakeGpuFuzz, EveryCallLaunchesWhatTheDriverAcceptsOrIsRefusedWithoutALaunch
     ASSERT_FALSE(fake.Launches().empty());
     bases.push_back(a);
   }
-  int launched = 0, refused = 0;
-  std::set<std::string> kernels;
+  Tally tally;
   for (uint64_t seed = 0; seed < 4000; ++seed) {
     std::mt19937_64 rng(seed);
     ft_attention_args a = bases[seed % bases.size()];
-    std::string changes;
-    const int count = 1 + int(rng() % 3);
-    for (int i = 0; i < count; ++i) changes += (i ? "; " : "") + Mutate(&a, AttentionFields(), rng);
     const std::string what = "seed " + std::to_string(seed) + ", base " + std::to_string(seed % bases.size()) +
-                             ": " + changes;
+                             ": " + MutateSome(&a, AttentionFields(), rng);
 
     int64_t bytes = -1;
     const int ws_rc = ft_workspace_size(rt, &a, &bytes);
@@ -287,26 +315,14 @@ TEST(FakeGpuFuzz, EveryCallLaunchesWhatTheDriverAcceptsOrIsRefusedWithoutALaunch
 
     fake.Reset();
     const int rc = ft_forward_ex(rt, &a, nullptr);
-    const auto launches = fake.Launches();
-    if (rc == FT_OK) {
-      ++launched;
-      ASSERT_FALSE(launches.empty()) << what << ": FT_OK without a launch";
-      for (const FtFakeLaunch& l : launches) kernels.insert(l.kernel);
-    } else {
-      ++refused;
-      ASSERT_TRUE(IsRefusal(rc)) << what << ": ft_forward_ex returned " << rc << " (" << ft_last_error()
-                                 << "); a bad argument must be refused before the driver sees it";
-      ASSERT_TRUE(launches.empty()) << what << ": refused (" << ft_last_error() << ") after " << launches.size()
-                                    << " launch(es)";
-      ASSERT_GT(std::strlen(ft_last_error()), 10u) << what;
-    }
+    ASSERT_NO_FATAL_FAILURE(Judge(fake, rc, "ft_forward_ex", what, &tally));
   }
   // Both outcomes are exercised: the changes are not all fatal, nor all harmless.
-  EXPECT_GT(launched, 400);
-  EXPECT_GT(refused, 1000);
-  RecordProperty("launched", launched);
-  RecordProperty("refused", refused);
-  RecordProperty("kernels", int(kernels.size()));
+  EXPECT_GT(tally.launched, 400);
+  EXPECT_GT(tally.refused, 1000);
+  RecordProperty("launched", tally.launched);
+  RecordProperty("refused", tally.refused);
+  RecordProperty("kernels", int(tally.kernels.size()));
   ft_runtime_close(rt);
 }
 
@@ -335,32 +351,19 @@ TEST(FakeGpuFuzz, EveryBackwardCallLaunchesWhatTheDriverAcceptsOrIsRefusedWithou
   fake.Reset();
   ASSERT_EQ(ft_backward(rt, &base, nullptr), FT_OK) << ft_last_error();
   ASSERT_FALSE(fake.Launches().empty());
-  int launched = 0, refused = 0;
+  Tally tally;
   for (uint64_t seed = 0; seed < 1500; ++seed) {
     std::mt19937_64 rng(seed);
     ft_backward_args a = base;
-    std::string changes;
-    const int count = 1 + int(rng() % 3);
-    for (int i = 0; i < count; ++i) changes += (i ? "; " : "") + Mutate(&a, BackwardFields(), rng);
-    const std::string what = "seed " + std::to_string(seed) + ": " + changes;
+    const std::string what = "seed " + std::to_string(seed) + ": " + MutateSome(&a, BackwardFields(), rng);
     fake.Reset();
     const int rc = ft_backward(rt, &a, nullptr);
-    const auto launches = fake.Launches();
-    if (rc == FT_OK) {
-      ++launched;
-      ASSERT_FALSE(launches.empty()) << what << ": FT_OK without a launch";
-    } else {
-      ++refused;
-      ASSERT_TRUE(IsRefusal(rc)) << what << ": ft_backward returned " << rc << " (" << ft_last_error()
-                                 << "); a bad argument must be refused before the driver sees it";
-      ASSERT_TRUE(launches.empty()) << what << ": refused (" << ft_last_error() << ") after " << launches.size()
-                                    << " launch(es)";
-    }
+    ASSERT_NO_FATAL_FAILURE(Judge(fake, rc, "ft_backward", what, &tally));
   }
-  EXPECT_GT(launched, 100);
-  EXPECT_GT(refused, 500);
-  RecordProperty("launched", launched);
-  RecordProperty("refused", refused);
+  EXPECT_GT(tally.launched, 100);
+  EXPECT_GT(tally.refused, 500);
+  RecordProperty("launched", tally.launched);
+  RecordProperty("refused", tally.refused);
   ft_runtime_close(rt);
 }
 
