@@ -285,12 +285,23 @@ def layout_overhead(dev):
         "flashtune.attention_with_kvcache paged": lambda: flashtune.attention_with_kvcache(q, pages, pages, lens, table),
         "flashtune.attention_varlen (B2, 1024 rows)": lambda: flashtune.attention_varlen(qv, qv, qv, cu, cu, 924, 924),
     }
+    # Where attention_with_kvcache's host time goes, part by part (each timed alone, in a loop).
+    parts = {
+        "checks (_kvcache_args)": lambda: layouts._kvcache_args(q, pages, pages, lens, table, 0, False, 0.0),
+        "o = torch.empty_like(q)": lambda: torch.empty_like(q),
+        f"workspace torch.empty({ws})": lambda: torch.empty(ws, dtype=torch.uint8, device=dev),
+        "pack (_pack_call)": lambda: layouts._pack_call(call, o, None, (workspace.data_ptr(), ws)),
+        "stream (_raw_stream)": lambda: layouts._raw_stream(0),
+    }
     with torch.no_grad():
         for f in paths.values():
             f()
         times = {name: host_us(f) for name, f in paths.items()}
+        part_times = {name: host_us(f) for name, f in parts.items()}
     report_host(times, "C ABI ft_forward_ex paged (packed once)", "flashtune.attention_with_kvcache paged",
                 "attention_with_kvcache", "paged decode B1 x 2k Hq32 Hkv8 d128")
+    for name, us in part_times.items():
+        print(f"    part {us:7.2f} us/call  {name}", flush=True)
 
 
 def grid(dev, reps):

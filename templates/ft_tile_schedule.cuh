@@ -46,8 +46,8 @@ FT_SCHED_FN int full_tile(int slot, int block, int blocks) { return slot * block
 // `rotate`: a whole round's units go to the blocks rotated by one a round, as full_tile does
 // for non-causal tiles. Units are of equal cost but for a row's first pair when the split tail
 // makes its last query block cheaper; without the rotation, where the (m + 1) / 2 units of a
-// row divide the grid, those cheap units all fall to the same blocks. (hopper_fwd's
-// FT_HOPPER_CAUSAL_ROTATE knob, off until a GPU A/B decides.)
+// row divide the grid, those cheap units all fall to the same blocks. (hopper_fwd rotates:
+// its FT_HOPPER_CAUSAL_ROTATE knob, on since a GPU A/B in session 33.)
 FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int rows, bool rotate = false) {
   const int per_row = (m + 1) / 2;  // units per row: unit i = query blocks m-1-i and i
   const int units = rows * per_row;

@@ -75,6 +75,21 @@ def _check_qkv(q, k, v, rank, names, kv_rank=None):
     """dtype code of q/k/v after the checks the C ABI cannot make: ranks (k/v: kv_rank, "pages"
     for a page pool; default q's), k and v alike, head_dim, dtype and device shared, CUDA, last
     dim contiguous."""
+    # A good call passes in one expression (these checks are most of a decode step's host time);
+    # anything else goes through _explain_qkv, which names what is wrong.
+    kv_dims = rank if kv_rank is None else 4 if kv_rank == "pages" else kv_rank
+    qs, ks, dtype = q.shape, k.shape, q.dtype
+    code = _DTYPE_CODES.get(dtype)
+    if (code is not None and (q.is_cuda or q.is_meta) and len(qs) == rank and len(ks) == kv_dims and v.shape == ks
+            and ks[-1] == qs[-1] and k.dtype == dtype and v.dtype == dtype and k.device == q.device
+            and v.device == q.device and q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
+        return code
+    return _explain_qkv(q, k, v, rank, names, kv_rank)
+
+
+def _explain_qkv(q, k, v, rank, names, kv_rank):
+    """_check_qkv one check at a time: InvalidArgument naming the first that fails, else the code
+    (meta tensors: a fake call or a plan)."""
     qn, kn, vn = names
     kv_rank = rank if kv_rank is None else kv_rank
     for name, t, want in ((qn, q, rank), (kn, k, kv_rank), (vn, v, kv_rank)):
@@ -104,6 +119,9 @@ def _check_qkv(q, k, v, rank, names, kv_rank=None):
 
 def _check_index(name, t, shape, device):
     """An int32 index tensor of `shape` on `device` whose rows are contiguous."""
+    if (type(t) is torch.Tensor and t.dtype == torch.int32 and t.shape == shape and t.device == device
+            and (shape[-1] <= 1 or t.stride(-1) == 1)):
+        return  # the common case at once; otherwise each check below, naming what fails
     if not isinstance(t, torch.Tensor):
         raise _invalid(f"{name}: must be an int32 tensor; got {type(t).__name__}")
     if t.dtype != torch.int32:

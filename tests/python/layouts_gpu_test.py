@@ -268,9 +268,12 @@ class LayoutsOnGpu(unittest.TestCase):
             flashtune.attention_with_kvcache(q, pages, pages, lens, table, check_tables=True)
         flashtune.attention_with_kvcache(q, pages, pages, lens, table)
         torch.cuda.synchronize()
-        cu = torch.tensor([0, 5, 3], dtype=torch.int32, device="cuda")
+        # Offsets whose sizes pass the call's own checks (16 keys <= 2 sequences x 8), but not
+        # non-decreasing: only check_tables sees that.
+        cu_q = torch.tensor([0, 5, 3], dtype=torch.int32, device="cuda")
+        cu_k = torch.tensor([0, 8, 16], dtype=torch.int32, device="cuda")
         with self.assertRaisesRegex(flashtune.InvalidArgument, "cu_seqlens_q must be non-decreasing"):
-            flashtune.attention_varlen(q[0, :1].expand(5, 8, 64).contiguous(), pages[0], pages[0], cu, cu, 5, 5,
+            flashtune.attention_varlen(q[0, :1].expand(5, 8, 64).contiguous(), pages[0], pages[0], cu_q, cu_k, 5, 8,
                                        check_tables=True)
 
 
