@@ -20,8 +20,9 @@ constexpr int64_t SharedMemoryBytes(int block_m, int block_n, int head_dim, int 
 }
 
 // The kernel's only parameter; scale_log2 = EffectiveScale() * log2(e) because the kernel
-// exponentiates with exp2; the cu_seqlens pointers only for the varlen layout (null selects the
-// dense indexing). Precondition: ValidateForwardArgs(args) is OK.
+// exponentiates with exp2; the cu_seqlens pointers only for packed rows (varlen; a paged call's
+// packed queries), null selecting the dense indexing; the page table only for the paged layout
+// (which fa2_paged's kernels alone read). Precondition: ValidateForwardArgs(args) is OK.
 inline KernelParams MakeKernelParams(const ForwardArgs& a) {
   constexpr double kLog2e = 1.4426950408889634074;
   KernelParams p{};
@@ -35,6 +36,15 @@ inline KernelParams MakeKernelParams(const ForwardArgs& a) {
     p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_q = a.varlen.total_q;
     p.total_k = a.varlen.total_k;
+  }
+  p.seqlens_k = a.seqlens_k;
+  if (a.problem.layout == Layout::kPaged) {
+    p.cu_seqlens_q = a.varlen.cu_seqlens_q;  // packed queries, or null
+    p.total_q = a.varlen.total_q;
+    p.block_table = a.paged.block_table;
+    p.block_table_stride = a.paged.block_table_stride;
+    p.num_blocks = int32_t(a.paged.num_blocks);
+    while ((1 << p.block_shift) < a.paged.block_size) ++p.block_shift;  // a power of two (validated)
   }
   const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
   ft_abi::i64* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};

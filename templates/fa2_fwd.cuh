@@ -16,9 +16,12 @@
 //
 // Semantics: q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q (strides in elements, last dim
 // contiguous), lse [B, Hq, Nq] fp32 (optional). Varlen (cu_seqlens set): q/o [total_q, Hq, D],
-// k/v [total_k, Hkv, D] packed, sequence b at rows cu_seqlens[b], lse [Hq, total_q]. Causal
-// masks align bottom-right per sequence: query i sees keys j <= i + Nk - Nq. A row that sees
-// no key (a sequence of 0 keys included) gets o = 0 and lse = -inf.
+// k/v [total_k, Hkv, D] packed, sequence b at rows cu_seqlens[b], lse [Hq, total_q]. seqlens_k
+// (optional) gives sequence b its first seqlens_k[b] keys. kPagedKv (the fa2_paged family): k/v
+// are page pools [num_blocks, block_size, Hkv, D] read through the block table, seqlens_k
+// required, q dense or packed by cu_seqlens_q. Causal masks align bottom-right per sequence:
+// query i sees keys j <= i + Nk - Nq. A row that sees no key (a sequence of 0 keys included)
+// gets o = 0 and lse = -inf.
 
 #ifndef FT_CONFIG_PROVIDED
 #define FT_KERNEL_NAME fa2_fwd_bf16_d128_br128_bc64_w4_s2_full
@@ -30,6 +33,7 @@ constexpr int kBlockN = 64;
 constexpr int kWarps = 4;
 constexpr int kStages = 2;
 constexpr bool kCausal = false;
+constexpr bool kPagedKv = false;
 constexpr int kSmemBytes = (kBlockM + 2 * kStages * kBlockN) * (kHeadDim + 8) * 2;
 }  // namespace ft_config
 #endif
@@ -106,6 +110,31 @@ __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_strid
   }
 }
 
+// load_tile for a paged K or V tile: rows [row0, row0 + kRows) of a sequence whose key j is
+// row j & page_mask of page table[j >> shift] of a pool at `src` (the head's first element;
+// page stride and row stride in elements). Rows at or past `rows_valid`, or on a page outside
+// [0, num_pages), are zero-filled.
+template <int kRows>
+__device__ __forceinline__ void load_paged_tile(u32 dst, const u16* src, const int* table, int shift, int num_pages,
+                                                i64 page_stride, i64 row_stride, int row0, int rows_valid) {
+  constexpr int kChunks = kRows * kChunksPerRow;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+  const int page_mask = (1 << shift) - 1;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads == 0 || c < kChunks) {
+      const int r = c / kChunksPerRow;
+      const int col = (c % kChunksPerRow) * 8;
+      const int key = row0 + r;
+      const int page = key < rows_valid ? table[key >> shift] : -1;
+      const bool valid = page >= 0 && page < num_pages;
+      const u16* g = valid ? src + (i64)page * page_stride + (i64)(key & page_mask) * row_stride + col : src;
+      cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+    }
+  }
+}
+
 }  // namespace ft
 
 extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const ft::FtParams p) {
@@ -122,15 +151,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
   const int kv_head = head / (p.heads_q / p.heads_kv);
   // Dense: every sequence has seqlen_q/k rows at batch * stride. Varlen: sequence `batch` is
   // rows [cu[b], cu[b+1]) of the packed tensors; the grid covers the longest sequence, so
-  // blocks past this one's end leave at once.
-  const bool varlen = p.cu_seqlens_q != nullptr;
+  // blocks past this one's end leave at once. Paged: the queries dense or packed, the keys in
+  // pages (no batch offset: the table finds them), seqlens_k[b] of them.
+  const bool packed_q = p.cu_seqlens_q != nullptr;
   i64 q_row0 = 0, k_row0 = 0;  // the sequence's first row in the packed tensors
   int Nq = p.seqlen_q;
   int Nk = p.seqlen_k;
-  if (varlen) {
-    Nq = varlen_span(p.cu_seqlens_q, batch, p.seqlen_q, p.total_q, &q_row0);
-    Nk = varlen_span(p.cu_seqlens_k, batch, p.seqlen_k, p.total_k, &k_row0);
-  }
+  if (packed_q) Nq = varlen_span(p.cu_seqlens_q, batch, p.seqlen_q, p.total_q, &q_row0);
+  if (!kPagedKv && p.cu_seqlens_k != nullptr) Nk = varlen_span(p.cu_seqlens_k, batch, p.seqlen_k, p.total_k, &k_row0);
+  if (p.seqlens_k != nullptr) Nk = min(max(p.seqlens_k[batch], 0), p.seqlen_k);
   const int m0 = m_block * kBlockM;
   if (m0 >= Nq) return;
   const int diag = Nk - Nq;  // query i sees keys j <= i + diag
@@ -144,13 +173,15 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
 
   // 64-bit offsets throughout (a packed tensor's rows times its row stride passes 2^31).
   const u16* q = static_cast<const u16*>(p.q) + batch * p.q_stride[0] + q_row0 * p.q_stride[1] + head * p.q_stride[2];
-  const u16* k = static_cast<const u16*>(p.k) + batch * p.k_stride[0] + k_row0 * p.k_stride[1] + kv_head * p.k_stride[2];
-  const u16* v = static_cast<const u16*>(p.v) + batch * p.v_stride[0] + k_row0 * p.v_stride[1] + kv_head * p.v_stride[2];
+  const i64 kv_batch = kPagedKv ? 0 : batch;  // a pool's stride[0] is between pages
+  const u16* k = static_cast<const u16*>(p.k) + kv_batch * p.k_stride[0] + k_row0 * p.k_stride[1] + kv_head * p.k_stride[2];
+  const u16* v = static_cast<const u16*>(p.v) + kv_batch * p.v_stride[0] + k_row0 * p.v_stride[1] + kv_head * p.v_stride[2];
   u16* o = static_cast<u16*>(p.o) + batch * p.o_stride[0] + q_row0 * p.o_stride[1] + head * p.o_stride[2];
-  // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
+  // lse: dense [B, Hq, Nq]; packed queries [Hq, total_q].
   float* lse = p.lse == nullptr ? nullptr
-               : varlen       ? p.lse + (i64)head * p.total_q + q_row0
+               : packed_q     ? p.lse + (i64)head * p.total_q + q_row0
                               : p.lse + ((i64)batch * p.heads_q + head) * Nq;
+  const int* table = kPagedKv ? p.block_table + (i64)batch * p.block_table_stride : nullptr;
 
   u16* sQ = reinterpret_cast<u16*>(smem);
   const u32 sQ_addr = smem_address(sQ);
@@ -181,9 +212,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads) FT_KERNEL_NAME(const 
       if (it < n_blocks) {
         const int n0 = (n_blocks - 1 - it) * kBlockN;
         const u32 stage = (u32)(it % kStages) * kStageBytes;
-        load_tile<kBlockN>(sK_addr + stage, k, p.k_stride[1], n0, Nk);
-        cp_async_commit();
-        load_tile<kBlockN>(sV_addr + stage, v, p.v_stride[1], n0, Nk);
+        if constexpr (kPagedKv) {
+          load_paged_tile<kBlockN>(sK_addr + stage, k, table, p.block_shift, p.num_blocks, p.k_stride[0],
+                                   p.k_stride[1], n0, Nk);
+          cp_async_commit();
+          load_paged_tile<kBlockN>(sV_addr + stage, v, table, p.block_shift, p.num_blocks, p.v_stride[0],
+                                   p.v_stride[1], n0, Nk);
+        } else {
+          load_tile<kBlockN>(sK_addr + stage, k, p.k_stride[1], n0, Nk);
+          cp_async_commit();
+          load_tile<kBlockN>(sV_addr + stage, v, p.v_stride[1], n0, Nk);
+        }
         cp_async_commit();
       } else {
         cp_async_commit();  // empty groups keep the wait counts uniform

@@ -20,10 +20,20 @@ struct Fa2Params {
   // Varlen (both set, else both null): sequence b is rows [cu[b], cu[b+1]) of the packed
   // tensors, whose batch strides are 0; seqlen_q/k are then the longest sequences and lse is
   // [Hq, total_q].
+  // A paged call may pack its queries the same way: cu_seqlens_q set, cu_seqlens_k null.
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
+  // Per-sequence key counts (dense with lengths, paged; else null): sequence b has
+  // min(max(seqlens_k[b], 0), seqlen_k) keys.
+  const int* seqlens_k;
+  // Paged K/V (the fa2_paged kernels; null otherwise): k/v are page pools whose stride[0] is
+  // the page stride; key j of sequence b is row j & (2^block_shift - 1) of page
+  // block_table[b * block_table_stride + (j >> block_shift)]; a page outside [0, num_blocks)
+  // is not read (its keys are zeros).
+  const int* block_table;
   i64 total_q;
   i64 total_k;
+  i64 block_table_stride;
   i64 q_stride[3];   // batch, seq, head — elements
   i64 k_stride[3];
   i64 v_stride[3];
@@ -33,9 +43,11 @@ struct Fa2Params {
   int seqlen_k;
   int heads_q;
   int heads_kv;
+  int num_blocks;
+  int block_shift;
   float scale_log2;  // softmax_scale * log2(e): scores go through exp2
 };
-static_assert(sizeof(Fa2Params) == 9 * 8 + 12 * 8 + 5 * 4 + 4, "Fa2Params layout drifted");
+static_assert(sizeof(Fa2Params) == 12 * 8 + 12 * 8 + 7 * 4 + 4, "Fa2Params layout drifted");
 
 // fa2_bwd (templates/fa2_bwd.cuh): one struct for its three kernels (preprocess, main, convert).
 struct Fa2BwdParams {

@@ -126,7 +126,7 @@ class DecodeFwd final : public Family {
   }
 
   // Decode (at most 16 query rows per sequence) on dense, paged or varlen K/V; paged prefill
-  // too, which no other family serves.
+  // too, below fa2_paged (preference 10), which the planner then picks.
   int PreferenceFor(const Problem& p) const override {
     if (!ServesOperation(p)) return -1;
     if (Log2Ceil(p.seqlen_q) <= kDecodeQueryBucket) return 20;  // the decode buckets
@@ -146,9 +146,12 @@ class DecodeFwd final : public Family {
   //  - 1025 keys or more (the 2k bucket on): shorter caches were not measured, and there a
   //    single prefill launch may beat decode's split and combine;
   //  - d128, either dtype, causal or not (bottom-right causal with <= 16 rows masks only the last
-  //    key block); the dense layout. Other head dims and varlen were not measured.
+  //    key block); the dense layout, and the paged one, whose only prefill family (fa2_paged)
+  //    runs fa2_fwd's tile with a page-table read per row. Other head dims and varlen were not
+  //    measured.
   bool SearchedAloneFor(const Problem& p) const override {
-    if (!ServesOperation(p) || p.layout != Layout::kDense || p.head_dim != 128) return false;
+    if (!ServesOperation(p) || (p.layout != Layout::kDense && p.layout != Layout::kPaged) || p.head_dim != 128)
+      return false;
     if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return false;
     const int64_t group = p.heads_q / p.heads_kv;
     return group >= 4 && group * p.seqlen_q <= 16 && Log2Ceil(p.seqlen_k) >= 11;

@@ -11,9 +11,10 @@
 
 namespace flashtune {
 
-Variant Fa2Variant(DType dtype, int head_dim, bool causal, int block_m, int block_n, int warps, int stages) {
+Variant Fa2Variant(DType dtype, int head_dim, bool causal, int block_m, int block_n, int warps, int stages,
+                   bool paged) {
   Variant v;
-  v.family = "fa2_fwd";
+  v.family = paged ? "fa2_paged" : "fa2_fwd";
   v.dtype = dtype;
   v.head_dim = head_dim;
   v.causal = causal;
@@ -29,10 +30,16 @@ struct Fa2Params {
       : block_m(v.Param("br")), block_n(v.Param("bc")), warps(v.Param("w")), stages(v.Param("s")) {}
 };
 
+// fa2_fwd reads K/V rows (dense, varlen); fa2_paged, the same template with kPagedKv, reads
+// them through a page table. The layout is compiled in, so neither kernel carries the other's
+// loads, and each family's variants are named (URI) and tuned apart.
 class Fa2Fwd final : public Family {
  public:
-  std::string_view name() const override { return "fa2_fwd"; }
+  explicit Fa2Fwd(bool paged) : paged_(paged) {}
+  std::string_view name() const override { return paged_ ? "fa2_paged" : "fa2_fwd"; }
   std::string_view template_name() const override { return "fa2_fwd.cuh"; }
+  // A class's untuned default is never fa2_paged: it serves only the paged layout.
+  int preference() const override { return paged_ ? -5 : 0; }
   const std::vector<ParamAxis>& axes() const override {
     static const std::vector<ParamAxis> kAxes = {
         {"br", "block_m (br)", {64, 128}, {64, 128}},
@@ -43,8 +50,18 @@ class Fa2Fwd final : public Family {
     return kAxes;
   }
 
-  // Packed sequences: the kernel reads cu_seqlens (paged K/V is decode_fwd's).
-  bool reads_varlen() const override { return true; }
+  // fa2_fwd: dense and packed (varlen) rows. fa2_paged: a paged cache, its queries dense or
+  // packed, at any number of query rows; decode_fwd is preferred where it serves a decode
+  // bucket (20), fa2_paged over it past 16 query rows (decode_fwd's 0 there).
+  int PreferenceFor(const Problem& p) const override {
+    if (!ServesOperation(p)) return -1;
+    if (paged_) return p.layout == Layout::kPaged ? 10 : -1;
+    return p.layout == Layout::kDense || p.layout == Layout::kVarlen ? preference() : -1;
+  }
+  bool reads_varlen() const override { return !paged_; }
+  // Per-sequence key counts on the dense layout (flash_attn_with_kvcache's cache_seqlens with
+  // more than decode_fwd's 16 query rows), and the paged layout's lengths.
+  bool reads_seqlens_k() const override { return true; }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
   bool Serves(const ProblemClass& cls, const Target& target) const override {
@@ -90,7 +107,7 @@ class Fa2Fwd final : public Family {
       bm = 128;
       bn = 64;
     }
-    Variant v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s);
+    Variant v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s, paged_);
     while (SharedMemoryBytes(v) > target.max_smem_bytes) {
       if (s > 1) {
         --s;
@@ -101,7 +118,7 @@ class Fa2Fwd final : public Family {
       } else {
         break;  // nothing smaller exists; Check reports it
       }
-      v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s);
+      v = Fa2Variant(cls.dtype, cls.head_dim, cls.causal, bm, bn, w, s, paged_);
     }
     return v;
   }
@@ -116,6 +133,7 @@ class Fa2Fwd final : public Family {
         .Int("kWarps", p.warps)
         .Int("kStages", p.stages)
         .Bool("kCausal", v.causal)
+        .Bool("kPagedKv", paged_, "K/V through the block table")
         .Int("kSmemBytes", SharedMemoryBytes(v))
         .Finish(template_name());
   }
@@ -138,7 +156,7 @@ class Fa2Fwd final : public Family {
   std::string Describe(const Variant& v) const override {
     const Fa2Params p(v);
     return std::to_string(p.block_m) + "x" + std::to_string(p.block_n) + " w" + std::to_string(p.warps) + " s" +
-           std::to_string(p.stages);
+           std::to_string(p.stages) + (paged_ ? " paged" : "");
   }
 
   // log2 ratio of tile sizes and warps, plus the stage difference.
@@ -168,12 +186,20 @@ class Fa2Fwd final : public Family {
     if (problem.seqlen_q * problem.batch * problem.heads_q < 128LL * 132 * 2 && p.block_m == 128) score += 0.25;
     return score;
   }
+
+ private:
+  bool paged_;
 };
 
 }  // namespace
 
 const Family& FamilyEntry_fa2_fwd() {
-  static const Fa2Fwd family;
+  static const Fa2Fwd family(false);
+  return family;
+}
+
+const Family& Fa2PagedFamily() {
+  static const Fa2Fwd family(true);
   return family;
 }
 

@@ -24,8 +24,9 @@
 //           The queries may be packed instead (vLLM's varlen q over its cache, e.g. a decode
 //           batch with a different number of new tokens a sequence): varlen.cu_seqlens_q
 //           (device [B+1]) and varlen.total_q set, q/o [total_q, Hq, D] with batch strides 0,
-//           lse [Hq, total_q], Nq the longest; causal aligns each sequence bottom-right. Served
-//           by decode_fwd, like every paged call. The other varlen fields stay 0.
+//           lse [Hq, total_q], Nq the longest; causal aligns each sequence bottom-right. The
+//           other varlen fields stay 0. Served by decode_fwd up to 16 query rows a sequence,
+//           by fa2_paged (prefill over pages) past that.
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.

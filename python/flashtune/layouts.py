@@ -12,7 +12,8 @@ attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
   with at most decode_max_seqlen_q (1..16) queries each run on the decode kernel. With
   block_table= and seqused_k= (vLLM's call) the keys are in a paged cache instead: k/v page pools
   [num_blocks, block_size, Hkv, D], block_table [B, max_blocks] and seqused_k [B] int32 (keys per
-  sequence), cu_seqlens_k None; served by the decode kernel. Returns o (torch.empty_like(q)), and
+  sequence), cu_seqlens_k None; served by the decode kernel up to 16 queries a sequence, by the
+  prefill kernel over pages (fa2_paged) past that. Returns o (torch.empty_like(q)), and
   with return_lse also lse float32 [Hq, total_q].
 
 attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
@@ -217,7 +218,7 @@ def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q,
     _count("max_seqlen_k", max_k, 1)
     table = _page_table(block_table, batch, q.device, k_pages, max_k)
     if decode_seqs:
-        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache runs on the decode kernel whole: "
+        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache is one launch (no decode part to split off): "
                        "leave it 0")
     qs = q.stride()
     return _Call("paged", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k_pages.shape[2]), scale,

@@ -35,12 +35,12 @@ TEST(DecodeFwdFamily, ShortStreamsDefaultToShortStepsOverTwoWarps) {
   EXPECT_EQ(DefaultUri(Decode(1, 65536, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
 }
 
-TEST(DecodeFwdFamily, LongStreamsAndPagedPrefillKeepTheClassDefault) {
+TEST(DecodeFwdFamily, LongStreamsKeepTheClassDefaultAndPagedPrefillGoesToFa2Paged) {
   EXPECT_EQ(DefaultUri(Decode(1, 32769)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(8, 8192)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(64, 2048, 128, Layout::kPaged)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
-  // Paged prefill (more than 16 queries) is served by decode_fwd too, with many row tiles.
-  EXPECT_EQ(DefaultUri(Decode(1, 2048, 128, Layout::kPaged, 17)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
+  // Paged prefill (more than 16 queries) is fa2_paged's: a prefill tile over pages.
+  EXPECT_EQ(DefaultUri(Decode(1, 2048, 128, Layout::kPaged, 17)), "fa2_paged_bf16_d128_br128_bc64_w4_s2_full");
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // per-sequence lengths, GQA 8:1 and MQA, 1 to 16 query rows with and without causal, both
 // dtypes, head dims 64/128/256, variants that split the keys (combine kernel) and that do not.
 // Outputs are poisoned (NaN) before each run, so an unwritten element fails; lse must match
-// within 1e-3 after the merge.
+// within 1e-3 after the merge. The same cases with more query rows check the prefill kernels
+// that read a cache: fa2_paged on pages, fa2_fwd on a dense cache with per-sequence lengths.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "flashtune/reference.h"
 #include "flashtune/space.h"
 #include "generator/families/decode_fwd.h"
+#include "generator/families/fa2_fwd.h"
 #include "jit/cuda_api.h"
 #include "generator/family.h"
 #include "tests/support/gpu_fixture.h"
@@ -258,6 +260,52 @@ TEST(DecodeGpu, SplitCallsReplayedFromAGraphMatchEagerCalls) {
     EXPECT_EQ(o, eager[i]) << "call " << i + 1 << " (" << cases[i].name << "): the graph's output differs from the eager call's";
   }
 }
+
+// Prefill over a cache (chunked prefill, prefix caching): 17 to 300 new queries a sequence
+// over ragged caches (0-4097 keys, so causal rows that see no key too), on fa2_paged's kernels
+// (pages of 1, 16 and 256 keys, shuffled) and on fa2_fwd's with per-sequence lengths (a dense
+// cache, flash_attn_with_kvcache's cache_seqlens): each tile and its paged twin.
+class CachePrefillClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};
+
+TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
+  const auto [dtype, head_dim, causal] = GetParam();
+  const ProblemClass cls{dtype, head_dim, causal};
+  // The default tile, one block_m 64 with 32-key steps and one stage, and a wide one with 8
+  // warps (3 stages where the shared memory allows).
+  std::vector<Variant> dense = {FindFamily("fa2_fwd")->Default(cls, Target{}),
+                                Fa2Variant(dtype, head_dim, causal, 64, 32, 4, 1),
+                                head_dim == 64    ? Fa2Variant(dtype, head_dim, causal, 128, 128, 8, 3)
+                                : head_dim == 128 ? Fa2Variant(dtype, head_dim, causal, 128, 128, 8, 2)
+                                                  : Fa2Variant(dtype, head_dim, causal, 128, 64, 8, 2)};
+  for (const Variant& v : dense) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  std::vector<Variant> paged;
+  for (const Variant& v : dense) {
+    ASSERT_EQ(v.family, "fa2_fwd");
+    paged.push_back(Fa2Variant(dtype, head_dim, causal, v.Param("br"), v.Param("bc"), v.Param("w"), v.Param("s"), true));
+  }
+  for (const Variant& v : paged) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  auto gpu = testing::GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  auto dense_kernels = testing::CompileAndLoad(**gpu, dense);
+  auto paged_kernels = testing::CompileAndLoad(**gpu, paged);
+  // Sizes kept so the float64 reference stays within seconds.
+  const std::vector<int32_t> ragged = {0, 1, 17, 300, 1000};
+  uint64_t seed = 700 + uint64_t(head_dim) + (causal ? 7 : 0);
+  std::vector<DecodeCase> dense_cases, paged_cases;
+  dense_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 130, 8, 1, ragged, 0, seed += 10));
+  dense_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 17, 16, 2, {300, 64}, 0, seed += 10));
+  paged_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 130, 8, 1, ragged, 16, seed += 10));
+  paged_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 20, 16, 2, {4097, 300, 0}, 256, seed += 10));
+  paged_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 40, 8, 8, {33, 200}, 1, seed += 10));
+  testing::CheckEveryVariant(cls.ToString() + " dense cache with lengths", dense, dense_kernels, dense_cases,
+                             [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
+  testing::CheckEveryVariant(cls.ToString() + " paged prefill", paged, paged_kernels, paged_cases,
+                             [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
+}
+
+INSTANTIATE_TEST_SUITE_P(CachePrefillGpu, CachePrefillClasses,
+                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128, 256),
+                                            ::testing::Bool()));
 
 INSTANTIATE_TEST_SUITE_P(DecodeGpu, DecodeClasses,
                          ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128, 256),

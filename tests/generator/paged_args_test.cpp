@@ -2,6 +2,7 @@
 // checks, WorkspaceBytes, and which families say they serve which layouts.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,9 @@
 #include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 #include "generator/families/decode_fwd.h"
+#include "generator/families/fa2_fwd.h"
 #include "generator/family.h"
+#include "generator/kernel_abi.h"
 
 namespace flashtune {
 namespace {
@@ -457,19 +460,30 @@ TEST(WorkspaceArgs, SplitsCountOnlyTheBlocksSharedMemoryLetsReside) {
   EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2), 2 * 132 / 8);
 }
 
-TEST(FamilyLayouts, PrefillFamiliesRefusePagedAndDecodeServesIt) {
+TEST(FamilyLayouts, PagedCallsGoToDecodeAndFa2PagedOnly) {
   const Problem paged = DecodeProblem(Layout::kPaged);
+  Problem paged_prefill = paged;
+  paged_prefill.seqlen_q = 17;
   for (const Family* f : Families()) {
     if (f->name() == "decode_fwd") {
       EXPECT_GT(f->PreferenceFor(paged), 0);
       EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
+    } else if (f->name() == "fa2_paged") {
+      // Below decode_fwd within its decode buckets, above it past 16 query rows; never dense.
+      EXPECT_LT(f->PreferenceFor(paged), FindFamily("decode_fwd")->PreferenceFor(paged));
+      EXPECT_GT(f->PreferenceFor(paged_prefill), FindFamily("decode_fwd")->PreferenceFor(paged_prefill));
+      EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
     } else {
       EXPECT_LT(f->PreferenceFor(paged), 0) << f->name();
+      EXPECT_LT(f->PreferenceFor(paged_prefill), 0) << f->name();
     }
   }
   auto chosen = DefaultVariantFor(paged);
   ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
   EXPECT_EQ(chosen->family, "decode_fwd");
+  auto chosen_prefill = DefaultVariantFor(paged_prefill);
+  ASSERT_TRUE(chosen_prefill.ok()) << chosen_prefill.status().ToString();
+  EXPECT_EQ(chosen_prefill->family, "fa2_paged");
   // A paged call packed for fa2_fwd is refused as unsupported (the runtime falls back).
   ForwardArgs a = GoodPaged();
   const Variant fa2 = DefaultVariant(ClassOf(paged), kDefaultMaxSmemBytes, "sm_80");
@@ -492,6 +506,76 @@ TEST(FamilyLayouts, PrefillFamiliesRefusePagedAndDecodeServesIt) {
   EXPECT_EQ(FindFamily("decode_fwd")->PreferenceFor(varlen), -1);
   EXPECT_GE(FindFamily("fa2_fwd")->PreferenceFor(varlen), 0);
   EXPECT_EQ(FindFamily("fa2_fwd")->PreferenceFor(paged), -1);
+}
+
+// fa2_paged's kernel parameter: the pool's page stride as k/v's stride[0] (no batch offset),
+// the table, its pitch, the pool size and log2 of the page size, the lengths; packed queries'
+// offsets when the call has them. fa2_fwd refuses the paged call (it reads rows, not pages).
+TEST(FamilyLayouts, Fa2PagedPacksThePageTable) {
+  ForwardArgs a = GoodPaged();
+  a.problem.seqlen_q = 64;
+  a.q_strides = a.o_strides = Strides::Contiguous(64, 32, 128);
+  a.paged.block_table_stride = 520;
+  a.paged.num_blocks = 3000;
+  ASSERT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  const Variant paged = Fa2Variant(DType::kBF16, 128, false, 128, 64, 4, 2, /*paged=*/true);
+  LaunchPacket packet;
+  Status s = PackForward(paged, a, &packet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  detail::KernelParams p;
+  std::memcpy(&p, packet.args, sizeof p);
+  EXPECT_EQ(p.block_table, a.paged.block_table);
+  EXPECT_EQ(p.block_table_stride, 520);
+  EXPECT_EQ(p.num_blocks, 3000);
+  EXPECT_EQ(p.block_shift, 4);
+  EXPECT_EQ(p.seqlens_k, a.seqlens_k);
+  EXPECT_EQ(p.k_stride[0], 16 * 8 * 128);  // a page: 16 keys of Hkv 8 x D 128
+  EXPECT_EQ(p.cu_seqlens_q, nullptr);
+  EXPECT_EQ(p.cu_seqlens_k, nullptr);
+  EXPECT_EQ(packet.grid[0], 1u);  // 64 query rows in one 128-row tile
+  EXPECT_EQ(packet.grid[1], 32u);
+  EXPECT_EQ(packet.grid[2], 4u);
+  for (int block_size : {1, 256}) {
+    ForwardArgs b = ForwardArgs::Contiguous(a.problem, block_size);
+    b.q = a.q, b.k = a.k, b.v = a.v, b.o = a.o, b.seqlens_k = a.seqlens_k, b.paged.block_table = a.paged.block_table;
+    ASSERT_TRUE(PackForward(paged, b, &packet).ok());
+    std::memcpy(&p, packet.args, sizeof p);
+    EXPECT_EQ(1 << p.block_shift, block_size);
+  }
+  // Packed queries (vLLM's varlen q over its cache).
+  alignas(4) static const int32_t cu_q[5] = {0, 64, 64, 100, 164};
+  a.varlen.cu_seqlens_q = cu_q;
+  a.varlen.total_q = 164;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  ASSERT_TRUE(PackForward(paged, a, &packet).ok());
+  std::memcpy(&p, packet.args, sizeof p);
+  EXPECT_EQ(p.cu_seqlens_q, cu_q);
+  EXPECT_EQ(p.total_q, 164);
+  EXPECT_EQ(p.cu_seqlens_k, nullptr);
+  // The same tile of fa2_fwd reads rows: refused, so the runtime falls back.
+  s = PackForward(Fa2Variant(DType::kBF16, 128, false, 128, 64, 4, 2), a, &packet);
+  EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
+}
+
+// fa2_fwd reads per-sequence key counts on the dense layout (a dense cache with lengths and more
+// than decode's 16 query rows, which no family served before); hopper_fwd does not.
+TEST(FamilyLayouts, Fa2FwdReadsLengthsOnADenseCache) {
+  Problem p{DType::kBF16, 128, false, 4, 64, 8192, 32, 8};
+  ForwardArgs a = ForwardArgs::Contiguous(p);
+  a.q = storage[0], a.k = storage[1], a.v = storage[2], a.o = storage[3];
+  a.seqlens_k = reinterpret_cast<const int32_t*>(storage[5]);
+  LaunchPacket packet;
+  Status s = PackForward(Fa2Variant(DType::kBF16, 128, false, 128, 64, 4, 2), a, &packet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  detail::KernelParams k;
+  std::memcpy(&k, packet.args, sizeof k);
+  EXPECT_EQ(k.seqlens_k, a.seqlens_k);
+  EXPECT_EQ(k.block_table, nullptr);
+  auto hopper = DefaultVariantFor(p);
+  ASSERT_TRUE(hopper.ok());
+  ASSERT_EQ(hopper->family, "hopper_fwd");
+  s = PackForward(*hopper, a, &packet);
+  EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
 }
 
 TEST(FamilyLayouts, DecodeAndPrefillBucketsAreNeverNear) {

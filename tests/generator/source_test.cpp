@@ -30,6 +30,7 @@ TEST(Source, PrologueCarriesEveryParameterThenLineDirective) {
       "constexpr int kWarps = 4;\n"
       "constexpr int kStages = 2;\n"
       "constexpr bool kCausal = true;\n"
+      "constexpr bool kPagedKv = false;  // K/V through the block table\n"
       "constexpr int kSmemBytes = 104448;\n"
       "}  // namespace ft_config\n"
       "#line 1 \"fa2_fwd.cuh\"\n";
@@ -54,6 +55,23 @@ TEST(Source, DecodePrologueNamesTheKvLayout) {
   auto b = GenerateSource(paged);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->sha256, b->sha256);
+}
+
+// fa2_paged is fa2_fwd's template compiled to read K/V through the page table (kPagedKv).
+TEST(Source, Fa2PagedIsFa2FwdsTemplateReadingPages) {
+  const Variant dense = Fa2Variant(DType::kBF16, 128, true, 128, 64, 4, 2);
+  const Variant paged = Fa2Variant(DType::kBF16, 128, true, 128, 64, 4, 2, /*paged=*/true);
+  EXPECT_EQ(paged.Uri(), "fa2_paged_bf16_d128_br128_bc64_w4_s2_causal");
+  EXPECT_NE(GeneratePrologue(dense).find("constexpr bool kPagedKv = false;"), std::string::npos);
+  EXPECT_NE(GeneratePrologue(paged).find("constexpr bool kPagedKv = true;"), std::string::npos);
+  EXPECT_NE(GeneratePrologue(paged).find("#line 1 \"fa2_fwd.cuh\""), std::string::npos);
+  auto a = GenerateSource(dense);
+  auto b = GenerateSource(paged);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->sha256, b->sha256);
+  auto parsed = Variant::FromUri(paged.Uri());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, paged);
 }
 
 TEST(Source, IsProloguePlusTheEmbeddedTemplate) {
@@ -190,8 +208,8 @@ TEST(Source, GeneratorRevisionPinsTheSearchedPrologues) {
   int count = 0;
   const std::string digest = SearchedProloguesDigest(&count);
   EXPECT_GT(count, 1000);
-  EXPECT_EQ(GeneratorRevision(), 2);
-  EXPECT_EQ(digest, "86d8d6455b84daa24319ad6a278987d0856aab3b3569638efbd95a2690cd5dd3")
+  EXPECT_EQ(GeneratorRevision(), 3);
+  EXPECT_EQ(digest, "a664b4b32f50108578e7bb411b2d2f7b1e6b06d57bab8e2edb54e934812decd7")
       << count << " prologues; if a variant's prologue changed, bump GeneratorRevision() (generator/source.cpp) and pin "
       << "the new digest here";
 }

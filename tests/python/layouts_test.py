@@ -236,7 +236,7 @@ class Checks(unittest.TestCase):
                             meta(9, 2, 64), cu, None, 4, 4, block_table=table, seqused_k=lens)
         self.assert_invalid("max_seqlen_k: 200; block_table holds 128 keys a sequence", f, q, pages, pages, cu, None, 4,
                             200, block_table=table, seqused_k=lens)
-        self.assert_invalid("decode_seqs: 2; a call over a paged cache runs on the decode kernel whole", f, q, pages,
+        self.assert_invalid("decode_seqs: 2; a call over a paged cache is one launch", f, q, pages,
                             pages, cu, None, 4, 128, block_table=table, seqused_k=lens, decode_seqs=2)
         self.assert_invalid("seqused_k: shape (4,); must be (3,)", f, q, pages, pages, cu, None, 4, 128,
                             block_table=table, seqused_k=index(4))

@@ -261,7 +261,8 @@ TEST(RuntimeGpu, MixedVarlenBatchRoutesDecodeRowsToTheDecodeKernel) {
 
 // A paged call whose queries are packed (vLLM's varlen q over its cache): a varlen case's keys
 // copied onto shuffled 16-key pages, its queries left packed. It must give the varlen case's
-// answer (the float64 reference), lse [Hq, total_q] too, on the paged decode kernel.
+// answer (the float64 reference), lse [Hq, total_q] too: on the paged decode kernel with at most
+// 16 new tokens a sequence, on fa2_paged (chunked prefill over the cache) with more.
 TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
@@ -270,11 +271,15 @@ TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
   auto rt = Runtime::Open(options);
   ASSERT_TRUE(rt.ok());
   constexpr int64_t kHq = 32, kHkv = 8, kD = 128, kPage = 16;
+  // 1-16 new tokens a sequence (and none), then up to 300 (more queries than keys included: their
+  // first rows see no key when causal), over 5 to 4097 keys.
+  const std::vector<std::vector<int32_t>> new_tokens = {{1, 16, 0, 5, 3}, {300, 17, 0, 200, 40}};
+  for (size_t shape = 0; shape < new_tokens.size(); ++shape)
   for (bool causal : {false, true}) {
-    // 1-16 new tokens a sequence (and none) over 5 to 4097 keys.
-    const std::vector<int32_t> len_q = {1, 16, 0, 5, 3}, len_k = {4097, 17, 300, 1000, 5};
+    const std::vector<int32_t>& len_q = new_tokens[shape];
+    const std::vector<int32_t> len_k = {4097, 17, 300, 1000, 5};
     VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, kD, causal}, kHq, kHkv, len_q, len_k,
-                                  6000 + causal);
+                                  6000 + causal + 2 * int(shape));
     // 1289 pages (a prime): sequence b's page j is page (b * max_blocks + j) * 7 mod 1289, so the
     // pages are shuffled and each is used at most once; 4 are left over.
     const int64_t B = int64_t(len_q.size()), max_blocks = (4097 + kPage - 1) / kPage, pages = B * max_blocks + 4;
@@ -318,10 +323,15 @@ TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
     Status s = (*rt)->forward(a, nullptr);
     ASSERT_TRUE(s.ok()) << s.ToString();
     ASSERT_TRUE((*gpu)->context->Synchronize().ok());
-    EXPECT_EQ(CheckVarlen(c), "") << "causal " << causal;
+    EXPECT_EQ(CheckVarlen(c), "") << "causal " << causal << ", new tokens up to " << a.problem.seqlen_q;
     auto plan = (*rt)->plan(a.problem);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    EXPECT_NE(plan->variant.Uri().find("_kv1_"), std::string::npos) << plan->variant.Uri();
+    if (shape == 0) {
+      EXPECT_NE(plan->variant.Uri().find("decode_fwd_"), std::string::npos) << plan->variant.Uri();
+      EXPECT_NE(plan->variant.Uri().find("_kv1_"), std::string::npos) << plan->variant.Uri();
+    } else {
+      EXPECT_EQ(plan->variant.family, "fa2_paged") << plan->variant.Uri();
+    }
   }
 }
 
