@@ -73,15 +73,33 @@ static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in li
 
 #include "ft_device.cuh"
 
-// Copies rows [row0, row0 + kRows) of a [N, D] slice (row stride in elements) into a padded
-// shared tile; rows at or past `rows_valid` are zero-filled so no NaN can leak into the MMAs.
+// Copies rows [row0, row0 + kRows) of a sequence into a padded shared tile, key j's row from
+// src + offset(j) (elements; negative: not read). Rows at or past `rows_valid`, or not read,
+// are zero-filled so no NaN can leak into the MMAs.
+template <int kRows, class Offset>
+__device__ __forceinline__ void load_rows(u32 dst, const u16* src, int row0, int rows_valid, Offset offset) {
+  constexpr int kChunks = kRows * kChunksPerRow;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads == 0 || c < kChunks) {
+      const int r = c / kChunksPerRow;
+      const int col = (c % kChunksPerRow) * 8;
+      const i64 off = row0 + r < rows_valid ? offset(row0 + r) : -1;
+      cp_async16(dst + (u32)((r * kRowStride + col) * 2), off >= 0 ? src + off + col : src, off >= 0 ? 16 : 0);
+    }
+  }
+}
+
+// load_rows of a [N, D] slice (row stride in elements).
 template <int kRows>
 __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, int row0, int rows_valid) {
   constexpr int kChunks = kRows * kChunksPerRow;
-  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
   if constexpr (kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0) {
     // Each thread copies one column of rows r, r + kRowsPerIter, ...: one running pointer
     // instead of kIters precomputed 64-bit offsets, which cost registers the MMAs need.
+    constexpr int kIters = kChunks / kThreads;
     constexpr int kRowsPerIter = kThreads / kChunksPerRow;
     const int r = threadIdx.x / kChunksPerRow;
     const int col = (threadIdx.x % kChunksPerRow) * 8;
@@ -96,42 +114,37 @@ __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_strid
       g += step;
     }
   } else {
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int c = threadIdx.x + i * kThreads;
-      if (kChunks % kThreads == 0 || c < kChunks) {
-        const int r = c / kChunksPerRow;
-        const int col = (c % kChunksPerRow) * 8;
-        const bool valid = row0 + r < rows_valid;
-        const u16* g = valid ? src + (i64)(row0 + r) * row_stride + col : src;
-        cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
-      }
-    }
+    load_rows<kRows>(dst, src, row0, rows_valid, [&](int key) { return (i64)key * row_stride; });
   }
 }
 
-// load_tile for a paged K or V tile: rows [row0, row0 + kRows) of a sequence whose key j is
-// row j & page_mask of page table[j >> shift] of a pool at `src` (the head's first element;
-// page stride and row stride in elements). Rows at or past `rows_valid`, or on a page outside
-// [0, num_pages), are zero-filled.
+// load_rows of a paged K or V tile: key j is row j & page_mask of page table[j >> shift] of a
+// pool at `src` (the head's first element; page and row strides in elements). A page outside
+// [0, num_pages) is not read.
 template <int kRows>
 __device__ __forceinline__ void load_paged_tile(u32 dst, const u16* src, const int* table, int shift, int num_pages,
                                                 i64 page_stride, i64 row_stride, int row0, int rows_valid) {
-  constexpr int kChunks = kRows * kChunksPerRow;
-  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
   const int page_mask = (1 << shift) - 1;
+  auto offset = [&](int key) {
+    const int page = table[key >> shift];
+    return page >= 0 && page < num_pages ? (i64)page * page_stride + (i64)(key & page_mask) * row_stride : (i64)-1;
+  };
+  constexpr int kChunks = kRows * kChunksPerRow;
+  if constexpr (kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0) {
+    // As load_tile: one column of rows r, r + kRowsPerIter, ... a thread, each row's page looked up.
+    constexpr int kIters = kChunks / kThreads;
+    constexpr int kRowsPerIter = kThreads / kChunksPerRow;
+    const int r = threadIdx.x / kChunksPerRow;
+    const int col = (threadIdx.x % kChunksPerRow) * 8;
+    const u32 d = dst + (u32)((r * kRowStride + col) * 2);
 #pragma unroll
-  for (int i = 0; i < kIters; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (kChunks % kThreads == 0 || c < kChunks) {
-      const int r = c / kChunksPerRow;
-      const int col = (c % kChunksPerRow) * 8;
-      const int key = row0 + r;
-      const int page = key < rows_valid ? table[key >> shift] : -1;
-      const bool valid = page >= 0 && page < num_pages;
-      const u16* g = valid ? src + (i64)page * page_stride + (i64)(key & page_mask) * row_stride + col : src;
-      cp_async16(dst + (u32)((r * kRowStride + col) * 2), g, valid ? 16 : 0);
+    for (int i = 0; i < kIters; ++i) {
+      const int key = row0 + r + i * kRowsPerIter;
+      const i64 off = key < rows_valid ? offset(key) : -1;
+      cp_async16(d + (u32)(i * kRowsPerIter * kRowStride * 2), off >= 0 ? src + off + col : src, off >= 0 ? 16 : 0);
     }
+  } else {
+    load_rows<kRows>(dst, src, row0, rows_valid, offset);
   }
 }
 
