@@ -19,7 +19,7 @@ OUT=$OUT/t FILTER='CachePrefillGpu*' SUITE_S=200 JOBS=4 TEST_S=180 bash bench/gp
 echo "cache-prefill tests: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/prefill-tests.txt")" >> "$OUT/summary.txt"
 grep -h '^FAIL\|Failure' -A4 "$OUT"/t/gpu_suite.log 2>/dev/null | head -30 >> "$OUT/summary.txt"
 # Instance 3 is (bf16, 128, causal): dtype-major, then head dim, then the mask.
-LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-mc6 timeout 150 \
+LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-mc6 timeout 100 \
   compute-sanitizer --tool memcheck --error-exitcode 3 $P/flashtune_gpu_tests \
   --gtest_filter='CachePrefillGpu/CachePrefillClasses.VariantsMatchTheReference/3' > "$OUT/memcheck-prefill.log" 2>&1
 echo "memcheck CachePrefill/3: exit $? at $(( $(date +%s) - t0 )) s; $(grep -h 'ERROR SUMMARY' "$OUT/memcheck-prefill.log" | tail -1)" >> "$OUT/summary.txt"
