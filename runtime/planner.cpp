@@ -209,6 +209,37 @@ std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Prob
 }
 }  // namespace
 
+Result<Plan> Planner::PlanCall(DeviceState& device, const ForwardArgs& args) {
+  auto plan = PlanOn(device, args.problem);
+  if (!plan.ok()) return plan;
+  // Packing assumes valid args. The tensors' addresses are not the plan's business (it may be
+  // asked before they exist): placeholders stand in for null ones. Args that are still invalid
+  // (forward() would refuse them) get the problem's plan.
+  ForwardArgs call = args;
+  alignas(256) static const char placeholder[16] = {};
+  for (const void** p : {&call.q, &call.k, &call.v})
+    if (*p == nullptr) *p = placeholder;
+  if (call.o == nullptr) call.o = const_cast<char*>(placeholder);  // never written: nothing is launched
+  if (!ValidateForwardArgs(call).ok()) return plan;
+  LaunchPacket trial;  // as the launcher packs the planned kernel; launches nothing
+  trial.sm_count = device.record.sm_count;
+  const Status can = PackValidatedForward(plan->variant, call, &trial);
+  if (can.code() != Code::kUnsupported) return plan;
+  auto fallback = FallbackVariant(device, call, can);
+  if (!fallback.ok()) return fallback.status();
+  plan->why = plan->variant.Uri() + " (" + std::string(PlanSourceName(plan->source)) + ") cannot run this call: " +
+              can.message() + "; forward() falls back to " + std::string(fallback->family) +
+              "'s default, the first family that can";
+  plan->variant = std::move(*fallback);
+  plan->source = PlanSource::kHeuristic;
+  plan->tuned_problem.reset();
+  plan->tuned_bucket.clear();
+  plan->tuned_median_us = 0;
+  plan->tuned_tflops = 0;
+  plan->distance = 0;
+  return plan;
+}
+
 Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
   auto v = FirstFittingDefault(device, args.problem, [&](const Variant& v) {
     LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing

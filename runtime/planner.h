@@ -74,6 +74,12 @@ class Planner {
 
   // The plan of `problem` (already validated) on `device`, cached per bucket.
   Result<Plan> PlanOn(DeviceState& device, const Problem& problem);
+  // The plan of one call: PlanOn(args.problem), unless the planned family cannot run these args
+  // (kUnsupported from packing: a layout it does not read, seqlens_k, strides TMA cannot
+  // describe); then the variant forward() falls back to (FallbackVariant), a heuristic plan
+  // whose `why` says what was planned and why it cannot run. Other packing errors (a workspace
+  // too small, ...) are the call's to fix and leave the plan as it is.
+  Result<Plan> PlanCall(DeviceState& device, const ForwardArgs& args);
 
   // The variant to launch when the planned family cannot run a call (its CanRun said `why`): the
   // default of the family that fits the problem best (FamiliesFor), serves the class on

@@ -122,6 +122,11 @@ Result<Plan> Runtime::plan(const Problem& problem) {
   return impl_->planner.PlanOn(impl_->planning, problem);
 }
 
+Result<Plan> Runtime::plan(const ForwardArgs& args) {
+  FT_RETURN_IF_ERROR(ValidateProblem(args.problem));
+  return impl_->planner.PlanCall(impl_->planning, args);
+}
+
 Status Runtime::forward(const ForwardArgs& args, CUstream stream) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(args));
   if (!IsMixedVarlen(args)) return impl_->launcher.Forward(args, stream);  // one launch: no copy of args

@@ -203,9 +203,11 @@ int ft_workspace_size(ft_runtime* runtime, const ft_attention_args* args, int64_
 /* What ft_forward would launch for `problem`, and why, into *out. */
 int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
 
-/* What ft_forward_ex would launch for args' problem and layout, and why, into *out (pointers
- * are not read, as for ft_workspace_size). A paged call has buckets of its own (the bucket ends
- * in "/paged"); a varlen call plans its dense shape's. A mixed varlen call (decode_seqs > 0
+/* What ft_forward_ex would launch for these args, and why, into *out (pointers are not read,
+ * as for ft_workspace_size; which are null is: a dense call with seqlens_k, or strides TMA
+ * cannot describe, may fall back to another family, and the plan then names it and says why).
+ * A paged call has buckets of its own (the bucket ends in "/paged"); a varlen call plans its
+ * dense shape's. A mixed varlen call (decode_seqs > 0
  * and more than 16 queries) launches two plans: FT_INVALID_ARGUMENT; ask for each part (its
  * decode part is a varlen call of decode_seqs sequences of decode_max_seqlen_q queries). */
 int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out);

@@ -132,6 +132,12 @@ class Runtime {
   // kInvalidArgument naming the field for an invalid problem; kDatabaseError when the lookup
   // fails.
   Result<Plan> plan(const Problem& problem);
+  // The plan for one call, what forward(args) launches: plan(args.problem), or, where the
+  // planned family cannot run these args (e.g. per-sequence key counts, strides TMA cannot
+  // describe), the variant forward() falls back to, with why. Only the problem is validated;
+  // the pointers are not read (a plan may be asked before the tensors exist; null ones stand
+  // for tensors to come), and args forward() would refuse get the problem's plan.
+  Result<Plan> plan(const ForwardArgs& args);
 
   // Runs attention on `stream` (a CUstream of the current context; nullptr = legacy default
   // stream). OK when the launch was queued; kInvalidArgument naming the argument (nothing is

@@ -199,6 +199,7 @@ _SIGNATURES = {
     # ATTENTION_ARGS bytes, through second handles on the same symbols (library(): lib[symbol]).
     "ft_forward_ex:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, _P]),
     "ft_workspace_size:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
+    "ft_plan_ex:bytes": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(PlanInfo)]),
     # ATTENTION_ARGS bytes, then host copies of block_table, seqlens_k, cu_seqlens_q, cu_seqlens_k.
     "ft_check_tables": (ctypes.c_int, [ctypes.c_char_p, _P, _P, _P, _P]),
     "ft_workspace_size": (ctypes.c_int, [_P, ctypes.POINTER(AttentionArgs), ctypes.POINTER(ctypes.c_int64)]),

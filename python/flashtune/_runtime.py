@@ -121,6 +121,14 @@ def shape_of(q, k, v):
     raise invalid(f"k: shape {tuple(ks)} does not match q's {tuple(qs)} in batch (dim 0) and head_dim (dim 3)")
 
 
+def _plan_from(problem, info):
+    """A Plan of `problem` from an ft_plan_info."""
+    t = _capi.text
+    return Plan(problem, t(info.variant_uri), t(info.family), info.source, t(info.source_name), t(info.bucket),
+                t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,
+                t(info.why))
+
+
 class Runtime:
     """One flashtune runtime on a tuning database (None or "": $FLASHTUNE_DB, else
     ./flashtune.db). Opening never fails for a missing file or a machine without a GPU; a
@@ -160,10 +168,15 @@ class Runtime:
         else:
             fn = _capi.function("ft_plan_backward") if backward else self._plan
             _capi.check(fn(self._live(), ctypes.byref(c_problem), ctypes.byref(info)), "flashtune.plan")
-        t = _capi.text
-        return Plan(problem, t(info.variant_uri), t(info.family), info.source, t(info.source_name), t(info.bucket),
-                    t(info.tuned_bucket), info.tuned_median_us, info.block_m, info.block_n, info.warps, info.stages,
-                    t(info.why))
+        return _plan_from(problem, info)
+
+    def plan_call(self, args, problem, what="flashtune.plan"):
+        """The Plan of one call, what ft_forward_ex launches for ATTENTION_ARGS bytes `args`
+        (ft_plan_ex: which tables the call has, and its strides, may make the runtime fall back
+        to another family; the plan then says so). `problem`: the call's Problem, for the Plan."""
+        info = _capi.PlanInfo()
+        _capi.check(_capi.function("ft_plan_ex:bytes")(self._live(), args, ctypes.byref(info)), what)
+        return _plan_from(problem, info)
 
     def attention(self, q, k, v, causal=False, softmax_scale=None, return_lse=False, *, deterministic=False,
                   out=None):

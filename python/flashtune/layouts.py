@@ -152,6 +152,10 @@ def _no_address(t):
     return 0  # fake and meta tensors have no storage
 
 
+def _placeholder_address(t):
+    return 256  # a plan reads which tensors a call has, not where they are (meta tensors have no storage)
+
+
 class _Call(NamedTuple):
     """One checked call but its outputs and workspace: _capi.pack_attention_call's arguments."""
     layout: str
@@ -355,12 +359,17 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, sca
 
 
 def _plan_of(runtime, call):
-    """The runtime's Plan of a checked call's problem on its layout."""
+    """The runtime's Plan of a checked call (its addresses placeholders), as ft_forward_ex would
+    launch it: ft_plan_ex on its args, so a fallback the call's tables or strides cause shows."""
     rt = runtime if runtime is not None else _runtime.default_runtime()
     code, d, causal, batch, nq, nk, hq, hkv = call.problem
     problem = _runtime.Problem(_capi.DTYPE_NAMES[code], int(d), int(batch), int(nq), int(hq), int(nk), int(hkv),
                                bool(causal))
-    return rt.plan(problem, layout=call.layout)
+    o_strides = call.strides[0]  # o like q
+    # No mixed-batch fields: plan_varlen plans a mixed batch's two launches one at a time.
+    args = _pack_positional(call.layout, call.problem, call.scale, call.qkv + (256, 0), call.strides + (o_strides,),
+                            call.paged, call.varlen, (0, 0), (0, 0))
+    return rt.plan_call(args, problem)
 
 
 def _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k):
@@ -388,7 +397,7 @@ def plan_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     _require_tensors(("cu_seqlens_k", "block_table", "seqused_k"), q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q,
                      cu_seqlens_k=cu_seqlens_k, block_table=block_table, seqused_k=seqused_k)
     call = _varlen_call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, _flag("causal", causal), 0.0,
-                        decode_seqs, decode_max_seqlen_q, block_table, seqused_k, _no_address)
+                        decode_seqs, decode_max_seqlen_q, block_table, seqused_k, _placeholder_address)
     batch, longest_q = call.problem[3], call.problem[4]
     if decode_seqs == 0 or longest_q <= 16:  # one launch (the library runs it as one call)
         return [_plan_of(runtime, call)]
@@ -411,7 +420,7 @@ def plan_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
     max_k = 0 if max_seqlen_k is None else _count("max_seqlen_k", max_seqlen_k, 1)
     k_cache, v_cache, cache_seqlens = _int_length(k_cache, v_cache, cache_seqlens, block_table, max_k)
     call = _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, _flag("causal", causal), 0.0,
-                         _no_address)
+                         _placeholder_address)
     return _plan_of(runtime, call)
 
 

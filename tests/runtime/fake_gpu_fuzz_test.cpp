@@ -5,9 +5,9 @@
 // library's checks let through to the driver), an internal error, or a crash. Built with
 // -fsanitize=address,undefined the same test also finds overflow in the size arithmetic.
 //
-// The calls start from six valid ones (dense prefill, a dense decode with lengths, a paged
-// decode, a paged call with packed queries, a ragged varlen prefill, a mixed prefill + decode
-// batch) and change one to three fields each to values at the edges: 0, -1, powers of two
+// The calls start from eight valid ones (dense prefill, a dense decode with lengths, a paged
+// decode, a paged call with packed queries, a paged prefill, a dense cache with lengths and 64
+// queries, a ragged varlen prefill, a mixed prefill + decode batch) and change one to three fields each to values at the edges: 0, -1, powers of two
 // around the 32-bit limits, the field's own value off by one, doubled or halved; pointers null
 // or misaligned.
 #include "flashtune/flashtune.h"
@@ -106,6 +106,20 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
     Pages(a, b, 128, 31, {2048, 5});
     a.cu_seqlens_q = Ints(b, {0, 1, 4});
     a.total_q = 4;
+    calls.push_back(a);
+  }
+  {  // Paged prefill (chunked prefill, fa2_paged): B2, 40 and 200 new tokens packed, 16-key pages.
+    ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 1, 2, 200, 2048, 32, 8}, 240, 4096, b);
+    Rows(a, {0, 32 * 128}, {16 * 8 * 128, 8 * 128});
+    Pages(a, b, 128, 31, {2048, 300});
+    a.cu_seqlens_q = Ints(b, {0, 40, 240});
+    a.total_q = 240;
+    calls.push_back(a);
+  }
+  {  // A dense cache with lengths and 64 queries (fa2_fwd reads seqlens_k): B2 Nk4096 Hq32 Hkv8.
+    ft_attention_args a = Base(FT_LAYOUT_DENSE, {FT_DTYPE_BF16, 128, 1, 2, 64, 4096, 32, 8}, 128, 8192, b);
+    Rows(a, {64 * 32 * 128, 32 * 128}, {4096 * 8 * 128, 8 * 128});
+    a.seqlens_k = Ints(b, {4096, 1000});
     calls.push_back(a);
   }
   {  // Varlen prefill: B3 (0, 700, 300 queries over 5, 700, 1000 keys) Hq8 Hkv8 d64 causal.

@@ -213,6 +213,40 @@ TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
 
 // A paged call has its own bucket: never the dense winner of its shape (timed on no page
 // table), but the paged winner once tuned; and the dense call keeps the dense winner.
+// The plan of a call is what forward() launches for it: a dense call with per-sequence key
+// counts and 64 queries cannot run on hopper_fwd (the problem's plan on sm_90a), so the call's
+// plan names fa2_fwd's default, as a heuristic, and says why; without the lengths, the
+// problem's plan stands. A paged prefill call plans fa2_paged.
+TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
+  Logged logged;
+  auto rt = OpenOn(TempDir("runtime_plan_call") + "/absent.db", TunedDevice(), &logged);
+  Problem p{DType::kBF16, 128, true, 2, 64, 4096, 32, 8};
+  alignas(16) static char storage[6][64];
+  ForwardArgs a = ForwardArgs::Contiguous(p);
+  a.q = storage[0], a.k = storage[1], a.v = storage[2], a.o = storage[3];
+  auto plain = rt->plan(a);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->variant.family, "hopper_fwd");
+  a.seqlens_k = reinterpret_cast<const int32_t*>(storage[4]);
+  auto with_lengths = rt->plan(a);
+  ASSERT_TRUE(with_lengths.ok()) << with_lengths.status().ToString();
+  EXPECT_EQ(with_lengths->variant.family, "fa2_fwd");
+  EXPECT_EQ(with_lengths->source, PlanSource::kHeuristic);
+  EXPECT_NE(with_lengths->why.find(plain->variant.Uri() + " (heuristic) cannot run this call"), std::string::npos)
+      << with_lengths->why;
+  EXPECT_NE(with_lengths->why.find("seqlens_k"), std::string::npos) << with_lengths->why;
+  EXPECT_EQ(with_lengths->bucket_name, plain->bucket_name);
+  p.layout = Layout::kPaged;
+  ForwardArgs paged = ForwardArgs::Contiguous(p, 16);
+  paged.q = storage[0], paged.k = storage[1], paged.v = storage[2], paged.o = storage[3];
+  paged.seqlens_k = reinterpret_cast<const int32_t*>(storage[4]);
+  paged.paged.block_table = reinterpret_cast<const int32_t*>(storage[5]);
+  auto chunk = rt->plan(paged);
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+  EXPECT_EQ(chunk->variant.family, "fa2_paged");
+  EXPECT_EQ(chunk->why.find("cannot run"), std::string::npos) << chunk->why;
+}
+
 TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
   const std::string db = TempDir("runtime_paged") + "/t.db";
   Problem dense{DType::kBF16, 128, false, 8, 1, 32768, 32, 8};
