@@ -152,8 +152,11 @@ def _no_address(t):
     return 0  # fake and meta tensors have no storage
 
 
+_PLACEHOLDER = 256  # a plan reads which tensors a call has, not where they are (meta tensors have no storage)
+
+
 def _placeholder_address(t):
-    return 256  # a plan reads which tensors a call has, not where they are (meta tensors have no storage)
+    return _PLACEHOLDER
 
 
 class _Call(NamedTuple):
@@ -222,8 +225,8 @@ def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q,
     _count("max_seqlen_k", max_k, 1)
     table = _page_table(block_table, batch, q.device, k_pages, max_k)
     if decode_seqs:
-        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache is one launch (no decode part to split off): "
-                       "leave it 0")
+        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache is one launch (no decode part to "
+                       "split off): leave it 0")
     qs = q.stride()
     return _Call("paged", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k_pages.shape[2]), scale,
                  (ptr(q), ptr(k_pages), ptr(v_pages)), ((0, qs[0], qs[1]), k_pages.stride()[:3], v_pages.stride()[:3]),
@@ -367,8 +370,8 @@ def _plan_of(runtime, call):
                                bool(causal))
     o_strides = call.strides[0]  # o like q
     # No mixed-batch fields: plan_varlen plans a mixed batch's two launches one at a time.
-    args = _pack_positional(call.layout, call.problem, call.scale, call.qkv + (256, 0), call.strides + (o_strides,),
-                            call.paged, call.varlen, (0, 0), (0, 0))
+    args = _pack_positional(call.layout, call.problem, call.scale, call.qkv + (_PLACEHOLDER, 0),
+                            call.strides + (o_strides,), call.paged, call.varlen, (0, 0), (0, 0))
     return rt.plan_call(args, problem)
 
 
