@@ -280,6 +280,31 @@ TEST(CAbi, PlanExPlansEveryLayout) {
   ASSERT_EQ(ft_plan(h.rt, &a.problem, &dense_plan), FT_OK) << ft_last_error();
   EXPECT_STREQ(dense_plan.variant_uri, as_dense.variant_uri);
   EXPECT_EQ(dense_plan.source, as_dense.source);
+  {
+    // A dense cache with per-sequence key counts and 64 queries: the problem's plan (hopper_fwd,
+    // untuned on sm_90a) cannot read the lengths, so the call's plan is the fallback forward()
+    // takes, and says so.
+    ft_attention_args d;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.layout = FT_LAYOUT_DENSE;
+    d.problem = {FT_DTYPE_BF16, 128, 0, 4, 64, 8192, 32, 8};
+    const int64_t q_strides[3] = {64 * 32 * 128, 32 * 128, 128}, kv_strides[3] = {8192 * 8 * 128, 8 * 128, 128};
+    std::memcpy(d.q_strides, q_strides, sizeof q_strides);
+    std::memcpy(d.o_strides, q_strides, sizeof q_strides);
+    std::memcpy(d.k_strides, kv_strides, sizeof kv_strides);
+    std::memcpy(d.v_strides, kv_strides, sizeof kv_strides);
+    alignas(16) static const int32_t lengths[4] = {8192, 100, 0, 64};
+    ft_plan_info with_lengths, problem_only;
+    ASSERT_EQ(ft_plan_ex(h.rt, &d, &with_lengths), FT_OK) << ft_last_error();
+    EXPECT_STREQ(with_lengths.family, "hopper_fwd");  // no lengths: the problem's plan
+    d.seqlens_k = lengths;
+    ASSERT_EQ(ft_plan_ex(h.rt, &d, &with_lengths), FT_OK) << ft_last_error();
+    ASSERT_EQ(ft_plan(h.rt, &d.problem, &problem_only), FT_OK) << ft_last_error();
+    EXPECT_STREQ(problem_only.family, "hopper_fwd");
+    EXPECT_STREQ(with_lengths.family, "fa2_fwd");
+    EXPECT_NE(std::string(with_lengths.why).find("cannot run this call"), std::string::npos) << with_lengths.why;
+  }
   a.layout = FT_LAYOUT_VARLEN;
   ASSERT_EQ(ft_plan_ex(h.rt, &a, &varlen), FT_OK) << ft_last_error();
   EXPECT_STREQ(varlen.bucket, as_dense.bucket);
