@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "flashtune/forward_args.h"
+#include "flashtune/problem_set.h"
 #include "templates/ft_kernel_abi.cuh"
 
 namespace flashtune::detail {
@@ -44,7 +45,7 @@ inline KernelParams MakeKernelParams(const ForwardArgs& a) {
     p.block_table = a.paged.block_table;
     p.block_table_stride = a.paged.block_table_stride;
     p.num_blocks = int32_t(a.paged.num_blocks);
-    while (p.block_shift < 30 && (1 << p.block_shift) < a.paged.block_size) ++p.block_shift;  // validated: <= 256
+    p.block_shift = Log2Ceil(a.paged.block_size);  // a power of two (validated)
   }
   const Strides* in[4] = {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides};
   ft_abi::i64* out[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};

@@ -296,9 +296,7 @@ class DecodeFwd final : public Family {
     k.heads_q = int32_t(p.heads_q);
     k.heads_kv = int32_t(p.heads_kv);
     k.num_blocks = int32_t(p.layout == Layout::kPaged ? a.paged.num_blocks : 0);
-    int shift = 0;
-    while (p.layout == Layout::kPaged && (1 << shift) < a.paged.block_size) ++shift;
-    k.block_shift = shift;
+    k.block_shift = p.layout == Layout::kPaged ? Log2Ceil(a.paged.block_size) : 0;  // a power of two (validated)
     k.splits = splits;
     k.scale_log2 = float(double(a.EffectiveScale()) * kLog2e);
 
