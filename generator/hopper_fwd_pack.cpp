@@ -2,6 +2,7 @@
 #include "generator/hopper_fwd_pack.h"
 
 #include "flashtune/arch.h"
+#include "flashtune/problem_set.h"
 #include "generator/prologue.h"
 
 #include <algorithm>
@@ -62,21 +63,36 @@ Status CheckHopperTmaStrides(std::string_view family, const char* name, const St
 
 namespace {
 
-// The extents the tensor maps describe: dense [B, N, H, D]; varlen one batch of the packed
-// rows (at least 1: a map's dimensions are nonzero, and an empty batch loads nothing).
+// The extents the tensor maps describe (batch and rows of q / o, and of k / v): dense
+// [B, N, H, D]; packed rows as one batch (at least 1 row: a map's dimensions are nonzero, and
+// an empty batch loads nothing); a paged pool as num_blocks batches of block_size rows.
 struct TmaExtents {
-  int64_t batch, rows_q, rows_k;
+  int64_t batch_q, rows_q, batch_k, rows_k;
 };
 TmaExtents TmaExtentsOf(const ForwardArgs& a) {
-  if (a.problem.layout == Layout::kVarlen)
-    return {1, std::max<int64_t>(1, a.varlen.total_q), std::max<int64_t>(1, a.varlen.total_k)};
-  return {a.problem.batch, a.problem.seqlen_q, a.problem.seqlen_k};
+  TmaExtents e{a.problem.batch, a.problem.seqlen_q, a.problem.batch, a.problem.seqlen_k};
+  if (PackedQueries(a)) {
+    e.batch_q = 1;
+    e.rows_q = std::max<int64_t>(1, a.varlen.total_q);
+  }
+  if (a.problem.layout == Layout::kVarlen) {
+    e.batch_k = 1;
+    e.rows_k = std::max<int64_t>(1, a.varlen.total_k);
+  } else if (a.problem.layout == Layout::kPaged) {
+    e.batch_k = a.paged.num_blocks;
+    e.rows_k = a.paged.block_size;
+  }
+  return e;
 }
+
+// The rows of a paged K/V TMA box: whole pages' worth up to the largest power of two that
+// divides block_n, so that a box lies in one page and a block is whole boxes.
+int PagedBoxRows(const HopperConfig& c, int block_size) { return std::min(block_size, c.block_n & -c.block_n); }
 
 }  // namespace
 
 std::string HopperUri(const HopperConfig& c) {
-  return "hopper_fwd_" + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
+  return (c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
          std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
          std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" +
          (c.pingpong ? "1" : "0") + "_ov" + (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
@@ -87,7 +103,7 @@ namespace {
 int64_t BaseSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
   const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
-  return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + (2 * c.q_buffers + 4 * c.stages) * 8;
+  return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + (2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0)) * 8;
 }
 // The merge buffer: each consumer warpgroup but the first leaves O (head_dim / 2 floats a
 // thread), two row maxima and two row sums per thread of its 128.
@@ -202,6 +218,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Int("kBlocksPerSm", HopperBlocksPerSm(c))
       .Int("kRescaleThreshold", HopperRescaleThreshold(c))
       .Bool("kSplitTail", HopperSplitTail(c), "a one-warpgroup tile deals its K/V blocks to every warpgroup")
+      .Bool("kPagedKv", c.paged, "K/V through the block table")
       .Finish("hopper_fwd.cuh");
 }
 
@@ -213,15 +230,32 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
   if (a.problem.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.problem.head_dim));
   if (a.problem.causal != c.causal)
     return Invalid(HopperUri(c) + " cannot serve a " + (a.problem.causal ? "causal" : "non-causal") + " call");
+  if ((a.problem.layout == Layout::kPaged) != c.paged)
+    return Invalid(HopperUri(c) + (c.paged ? " reads a paged K/V cache; this call's layout is "
+                                           : " reads dense or packed K/V; this call's layout is ") +
+                   std::string(LayoutName(a.problem.layout)));
+  FT_RETURN_IF_ERROR(CheckPagedBoxes(a));
   return CheckTmaDescribable(a);
+}
+
+Status CheckPagedBoxes(const ForwardArgs& a) {
+  if (a.problem.layout != Layout::kPaged) return Status::Ok();
+  if (a.paged.block_size < kMinPagedBlockSize)
+    return Invalid("hopper_paged: paged.block_size (" + std::to_string(a.paged.block_size) +
+                   ") is below 16: a K/V TMA box would be a few rows (pages of 16 to 256 keys)");
+  if (a.paged.num_blocks > INT32_MAX)
+    return Invalid("hopper_paged: paged.num_blocks (" + std::to_string(a.paged.num_blocks) +
+                   ") exceeds 2^31 - 1, the largest TMA coordinate");
+  return Status::Ok();
 }
 
 Status CheckTmaDescribable(const ForwardArgs& a) {
   const TmaExtents e = TmaExtentsOf(a);
-  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "q", a.q_strides, e.batch, e.rows_q, a.problem.heads_q));
-  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "k", a.k_strides, e.batch, e.rows_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "v", a.v_strides, e.batch, e.rows_k, a.problem.heads_kv));
-  FT_RETURN_IF_ERROR(CheckHopperTmaStrides("hopper_fwd", "o", a.o_strides, e.batch, e.rows_q, a.problem.heads_q));
+  const std::string_view family = a.problem.layout == Layout::kPaged ? "hopper_paged" : "hopper_fwd";
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "q", a.q_strides, e.batch_q, e.rows_q, a.problem.heads_q));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "k", a.k_strides, e.batch_k, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "v", a.v_strides, e.batch_k, e.rows_k, a.problem.heads_kv));
+  FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "o", a.o_strides, e.batch_q, e.rows_q, a.problem.heads_q));
   return Status::Ok();
 }
 
@@ -256,13 +290,15 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   out->tensor_maps = 4;
   const TmaExtents e = TmaExtentsOf(a);
   const Problem& f = a.problem;
-  out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), f.dtype, a.q, a.q_strides, e.batch, e.rows_q,
+  const bool paged = f.layout == Layout::kPaged;
+  const int kv_box = paged ? PagedBoxRows(c, a.paged.block_size) : c.block_n;
+  out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), f.dtype, a.q, a.q_strides, e.batch_q, e.rows_q,
                                     f.heads_q, f.head_dim, c.block_m);
-  out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), f.dtype, a.k, a.k_strides, e.batch, e.rows_k,
-                                    f.heads_kv, f.head_dim, c.block_n);
-  out->maps[2] = HopperTensorMapFor(offsetof(HopperParams, tmap_v), f.dtype, a.v, a.v_strides, e.batch, e.rows_k,
-                                    f.heads_kv, f.head_dim, c.block_n);
-  out->maps[3] = HopperTensorMapFor(offsetof(HopperParams, tmap_o), f.dtype, a.o, a.o_strides, e.batch, e.rows_q,
+  out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), f.dtype, a.k, a.k_strides, e.batch_k, e.rows_k,
+                                    f.heads_kv, f.head_dim, kv_box);
+  out->maps[2] = HopperTensorMapFor(offsetof(HopperParams, tmap_v), f.dtype, a.v, a.v_strides, e.batch_k, e.rows_k,
+                                    f.heads_kv, f.head_dim, kv_box);
+  out->maps[3] = HopperTensorMapFor(offsetof(HopperParams, tmap_o), f.dtype, a.o, a.o_strides, e.batch_q, e.rows_q,
                                     f.heads_q, f.head_dim, kRowsPerWarpgroup);
   HopperParams p{};
   p.o = a.o;
@@ -276,11 +312,20 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   p.heads_q = int32_t(a.problem.heads_q);
   p.heads_kv = int32_t(a.problem.heads_kv);
   p.scale_log2 = float(double(a.EffectiveScale()) * 1.4426950408889634);
-  if (a.problem.layout == Layout::kVarlen) {
+  if (PackedQueries(a)) {
     p.cu_seqlens_q = a.varlen.cu_seqlens_q;
-    p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_q = a.varlen.total_q;
+  }
+  if (f.layout == Layout::kVarlen) {
+    p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_k = a.varlen.total_k;
+  }
+  if (paged) {
+    p.seqlens_k = a.seqlens_k;
+    p.block_table = a.paged.block_table;
+    p.block_table_stride = a.paged.block_table_stride;
+    p.block_shift = Log2Ceil(a.paged.block_size);
+    p.box_shift = Log2Ceil(kv_box);
   }
   out->SetArgs(p);
 }

@@ -45,6 +45,7 @@ struct HopperConfig {
   bool pingpong = true;     // consumer warpgroups take turns issuing wgmma (no effect with one)
   bool overlap = true;      // S of block j+1 issued before P V of block j
   int q_buffers = 1;        // 2 (persistent only): the next tile's Q loads into a second buffer
+  bool paged = false;       // K/V from a paged cache (the hopper_paged family; the template's kPagedKv)
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -54,7 +55,8 @@ using HopperParams = ft_abi::HopperParams;
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
 // for a persistent variant, p2 for one with two Q buffers, pp0 without ping-pong, ov0 without
-// intra-warpgroup overlap): the hopper_fwd family's variant URI.
+// intra-warpgroup overlap): the hopper_fwd family's variant URI; "hopper_paged_..." for a paged
+// config (the hopper_paged family: the same parameters).
 std::string HopperUri(const HopperConfig& config);
 // OK when the template accepts `config` (the rules its static_asserts enforce, and shared
 // memory within `max_smem_bytes`); else kInvalidArgument naming the parameter.
@@ -68,7 +70,7 @@ Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 23
 bool HopperSplitTail(const HopperConfig& config);
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
 // tile(s), `stages` K and V tiles, the split tail's merge buffer (HopperSplitTail), and the
-// mbarriers (2 per Q buffer + 4 * stages).
+// mbarriers (2 per Q buffer + 4 * stages, + stages V "raw" barriers when paged).
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);
@@ -95,7 +97,13 @@ std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 // The TMA part of CanServe alone, for callers that have validated the call and matched its
 // class already (the family's CanRun, on every launch): no second ValidateForwardArgs.
+// Paged pools are described as {D, Hkv, block_size, num_blocks}.
 Status CheckTmaDescribable(const ForwardArgs& args);
+// Pages a paged kernel's TMA boxes can read: OK unless the call is paged with block_size below
+// kMinPagedBlockSize (a block would take up to 16 boxes of a few rows: fa2_paged serves those)
+// or more pages than a TMA coordinate reaches (2^31 - 1); kInvalidArgument saying which.
+inline constexpr int kMinPagedBlockSize = 16;
+Status CheckPagedBoxes(const ForwardArgs& args);
 
 // One 16-bit [B, N, H, D] tensor (`seqlen` rows of `heads` heads, `batch` batches, with strides
 // `s` in elements) as a rank-4 TMA map {D, H, N, B} with a {64, 1, box_rows, 1} box, 128-byte
@@ -109,6 +117,9 @@ TensorMapRequest HopperTensorMapFor(size_t offset, DType dtype, const void* base
 Status CheckHopperTmaStrides(std::string_view family, const char* name, const Strides& s, int64_t batch,
                              int64_t seqlen, int64_t heads);
 
+// A paged call's K/V maps have boxes of min(block_size, the largest power of two dividing
+// block_n) rows (each within one page; a block is whole boxes), and the parameters carry
+// seqlens_k, the block table and the log2 of block_size and of the box rows.
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
 // {min(tiles, sm_count x HopperBlocksPerSm), 1, 1}, fewer per SM when shared memory holds
 // fewer), dynamic shared memory, the four tensor

@@ -89,7 +89,8 @@ int GeneratorRevision() {
   // Session 28 (1): the thresholded rescale also in d128's three-warpgroup hopper_fwd tiles.
   // Session 31 (2): hopper_fwd's split tail (kSplitTail in the prologue, its merge buffer in kSmemBytes).
   // Session 33 (3): fa2_fwd's prologue says kPagedKv (false; fa2_paged's true).
-  return 3;
+  // Session 34 (4): hopper_fwd's prologue says kPagedKv (false; hopper_paged's true).
+  return 4;
 }
 
 std::string TemplateHash() {

@@ -108,12 +108,22 @@ struct HopperParams {
   const int* cu_seqlens_k;
   i64 total_q;
   i64 total_k;
+  // Paged K/V (hopper_paged, kPagedKv): tmap_k / tmap_v are the page pools {D, Hkv,
+  // block_size, num_blocks} with boxes of 2^box_shift rows; sequence b's key j is in page
+  // block_table[b * block_table_stride + (j >> block_shift)], and it has seqlens_k[b] keys.
+  // (cu_seqlens_q may be set as well: packed queries.) Null / 0 for dense and varlen calls.
+  const int* seqlens_k;
+  const int* block_table;
+  i64 block_table_stride;
+  int block_shift;  // log2(block_size)
+  int box_shift;    // log2(rows of a K/V TMA box): min(block_size, the largest power of 2 dividing kBlockN)
 };
 static_assert(sizeof(HopperParams) == 640, "HopperParams layout drifted");
 #ifndef __CUDACC_RTC__  // NVRTC has no offsetof; the host's check covers both sides
 static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(HopperParams, batch) == 552 &&
                   __builtin_offsetof(HopperParams, scale_log2) == 572 &&
-                  __builtin_offsetof(HopperParams, cu_seqlens_q) == 576 && __builtin_offsetof(HopperParams, total_q) == 592,
+                  __builtin_offsetof(HopperParams, cu_seqlens_q) == 576 && __builtin_offsetof(HopperParams, total_q) == 592 &&
+                  __builtin_offsetof(HopperParams, seqlens_k) == 608 && __builtin_offsetof(HopperParams, box_shift) == 636,
               "HopperParams layout drifted");
 #endif
 

@@ -73,6 +73,17 @@
 // cu_seqlens[b]. Loads past a sequence's end read the next sequence's rows (finite data),
 // which the key mask drops and whose query rows are never stored: a warpgroup whose 64 rows
 // cross the sequence's end stores O with plain stores bounded by it instead of TMA.
+// Paged K/V (kPagedKv, the hopper_paged family): k/v are page pools [num_blocks, block_size,
+// Hkv, D] whose maps are {D, Hkv, block_size, num_blocks}; sequence b has seqlens_k[b] keys
+// (read as at most Nk), key j in page block_table[b * stride + j / block_size]. The producer's
+// first warp loads a K/V block as boxes of 2^box_shift rows (each within one page), a box a
+// lane: each lane reads its box's table entry, so a block costs one table round trip. Boxes
+// past the sequence's keys load page 0 (never a table entry past the sequence's pages), and a
+// page index outside the pool reads zeros (TMA bounds). Rows past the keys are masked in S,
+// but P = 0 times a NaN in V is NaN, so the V rows past the keys of a sequence's last block
+// (stale or uninitialised cache) are zeroed: that block's V lands on a "raw" barrier, the
+// producer's second warp zeroes the rows and then completes the block's "full" barrier.
+// Queries may be dense or packed (cu_seqlens_q, as varlen).
 
 #ifndef FT_CONFIG_PROVIDED
 #define FT_KERNEL_NAME hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_full
@@ -91,8 +102,10 @@ constexpr int kQBuffers = 1;
 constexpr bool kSplitTail = true;
 constexpr int kSmemBytes = 1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStages * kBlockN * kHeadDim * 2 +
                            (kConsumerWarpgroups - 1) * (kHeadDim / 2 + 4) * 512 + (2 * kQBuffers + 4 * kStages) * 8;
+// (kPagedKv adds kStages raw barriers: 8 bytes each.)
 constexpr int kBlocksPerSm = 1;
 constexpr int kRescaleThreshold = 0;
+constexpr bool kPagedKv = false;
 }  // namespace ft_config
 #endif
 
@@ -169,7 +182,8 @@ constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
 constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
-constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;  // q_full, k/v full and empty per stage, q_empty (per Q buffer)
+// q_full, k/v full and empty per stage, q_empty (per Q buffer); paged: a V "raw" barrier per stage
+constexpr int kBarriers = 2 * kQBuffers + 4 * kStages + (kPagedKv ? kStages : 0);
 // The split tail's merge buffer: for each consumer warpgroup but the first, every thread's O
 // accumulators, row maxima and row sums (kMergeFloats floats), float k of thread t at k * 128 + t.
 constexpr int kMergeFloats = kHeadDim / 2 + 4;
@@ -278,17 +292,19 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   const int Nq = p.seqlen_q;  // varlen: the longest sequences (each tile has its own counts)
   const int Nk = p.seqlen_k;
   const int m_blocks = (Nq + kBlockM - 1) / kBlockM;
-  const bool varlen = p.cu_seqlens_q != nullptr;
+  const bool varlen = p.cu_seqlens_q != nullptr;  // packed queries (and, unless paged, packed K/V)
 
   // Tiles: (query block, head, batch). One per thread block from the grid, or, persistent, this
-  // block's list: next_tile() gives its next tile id (query block + m_blocks * (head + heads_q *
-  // batch)), num_tiles when there is none. Non-causal: round `slot` takes the next gridDim.x
+  // block's list: next_tile(slot) gives its next tile id (query block + m_blocks * (head + heads_q *
+  // batch)), num_tiles when there is none. (Each role keeps its own `slot`: one declared for the
+  // whole kernel lived in local memory once the paged producer's 24 registers ran short.)
+  // Non-causal: round `slot` takes the next gridDim.x
   // tiles, rotated by a block a round (ft_sched::full_tile; query blocks of one head together:
   // the blocks in flight share K/V in L2); causal:
   // ft_tile_schedule.cuh's pairs of a long and a short query block of one row.
   const int num_tiles = kPersistent ? m_blocks * p.heads_q * p.batch : 1;
-  int slot = 0;  // this block's tiles taken so far (and, causal, skipped slots)
-  auto next_tile = [&]() {
+  // slot: this block's tiles taken so far (and, causal, skipped slots)
+  auto next_tile = [&](int& slot) {
     if constexpr (!kPersistent) {
       return slot++ == 0 ? 0 : num_tiles;
     } else if constexpr (!kCausal) {
@@ -326,10 +342,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       i64 row0;
       tile.nq = varlen_span(p.cu_seqlens_q, batch, Nq, p.total_q, &row0);
       tile.q_row = int(row0);
-      tile.nk = varlen_span(p.cu_seqlens_k, batch, Nk, p.total_k, &row0);
-      tile.k_row = int(row0);
       tile.tb = 0;
+      if constexpr (!kPagedKv) {
+        tile.nk = varlen_span(p.cu_seqlens_k, batch, Nk, p.total_k, &row0);
+        tile.k_row = int(row0);
+      }
     }
+    if constexpr (kPagedKv) tile.nk = min(max(p.seqlens_k[batch], 0), Nk);  // (k_row unused: pages)
     tile.diag = tile.nk - tile.nq;
     // A tile past its sequence's end (varlen) loads nothing and stores nothing.
     tile.n_blocks = ft_sched::tile_blocks(tile.m0, kBlockM, tile.nq, tile.nk, tile.diag, kBlockN, kCausal);
@@ -379,6 +398,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   auto q_phase = [&](int tiles) { return (u32)(kQBuffers > 1 ? tiles >> 1 : tiles) & 1u; };
   auto q_full_bar = [&](int b) { return b == 0 ? bar_q : bars + 8u * (2 + 4 * kStages); };
   auto q_empty_bar = [&](int b) { return b == 0 ? bar_q_empty : bars + 8u * (3 + 4 * kStages); };
+  // Paged: the V TMA of a sequence's last block completes here; the zeroing warp then
+  // completes bar_v_full (see the header).
+  auto bar_v_raw = [&](int s) { return bars + 8u * (2 * kQBuffers + 4 * kStages + s); };
+  // Paged: whether the tile's first visited block (its last) holds rows past its keys, which
+  // the second producer warp zeroes in V.
+  auto v_tail_rows = [&](int n_blocks, int nk) { return nk - (n_blocks - 1) * kBlockN; };
 
   if (tid == 0) {
     for (int b = 0; b < kQBuffers; ++b) {
@@ -390,6 +415,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       mbar_init(bar_v_full(s), 1);
       mbar_init(bar_k_empty(s), 4 * kConsumerWarpgroups);  // one arrival per consumer warp
       mbar_init(bar_v_empty(s), 4 * kConsumerWarpgroups);
+      if constexpr (kPagedKv) mbar_init(bar_v_raw(s), 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -398,25 +424,55 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   if (warpgroup == 0) {
     // ---- producer ---------------------------------------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (tid == 0) {
-      prefetch_tensormap(&p.tmap_q);
-      prefetch_tensormap(&p.tmap_k);
-      prefetch_tensormap(&p.tmap_v);
+    const int lane = tid % 32;
+    // Dense: the first thread issues everything. Paged: the first warp, each lane one box of a
+    // K/V block, and lane 0 (the `leader`) the rest.
+    const bool leader = !kPagedKv || lane == 0;
+    if (kPagedKv ? tid < 32 : tid == 0) {
+      if (leader) {
+        prefetch_tensormap(&p.tmap_q);
+        prefetch_tensormap(&p.tmap_k);
+        prefetch_tensormap(&p.tmap_v);
+      }
+      int slot = 0;   // next_tile's
       int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
       int tiles = 0;  // tiles of this block so far (q_empty phases)
-      for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
+      for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
         for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
           const int s = kv % kStages;
           const u32 phase = (u32)(kv / kStages) & 1u;
           const int n0 = (tile.n_blocks - 1 - it) * kBlockN;
-          mbar_wait(bar_k_empty(s), phase ^ 1u);
-          mbar_expect_tx(bar_k_full(s), kKVBytes);
+          // Paged: this lane's box of the block (keys n0 + lane * 2^box_shift on): its page,
+          // read before the waits (page 0 past the sequence's keys: no table entry read there).
+          // Its row and liveness are recomputed where used (the producer has 24 registers).
+          int page = 0;
+          if constexpr (kPagedKv) {
+            const int key = n0 + (lane << p.box_shift);
+            if (lane < (kBlockN >> p.box_shift) && key < tile.nk)
+              page = p.block_table[(i64)tile.batch * p.block_table_stride + (key >> p.block_shift)];
+          }
+          auto load_kv = [&](u32 dst, const FtTensorMap* map, u32 bar) {
+            if constexpr (kPagedKv) {
+              __syncwarp();  // the leader's expect_tx first
+              const int key = n0 + (lane << p.box_shift);
+              if (lane < (kBlockN >> p.box_shift)) {
+                const int row = key < tile.nk ? key & ((1 << p.block_shift) - 1) : 0;
 #pragma unroll
-          for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(sK + s * kKVBytes + c * kKVChunkBytes, &p.tmap_k, c * 64, kv_head, tile.k_row + n0, tile.tb,
-                        bar_k_full(s));
+                for (int c = 0; c < kChunks; ++c)
+                  tma_load_4d(dst + c * kKVChunkBytes + ((u32)lane << p.box_shift) * 128u, map, c * 64, kv_head, row,
+                              page, bar);
+              }
+            } else {
+#pragma unroll
+              for (int c = 0; c < kChunks; ++c)
+                tma_load_4d(dst + c * kKVChunkBytes, map, c * 64, kv_head, tile.k_row + n0, tile.tb, bar);
+            }
+          };
+          mbar_wait(bar_k_empty(s), phase ^ 1u);
+          if (leader) mbar_expect_tx(bar_k_full(s), kKVBytes);
+          load_kv(sK + s * kKVBytes, &p.tmap_k, bar_k_full(s));
           // The arrivals of the warps that skip this block (unseen_blocks), for this use of the
           // buffers: the waits on the empty barriers have seen their previous use released.
           // In a split tail: every warpgroup but the block's owner.
@@ -425,8 +481,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #pragma unroll
             for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
           }
-          if (skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
-          if (it == 0) {
+          if (leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
+          if (leader && it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
             const int qb = q_buf(tiles);
@@ -438,20 +494,50 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
                           tile.tb, q_full_bar(qb));
           }
           mbar_wait(bar_v_empty(s), phase ^ 1u);
-          mbar_expect_tx(bar_v_full(s), kKVBytes);
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(sV + s * kKVBytes + c * kKVChunkBytes, &p.tmap_v, c * 64, kv_head, tile.k_row + n0, tile.tb,
-                        bar_v_full(s));
-          if (skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
+          // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
+          // for the zeroing warp.
+          const u32 v_bar = kPagedKv && it == 0 && v_tail_rows(tile.n_blocks, tile.nk) < kBlockN ? bar_v_raw(s)
+                                                                                                : bar_v_full(s);
+          if (leader) mbar_expect_tx(v_bar, kKVBytes);
+          load_kv(sV + s * kKVBytes, &p.tmap_v, v_bar);
+          if (leader && skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
         }
         // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
         // phase per tile on both sides (a side two phases ahead would alias the parity).
-        if (tile.n_blocks == 0) {
+        if (leader && tile.n_blocks == 0) {
           mbar_wait(q_empty_bar(q_buf(tiles)), q_phase(tiles) ^ 1u);
           mbar_arrive(q_full_bar(q_buf(tiles)));
         }
+      }
+    } else if (kPagedKv && tid < 64) {
+      // Paged: the zeroing warp. For each tile of this block whose last K/V block (its first
+      // visited) holds rows past the sequence's keys, wait for that block's V on the raw barrier,
+      // zero those rows of every chunk (whole 128-byte rows: the swizzle permutes within a row),
+      // and complete the block's full barrier for the consumers. A stage's raw barrier is reused
+      // only after its consumers released the block, which they read after this arrival.
+      int slot = 0;
+      int kv = 0;
+      u32 raw_phases = 0;  // bit s: the parity of stage s's next raw phase
+      for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot)) {
+        const Tile tile = tile_at(ti);
+        const int rows = tile.n_blocks > 0 ? v_tail_rows(tile.n_blocks, tile.nk) : kBlockN;
+        if (rows < kBlockN) {
+          const int s = kv % kStages;
+          mbar_wait(bar_v_raw(s), (raw_phases >> s) & 1u);
+          raw_phases ^= 1u << s;
+          const u32 past = sV + s * kKVBytes + (u32)rows * 128u;
+          const int units = (kBlockN - rows) * 8;  // 16-byte units past the keys, per chunk
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c)
+            for (int u = lane; u < units; u += 32)
+              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(past + c * kKVChunkBytes + u * 16u), "r"(0)
+                           : "memory");
+          fence_proxy_async_shared();
+          __syncwarp();
+          if (lane == 0) mbar_arrive(bar_v_full(s));
+        }
+        kv += tile.n_blocks;
       }
     }
   } else {
@@ -741,9 +827,10 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       named_barrier_arrive(kMergeFreeBarrier, 128 * kConsumerWarpgroups);
     };
 
+    int slot = 0;   // next_tile's
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
-    for (int ti = next_tile(); ti < num_tiles; ti = next_tile(), ++tiles) {
+    for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
       const Tile tile = tile_at(ti);
       const bool split = split_tile(tile);  // all warpgroups work on the first one's rows
       // The blocks no row of this warpgroup sees are skipped (unseen_blocks; the producer

@@ -6,11 +6,15 @@
 // consumer warpgroups, 0/1; with one consumer warpgroup there is nobody to take turns with and
 // pp1 is the pp0 kernel), ov (intra-warpgroup overlap of the softmax with the next block's S, 0/1).
 // The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
+// hopper_paged: the same template (kPagedKv) and parameters reading K/V from a paged cache
+// (prefill over pages: chunked prefill, prefix caching), its queries dense or packed.
 #include <algorithm>
 #include <cmath>
 
 #include "flashtune/arch.h"
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
+#include "generator/families/hopper_fwd.h"
 #include "generator/family.h"
 #include "generator/hopper_fwd_pack.h"
 
@@ -30,15 +34,31 @@ detail::HopperConfig ConfigOf(const Variant& v) {
   c.q_buffers = v.Param("p") == 2 ? 2 : 1;
   c.pingpong = v.Param("pp") != 0;
   c.overlap = v.Param("ov") != 0;
+  c.paged = v.family == "hopper_paged";
   return c;
 }
 
+// hopper_fwd reads dense or packed K/V; hopper_paged, the same template with kPagedKv, reads
+// them through a page table. As fa2_fwd / fa2_paged: the layout is compiled in, and each
+// family's variants are named and tuned apart.
 class HopperFwd final : public Family {
  public:
-  std::string_view name() const override { return "hopper_fwd"; }
+  explicit HopperFwd(bool paged) : paged_(paged) {}
+  std::string_view name() const override { return paged_ ? "hopper_paged" : "hopper_fwd"; }
   std::string_view template_name() const override { return "hopper_fwd.cuh"; }
   // The instruction set is where FA-2's gap to cuDNN lies: untuned, prefer this on sm_90a.
-  int preference() const override { return 10; }
+  // A class's untuned default is never hopper_paged: it serves only the paged layout.
+  int preference() const override { return paged_ ? -5 : 10; }
+  // hopper_paged: a paged cache past decode_fwd's 16 query rows, ahead of fa2_paged (10) on
+  // sm_90a (elsewhere it has no kernels: Serves); within 16 rows decode_fwd's tiles (64 query
+  // rows a warpgroup would be mostly empty) and fa2_paged serve.
+  int PreferenceFor(const Problem& p) const override {
+    if (!paged_) return Family::PreferenceFor(p);
+    return ServesOperation(p) && p.layout == Layout::kPaged && p.seqlen_q > kDecodeMaxQueries ? 15 : -1;
+  }
+  // hopper_paged reads the paged layout's lengths; hopper_fwd does not read per-sequence key
+  // counts of a dense cache (fa2_fwd serves those calls).
+  bool reads_seqlens_k() const override { return paged_; }
   const std::vector<ParamAxis>& axes() const override {
     // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
     // and their neighbours; 16-key steps exist in `allowed` for hand-picked variants.
@@ -58,7 +78,7 @@ class HopperFwd final : public Family {
   }
 
   // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
-  bool reads_varlen() const override { return true; }
+  bool reads_varlen() const override { return !paged_; }
 
   bool Serves(const ProblemClass& cls, const Target& target) const override {
     // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs; head dims
@@ -127,9 +147,12 @@ class HopperFwd final : public Family {
   // TMA describes a tensor only when each stride of a dimension longer than 1 is a nonzero
   // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why. The call
   // was validated and matched to the variant's class before (PackValidatedForward).
+  // A paged call also needs pages of 16 keys or more (detail::CheckPagedBoxes): fa2_paged
+  // serves smaller ones.
   Status CanRun(const Variant& v, const ForwardArgs& args) const override {
     (void)v;
-    Status s = detail::CheckTmaDescribable(args);
+    Status s = detail::CheckPagedBoxes(args);
+    if (s.ok()) s = detail::CheckTmaDescribable(args);
     if (!s.ok()) return Status(Code::kUnsupported, s.message());
     return s;
   }
@@ -143,7 +166,7 @@ class HopperFwd final : public Family {
            " s" + std::to_string(v.Param("s")) +
            (v.Param("p") == 2 ? " persistent, two Q buffers" : v.Param("p") ? " persistent" : "") +
            (v.Param("pp") || v.Param("wg") < 2 ? "" : " no-pingpong") + (v.Param("ov") ? "" : " no-overlap") +
-           (detail::HopperSplitTail(ConfigOf(v)) ? ", short last tiles split" : "");
+           (detail::HopperSplitTail(ConfigOf(v)) ? ", short last tiles split" : "") + (paged_ ? ", paged" : "");
   }
 
   // Ahead of every fa2_fwd variant (whose prior is > -2 for any tile): the instruction set
@@ -154,12 +177,20 @@ class HopperFwd final : public Family {
     double score = -10.0 + Distance(v, seed);
     return score;
   }
+
+ private:
+  bool paged_;
 };
 
 }  // namespace
 
 const Family& FamilyEntry_hopper_fwd() {
-  static const HopperFwd family;
+  static const HopperFwd family(false);
+  return family;
+}
+
+const Family& HopperPagedFamily() {
+  static const HopperFwd family(true);
   return family;
 }
 

@@ -4,7 +4,10 @@
 // dtypes, head dims 64/128/256, variants that split the keys (combine kernel) and that do not.
 // Outputs are poisoned (NaN) before each run, so an unwritten element fails; lse must match
 // within 1e-3 after the merge. The same cases with more query rows check the prefill kernels
-// that read a cache: fa2_paged on pages, fa2_fwd on a dense cache with per-sequence lengths.
+// that read a cache: fa2_paged and (on sm_90a) hopper_paged on pages, fa2_fwd on a dense cache
+// with per-sequence lengths. Every cache row past a sequence's keys holds NaN (a stale or
+// uninitialised cache), and a padded table's unused entries an index no page has, so a kernel
+// that reads either (or lets P = 0 times a NaN through) fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,6 +81,7 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
       for (int64_t j = 0; j < lengths[size_t(b)]; ++j)
         testing::ApplyKeyRamp(k_logical.data() + (b * nk + j) * row, row, dtype, key_ramp, j, lengths[size_t(b)]);
   std::mt19937 rng{uint32_t(seed)};
+  const uint16_t nan_bits = FloatToBits(NAN, dtype);
   if (block_size > 0) {
     int64_t pages = 0;
     for (int32_t n : lengths) pages += (n + block_size - 1) / block_size;
@@ -87,8 +91,8 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
     std::shuffle(order.begin(), order.end(), rng);
     a.paged.block_table_stride = a.paged.max_blocks_per_seq + 1;  // a padded table
     c.table.assign(size_t(B * a.paged.block_table_stride), -7);   // unused entries must never be read
-    c.k.assign(size_t(a.paged.num_blocks * block_size * row), 0);
-    c.v.assign(c.k.size(), 0);
+    c.k.assign(size_t(a.paged.num_blocks * block_size * row), nan_bits);  // rows no sequence has
+    c.v.assign(c.k.size(), nan_bits);
     size_t next = 0;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < (lengths[size_t(b)] + block_size - 1) / block_size; ++j) {
@@ -104,6 +108,11 @@ DecodeCase MakeDecodeCase(Gpu& gpu, DType dtype, int d, bool causal, int64_t nq,
   } else {
     c.k = k_logical;
     c.v = v_logical;
+    for (int64_t b = 0; b < B; ++b)  // keys past a sequence's length
+      for (int64_t j = lengths[size_t(b)]; j < nk; ++j) {
+        std::fill_n(c.k.begin() + (b * nk + j) * row, row, nan_bits);
+        std::fill_n(c.v.begin() + (b * nk + j) * row, row, nan_bits);
+      }
   }
   // The reference, sequence by sequence over its own keys.
   c.expected_o.assign(c.q.size(), 0.0);
@@ -300,6 +309,31 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   testing::CheckEveryVariant(cls.ToString() + " dense cache with lengths", dense, dense_kernels, dense_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
   testing::CheckEveryVariant(cls.ToString() + " paged prefill", paged, paged_kernels, paged_cases,
+                             [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
+  if ((*gpu)->info.Arch() != "sm_90a") return;  // hopper_paged has no kernels elsewhere
+  // hopper_paged: the class default, its persistent twin, and a tile whose key block is not a
+  // power of two (TMA boxes of 16 rows at any page size; d64: 64-row boxes, 3 a block) or, at
+  // d64, one consumer warpgroup without the overlap; on pages of 16, 32 and 256 keys (its TMA
+  // boxes need 16 or more: pages of 1 are fa2_paged's, CanRun says).
+  const Family& hp = *FindFamily("hopper_paged");
+  const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
+  std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
+  hopper[1].SetParam("p", head_dim == 256 ? 1 : 2);
+  Variant odd = hp.Default(cls, sm90a);
+  odd.SetParam("bn", head_dim == 64 ? 192 : head_dim == 128 ? 176 : 80);
+  hopper.push_back(odd);
+  if (head_dim == 64) {
+    Variant one = hp.Default(cls, sm90a);
+    for (auto [name, value] : {std::pair{"bm", 64}, {"bn", 64}, {"wg", 1}, {"ov", 0}}) one.SetParam(name, value);
+    hopper.push_back(one);
+  }
+  for (const Variant& v : hopper) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  auto hopper_kernels = testing::CompileAndLoad(**gpu, hopper);
+  std::vector<DecodeCase> hopper_cases;
+  hopper_cases.push_back(std::move(paged_cases[0]));
+  hopper_cases.push_back(std::move(paged_cases[1]));
+  hopper_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 200, 8, 8, {333, 64, 1}, 32, seed += 10));
+  testing::CheckEveryVariant(cls.ToString() + " hopper_paged", hopper, hopper_kernels, hopper_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
 }
 

@@ -117,12 +117,12 @@ TEST(Family, FamiliesServingAreMostPreferredFirst) {
   };
   // toy (preference 1) ahead of fa2_fwd (0) where both serve; hopper_fwd (10) ahead of fa2_fwd
   // on sm_90a; fa2_fwd alone among the dense prefill families on sm_80 and for a head dim
-  // hopper_fwd does not serve; fa2_paged (-5) and decode_fwd (-10), never a class's default
-  // (picked per problem: the paged layout, decode), last.
+  // hopper_fwd does not serve; fa2_paged and hopper_paged (-5, the latter on sm_90a only) and
+  // decode_fwd (-10), never a class's default (picked per problem: the paged layout, decode), last.
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90", kDefaultMaxSmemBytes})),
             (std::vector<std::string>{"toy_fwd", "fa2_fwd", "fa2_paged", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_90a", kDefaultMaxSmemBytes})),
-            (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "decode_fwd"}));
+            (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "hopper_paged", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_80", MaxSharedMemoryForArch("sm_80")})),
             (std::vector<std::string>{"fa2_fwd", "fa2_paged", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),

@@ -444,6 +444,122 @@ TEST(HopperPack, CanServeSaysWhyNot) {
   EXPECT_FALSE(CanServe(c, b).ok());  // ValidateForwardArgs: 16-byte alignment
 }
 
+// A paged call (hopper_paged): B sequences over a pool of `block_size`-key pages, Nk the longest.
+ForwardArgs PagedArgs(const HopperConfig& c, int block_size, int64_t nq = 300, int64_t nk = 4096) {
+  Problem p{c.dtype, c.head_dim, c.causal, 3, nq, nk, 8, 2};
+  p.layout = Layout::kPaged;
+  ForwardArgs a = ForwardArgs::Contiguous(p, block_size);
+  a.q = reinterpret_cast<const void*>(uintptr_t(0x100000));
+  a.k = reinterpret_cast<const void*>(uintptr_t(0x200000));
+  a.v = reinterpret_cast<const void*>(uintptr_t(0x300000));
+  a.o = reinterpret_cast<void*>(uintptr_t(0x400000));
+  a.lse = reinterpret_cast<float*>(uintptr_t(0x500000));
+  a.seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  a.paged.block_table = reinterpret_cast<const int32_t*>(uintptr_t(0x700000));
+  return a;
+}
+
+// K/V maps over the page pool {D, Hkv, block_size, num_blocks}, boxes within a page that tile a
+// key block (min(block_size, the largest power of two dividing block_n) rows), and the table,
+// lengths and shifts in the parameters; the queries as dense (or packed) as ever.
+TEST(HopperPack, PagedCallsMapThePoolInBoxesWithinAPage) {
+  HopperConfig c = Default();
+  c.paged = true;
+  EXPECT_EQ(HopperUri(c), "hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
+  HopperConfig dense = Default();
+  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(dense) + 2 * 8);  // a V raw barrier per stage
+  EXPECT_NE(HopperPrologue(c, HopperUri(c)).find("kPagedKv = true"), std::string::npos);
+  EXPECT_NE(HopperPrologue(dense, HopperUri(dense)).find("kPagedKv = false"), std::string::npos);
+  const struct {
+    int block_n, block_size, box_rows;
+  } cases[] = {{128, 256, 128}, {128, 16, 16}, {176, 256, 16}, {80, 64, 16}, {192, 64, 64}, {192, 32, 32}};
+  for (const auto& k : cases) {
+    c.block_n = k.block_n;
+    ForwardArgs a = PagedArgs(c, k.block_size);
+    LaunchPacket l;
+    Status packed = PackHopper(c, a, 132, &l);
+    ASSERT_TRUE(packed.ok()) << packed.ToString();
+    EXPECT_EQ(l.grid[0], 3u);  // ceil(300 / 128) query blocks
+    EXPECT_EQ(l.grid[1], 8u);
+    EXPECT_EQ(l.grid[2], 3u);
+    EXPECT_EQ(l.smem_bytes, unsigned(HopperSmemBytes(c)));
+    for (int m : {1, 2}) {
+      EXPECT_EQ(l.maps[m].dims[0], 128u);
+      EXPECT_EQ(l.maps[m].dims[1], 2u);
+      EXPECT_EQ(l.maps[m].dims[2], uint64_t(k.block_size));
+      EXPECT_EQ(l.maps[m].dims[3], uint64_t(a.paged.num_blocks));
+      EXPECT_EQ(l.maps[m].box[2], uint32_t(k.box_rows)) << k.block_n << " / " << k.block_size;
+      EXPECT_EQ(l.maps[m].strides_bytes[1], uint64_t(2 * 128 * 2));                     // a page's row
+      EXPECT_EQ(l.maps[m].strides_bytes[2], uint64_t(k.block_size) * 2 * 128 * 2);  // a page
+    }
+    EXPECT_EQ(l.maps[0].dims[2], 300u);  // dense queries [B, Nq, Hq, D]
+    EXPECT_EQ(l.maps[0].dims[3], 3u);
+    const HopperParams p = ParamsOf(l);
+    EXPECT_EQ(p.seqlens_k, a.seqlens_k);
+    EXPECT_EQ(p.block_table, a.paged.block_table);
+    EXPECT_EQ(p.block_table_stride, a.paged.block_table_stride);
+    EXPECT_EQ(1 << p.block_shift, k.block_size);
+    EXPECT_EQ(1 << p.box_shift, k.box_rows);
+    EXPECT_EQ(p.seqlen_k, 4096);
+    EXPECT_EQ(p.cu_seqlens_q, nullptr);
+    EXPECT_EQ(p.cu_seqlens_k, nullptr);
+  }
+  // Packed queries over pages (vLLM's varlen q): q / o as one batch of total_q rows.
+  c.block_n = 128;
+  ForwardArgs a = PagedArgs(c, 16);
+  a.q_strides.batch = a.o_strides.batch = 0;
+  a.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(uintptr_t(0x800000));
+  a.varlen.total_q = 700;
+  LaunchPacket l;
+  Status packed = PackHopper(c, a, 132, &l);
+  ASSERT_TRUE(packed.ok()) << packed.ToString();
+  EXPECT_EQ(l.maps[0].dims[2], 700u);
+  EXPECT_EQ(l.maps[0].dims[3], 1u);
+  EXPECT_EQ(l.maps[3].dims[2], 700u);
+  EXPECT_EQ(l.maps[1].dims[3], uint64_t(a.paged.num_blocks));
+  const HopperParams p = ParamsOf(l);
+  EXPECT_EQ(p.cu_seqlens_q, a.varlen.cu_seqlens_q);
+  EXPECT_EQ(p.total_q, 700);
+  EXPECT_EQ(p.cu_seqlens_k, nullptr);
+}
+
+// What a paged kernel cannot serve, said: the other layout either way, and pages below 16 keys
+// (fa2_paged's: a key block would take many boxes of a few rows).
+TEST(HopperPack, PagedCanServeSaysWhyNot) {
+  HopperConfig c = Default();
+  c.paged = true;
+  EXPECT_TRUE(CanServe(c, PagedArgs(c, 16)).ok());
+  Status small = CanServe(c, PagedArgs(c, 8));
+  EXPECT_NE(small.message().find("paged.block_size (8) is below 16"), std::string::npos) << small.ToString();
+  Status dense = CanServe(c, Args(c, 2, 100, 100, 4, 4));
+  EXPECT_NE(dense.message().find("reads a paged K/V cache; this call's layout is dense"), std::string::npos)
+      << dense.ToString();
+  Status paged = CanServe(Default(), PagedArgs(c, 16));
+  EXPECT_NE(paged.message().find("reads dense or packed K/V; this call's layout is paged"), std::string::npos)
+      << paged.ToString();
+  ForwardArgs odd = PagedArgs(c, 16);
+  odd.k_strides.head = 4;  // 8 bytes: TMA needs multiples of 16
+  Status tma = CheckTmaDescribable(odd);
+  EXPECT_NE(tma.message().find("hopper_paged: TMA cannot describe k_strides.head"), std::string::npos) << tma.ToString();
+}
+
+// The paged kernel compiles for sm_90a in each kind of tile, its wgmmas asynchronous.
+TEST(HopperPack, PagedTilesCompileWithAsynchronousWgmmas) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  HopperConfig two = Default();
+  HopperConfig three = {DType::kBF16, 64, true, 192, 128, 3, 2, true, true, true, 2};
+  HopperConfig one = {DType::kF16, 64, false, 64, 64, 1, 2, false, true, false};
+  HopperConfig wide = {DType::kBF16, 256, true, 128, 80, 2, 2, true};
+  for (HopperConfig c : {two, three, one, wide}) {
+    c.paged = true;
+    auto cubin = compiler.Compile(
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
+}
+
 TEST(HopperPack, PrologueAndTemplateCompileForSm90a) {
   HopperConfig c = {DType::kF16, 64, true, 192, 128, 3, 2};
   const std::string uri = HopperUri(c);

@@ -460,7 +460,7 @@ TEST(WorkspaceArgs, SplitsCountOnlyTheBlocksSharedMemoryLetsReside) {
   EXPECT_EQ(detail::DecodeSplits(p, 132, 64, 1, 2), 2 * 132 / 8);
 }
 
-TEST(FamilyLayouts, PagedCallsGoToDecodeAndFa2PagedOnly) {
+TEST(FamilyLayouts, PagedCallsGoToDecodeAndThePagedPrefillFamiliesOnly) {
   const Problem paged = DecodeProblem(Layout::kPaged);
   Problem paged_prefill = paged;
   paged_prefill.seqlen_q = 17;
@@ -473,6 +473,12 @@ TEST(FamilyLayouts, PagedCallsGoToDecodeAndFa2PagedOnly) {
       EXPECT_LT(f->PreferenceFor(paged), FindFamily("decode_fwd")->PreferenceFor(paged));
       EXPECT_GT(f->PreferenceFor(paged_prefill), FindFamily("decode_fwd")->PreferenceFor(paged_prefill));
       EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
+    } else if (f->name() == "hopper_paged") {
+      // Past 16 query rows only (a 64-row warpgroup tile would be mostly empty for decode),
+      // ahead of fa2_paged there; never dense.
+      EXPECT_LT(f->PreferenceFor(paged), 0);
+      EXPECT_GT(f->PreferenceFor(paged_prefill), FindFamily("fa2_paged")->PreferenceFor(paged_prefill));
+      EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
     } else {
       EXPECT_LT(f->PreferenceFor(paged), 0) << f->name();
       EXPECT_LT(f->PreferenceFor(paged_prefill), 0) << f->name();
@@ -483,7 +489,10 @@ TEST(FamilyLayouts, PagedCallsGoToDecodeAndFa2PagedOnly) {
   EXPECT_EQ(chosen->family, "decode_fwd");
   auto chosen_prefill = DefaultVariantFor(paged_prefill);
   ASSERT_TRUE(chosen_prefill.ok()) << chosen_prefill.status().ToString();
-  EXPECT_EQ(chosen_prefill->family, "fa2_paged");
+  EXPECT_EQ(chosen_prefill->family, "hopper_paged");  // (the default target is sm_90a)
+  auto sm80_prefill = DefaultVariantFor(paged_prefill, MaxSharedMemoryForArch("sm_80"), "sm_80");
+  ASSERT_TRUE(sm80_prefill.ok()) << sm80_prefill.status().ToString();
+  EXPECT_EQ(sm80_prefill->family, "fa2_paged");
   // A paged call packed for fa2_fwd is refused as unsupported (the runtime falls back).
   ForwardArgs a = GoodPaged();
   const Variant fa2 = DefaultVariant(ClassOf(paged), kDefaultMaxSmemBytes, "sm_80");

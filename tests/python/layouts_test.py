@@ -358,7 +358,12 @@ class Ops(unittest.TestCase):
         # reads pages; a dense cache with lengths and as many queries: fa2_fwd, which reads them.
         (chunk,) = flashtune.plan_varlen(meta(300, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128), i(4),
                                          None, 200, 4096, causal=True, block_table=i(3, 256), seqused_k=i(3))
-        self.assertEqual(chunk.family, "fa2_paged")
+        self.assertEqual(chunk.family, "hopper_paged")
+        # Pages of 8 keys are below what hopper_paged's TMA boxes read: fa2_paged, and why.
+        (small,) = flashtune.plan_varlen(meta(300, 32, 128), meta(2000, 8, 8, 128), meta(2000, 8, 8, 128), i(4),
+                                         None, 200, 4096, causal=True, block_table=i(3, 512), seqused_k=i(3))
+        self.assertEqual(small.family, "fa2_paged")
+        self.assertIn("paged.block_size (8) is below 16", small.why)
         lengths = flashtune.plan_with_kvcache(meta(4, 64, 32, 128), dense, dense, i(4))
         self.assertEqual(lengths.family, "fa2_fwd")  # the fallback forward() takes, and why
         self.assertIn("cannot run this call", lengths.why)

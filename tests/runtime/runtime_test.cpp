@@ -216,7 +216,8 @@ TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
 // The plan of a call is what forward() launches for it: a dense call with per-sequence key
 // counts and 64 queries cannot run on hopper_fwd (the problem's plan on sm_90a), so the call's
 // plan names fa2_fwd's default, as a heuristic, and says why; without the lengths, the
-// problem's plan stands. A paged prefill call plans fa2_paged.
+// problem's plan stands. A paged prefill call plans hopper_paged, and with pages of fewer than
+// 16 keys (which its TMA boxes do not read) fa2_paged, saying why.
 TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   Logged logged;
   auto rt = OpenOn(TempDir("runtime_plan_call") + "/absent.db", TunedDevice(), &logged);
@@ -243,8 +244,17 @@ TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   paged.paged.block_table = reinterpret_cast<const int32_t*>(storage[5]);
   auto chunk = rt->plan(paged);
   ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
-  EXPECT_EQ(chunk->variant.family, "fa2_paged");
+  EXPECT_EQ(chunk->variant.family, "hopper_paged");
   EXPECT_EQ(chunk->why.find("cannot run"), std::string::npos) << chunk->why;
+  ForwardArgs small_pages = ForwardArgs::Contiguous(p, 8);
+  small_pages.q = storage[0], small_pages.k = storage[1], small_pages.v = storage[2], small_pages.o = storage[3];
+  small_pages.seqlens_k = paged.seqlens_k;
+  small_pages.paged.block_table = paged.paged.block_table;
+  auto small = rt->plan(small_pages);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(small->variant.family, "fa2_paged");
+  EXPECT_NE(small->why.find(chunk->variant.Uri() + " (heuristic) cannot run this call"), std::string::npos) << small->why;
+  EXPECT_NE(small->why.find("paged.block_size (8) is below 16"), std::string::npos) << small->why;
 }
 
 TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
