@@ -19,14 +19,17 @@
 //           `seqlens_k` is required; Nk (problem.seqlen_k) is the largest key count any
 //           sequence may have in this call and must fit max_blocks_per_seq * block_size.
 //           On the device, lengths above Nk are read as Nk and page indexes outside
-//           [0, num_blocks) are not read (their keys count as masked): a bad table can give a
-//           wrong answer but never a fault. CheckPagedKvHost checks host copies exactly.
+//           [0, num_blocks) are not read (decode_fwd and fa2_paged count their keys as masked,
+//           hopper_paged's TMA reads them as zeros): a bad table can give a wrong answer but
+//           never a fault. Rows past a sequence's keys are never used, whatever they hold
+//           (NaN included). CheckPagedKvHost checks host copies exactly.
 //           The queries may be packed instead (vLLM's varlen q over its cache, e.g. a decode
 //           batch with a different number of new tokens a sequence): varlen.cu_seqlens_q
 //           (device [B+1]) and varlen.total_q set, q/o [total_q, Hq, D] with batch strides 0,
 //           lse [Hq, total_q], Nq the longest; causal aligns each sequence bottom-right. The
 //           other varlen fields stay 0. Served by decode_fwd up to 16 query rows a sequence,
-//           by fa2_paged (prefill over pages) past that.
+//           by a prefill kernel over pages past that: hopper_paged on sm_90a (pages of 16
+//           keys or more), else fa2_paged.
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.

@@ -13,7 +13,7 @@ attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
   block_table= and seqused_k= (vLLM's call) the keys are in a paged cache instead: k/v page pools
   [num_blocks, block_size, Hkv, D], block_table [B, max_blocks] and seqused_k [B] int32 (keys per
   sequence), cu_seqlens_k None; served by the decode kernel up to 16 queries a sequence, by the
-  prefill kernel over pages (fa2_paged) past that. Returns o (torch.empty_like(q)), and
+  prefill kernel over pages (hopper_paged on Hopper, fa2_paged elsewhere) past that. Returns o (torch.empty_like(q)), and
   with return_lse also lse float32 [Hq, total_q].
 
 attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
