@@ -17,13 +17,13 @@ P=${PACK:?PACK=.devcarry-NAME}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$OUT/gpu.txt"
 : > "$OUT/summary.txt"
 mkdir -p "$OUT/t"
-OUT=$OUT/t FILTER='CachePrefillGpu*:DecodeGpu*:RuntimeGpu*' SUITE_S=240 JOBS=4 TEST_S=200 \
+OUT=$OUT/t FILTER='CachePrefillGpu*:DecodeGpu*:RuntimeGpu*' SUITE_S=200 JOBS=4 TEST_S=90 \
   bash bench/gpu_suite.sh "$P" > "$OUT/tests.txt" 2>&1
 echo "tests: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/tests.txt")" >> "$OUT/summary.txt"
 grep -h '^FAIL\|Failure\|hopper_paged.*:' -A3 "$OUT"/t/gpu_suite.log 2>/dev/null | head -40 >> "$OUT/summary.txt"
 # Instance 3 is (bf16, 128, causal): dtype-major, then head dim, then the mask.
 for tool in memcheck synccheck; do
-  LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-$tool timeout 120 \
+  LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-$tool timeout 80 \
     compute-sanitizer --tool $tool --error-exitcode 3 $P/flashtune_gpu_tests \
     --gtest_filter='CachePrefillGpu/CachePrefillClasses.VariantsMatchTheReference/3' > "$OUT/$tool.log" 2>&1
   echo "$tool CachePrefill/3: exit $? at $(( $(date +%s) - t0 )) s; $(grep -h 'ERROR SUMMARY' "$OUT/$tool.log" | tail -1)" >> "$OUT/summary.txt"
@@ -32,7 +32,7 @@ export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cach
 : > "$OUT/prefill.txt"
 for shape in "4 512 4096" "1 2048 8192"; do
   set -- $shape
-  timeout 150 python3 bench/decode_bench.py $P/libflashtune.so --out "$OUT" --batches $1 --seqlen-q $2 --keys $3 \
+  timeout 100 python3 bench/decode_bench.py $P/libflashtune.so --out "$OUT" --batches $1 --seqlen-q $2 --keys $3 \
     --layouts dense,paged16,paged64,paged256 --baseline $P/base/libflashtune.so >> "$OUT/prefill.txt" 2>&1
   echo "prefill B$1 Nq$2 Nk$3: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 done
@@ -40,7 +40,7 @@ done
 for mask in full causal; do
   c=$([ $mask = causal ] && echo 1 || echo 0)
   args="--dtype bf16 --head-dim 128 --batch 4 --seqlen-q 512 --seqlen-k 4096 --heads-q 32 --heads-kv 8 --causal $c --rounds 3 --reps 30"
-  timeout 120 $P/flashtune bench $args --layout paged \
+  timeout 90 $P/flashtune bench $args --layout paged \
     --variant hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_$mask,hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_$mask,hopper_paged_bf16_d128_bm128_bn176_wg2_s2_p0_pp1_ov1_$mask,fa2_paged_bf16_d128_br128_bc64_w4_s2_$mask >> "$OUT/bench.txt" 2>&1
   timeout 60 $P/flashtune bench $args --layout dense --variant hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_$mask >> "$OUT/bench.txt" 2>&1
 done
