@@ -93,10 +93,12 @@ std::vector<int32_t> PageTable(const Problem& p, uint64_t seed) {
   return table;  // row b is entries [b * max_blocks_per_seq, (b + 1) * max_blocks_per_seq)
 }
 
-// Logical [B, Nk, Hkv, D] keys (or values) laid out in the pool `table` names.
-std::vector<uint16_t> ToPages(const Problem& p, const std::vector<int32_t>& table, const std::vector<uint16_t>& logical) {
+// Logical [B, Nk, Hkv, D] keys (or values) laid out in the pool `table` names; the pool's other
+// rows (the last page's rows past Nk) hold `fill`.
+std::vector<uint16_t> ToPages(const Problem& p, const std::vector<int32_t>& table, const std::vector<uint16_t>& logical,
+                              uint16_t fill = 0) {
   const int64_t row = p.heads_kv * p.head_dim, per_seq = ForwardArgs::Contiguous(p, kPageSize).paged.max_blocks_per_seq;
-  std::vector<uint16_t> pool(KElems(p), 0);
+  std::vector<uint16_t> pool(KElems(p), fill);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t j = 0; j < p.seqlen_k; ++j) {
       const int64_t page = table[size_t(b * per_seq + j / kPageSize)];
@@ -277,7 +279,7 @@ class GpuWorker {
   // decode kernels alone may serve) get decode shapes: GQA 4:1 with one and with 13 query rows
   // over keys that split, and MQA with more query rows than keys. A paged problem's cases are
   // paged the same way as its timed inputs (shuffled pages; the last page of each sequence
-  // partly filled).
+  // partly filled, its other rows NaN: a kernel that lets a row past the keys into o is wrong).
   Result<std::vector<VerifyCase>*> CasesFor(const Problem& timed) {
     const bool decode = Log2Ceil(timed.seqlen_q) <= kDecodeQueryBucket;
     const std::string key = std::string(DTypeName(timed.dtype)) + std::to_string(timed.head_dim) +
@@ -315,8 +317,9 @@ class GpuWorker {
       if (table.empty()) {
         FT_RETURN_IF_ERROR(Upload(c.device, c.problem, c.q, c.k, c.v, table));
       } else {
-        FT_RETURN_IF_ERROR(
-            Upload(c.device, c.problem, c.q, ToPages(c.problem, table, c.k), ToPages(c.problem, table, c.v), table));
+        const uint16_t nan = FloatToBits(NAN, c.problem.dtype);
+        FT_RETURN_IF_ERROR(Upload(c.device, c.problem, c.q, ToPages(c.problem, table, c.k, nan),
+                                  ToPages(c.problem, table, c.v, nan), table));
       }
     }
     return &(cases_[key] = std::move(cases));
