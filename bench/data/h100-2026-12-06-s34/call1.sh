@@ -9,7 +9,8 @@
 # bench/decode_bench.py at prefill sizes (Nq 512 / 2048), dense against paged K/V with 16-, 64-
 # and 256-key pages, SDPA flash and cuDNN on the dense inputs, and the session's start build
 # (the pack's base/, where paged prefill ran on fa2_paged) on the same inputs; then `flashtune
-# bench` of hopper_paged tiles against fa2_paged's on 16-key pages, full and causal.
+# bench` of hopper_paged tiles against fa2_paged's on 16-key pages, full and causal. (3) A tune of
+# paged-prefill.problems where time is left, and the plans it gives.
 # usage (GPU): PACK=.devcarry-NAME OUT=$OUT bash bench/data/h100-2026-12-06-s34/call1.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -45,5 +46,19 @@ for mask in full causal; do
   timeout 60 $P/flashtune bench $args --layout dense --variant hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_$mask >> "$OUT/bench.txt" 2>&1
 done
 echo "bench: at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+# (3) A tune of two paged prefill problems (paged-prefill.problems: hopper_paged and fa2_paged
+# searched, verified on ragged paged cases whose rows past the keys are NaN), where time is left.
+left=$(( 560 - ($(date +%s) - t0) ))
+if [ $left -gt 90 ]; then
+  D=/tmp/ft-s34-paged.db
+  timeout $left $P/flashtune tune --problem-set bench/data/h100-2026-12-06-s34/paged-prefill.problems --db $D \
+    > "$OUT/tune.txt" 2>&1
+  echo "tune: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/tune.txt")" >> "$OUT/summary.txt"
+  for c in 0 1; do
+    $P/flashtune plan --db $D --dtype bf16 --head-dim 128 --causal $c --batch 4 --seqlen-q 512 --seqlen-k 4096 \
+      --heads-q 32 --heads-kv 8 --layout paged >> "$OUT/summary.txt" 2>&1
+  done
+  $P/flashtune db list --db $D >> "$OUT/tune.txt" 2>&1
+fi
 cat "$OUT/gpu.txt" "$OUT/summary.txt"; grep -E '^B[0-9]' "$OUT/prefill.txt" | cut -c1-400; grep -E '^hopper_|^fa2_' "$OUT/bench.txt"
-bash bench/pack_out.sh "$OUT" gpu.txt summary.txt tests.txt memcheck.log synccheck.log prefill.txt bench.txt > /dev/null
+bash bench/pack_out.sh "$OUT" summary.txt tests.txt memcheck.log synccheck.log prefill.txt bench.txt tune.txt > /dev/null
