@@ -50,8 +50,9 @@ class HopperFwd final : public Family {
   // A class's untuned default is never hopper_paged: it serves only the paged layout.
   int preference() const override { return paged_ ? -5 : 10; }
   // hopper_paged: a paged cache past decode_fwd's 16 query rows, ahead of fa2_paged (10) on
-  // sm_90a (elsewhere it has no kernels: Serves); within 16 rows decode_fwd's tiles (64 query
-  // rows a warpgroup would be mostly empty) and fa2_paged serve.
+  // sm_90a (elsewhere it has no kernels: Serves), which it beat 2.0-2.1x at d64 / d128 and 5.6x
+  // at d256 on 16-key pages (docs/perf-notes.md, session 34); within 16 rows decode_fwd's tiles
+  // (64 query rows a warpgroup would be mostly empty) and fa2_paged serve.
   int PreferenceFor(const Problem& p) const override {
     if (!paged_) return Family::PreferenceFor(p);
     return ServesOperation(p) && p.layout == Layout::kPaged && p.seqlen_q > kDecodeMaxQueries ? 15 : -1;
