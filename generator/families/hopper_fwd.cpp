@@ -50,8 +50,8 @@ class HopperFwd final : public Family {
   // A class's untuned default is never hopper_paged: it serves only the paged layout.
   int preference() const override { return paged_ ? -5 : 10; }
   // hopper_paged: a paged cache past decode_fwd's 16 query rows, ahead of fa2_paged (10) on
-  // sm_90a (elsewhere it has no kernels: Serves), which it beat 2.0-2.1x at d64 / d128 and 5.6x
-  // at d256 on 16-key pages (docs/perf-notes.md, session 34); within 16 rows decode_fwd's tiles
+  // sm_90a (elsewhere it has no kernels: Serves): on 16-key pages its tuned tile took 0.48 of
+  // fa2_paged's best tuned time at d64 and 0.35 at d256 (docs/perf-notes.md, session 34); within 16 rows decode_fwd's tiles
   // (64 query rows a warpgroup would be mostly empty) and fa2_paged serve.
   int PreferenceFor(const Problem& p) const override {
     if (!paged_) return Family::PreferenceFor(p);
