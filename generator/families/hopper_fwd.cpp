@@ -51,8 +51,9 @@ class HopperFwd final : public Family {
   int preference() const override { return paged_ ? -5 : 10; }
   // hopper_paged: a paged cache past decode_fwd's 16 query rows, ahead of fa2_paged (10) on
   // sm_90a (elsewhere it has no kernels: Serves): on 16-key pages its tuned tile took 0.48 of
-  // fa2_paged's best tuned time at d64 and 0.35 at d256 (docs/perf-notes.md, session 34); within 16 rows decode_fwd's tiles
-  // (64 query rows a warpgroup would be mostly empty) and fa2_paged serve.
+  // fa2_paged's best tuned time at d64 and 0.35 at d256 (docs/perf-notes.md, session 34).
+  // Within 16 rows decode_fwd's tiles (64 query rows a warpgroup would be mostly empty) and
+  // fa2_paged serve.
   int PreferenceFor(const Problem& p) const override {
     if (!paged_) return Family::PreferenceFor(p);
     return ServesOperation(p) && p.layout == Layout::kPaged && p.seqlen_q > kDecodeMaxQueries ? 15 : -1;
