@@ -92,8 +92,8 @@ int PagedBoxRows(const HopperConfig& c, int block_size) { return std::min(block_
 }  // namespace
 
 std::string HopperUri(const HopperConfig& c) {
-  return (c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" + std::to_string(c.head_dim) + "_bm" +
-         std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
+  return std::string(c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" +
+         std::to_string(c.head_dim) + "_bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
          std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" +
          (c.pingpong ? "1" : "0") + "_ov" + (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }

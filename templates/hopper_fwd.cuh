@@ -531,7 +531,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #pragma unroll
           for (int c = 0; c < kChunks; ++c)
             for (int u = lane; u < units; u += 32)
-              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(past + c * kKVChunkBytes + u * 16u), "r"(0)
+              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(past + c * kKVChunkBytes + u * 16u),
+                           "r"(0)
                            : "memory");
           fence_proxy_async_shared();
           __syncwarp();

@@ -540,7 +540,8 @@ TEST(HopperPack, PagedCanServeSaysWhyNot) {
   ForwardArgs odd = PagedArgs(c, 16);
   odd.k_strides.head = 4;  // 8 bytes: TMA needs multiples of 16
   Status tma = CheckTmaDescribable(odd);
-  EXPECT_NE(tma.message().find("hopper_paged: TMA cannot describe k_strides.head"), std::string::npos) << tma.ToString();
+  EXPECT_NE(tma.message().find("hopper_paged: TMA cannot describe k_strides.head"), std::string::npos)
+      << tma.ToString();
 }
 
 // The paged kernel compiles for sm_90a in each kind of tile, its wgmmas asynchronous.
