@@ -401,8 +401,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   // Paged: the V TMA of a sequence's last block completes here; the zeroing warp then
   // completes bar_v_full (see the header).
   auto bar_v_raw = [&](int s) { return bars + 8u * (2 * kQBuffers + 4 * kStages + s); };
-  // Paged: whether the tile's first visited block (its last) holds rows past its keys, which
-  // the second producer warp zeroes in V.
+  // Paged: how many rows of the tile's first visited block (its last) hold keys; where fewer
+  // than kBlockN, the second producer warp zeroes the others in V.
   auto v_tail_rows = [&](int n_blocks, int nk) { return nk - (n_blocks - 1) * kBlockN; };
 
   if (tid == 0) {
