@@ -1,6 +1,7 @@
 // The runtime's launch path without a GPU, on the recording fake (tests/fixtures/fake_gpu.h: one
 // H200-like sm_90 device that runs nothing and records what it is asked to run). What forward()
-// launches for each kind of call (prefill on hopper_fwd with its tensor maps, decode's split
+// launches for each kind of call (prefill on hopper_fwd with its tensor maps, prefill over pages
+// on hopper_paged with maps of the page pools, decode's split
 // kernel of the call's K/V layout and its combine as programmatic dependents, the fa2_fwd
 // fallback), that a refused call launches and loads nothing, that a warm call allocates nothing,
 // and that a call captured into a CUDA graph needs no capture-unsafe driver call. The binary
@@ -260,6 +261,62 @@ TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
   ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
   ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
   EXPECT_EQ(k.cu_seqlens_q, nullptr);
+}
+
+// Prefill over a paged cache on sm_90a: one launch of hopper_paged, whose K and V maps describe
+// the page pools (head dim innermost, a page's rows Hkv * D apart, pages block_size rows apart)
+// in boxes within one page, with the table and the lengths in its parameters. Pages of 8 keys,
+// which its boxes do not read, launch fa2_paged instead.
+TEST(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 3, 300, 4096, 32, 8};
+  p.layout = Layout::kPaged;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  auto plan = r.rt->plan(a);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->variant.family, "hopper_paged") << plan->why;
+  EXPECT_EQ(std::string(launches[0].kernel), plan->variant.Uri());
+  const LaunchPacket want = Packed(plan->variant, a);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(launches[0].grid[i], want.grid[i]) << i;
+  const auto maps = fake.MapsLaunched(0);
+  for (const void* t : {a.k, a.v}) {
+    bool found = false;
+    for (const FtFakeTensorMap& m : maps) {
+      if (m.address != reinterpret_cast<uintptr_t>(t)) continue;
+      found = true;
+      ASSERT_EQ(m.rank, 4u);
+      EXPECT_EQ(m.dims[0], 128u);
+      EXPECT_EQ(m.dims[1], 8u);
+      EXPECT_EQ(m.dims[2], 16u) << "a page's rows";
+      EXPECT_EQ(m.dims[3], uint64_t(a.paged.num_blocks)) << "the pool's pages";
+      EXPECT_EQ(m.strides[1], uint64_t(8 * 128 * 2)) << "rows Hkv * D apart";
+      EXPECT_EQ(m.strides[2], uint64_t(16 * 8 * 128 * 2)) << "pages 16 rows apart";
+      EXPECT_EQ(m.box[2], 16u) << "a box within one 16-key page";
+    }
+    EXPECT_TRUE(found) << (t == a.k ? "k" : "v");
+  }
+  ft_abi::HopperParams k;
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.block_table, a.paged.block_table);
+  EXPECT_EQ(k.seqlens_k, a.seqlens_k);
+  EXPECT_EQ(k.block_shift, 4);
+  EXPECT_EQ(k.box_shift, 4);
+  // Pages of 8 keys: fa2_paged.
+  HostBuffers small_buffers;
+  ForwardArgs small = FakeCallArgs(p, small_buffers, a.workspace_bytes, 8);
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(small, nullptr).ok());
+  launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel).rfind("fa2_paged_", 0), 0u) << launches[0].kernel;
 }
 
 // Nothing launched or loaded for a call the host can refuse; the error names the argument.
