@@ -85,6 +85,10 @@ TmaExtents TmaExtentsOf(const ForwardArgs& a) {
   return e;
 }
 
+// Pages below this many keys are not read through TMA boxes (a block would take up to 16
+// boxes of a few rows): fa2_paged serves them.
+constexpr int kMinPagedBlockSize = 16;
+
 // The rows of a paged K/V TMA box: whole pages' worth up to the largest power of two that
 // divides block_n, so that a box lies in one page and a block is whole boxes.
 int PagedBoxRows(const HopperConfig& c, int block_size) { return std::min(block_size, c.block_n & -c.block_n); }
@@ -93,9 +97,10 @@ int PagedBoxRows(const HopperConfig& c, int block_size) { return std::min(block_
 
 std::string HopperUri(const HopperConfig& c) {
   return std::string(c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" +
-         std::to_string(c.head_dim) + "_bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" + std::to_string(c.consumer_wgs) + "_s" +
-         std::to_string(c.stages) + "_p" + (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" +
-         (c.pingpong ? "1" : "0") + "_ov" + (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
+         std::to_string(c.head_dim) + "_bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" +
+         std::to_string(c.consumer_wgs) + "_s" + std::to_string(c.stages) + "_p" +
+         (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
+         (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
 namespace {
@@ -103,7 +108,8 @@ namespace {
 int64_t BaseSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
   const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
-  return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + (2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0)) * 8;
+  const int64_t barriers = 2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0);
+  return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + barriers * 8;
 }
 // The merge buffer: each consumer warpgroup but the first leaves O (head_dim / 2 floats a
 // thread), two row maxima and two row sums per thread of its 128.
@@ -234,22 +240,18 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
     return Invalid(HopperUri(c) + (c.paged ? " reads a paged K/V cache; this call's layout is "
                                            : " reads dense or packed K/V; this call's layout is ") +
                    std::string(LayoutName(a.problem.layout)));
-  FT_RETURN_IF_ERROR(CheckPagedBoxes(a));
   return CheckTmaDescribable(a);
 }
 
-Status CheckPagedBoxes(const ForwardArgs& a) {
-  if (a.problem.layout != Layout::kPaged) return Status::Ok();
-  if (a.paged.block_size < kMinPagedBlockSize)
-    return Invalid("hopper_paged: paged.block_size (" + std::to_string(a.paged.block_size) +
-                   ") is below 16: a K/V TMA box would be a few rows (pages of 16 to 256 keys)");
-  if (a.paged.num_blocks > INT32_MAX)
-    return Invalid("hopper_paged: paged.num_blocks (" + std::to_string(a.paged.num_blocks) +
-                   ") exceeds 2^31 - 1, the largest TMA coordinate");
-  return Status::Ok();
-}
-
 Status CheckTmaDescribable(const ForwardArgs& a) {
+  if (a.problem.layout == Layout::kPaged) {
+    if (a.paged.block_size < kMinPagedBlockSize)
+      return Invalid("hopper_paged: paged.block_size (" + std::to_string(a.paged.block_size) +
+                     ") is below 16: a K/V TMA box would be a few rows (pages of 16 to 256 keys)");
+    if (a.paged.num_blocks > INT32_MAX)
+      return Invalid("hopper_paged: paged.num_blocks (" + std::to_string(a.paged.num_blocks) +
+                     ") exceeds 2^31 - 1, the largest TMA coordinate");
+  }
   const TmaExtents e = TmaExtentsOf(a);
   const std::string_view family = a.problem.layout == Layout::kPaged ? "hopper_paged" : "hopper_fwd";
   FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "q", a.q_strides, e.batch_q, e.rows_q, a.problem.heads_q));

@@ -97,13 +97,10 @@ std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 // The TMA part of CanServe alone, for callers that have validated the call and matched its
 // class already (the family's CanRun, on every launch): no second ValidateForwardArgs.
-// Paged pools are described as {D, Hkv, block_size, num_blocks}.
+// Paged pools are described as {D, Hkv, block_size, num_blocks}; a paged call also needs pages
+// of 16 keys or more (a block would otherwise take up to 16 boxes of a few rows: fa2_paged
+// serves those) and at most 2^31 - 1 pages (a TMA coordinate).
 Status CheckTmaDescribable(const ForwardArgs& args);
-// Pages a paged kernel's TMA boxes can read: OK unless the call is paged with block_size below
-// kMinPagedBlockSize (a block would take up to 16 boxes of a few rows: fa2_paged serves those)
-// or more pages than a TMA coordinate reaches (2^31 - 1); kInvalidArgument saying which.
-inline constexpr int kMinPagedBlockSize = 16;
-Status CheckPagedBoxes(const ForwardArgs& args);
 
 // One 16-bit [B, N, H, D] tensor (`seqlen` rows of `heads` heads, `batch` batches, with strides
 // `s` in elements) as a rank-4 TMA map {D, H, N, B} with a {64, 1, box_rows, 1} box, 128-byte

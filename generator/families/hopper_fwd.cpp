@@ -149,12 +149,10 @@ class HopperFwd final : public Family {
   // TMA describes a tensor only when each stride of a dimension longer than 1 is a nonzero
   // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why. The call
   // was validated and matched to the variant's class before (PackValidatedForward).
-  // A paged call also needs pages of 16 keys or more (detail::CheckPagedBoxes): fa2_paged
-  // serves smaller ones.
+  // A paged call also needs pages of 16 keys or more (fa2_paged serves smaller ones).
   Status CanRun(const Variant& v, const ForwardArgs& args) const override {
     (void)v;
-    Status s = detail::CheckPagedBoxes(args);
-    if (s.ok()) s = detail::CheckTmaDescribable(args);
+    Status s = detail::CheckTmaDescribable(args);
     if (!s.ok()) return Status(Code::kUnsupported, s.message());
     return s;
   }

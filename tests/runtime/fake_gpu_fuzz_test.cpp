@@ -108,7 +108,7 @@ std::vector<ft_attention_args> ValidCalls(HostBuffers& b) {
     a.total_q = 4;
     calls.push_back(a);
   }
-  {  // Paged prefill (chunked prefill, fa2_paged): B2, 40 and 200 new tokens packed, 16-key pages.
+  {  // Paged prefill (chunked prefill: hopper_paged on sm_90a): B2, 40 and 200 new tokens packed, 16-key pages.
     ft_attention_args a = Base(FT_LAYOUT_PAGED, {FT_DTYPE_BF16, 128, 1, 2, 200, 2048, 32, 8}, 240, 4096, b);
     Rows(a, {0, 32 * 128}, {16 * 8 * 128, 8 * 128});
     Pages(a, b, 128, 31, {2048, 300});
