@@ -132,6 +132,18 @@ void BM_ForwardWarmNewPointersEveryCall(benchmark::State& state) {
 }
 BENCHMARK(BM_ForwardWarmNewPointersEveryCall);
 
+// SmallArgs over a dense cache with every sequence's length in memory (seqlens_k, at 5 MB of
+// the buffer): 256 queries, so a prefill kernel that reads the lengths. On sm_90a the bucket's
+// plan (hopper_fwd) cannot read them and forward() falls back to its tile as hopper_paged.
+void BM_ForwardWarmDenseCacheWithLengths(benchmark::State& state) {
+  TimeWarmForward(state, [](const ForwardArgs& base, int64_t) {
+    ForwardArgs a = base;
+    a.seqlens_k = reinterpret_cast<const int32_t*>(static_cast<const char*>(base.q) + (5 << 20));
+    return a;
+  });
+}
+BENCHMARK(BM_ForwardWarmDenseCacheWithLengths);
+
 // A warm paged decode call (split kernel + combine: two launches), B1 Nk 1024 Hq 32 Hkv 8 d128
 // on 16-key pages, inside the 8 MB buffer: k and v pools at 0 and 2 MB, q and o at 4 MB, the
 // table and key lengths at 5 MB (zero: page 0, empty sequences), the workspace at 6 MB.

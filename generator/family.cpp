@@ -203,7 +203,7 @@ std::vector<const Family*> FamiliesSearchedFor(const Problem& problem, const Tar
   const ProblemClass cls = ClassOf(problem);
   std::vector<const Family*> serving, alone;
   for (const Family* f : FamiliesFor(problem)) {
-    if (!f->Serves(cls, target)) continue;
+    if (!f->Serves(cls, target) || !f->SearchedFor(problem)) continue;
     serving.push_back(f);
     if (f->SearchedAloneFor(problem)) alone.push_back(f);
   }

@@ -94,6 +94,13 @@ class Family {
     (void)problem;
     return false;
   }
+  // Whether the tuner times the family for `problem` (which it serves): false where it serves
+  // such calls only with inputs a problem does not describe, so that no tuned measurement could
+  // run it (hopper_paged reads a dense cache only with seqlens_k). Default: yes.
+  virtual bool SearchedFor(const Problem& problem) const {
+    (void)problem;
+    return true;
+  }
   // Whether its kernels read packed varlen batches (ForwardArgs::varlen's cu_seqlens).
   virtual bool reads_varlen() const { return false; }
   // Whether `v`'s kernel reads K/V in `layout`. A family may compile a kernel per layout, so
@@ -258,8 +265,8 @@ int ThreadsPerBlock(const Variant& v);
 std::vector<const Family*> FamiliesFor(const Problem& problem);
 
 // The families the tuner searches for `problem` on `target`: those of FamiliesFor that serve the
-// class there, in its order; only those among them that are searched alone for the problem
-// (SearchedAloneFor) when any is.
+// class there and are SearchedFor it, in its order; only those among them that are searched
+// alone for the problem (SearchedAloneFor) when any is.
 std::vector<const Family*> FamiliesSearchedFor(const Problem& problem, const Target& target);
 
 // The workspace check packing makes: `workspace_bytes` holds what `v`'s family needs for

@@ -93,6 +93,17 @@ constexpr int kMinPagedBlockSize = 16;
 // divides block_n, so that a box lies in one page and a block is whole boxes.
 int PagedBoxRows(const HopperConfig& c, int block_size) { return std::min(block_size, c.block_n & -c.block_n); }
 
+// A dense cache with per-sequence lengths is read as one page a sequence, every key in page 0
+// of its table (block_shift 30: the kernel's row mask is (1 << block_shift) - 1 in 32 bits).
+constexpr int kDenseCacheBlockShift = 30;
+constexpr int64_t kMaxDenseCacheKeys = int64_t(1) << kDenseCacheBlockShift;
+
+// Whether a call reads K/V the way hopper_paged does: a paged cache, or a dense one with
+// per-sequence key counts (whose rows past a sequence's keys may hold anything).
+bool ReadsCache(const ForwardArgs& a) {
+  return a.problem.layout == Layout::kPaged || (a.problem.layout == Layout::kDense && a.seqlens_k != nullptr);
+}
+
 }  // namespace
 
 std::string HopperUri(const HopperConfig& c) {
@@ -236,10 +247,13 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
   if (a.problem.head_dim != c.head_dim) return Invalid(HopperUri(c) + " cannot serve head_dim " + std::to_string(a.problem.head_dim));
   if (a.problem.causal != c.causal)
     return Invalid(HopperUri(c) + " cannot serve a " + (a.problem.causal ? "causal" : "non-causal") + " call");
-  if ((a.problem.layout == Layout::kPaged) != c.paged)
-    return Invalid(HopperUri(c) + (c.paged ? " reads a paged K/V cache; this call's layout is "
+  if (c.paged ? !ReadsCache(a) : a.problem.layout == Layout::kPaged)
+    return Invalid(HopperUri(c) + (c.paged ? " reads a paged K/V cache or a dense one with seqlens_k; this call's "
+                                             "layout is "
                                            : " reads dense or packed K/V; this call's layout is ") +
-                   std::string(LayoutName(a.problem.layout)));
+                   std::string(LayoutName(a.problem.layout)) + (c.paged ? " without seqlens_k" : ""));
+  if (!c.paged && a.seqlens_k != nullptr)
+    return Invalid(HopperUri(c) + " does not read per-sequence key counts (seqlens_k); hopper_paged does");
   return CheckTmaDescribable(a);
 }
 
@@ -252,8 +266,11 @@ Status CheckTmaDescribable(const ForwardArgs& a) {
       return Invalid("hopper_paged: paged.num_blocks (" + std::to_string(a.paged.num_blocks) +
                      ") exceeds 2^31 - 1, the largest TMA coordinate");
   }
+  if (a.problem.layout == Layout::kDense && a.seqlens_k != nullptr && a.problem.seqlen_k > kMaxDenseCacheKeys)
+    return Invalid("hopper_paged: seqlen_k (" + std::to_string(a.problem.seqlen_k) +
+                   ") exceeds 2^30, the most keys it reads from a dense cache with seqlens_k");
   const TmaExtents e = TmaExtentsOf(a);
-  const std::string_view family = a.problem.layout == Layout::kPaged ? "hopper_paged" : "hopper_fwd";
+  const std::string_view family = ReadsCache(a) ? "hopper_paged" : "hopper_fwd";
   FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "q", a.q_strides, e.batch_q, e.rows_q, a.problem.heads_q));
   FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "k", a.k_strides, e.batch_k, e.rows_k, a.problem.heads_kv));
   FT_RETURN_IF_ERROR(CheckHopperTmaStrides(family, "v", a.v_strides, e.batch_k, e.rows_k, a.problem.heads_kv));
@@ -293,7 +310,9 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   const TmaExtents e = TmaExtentsOf(a);
   const Problem& f = a.problem;
   const bool paged = f.layout == Layout::kPaged;
-  const int kv_box = paged ? PagedBoxRows(c, a.paged.block_size) : c.block_n;
+  // A dense cache with lengths (c.paged on the dense layout): boxes of the largest power of two
+  // dividing block_n, as on pages that large (the kernel issues a box a lane).
+  const int kv_box = paged ? PagedBoxRows(c, a.paged.block_size) : c.paged ? c.block_n & -c.block_n : c.block_n;
   out->maps[0] = HopperTensorMapFor(offsetof(HopperParams, tmap_q), f.dtype, a.q, a.q_strides, e.batch_q, e.rows_q,
                                     f.heads_q, f.head_dim, c.block_m);
   out->maps[1] = HopperTensorMapFor(offsetof(HopperParams, tmap_k), f.dtype, a.k, a.k_strides, e.batch_k, e.rows_k,
@@ -327,6 +346,10 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
     p.block_table = a.paged.block_table;
     p.block_table_stride = a.paged.block_table_stride;
     p.block_shift = Log2Ceil(a.paged.block_size);
+    p.box_shift = Log2Ceil(kv_box);
+  } else if (c.paged) {  // a dense cache: page b for sequence b (no table), every key in it
+    p.seqlens_k = a.seqlens_k;
+    p.block_shift = kDenseCacheBlockShift;
     p.box_shift = Log2Ceil(kv_box);
   }
   out->SetArgs(p);

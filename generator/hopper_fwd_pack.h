@@ -91,7 +91,9 @@ int HopperRescaleThreshold(const HopperConfig& config);
 std::string HopperPrologue(const HopperConfig& config, const std::string& uri);
 
 // OK when the kernel compiled for `config` can serve `args`: ValidateForwardArgs passes, the
-// dtype, head dim and causal flag match, and TMA can describe every tensor (each stride of a
+// dtype, head dim and causal flag match, the K/V layout is the config's (paged: a paged cache,
+// or a dense one with seqlens_k; else dense or packed without seqlens_k), and TMA can describe
+// every tensor (each stride of a
 // dimension longer than 1 a nonzero multiple of 16 bytes below 2^40, 16-byte aligned bases).
 // Else kInvalidArgument saying why, so that a caller can fall back to fa2_fwd.
 Status CanServe(const HopperConfig& config, const ForwardArgs& args);
@@ -99,7 +101,8 @@ Status CanServe(const HopperConfig& config, const ForwardArgs& args);
 // class already (the family's CanRun, on every launch): no second ValidateForwardArgs.
 // Paged pools are described as {D, Hkv, block_size, num_blocks}; a paged call also needs pages
 // of 16 keys or more (a block would otherwise take up to 16 boxes of a few rows: fa2_paged
-// serves those) and at most 2^31 - 1 pages (a TMA coordinate).
+// serves those) and at most 2^31 - 1 pages (a TMA coordinate). A dense cache with seqlens_k
+// (read by hopper_paged as one page a sequence) needs seqlen_k <= 2^30.
 Status CheckTmaDescribable(const ForwardArgs& args);
 
 // One 16-bit [B, N, H, D] tensor (`seqlen` rows of `heads` heads, `batch` batches, with strides
@@ -116,7 +119,9 @@ Status CheckHopperTmaStrides(std::string_view family, const char* name, const St
 
 // A paged call's K/V maps have boxes of min(block_size, the largest power of two dividing
 // block_n) rows (each within one page; a block is whole boxes), and the parameters carry
-// seqlens_k, the block table and the log2 of block_size and of the box rows.
+// seqlens_k, the block table and the log2 of block_size and of the box rows. A paged config on
+// a dense cache with seqlens_k: maps {D, Hkv, Nk, B} with boxes of the largest power of two
+// dividing block_n, no table (page b for sequence b) and block_shift 30.
 // Packs one call into `out`: launch geometry ({ceil(Nq / block_m), Hq, B}; persistent:
 // {min(tiles, sm_count x HopperBlocksPerSm), 1, 1}, fewer per SM when shared memory holds
 // fewer), dynamic shared memory, the four tensor

@@ -94,7 +94,8 @@ Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const Spa
   std::vector<Variant> out;
   for (Variant& v : *all) {
     const Family* f = FindFamily(v.family);
-    if (f == nullptr || f->PreferenceFor(problem) < 0 || !f->ReadsLayout(v, problem.layout)) continue;
+    if (f == nullptr || f->PreferenceFor(problem) < 0 || !f->SearchedFor(problem) || !f->ReadsLayout(v, problem.layout))
+      continue;
     if (opt.families.empty() && std::find(searched.begin(), searched.end(), f) == searched.end()) continue;
     out.push_back(std::move(v));
   }

@@ -74,8 +74,9 @@ Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
   Status launched = kernel->LaunchValidated(args, stream);
   if (launched.code() != Code::kUnsupported) return launched;
   // The planned family cannot run this call (its CanRun said why; nothing was launched).
-  auto fallback = Fallback(driver, context, args.problem, launched,
-                           [&](const DeviceState& device) { return Planner::FallbackVariant(device, args, launched); });
+  auto fallback = Fallback(driver, context, args.problem, launched, [&](const DeviceState& device) {
+    return Planner::FallbackVariant(device, args, launched, &kernel->variant());
+  });
   if (!fallback.ok()) return fallback.status();
   return (*fallback)->LaunchValidated(args, stream);
 }

@@ -196,12 +196,22 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
 namespace {
 // The default of the most preferred family serving `problem` on `device` (FamiliesFor) that
 // passes its own rules and `fits` (which may set the variant's parameters), else nothing.
+// With `planned`: a family compiled from the planned variant's template (hopper_fwd and
+// hopper_paged, fa2_fwd and fa2_paged) first tries the planned tile, which a tune picked.
 template <typename Fits>
-std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Problem& problem, Fits fits) {
+std::optional<Variant> FirstFittingDefault(const DeviceState& device, const Problem& problem, Fits fits,
+                                           const Variant* planned = nullptr) {
   const Target target = device.target();
   const ProblemClass cls = ClassOf(problem);
+  const Family* planned_family = planned != nullptr ? FindFamily(planned->family) : nullptr;
   for (const Family* family : FamiliesFor(problem)) {
     if (!family->Serves(cls, target)) continue;
+    if (planned_family != nullptr && family != planned_family &&
+        family->template_name() == planned_family->template_name()) {
+      Variant twin = *planned;
+      twin.family = std::string(family->name());
+      if (family->Check(twin, target.max_smem_bytes).ok() && fits(twin)) return twin;
+    }
     Variant v = family->DefaultFor(problem, target);
     if (fits(v) && family->Check(v, target.max_smem_bytes).ok()) return v;
   }
@@ -225,11 +235,14 @@ Result<Plan> Planner::PlanCall(DeviceState& device, const ForwardArgs& args) {
   trial.sm_count = device.record.sm_count;
   const Status can = PackValidatedForward(plan->variant, call, &trial);
   if (can.code() != Code::kUnsupported) return plan;
-  auto fallback = FallbackVariant(device, call, can);
+  auto fallback = FallbackVariant(device, call, can, &plan->variant);
   if (!fallback.ok()) return fallback.status();
+  const bool same_tile = fallback->params == plan->variant.params;
   plan->why = plan->variant.Uri() + " (" + std::string(PlanSourceName(plan->source)) + ") cannot run this call: " +
-              can.message() + "; forward() falls back to " + std::string(fallback->family) +
-              "'s default, the first family that can";
+              can.message() + "; forward() falls back to " +
+              (same_tile ? "the same tile in " + std::string(fallback->family) + ", " + fallback->Uri()
+                         : std::string(fallback->family) + "'s default") +
+              ", the first family that can";
   plan->variant = std::move(*fallback);
   plan->source = PlanSource::kHeuristic;
   plan->tuned_problem.reset();
@@ -240,12 +253,16 @@ Result<Plan> Planner::PlanCall(DeviceState& device, const ForwardArgs& args) {
   return plan;
 }
 
-Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why) {
-  auto v = FirstFittingDefault(device, args.problem, [&](const Variant& v) {
-    LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
-    trial.sm_count = device.record.sm_count;
-    return PackValidatedForward(v, args, &trial).ok();
-  });
+Result<Variant> Planner::FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why,
+                                         const Variant* planned) {
+  auto v = FirstFittingDefault(
+      device, args.problem,
+      [&](const Variant& v) {
+        LaunchPacket trial;  // packing checks layout, seqlens_k, workspace and CanRun; launches nothing
+        trial.sm_count = device.record.sm_count;
+        return PackValidatedForward(v, args, &trial).ok();
+      },
+      planned);
   return v ? Result<Variant>(std::move(*v)) : Result<Variant>(why);
 }
 

@@ -81,11 +81,14 @@ class Planner {
   // too small, ...) are the call's to fix and leave the plan as it is.
   Result<Plan> PlanCall(DeviceState& device, const ForwardArgs& args);
 
-  // The variant to launch when the planned family cannot run a call (its CanRun said `why`): the
+  // The variant to launch when the planned variant cannot run a call (its CanRun said `why`): the
   // default of the family that fits the problem best (FamiliesFor), serves the class on
-  // `device` and can run `args` (layout, seqlens_k, workspace, CanRun).
+  // `device` and can run `args` (layout, seqlens_k, workspace, CanRun); the `planned` tile itself
+  // in a family compiled from its template (hopper_paged for a tuned hopper_fwd tile on a dense
+  // cache with lengths) where that family comes first and can run it.
   // The status `why` when none can.
-  static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why);
+  static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why,
+                                         const Variant* planned = nullptr);
   // The same for a backward call (CanRunBackward): the fallback's `det` is the call's.
   static Result<Variant> FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
                                                  const Status& why);

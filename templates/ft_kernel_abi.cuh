@@ -111,11 +111,14 @@ struct HopperParams {
   // Paged K/V (hopper_paged, kPagedKv): tmap_k / tmap_v are the page pools {D, Hkv,
   // block_size, num_blocks} with boxes of 2^box_shift rows; sequence b's key j is in page
   // block_table[b * block_table_stride + (j >> block_shift)], and it has seqlens_k[b] keys.
-  // (cu_seqlens_q may be set as well: packed queries.) Null / 0 for dense and varlen calls.
+  // (cu_seqlens_q may be set as well: packed queries.) A dense cache with per-sequence lengths
+  // is read the same way as one page a sequence: maps {D, Hkv, Nk, B}, block_table null (page
+  // b for sequence b) and block_shift 30 (every key in that page). Null / 0 for dense calls
+  // without lengths and for varlen calls.
   const int* seqlens_k;
   const int* block_table;
   i64 block_table_stride;
-  int block_shift;  // log2(block_size)
+  int block_shift;  // log2(block_size); 30 for a dense cache
   int box_shift;    // log2(rows of a K/V TMA box): min(block_size, the largest power of 2 dividing kBlockN)
 };
 static_assert(sizeof(HopperParams) == 640, "HopperParams layout drifted");

@@ -83,7 +83,9 @@
 // but P = 0 times a NaN in V is NaN, so the V rows past the keys of a sequence's last block
 // (stale or uninitialised cache) are zeroed: that block's V lands on a "raw" barrier, the
 // producer's second warp zeroes the rows and then completes the block's "full" barrier.
-// Queries may be dense or packed (cu_seqlens_q, as varlen).
+// Queries may be dense or packed (cu_seqlens_q, as varlen). A dense cache [B, Nk, Hkv, D] with
+// per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) runs as one page a sequence:
+// block_table null means page b for sequence b, and its maps are {D, Hkv, Nk, B}.
 
 #ifndef FT_CONFIG_PROVIDED
 #define FT_KERNEL_NAME hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_full
@@ -451,7 +453,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           if constexpr (kPagedKv) {
             const int key = n0 + (lane << p.box_shift);
             if (lane < (kBlockN >> p.box_shift) && key < tile.nk)
-              page = p.block_table[(i64)tile.batch * p.block_table_stride + (key >> p.block_shift)];
+              page = p.block_table != nullptr
+                         ? p.block_table[(i64)tile.batch * p.block_table_stride + (key >> p.block_shift)]
+                         : tile.batch;
           }
           auto load_kv = [&](u32 dst, const FtTensorMap* map, u32 bar) {
             if constexpr (kPagedKv) {

@@ -7,7 +7,9 @@
 // pp1 is the pp0 kernel), ov (intra-warpgroup overlap of the softmax with the next block's S, 0/1).
 // The rules are generator/hopper_fwd_pack.cpp's CheckHopperConfig (the template asserts them).
 // hopper_paged: the same template (kPagedKv) and parameters reading K/V from a paged cache
-// (prefill over pages: chunked prefill, prefix caching), its queries dense or packed.
+// (prefill over pages: chunked prefill, prefix caching), its queries dense or packed, or from a
+// dense cache with per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) as one page a
+// sequence.
 #include <algorithm>
 #include <cmath>
 
@@ -54,12 +56,20 @@ class HopperFwd final : public Family {
   // fa2_paged's best tuned time at d64 and 0.35 at d256 (docs/perf-notes.md, session 34).
   // Within 16 rows decode_fwd's tiles (64 query rows a warpgroup would be mostly empty) and
   // fa2_paged serve.
+  // On a dense cache it serves only calls with seqlens_k, which hopper_fwd (10, ahead of it) does
+  // not read: they fall back to it (the planner's FallbackVariant, the planned tile if
+  // hopper_fwd's) ahead of fa2_fwd (0), whose mma.sync tile ran such a call at 0.4-0.5 of
+  // hopper_paged's (docs/perf-notes.md, session 35).
   int PreferenceFor(const Problem& p) const override {
     if (!paged_) return Family::PreferenceFor(p);
-    return ServesOperation(p) && p.layout == Layout::kPaged && p.seqlen_q > kDecodeMaxQueries ? 15 : -1;
+    if (!ServesOperation(p) || p.seqlen_q <= kDecodeMaxQueries) return -1;
+    return p.layout == Layout::kPaged ? 15 : p.layout == Layout::kDense ? 5 : -1;
   }
-  // hopper_paged reads the paged layout's lengths; hopper_fwd does not read per-sequence key
-  // counts of a dense cache (fa2_fwd serves those calls).
+  // A dense problem says nothing of lengths, and without them hopper_fwd runs it: timing
+  // hopper_paged there would measure a kernel no call of the bucket launches.
+  bool SearchedFor(const Problem& p) const override { return !paged_ || p.layout != Layout::kDense; }
+  // hopper_paged reads per-sequence key counts (the paged layout's, or a dense cache's);
+  // hopper_fwd does not (hopper_paged serves those calls).
   bool reads_seqlens_k() const override { return paged_; }
   const std::vector<ParamAxis>& axes() const override {
     // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
@@ -149,9 +159,14 @@ class HopperFwd final : public Family {
   // TMA describes a tensor only when each stride of a dimension longer than 1 is a nonzero
   // multiple of 16 bytes; otherwise the runtime falls back to fa2_fwd and says why. The call
   // was validated and matched to the variant's class before (PackValidatedForward).
-  // A paged call also needs pages of 16 keys or more (fa2_paged serves smaller ones).
+  // A paged call also needs pages of 16 keys or more (fa2_paged serves smaller ones); a dense
+  // call reaches hopper_paged only with seqlens_k (else hopper_fwd serves it).
   Status CanRun(const Variant& v, const ForwardArgs& args) const override {
     (void)v;
+    if (paged_ && args.problem.layout == Layout::kDense && args.seqlens_k == nullptr)
+      return Status(Code::kUnsupported,
+                    "hopper_paged reads a dense K/V cache only with per-sequence key counts (seqlens_k); "
+                    "hopper_fwd serves this call");
     Status s = detail::CheckTmaDescribable(args);
     if (!s.ok()) return Status(Code::kUnsupported, s.message());
     return s;

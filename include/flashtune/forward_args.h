@@ -12,7 +12,10 @@
 //  kDense:  q [B, Nq, Hq, D], k/v [B, Nk, Hkv, D], o like q, lse [B, Hq, Nq] fp32 contiguous.
 //           `seqlens_k` (optional, device [B] int32) gives sequence b only its first
 //           seqlens_k[b] keys (flash_attn_with_kvcache's cache_seqlens); values above Nk are
-//           read as Nk.
+//           read as Nk, and rows past a sequence's keys are never used (NaN included). With
+//           lengths, up to 16 query rows run on decode_fwd; past that on hopper_paged on sm_90a
+//           (hopper_fwd's tile reading the cache as one page a sequence; Nk <= 2^30), else
+//           fa2_fwd.
 //  kPaged:  q, o and lse as dense; k/v are page pools [num_blocks, block_size, Hkv, D]
 //           (k_strides/v_strides: {block, seq-in-block, head}); sequence b's key j lives in
 //           page block_table[b * block_table_stride + j / block_size] at row j % block_size.

@@ -26,6 +26,9 @@ attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None
   - Paged cache (vLLM's layout): block_table an int32 CUDA tensor [B, max_blocks] of page
     indexes into k_cache/v_cache [num_blocks, block_size, Hkv, D] (block_size a power of two
     up to 256); cache_seqlens required, a tensor.
+  Up to 16 queries a sequence run on the decode kernel; past that (a prompt over a cached prefix)
+  on the prefill kernel that reads the cache (hopper_paged on Hopper; elsewhere fa2_paged on
+  pages and fa2_fwd on a dense cache).
   max_seqlen_k (optional): the longest sequence in the call, which picks the tuned bucket and
   bounds the split of the keys (default: what the cache can hold); longer lengths read as it.
   Causal aligns bottom-right per sequence (query i of n_q sees keys j <= i + len - n_q). Returns o

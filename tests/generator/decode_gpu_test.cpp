@@ -4,8 +4,8 @@
 // dtypes, head dims 64/128/256, variants that split the keys (combine kernel) and that do not.
 // Outputs are poisoned (NaN) before each run, so an unwritten element fails; lse must match
 // within 1e-3 after the merge. The same cases with more query rows check the prefill kernels
-// that read a cache: fa2_paged and (on sm_90a) hopper_paged on pages, fa2_fwd on a dense cache
-// with per-sequence lengths. Every cache row past a sequence's keys holds NaN (a stale or
+// that read a cache: fa2_paged and (on sm_90a) hopper_paged on pages, fa2_fwd and (on sm_90a)
+// hopper_paged on a dense cache with per-sequence lengths. Every cache row past a sequence's keys holds NaN (a stale or
 // uninitialised cache), and a padded table's unused entries an index no page has, so a kernel
 // that reads either (or lets P = 0 times a NaN through) fails.
 #include <gtest/gtest.h>
@@ -335,6 +335,12 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   hopper_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 200, 8, 8, {333, 64, 1}, 32, seed += 10));
   testing::CheckEveryVariant(cls.ToString() + " hopper_paged", hopper, hopper_kernels, hopper_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
+  // The same kernels on a dense cache with lengths (one page a sequence, no table), as forward()
+  // runs a tuned hopper_fwd tile there: the ragged batch with NaN past every sequence's keys,
+  // and a cache whose rows (1000) are not whole boxes.
+  dense_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 200, 8, 8, {1000, 333, 64, 1}, 0, seed += 10));
+  testing::CheckEveryVariant(cls.ToString() + " hopper_paged on a dense cache with lengths", hopper, hopper_kernels,
+                             dense_cases, [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
 }
 
 INSTANTIATE_TEST_SUITE_P(CachePrefillGpu, CachePrefillClasses,

@@ -523,6 +523,55 @@ TEST(HopperPack, PagedCallsMapThePoolInBoxesWithinAPage) {
   EXPECT_EQ(p.cu_seqlens_k, nullptr);
 }
 
+// A dense cache with per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) on the
+// paged kernel: one page a sequence. K/V maps are the dense {D, Hkv, Nk, B}, boxes the largest
+// power of two dividing block_n; no table (page b for sequence b), every key in that page
+// (block_shift 30), the lengths in the parameters. hopper_fwd's kernel refuses the lengths.
+TEST(HopperPack, ADenseCacheWithLengthsIsOnePageASequence) {
+  HopperConfig c = Default();
+  c.paged = true;
+  for (int block_n : {128, 192, 176, 80}) {
+    c.block_n = block_n;
+    ForwardArgs a = Args(c, 3, 300, 1000, 8, 2);
+    a.seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+    LaunchPacket l;
+    Status packed = PackHopper(c, a, 132, &l);
+    ASSERT_TRUE(packed.ok()) << packed.ToString();
+    EXPECT_EQ(l.grid[0], 3u);
+    EXPECT_EQ(l.grid[2], 3u);
+    for (int m : {1, 2}) {
+      EXPECT_EQ(l.maps[m].dims[1], 2u);
+      EXPECT_EQ(l.maps[m].dims[2], 1000u);
+      EXPECT_EQ(l.maps[m].dims[3], 3u);
+      EXPECT_EQ(l.maps[m].box[2], uint32_t(block_n & -block_n)) << block_n;
+      EXPECT_EQ(l.maps[m].strides_bytes[2], uint64_t(1000) * 2 * 128 * 2);  // a sequence
+    }
+    const HopperParams p = ParamsOf(l);
+    EXPECT_EQ(p.seqlens_k, a.seqlens_k);
+    EXPECT_EQ(p.block_table, nullptr);
+    EXPECT_EQ(p.block_table_stride, 0);
+    EXPECT_EQ(p.block_shift, 30);
+    EXPECT_EQ(1 << p.box_shift, block_n & -block_n);
+    EXPECT_EQ(p.seqlen_k, 1000);
+  }
+  ForwardArgs a = Args(c, 3, 300, 1000, 8, 2);
+  Status no_lengths = CanServe(c, a);
+  EXPECT_NE(no_lengths.message().find("dense without seqlens_k"), std::string::npos) << no_lengths.ToString();
+  a.seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  Status dense_kernel = CanServe(Default(), a);
+  EXPECT_NE(dense_kernel.message().find("does not read per-sequence key counts (seqlens_k); hopper_paged does"),
+            std::string::npos)
+      << dense_kernel.ToString();
+  // Past 2^30 keys the kernel's row mask would not hold a key: refused, for fa2_fwd to serve.
+  ForwardArgs huge = Args(c, 1, 300, (int64_t(1) << 30) + 1, 8, 2);
+  huge.seqlens_k = a.seqlens_k;
+  Status too_long = CheckTmaDescribable(huge);
+  EXPECT_NE(too_long.message().find("hopper_paged: seqlen_k (1073741825) exceeds 2^30"), std::string::npos)
+      << too_long.ToString();
+  huge.seqlens_k = nullptr;
+  EXPECT_TRUE(CheckTmaDescribable(huge).ok()) << CheckTmaDescribable(huge).ToString();
+}
+
 // What a paged kernel cannot serve, said: the other layout either way, and pages below 16 keys
 // (fa2_paged's: a key block would take many boxes of a few rows).
 TEST(HopperPack, PagedCanServeSaysWhyNot) {
@@ -532,7 +581,9 @@ TEST(HopperPack, PagedCanServeSaysWhyNot) {
   Status small = CanServe(c, PagedArgs(c, 8));
   EXPECT_NE(small.message().find("paged.block_size (8) is below 16"), std::string::npos) << small.ToString();
   Status dense = CanServe(c, Args(c, 2, 100, 100, 4, 4));
-  EXPECT_NE(dense.message().find("reads a paged K/V cache; this call's layout is dense"), std::string::npos)
+  EXPECT_NE(dense.message().find("reads a paged K/V cache or a dense one with seqlens_k; this call's layout is "
+                                 "dense without seqlens_k"),
+            std::string::npos)
       << dense.ToString();
   Status paged = CanServe(Default(), PagedArgs(c, 16));
   EXPECT_NE(paged.message().find("reads dense or packed K/V; this call's layout is paged"), std::string::npos)

@@ -475,10 +475,16 @@ TEST(FamilyLayouts, PagedCallsGoToDecodeAndThePagedPrefillFamiliesOnly) {
       EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
     } else if (f->name() == "hopper_paged") {
       // Past 16 query rows only (a 64-row warpgroup tile would be mostly empty for decode),
-      // ahead of fa2_paged there; never dense.
+      // ahead of fa2_paged there. On the dense layout (a cache with lengths) behind hopper_fwd,
+      // ahead of fa2_fwd, and never searched by the tuner: a dense problem has no lengths.
       EXPECT_LT(f->PreferenceFor(paged), 0);
       EXPECT_GT(f->PreferenceFor(paged_prefill), FindFamily("fa2_paged")->PreferenceFor(paged_prefill));
-      EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8}), 0);
+      EXPECT_TRUE(f->SearchedFor(paged_prefill));
+      const Problem dense_prefill{DType::kBF16, 128, false, 1, 4096, 4096, 8, 8};
+      EXPECT_LT(f->PreferenceFor(dense_prefill), FindFamily("hopper_fwd")->PreferenceFor(dense_prefill));
+      EXPECT_GT(f->PreferenceFor(dense_prefill), FindFamily("fa2_fwd")->PreferenceFor(dense_prefill));
+      EXPECT_FALSE(f->SearchedFor(dense_prefill));
+      EXPECT_LT(f->PreferenceFor(Problem{DType::kBF16, 128, false, 1, 16, 4096, 8, 8}), 0);
     } else {
       EXPECT_LT(f->PreferenceFor(paged), 0) << f->name();
       EXPECT_LT(f->PreferenceFor(paged_prefill), 0) << f->name();

@@ -355,7 +355,8 @@ class Ops(unittest.TestCase):
                                          4, 4096, block_table=i(3, 256), seqused_k=i(3))
         self.assertEqual((paged.family, paged.bucket), ("decode_fwd", "bf16/d128/full/q2/k12/bh7/g2/paged"))
         # More than 16 new tokens a sequence over pages (chunked prefill): the prefill kernel that
-        # reads pages; a dense cache with lengths and as many queries: fa2_fwd, which reads them.
+        # reads pages; a dense cache with lengths and as many queries: hopper_fwd's tile compiled
+        # as hopper_paged, which reads them.
         (chunk,) = flashtune.plan_varlen(meta(300, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128), i(4),
                                          None, 200, 4096, causal=True, block_table=i(3, 256), seqused_k=i(3))
         self.assertEqual(chunk.family, "hopper_paged")
@@ -365,8 +366,9 @@ class Ops(unittest.TestCase):
         self.assertEqual(small.family, "fa2_paged")
         self.assertIn("paged.block_size (8) is below 16", small.why)
         lengths = flashtune.plan_with_kvcache(meta(4, 64, 32, 128), dense, dense, i(4))
-        self.assertEqual(lengths.family, "fa2_fwd")  # the fallback forward() takes, and why
+        self.assertEqual(lengths.family, "hopper_paged")  # the fallback forward() takes, and why
         self.assertIn("cannot run this call", lengths.why)
+        self.assertIn("falls back to the same tile in hopper_paged", lengths.why)
         self.assertEqual(flashtune.plan_with_kvcache(meta(4, 64, 32, 128), dense, dense).family, "hopper_fwd")
         with self.assertRaisesRegex(flashtune.InvalidArgument, "decode_max_seqlen_q: 0; must be in .1, 16."):
             flashtune.plan_varlen(q, k, k, i(4), i(4), 300, 1000, decode_seqs=2)

@@ -319,6 +319,56 @@ TEST(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
   EXPECT_EQ(std::string(launches[0].kernel).rfind("fa2_paged_", 0), 0u) << launches[0].kernel;
 }
 
+// A dense cache with per-sequence lengths and more than 16 queries (flash_attn_with_kvcache's
+// cache_seqlens, prefill over a cache): forward() launches hopper_paged, the planned hopper_fwd
+// tile reading the lengths, through maps of the dense cache {D, Hkv, Nk, B} and no table; the
+// same call without lengths launches hopper_fwd.
+TEST(FakeGpuLaunch, ADenseCacheWithLengthsLaunchesHopperPagedOnePageASequence) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  const Problem p{DType::kBF16, 128, true, 3, 300, 4096, 32, 8};
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  auto* lens = static_cast<int32_t*>(b.Get(3 * 4));
+  lens[0] = 4096, lens[1] = 17, lens[2] = 0;
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel).rfind("hopper_fwd_", 0), 0u) << launches[0].kernel;
+  const std::string dense_kernel = launches[0].kernel;
+  a.seqlens_k = lens;
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel), "hopper_paged_" + dense_kernel.substr(std::string("hopper_fwd_").size()));
+  auto plan = r.rt->plan(a);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(std::string(launches[0].kernel), plan->variant.Uri()) << plan->why;
+  const auto maps = fake.MapsLaunched(0);
+  for (const void* t : {a.k, a.v}) {
+    bool found = false;
+    for (const FtFakeTensorMap& m : maps) {
+      if (m.address != reinterpret_cast<uintptr_t>(t)) continue;
+      found = true;
+      ASSERT_EQ(m.rank, 4u);
+      EXPECT_EQ(m.dims[1], 8u);
+      EXPECT_EQ(m.dims[2], 4096u) << "a sequence's rows";
+      EXPECT_EQ(m.dims[3], 3u) << "the batch";
+      EXPECT_EQ(m.strides[2], uint64_t(4096) * 8 * 128 * 2) << "sequences Nk rows apart";
+    }
+    EXPECT_TRUE(found) << (t == a.k ? "k" : "v");
+  }
+  ft_abi::HopperParams k;
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.seqlens_k, lens);
+  EXPECT_EQ(k.block_table, nullptr);
+  EXPECT_EQ(k.block_shift, 30);
+}
+
 // Nothing launched or loaded for a call the host can refuse; the error names the argument.
 TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
   FakeGpuRecord fake;

@@ -215,8 +215,8 @@ TEST_F(RuntimeLookup, UntunedClassNextToATunedOneUsesItsWinner) {
 // table), but the paged winner once tuned; and the dense call keeps the dense winner.
 // The plan of a call is what forward() launches for it: a dense call with per-sequence key
 // counts and 64 queries cannot run on hopper_fwd (the problem's plan on sm_90a), so the call's
-// plan names fa2_fwd's default, as a heuristic, and says why; without the lengths, the
-// problem's plan stands. A paged prefill call plans hopper_paged, and with pages of fewer than
+// plan names the same tile in hopper_paged (which reads a dense cache's lengths), as a
+// heuristic, and says why; without the lengths, the problem's plan stands. A paged prefill call plans hopper_paged, and with pages of fewer than
 // 16 keys (which its TMA boxes do not read) fa2_paged, saying why.
 TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   Logged logged;
@@ -231,11 +231,15 @@ TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   a.seqlens_k = reinterpret_cast<const int32_t*>(storage[4]);
   auto with_lengths = rt->plan(a);
   ASSERT_TRUE(with_lengths.ok()) << with_lengths.status().ToString();
-  EXPECT_EQ(with_lengths->variant.family, "fa2_fwd");
+  EXPECT_EQ(with_lengths->variant.family, "hopper_paged");
+  EXPECT_EQ(with_lengths->variant.params, plain->variant.params);
   EXPECT_EQ(with_lengths->source, PlanSource::kHeuristic);
   EXPECT_NE(with_lengths->why.find(plain->variant.Uri() + " (heuristic) cannot run this call"), std::string::npos)
       << with_lengths->why;
   EXPECT_NE(with_lengths->why.find("seqlens_k"), std::string::npos) << with_lengths->why;
+  EXPECT_NE(with_lengths->why.find("falls back to the same tile in hopper_paged, " + with_lengths->variant.Uri()),
+            std::string::npos)
+      << with_lengths->why;
   EXPECT_EQ(with_lengths->bucket_name, plain->bucket_name);
   p.layout = Layout::kPaged;
   ForwardArgs paged = ForwardArgs::Contiguous(p, 16);
@@ -255,6 +259,51 @@ TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   EXPECT_EQ(small->variant.family, "fa2_paged");
   EXPECT_NE(small->why.find(chunk->variant.Uri() + " (heuristic) cannot run this call"), std::string::npos) << small->why;
   EXPECT_NE(small->why.find("paged.block_size (8) is below 16"), std::string::npos) << small->why;
+}
+
+// A tuned hopper_fwd winner's tile serves a dense cache with lengths, compiled as hopper_paged:
+// the tune picked the tile for the shape, and hopper_paged runs hopper_fwd's template. Where
+// the lengths are the only difference, the tuned tile, not hopper_paged's default.
+TEST(RuntimePlanCall, ADenseCacheWithLengthsRunsTheTunedTileAsHopperPaged) {
+  const std::string db = TempDir("runtime_dense_lengths") + "/t.db";
+  const Problem p{DType::kBF16, 128, false, 2, 512, 4096, 32, 8};
+  auto seed = DefaultVariantFor(p, MaxSharedMemoryForArch("sm_90a"), "sm_90a");
+  ASSERT_TRUE(seed.ok()) << seed.status().ToString();
+  ASSERT_EQ(seed->family, "hopper_fwd");
+  Variant tuned = *seed;
+  tuned.SetParam("bn", 176);
+  tuned.SetParam("p", 1);
+  ASSERT_TRUE(CheckVariant(tuned).ok()) << CheckVariant(tuned).ToString();
+  RecordedRow r;
+  r.problem = p;
+  r.variant = tuned;
+  r.median_us = 80;
+  r.iqr_us = 0.5;
+  TuneRowsInto(db, {p}, {r});
+  Logged logged;
+  auto rt = OpenOn(db, TunedDevice(), &logged);
+  alignas(16) static char storage[5][64];
+  ForwardArgs a = ForwardArgs::Contiguous(p);
+  a.q = storage[0], a.k = storage[1], a.v = storage[2], a.o = storage[3];
+  auto plain = rt->plan(a);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->source, PlanSource::kExact) << plain->why;
+  EXPECT_EQ(plain->variant, tuned);
+  a.seqlens_k = reinterpret_cast<const int32_t*>(storage[4]);
+  auto with_lengths = rt->plan(a);
+  ASSERT_TRUE(with_lengths.ok()) << with_lengths.status().ToString();
+  EXPECT_EQ(with_lengths->variant.family, "hopper_paged");
+  EXPECT_EQ(with_lengths->variant.params, tuned.params) << with_lengths->variant.Uri();
+  EXPECT_NE(with_lengths->why.find(tuned.Uri() + " (exact) cannot run this call"), std::string::npos)
+      << with_lengths->why;
+  // 16 queries or fewer: decode_fwd reads the lengths, and the problem's plan is its own.
+  ForwardArgs decode = ForwardArgs::Contiguous(Problem{DType::kBF16, 128, false, 2, 4, 4096, 32, 8});
+  decode.q = storage[0], decode.k = storage[1], decode.v = storage[2], decode.o = storage[3];
+  decode.seqlens_k = a.seqlens_k;
+  auto step = rt->plan(decode);
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_EQ(step->variant.family, "decode_fwd");
+  EXPECT_EQ(step->why.find("cannot run"), std::string::npos) << step->why;
 }
 
 TEST(RuntimePaged, PagedCallsPlanTheirOwnBuckets) {
