@@ -5,6 +5,16 @@
 
 namespace flashtune {
 
+namespace {
+// A dense call with per-sequence key counts has its own launch-table entry (bit 39 of the
+// BucketCode is free): on sm_90a the bucket's hopper_fwd kernel cannot read the lengths, and
+// finding the kernel that can on every call (the fallback) cost 2.5 us of host time.
+constexpr uint64_t kLengthsBit = uint64_t(1) << 39;
+bool DenseWithLengths(const ForwardArgs& args) {
+  return args.seqlens_k != nullptr && args.problem.layout == Layout::kDense;
+}
+}  // namespace
+
 Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
   Driver* driver = driver_.load(std::memory_order_acquire);
   if (driver == nullptr) {
@@ -18,8 +28,8 @@ Result<std::pair<Driver*, CUcontext>> Launcher::Current() {
   return std::make_pair(driver, *current);
 }
 
-Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, uint64_t code,
-                                               int64_t workspace_bytes) {
+Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool deterministic, bool lengths,
+                                               uint64_t code, int64_t workspace_bytes) {
   auto current = Current();
   if (!current.ok()) return current.status();
   auto [driver, context] = *current;
@@ -27,7 +37,7 @@ Result<Launcher::Call> Launcher::KernelForCall(const Problem& problem, bool dete
     if (const ForwardKernel* kernel = launch_table_.Find(context, code)) return Call{driver, context, kernel};
   }
   std::lock_guard lock(load_mutex_);
-  auto prepared = Prepare(*driver, context, problem, deterministic, code, workspace_bytes);
+  auto prepared = Prepare(*driver, context, problem, deterministic, lengths, code, workspace_bytes);
   if (!prepared.ok()) return prepared.status();
   return Call{driver, context, *prepared};
 }
@@ -53,7 +63,7 @@ Result<const ForwardKernel*> Launcher::Fallback(Driver* driver, CUcontext contex
 Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
   // The deterministic variant is another kernel: its own launch-cache entry.
   const uint64_t code = BucketCode(BucketOf(args.problem()), Layout::kDense) ^ (uint64_t(args.deterministic) << 40);
-  auto call = KernelForCall(args.problem(), args.deterministic, code, args.forward.workspace_bytes);
+  auto call = KernelForCall(args.problem(), args.deterministic, false, code, args.forward.workspace_bytes);
   if (!call.ok()) return call.status();
   auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchBackwardValidated(args, stream);
@@ -67,8 +77,9 @@ Status Launcher::Backward(const BackwardArgs& args, CUstream stream) {
 }
 
 Status Launcher::Forward(const ForwardArgs& args, CUstream stream) {
-  auto call =
-      KernelForCall(args.problem, false, BucketCode(BucketOf(args.problem), args.problem.layout), args.workspace_bytes);
+  const bool lengths = DenseWithLengths(args);
+  const uint64_t code = BucketCode(BucketOf(args.problem), args.problem.layout) | (lengths ? kLengthsBit : 0);
+  auto call = KernelForCall(args.problem, false, lengths, code, args.workspace_bytes);
   if (!call.ok()) return call.status();
   auto [driver, context, kernel] = *call;
   Status launched = kernel->LaunchValidated(args, stream);
@@ -139,13 +150,19 @@ Result<const ForwardKernel*> Launcher::KernelFor(CUcontext context, ContextState
 }
 
 Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext current, const Problem& problem,
-                                               bool deterministic, uint64_t code, int64_t workspace_bytes) {
+                                               bool deterministic, bool lengths, uint64_t code,
+                                               int64_t workspace_bytes) {
   auto state = ContextFor(driver, current);
   if (!state.ok()) return state.status();
   CUcontext context = (*state)->retained->get();
   auto plan = planner_->PlanOn(*(*state)->device, problem);
   if (!plan.ok()) return plan.status();
   Variant variant = plan->variant;
+  if (lengths) {
+    auto reading = Planner::LengthsVariant(*(*state)->device, problem, variant);
+    if (!reading.ok()) return reading.status();
+    variant = std::move(*reading);
+  }
   if (problem.operation == Operation::kBackward) {
     // The planned family's policy for det (and its other deterministic parameters); a family
     // without a deterministic mode: another family's default serves.
@@ -165,26 +182,34 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   return *kernel;
 }
 
+Result<const ForwardKernel*> Launcher::PlannedKernel(CUcontext context, ContextState& state, const Problem& problem,
+                                                     bool lengths) {
+  auto plan = planner_->PlanOn(*state.device, problem);
+  if (!plan.ok()) return plan.status();
+  if (!lengths) return KernelFor(context, state, plan->variant);
+  auto reading = Planner::LengthsVariant(*state.device, problem, plan->variant);
+  if (!reading.ok()) return reading.status();
+  return KernelFor(context, state, *reading);
+}
+
 void Launcher::Refresh(const Problem& problem) {
   const uint64_t code = BucketCode(BucketOf(problem), problem.layout);
   std::lock_guard lock(load_mutex_);
   for (auto& [ordinal, device] : by_ordinal_) planner_->Forget(*device, problem);
-  std::vector<CUcontext> launching;
+  std::vector<std::pair<CUcontext, uint64_t>> launching;  // the bucket's entries, with lengths or not
   launch_table_.ForEach([&](const void* context, uint64_t c, const ForwardKernel*) {
-    if (c == code) launching.push_back(static_cast<CUcontext>(const_cast<void*>(context)));
+    if ((c & ~kLengthsBit) == code) launching.emplace_back(static_cast<CUcontext>(const_cast<void*>(context)), c);
   });
-  for (CUcontext context : launching) {
+  for (auto [context, c] : launching) {
     auto cs = contexts_.find(context);
     if (cs == contexts_.end() || cs->second.device == nullptr) continue;
-    auto plan = planner_->PlanOn(*cs->second.device, problem);
-    Result<const ForwardKernel*> kernel = plan.ok() ? KernelFor(context, cs->second, plan->variant)
-                                                    : Result<const ForwardKernel*>(plan.status());
+    Result<const ForwardKernel*> kernel = PlannedKernel(context, cs->second, problem, c != code);
     if (!kernel.ok()) {
       log_->Log(LogLevel::kWarning, "online tuning: cannot load the new plan of " + problem.ToString() + ": " +
                                         kernel.status().ToString() + "; the old kernel stays");
       continue;
     }
-    launch_table_.Publish(context, code, *kernel);  // the swap: callers see the old or the new kernel
+    launch_table_.Publish(context, c, *kernel);  // the swap: callers see the old or the new kernel
   }
 }
 

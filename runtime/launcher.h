@@ -59,14 +59,19 @@ class Launcher {
     const ForwardKernel* kernel;
   };
   // The kernel for a call of `problem` cached under `code`: the warm lookup, else Prepare.
-  Result<Call> KernelForCall(const Problem& problem, bool deterministic, uint64_t code, int64_t workspace_bytes);
+  Result<Call> KernelForCall(const Problem& problem, bool deterministic, bool lengths, uint64_t code,
+                             int64_t workspace_bytes);
   // Cold path: context, plan of `problem` (its variant's `det` set to `deterministic` when the
   // plan is a backward one; a deterministic call whose planned family has none gets another
-  // family's default, Planner::DeterministicVariant), the call's workspace (CheckCallWorkspace:
+  // family's default, Planner::DeterministicVariant; a dense call with per-sequence key counts,
+  // `lengths`, gets Planner::LengthsVariant), the call's workspace (CheckCallWorkspace:
   // one too small for the family is refused before anything is compiled or loaded),
   // kernel; caches it under `code`. Caller holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
-                                       bool deterministic, uint64_t code, int64_t workspace_bytes);
+                                       bool deterministic, bool lengths, uint64_t code, int64_t workspace_bytes);
+  // The kernel `problem`'s plan gives in `state`'s device (a lengths call's: LengthsVariant).
+  Result<const ForwardKernel*> PlannedKernel(CUcontext context, ContextState& state, const Problem& problem,
+                                             bool lengths);
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);
@@ -87,7 +92,8 @@ class Launcher {
   std::map<int, std::unique_ptr<DeviceState>> by_ordinal_;
   std::map<CUcontext, ContextState> contexts_;
   std::map<std::pair<CUcontext, std::string>, std::unique_ptr<ForwardKernel>> kernels_;
-  LaunchTable<ForwardKernel> launch_table_;  // (context, BucketCode) → kernel; writes under load_mutex_
+  // (context, BucketCode, with kLengthsBit for a dense call with seqlens_k) → kernel; writes under load_mutex_
+  LaunchTable<ForwardKernel> launch_table_;
 };
 
 }  // namespace flashtune

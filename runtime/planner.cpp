@@ -266,6 +266,16 @@ Result<Variant> Planner::FallbackVariant(const DeviceState& device, const Forwar
   return v ? Result<Variant>(std::move(*v)) : Result<Variant>(why);
 }
 
+Result<Variant> Planner::LengthsVariant(const DeviceState& device, const Problem& problem, const Variant& planned) {
+  const Family* f = FindFamily(planned.family);
+  if (f != nullptr && f->reads_seqlens_k()) return planned;
+  auto v = FirstFittingDefault(
+      device, problem, [](const Variant& v) { return FindFamily(v.family)->reads_seqlens_k(); }, &planned);
+  if (v) return std::move(*v);
+  return Status(Code::kUnsupported, "no family serving " + problem.ToString() + " on this device reads per-sequence "
+                                    "key counts (seqlens_k)");
+}
+
 Result<Variant> Planner::FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
                                                  const Status& why) {
   auto v = FirstFittingDefault(device, args.problem(), [&](Variant& v) {

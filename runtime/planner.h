@@ -89,6 +89,13 @@ class Planner {
   // The status `why` when none can.
   static Result<Variant> FallbackVariant(const DeviceState& device, const ForwardArgs& args, const Status& why,
                                          const Variant* planned = nullptr);
+  // The variant for the calls of `problem` that pass per-sequence key counts on the dense
+  // layout (a cache with lengths), given the problem's `planned` one: itself when its family
+  // reads them, else the first family of FamiliesFor that does and serves the class on `device`,
+  // with the planned tile where it is compiled from the same template (hopper_paged for a
+  // hopper_fwd tile), else its default. What FallbackVariant picks for such a call whose only
+  // obstacle is the lengths; forward() caches it, so such calls do not fall back each time.
+  static Result<Variant> LengthsVariant(const DeviceState& device, const Problem& problem, const Variant& planned);
   // The same for a backward call (CanRunBackward): the fallback's `det` is the call's.
   static Result<Variant> FallbackBackwardVariant(const DeviceState& device, const BackwardArgs& args,
                                                  const Status& why);

@@ -8,7 +8,7 @@
 # d128 causal class. (2) Speed, through the runtime, untuned, one run: bench/decode_bench.py at
 # prefill sizes, dense / dense-lens / paged16 against the session's start build (the pack's
 # base/: dense-lens on fa2_fwd there; its paged16 is the A/B of the table-or-batch branch the
-# paged kernel gained), SDPA flash and cuDNN on the dense inputs.
+# paged kernel gained), SDPA flash and cuDNN on the dense inputs. (3) forward()'s host time.
 # usage (GPU): PACK=.devcarry-NAME OUT=$OUT bash bench/data/h100-2026-12-06-s35/call1.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -36,6 +36,12 @@ for shape in "128 4 512 4096" "128 1 2048 8192" "64 4 512 4096"; do
     --keys $4 --layouts dense,dense-lens,paged16 --baseline $P/base/libflashtune.so >> "$OUT/prefill.txt" 2>&1
   echo "prefill d$1 B$2 Nq$3 Nk$4: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 done
+# (3) forward()'s host time on the real driver: a dense cache with lengths now has its own
+# launch-table entry (no fallback search per call), against the plain warm call and a bare launch.
+FLASHTUNE_CACHE_DIR=/tmp/ft-cache-rb timeout 60 $P/flashtune_runtime_bench \
+  --benchmark_filter='ForwardWarmHostOverhead|DenseCacheWithLengths|DriverLaunchBaseline' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true > "$OUT/host.txt" 2>&1
+grep median "$OUT/host.txt" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt"
 grep -h "^B[0-9]\|output check" "$OUT/prefill.txt" | sort -u
-bash bench/pack_out.sh "$OUT" summary.txt tests.txt memcheck.log racecheck.log prefill.txt gpu.txt > /dev/null
+bash bench/pack_out.sh "$OUT" summary.txt tests.txt memcheck.log racecheck.log prefill.txt host.txt gpu.txt > /dev/null
