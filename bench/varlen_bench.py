@@ -12,7 +12,9 @@ Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
    vLLM orders them) as one varlen call routed by varlen.decode_seqs (decode_fwd on the decode
    rows, the prefill kernel on the rest: two launches), the same call unrouted (one prefill
    kernel launch over everything), and the split an engine could make instead: one dense
-   prefill call (B2 x 4096) plus one decode call (B30, Nq 1, Nk 8192, decode_fwd's split-KV).
+   prefill call (B2 x 4096) plus one decode call (B30, Nq 1, Nk 8192, decode_fwd's split-KV);
+   and the same batch with its keys on shuffled 16-key pages (vLLM's mixed batch: packed queries
+   over a paged cache), routed by varlen.decode_seqs and unrouted.
 Reported: microseconds (CUDA events, median of 30 graph replays after a warm-up, the median of
 three interleaved rounds) and TFLOP/s of the attention actually computed (4 * Hq * D per visible
 (query, key) pair; causal counts only the visible pairs). flashtune's outputs are checked
@@ -89,7 +91,7 @@ def median_rounds(calls, rounds=3):
 class Batch:
     """Packed q/k/v of one varlen batch, its cu_seqlens and flashtune args for it."""
 
-    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=0):
+    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=0, block_size=0):
         self.len_q, self.len_k, self.causal = len_q, len_k, causal
         self.cu_q = torch.tensor([0] + list(itertools.accumulate(len_q)), device=dev, dtype=torch.int32)
         self.cu_k = torch.tensor([0] + list(itertools.accumulate(len_k)), device=dev, dtype=torch.int32)
@@ -101,12 +103,36 @@ class Batch:
         self.lse = torch.empty(hq, max(tq, 1), device=dev, dtype=torch.float32)
         problem = rt.capi.Problem(rt.capi.DTYPES["bf16"], d, int(causal), len(len_q), max(max(len_q), 1),
                                   max(max(len_k), 1), hq, hkv)
-        self.args = rt.capi.AttentionArgs.make(
-            "varlen", problem, q=self.q.data_ptr(), k=self.k.data_ptr(), v=self.v.data_ptr(), o=self.o.data_ptr(),
-            lse=self.lse.data_ptr(), q_strides=(0,) + self.q.stride()[:2], k_strides=(0,) + self.k.stride()[:2],
-            v_strides=(0,) + self.v.stride()[:2], o_strides=(0,) + self.o.stride()[:2],
-            cu_seqlens_q=self.cu_q.data_ptr(), cu_seqlens_k=self.cu_k.data_ptr(), total_q=tq, total_k=tk,
-            decode_seqs=decode_seqs, decode_max_seqlen_q=max(len_q[:decode_seqs], default=0))
+        common = dict(q=self.q.data_ptr(), o=self.o.data_ptr(), lse=self.lse.data_ptr(),
+                      q_strides=(0,) + self.q.stride()[:2], o_strides=(0,) + self.o.stride()[:2],
+                      cu_seqlens_q=self.cu_q.data_ptr(), total_q=tq, decode_seqs=decode_seqs,
+                      decode_max_seqlen_q=max(len_q[:decode_seqs], default=0))
+        if block_size:  # the packed keys copied onto shuffled pages (the reference keeps them packed)
+            per_seq = [(n + block_size - 1) // block_size for n in len_k]
+            max_blocks = max(max(per_seq), 1)
+            order = torch.randperm(max(sum(per_seq), 1), device=dev).tolist()
+            self.table = torch.zeros(len(len_k), max_blocks, device=dev, dtype=torch.int32)
+            self.kp = torch.zeros(len(order), block_size, hkv, d, device=dev, dtype=torch.bfloat16)
+            self.vp = torch.zeros_like(self.kp)
+            used = 0
+            for b, n in enumerate(len_k):
+                for j in range(per_seq[b]):
+                    page, rows = order[used], min(block_size, n - j * block_size)
+                    used += 1
+                    self.table[b, j] = page
+                    src = slice(int(self.cu_k[b]) + j * block_size, int(self.cu_k[b]) + j * block_size + rows)
+                    self.kp[page, :rows] = self.k[src]
+                    self.vp[page, :rows] = self.v[src]
+            self.lens_k = torch.tensor(len_k, device=dev, dtype=torch.int32)
+            self.args = rt.capi.AttentionArgs.make(
+                "paged", problem, k=self.kp.data_ptr(), v=self.vp.data_ptr(), k_strides=self.kp.stride()[:3],
+                v_strides=self.vp.stride()[:3], seqlens_k=self.lens_k.data_ptr(), block_table=self.table.data_ptr(),
+                block_size=block_size, max_blocks_per_seq=max_blocks, block_table_stride=max_blocks,
+                num_blocks=len(order), **common)
+        else:
+            self.args = rt.capi.AttentionArgs.make(
+                "varlen", problem, k=self.k.data_ptr(), v=self.v.data_ptr(), k_strides=(0,) + self.k.stride()[:2],
+                v_strides=(0,) + self.v.stride()[:2], cu_seqlens_k=self.cu_k.data_ptr(), total_k=tk, **common)
         ws_bytes = rt.workspace_size(self.args)
         self.ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
         self.args.workspace, self.args.workspace_bytes = self.ws.data_ptr(), ws_bytes
@@ -249,6 +275,8 @@ def main():
         len_k = [8192] * 30 + [4096, 4096]
         routed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=30)
         mixed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev)
+        paged_routed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=30, block_size=16)
+        paged = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, block_size=16)
         pre_call, pre_keep = dense_args(rt, 2, 4096, 4096, hq, hkv, d, causal, dev)
         dec_call, dec_keep = dense_args(rt, 30, 1, 8192, hq, hkv, d, causal, dev)
         decode_only = Batch(rt, [1] * 30, [8192] * 30, hq, hkv, d, causal, dev)
@@ -257,9 +285,11 @@ def main():
             pre_call()
             dec_call()
         calls = {"ft varlen mixed routed": routed.forward, "ft varlen mixed": mixed.forward,
+                 "ft paged16 mixed routed": paged_routed.forward, "ft paged16 mixed": paged.forward,
                  "ft prefill+decode": split, "ft dense prefill B2": pre_call,
                  "ft dense decode B30": dec_call, "ft varlen decode B30": decode_only.forward}
         errors = {"ft varlen mixed routed": routed.error_vs_sdpa(), "ft varlen mixed": mixed.error_vs_sdpa(),
+                  "ft paged16 mixed routed": paged_routed.error_vs_sdpa(), "ft paged16 mixed": paged.error_vs_sdpa(),
                   "ft varlen decode B30": decode_only.error_vs_sdpa()}
         us = median_rounds(calls)
         for name in calls:
@@ -270,7 +300,7 @@ def main():
             lines.append(line)
             results.append({"mask": mask, "call": name, "us": us[name], "rel_err": err[0] if err else None})
             print(line, flush=True)
-        del routed, mixed, pre_keep, dec_keep, decode_only
+        del routed, mixed, paged_routed, paged, pre_keep, dec_keep, decode_only
         torch.cuda.empty_cache()
 
     json.dump({"note": varlen_note, "rows": results}, open(os.path.join(a.out, "varlen_bench.json"), "w"), indent=1)

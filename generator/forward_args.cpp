@@ -126,6 +126,20 @@ using detail::SupportedHeadDims;
 
 namespace {
 
+// A mixed batch's decode part (packed queries: varlen, or paged with cu_seqlens_q).
+Status ValidateDecodeSeqs(const ForwardArgs& a) {
+  const Problem& p = a.problem;
+  const Varlen& v = a.varlen;
+  if (v.decode_seqs < 0 || v.decode_seqs > p.batch)
+    return Invalid("varlen.decode_seqs (" + std::to_string(v.decode_seqs) + ") must be in [0, batch = " +
+                   std::to_string(p.batch) + "]");
+  const int64_t most = std::min<int64_t>(p.seqlen_q, kDecodeMaxQueries);
+  if (v.decode_seqs > 0 && (v.decode_max_seqlen_q < 1 || v.decode_max_seqlen_q > most))
+    return Invalid("varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) + ") must be in [1, " +
+                   std::to_string(most) + "] (at most 16 and problem.seqlen_q) when decode_seqs is set");
+  return Status::Ok();
+}
+
 Status ValidatePaged(const ForwardArgs& a) {
   const Problem& p = a.problem;
   const PagedKv& g = a.paged;
@@ -151,12 +165,15 @@ Status ValidatePaged(const ForwardArgs& a) {
   // Packed queries (vLLM's varlen q over the cache): q/o rows by cu_seqlens_q; the keys are the
   // pages' and seqlens_k's, so nothing of varlen's key side may be set.
   const Varlen& v = a.varlen;
-  if (v.cu_seqlens_k != nullptr || v.total_k != 0 || v.decode_seqs != 0)
-    return Invalid("varlen.cu_seqlens_k, varlen.total_k and varlen.decode_seqs must be null or 0 for the paged "
-                   "layout (its keys are the pages' and seqlens_k's; only the queries may be packed)");
+  if (v.cu_seqlens_k != nullptr || v.total_k != 0)
+    return Invalid("varlen.cu_seqlens_k and varlen.total_k must be null or 0 for the paged layout (its keys are the "
+                   "pages' and seqlens_k's; only the queries may be packed)");
   if (v.cu_seqlens_q == nullptr) {
     if (v.total_q != 0)
       return Invalid("varlen.total_q (" + std::to_string(v.total_q) + ") is set but varlen.cu_seqlens_q is null");
+    if (v.decode_seqs != 0)
+      return Invalid("varlen.decode_seqs (" + std::to_string(v.decode_seqs) + ") needs packed queries "
+                     "(varlen.cu_seqlens_q): with dense ones every sequence has seqlen_q queries; leave it 0");
     return Status::Ok();
   }
   if (reinterpret_cast<uintptr_t>(v.cu_seqlens_q) % 4 != 0)
@@ -167,7 +184,7 @@ Status ValidatePaged(const ForwardArgs& a) {
   if (a.q_strides.batch != 0 || a.o_strides.batch != 0)
     return Invalid("q_strides.batch and o_strides.batch must be 0 when the queries are packed (varlen.cu_seqlens_q "
                    "set): q and o are [total_q, heads_q, head_dim]");
-  return Status::Ok();
+  return ValidateDecodeSeqs(a);
 }
 
 Status ValidateVarlen(const ForwardArgs& a) {
@@ -196,14 +213,7 @@ Status ValidateVarlen(const ForwardArgs& a) {
     if (t.s.batch != 0)
       return Invalid(std::string(t.name) + "_strides.batch (" + std::to_string(t.s.batch) +
                      ") must be 0 for the varlen layout (sequences are rows of one packed tensor)");
-  if (v.decode_seqs < 0 || v.decode_seqs > p.batch)
-    return Invalid("varlen.decode_seqs (" + std::to_string(v.decode_seqs) + ") must be in [0, batch = " +
-                   std::to_string(p.batch) + "]");
-  const int64_t most = std::min<int64_t>(p.seqlen_q, kDecodeMaxQueries);
-  if (v.decode_seqs > 0 && (v.decode_max_seqlen_q < 1 || v.decode_max_seqlen_q > most))
-    return Invalid("varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) + ") must be in [1, " +
-                   std::to_string(most) + "] (at most 16 and problem.seqlen_q) when decode_seqs is set");
-  return Status::Ok();
+  return ValidateDecodeSeqs(a);
 }
 
 }  // namespace
@@ -331,7 +341,7 @@ bool PackedQueries(const ForwardArgs& a) {
 }
 
 bool IsMixedVarlen(const ForwardArgs& a) {
-  return a.problem.layout == Layout::kVarlen && a.varlen.decode_seqs != 0 && a.problem.seqlen_q > kDecodeMaxQueries;
+  return a.varlen.decode_seqs != 0 && a.problem.seqlen_q > kDecodeMaxQueries && PackedQueries(a);
 }
 
 CallParts MixedVarlenParts(const ForwardArgs& a) {
@@ -350,8 +360,13 @@ CallParts MixedVarlenParts(const ForwardArgs& a) {
     ForwardArgs prefill = a;
     prefill.problem.batch = a.problem.batch - v.decode_seqs;
     prefill.varlen.cu_seqlens_q = v.cu_seqlens_q + v.decode_seqs;
-    prefill.varlen.cu_seqlens_k = v.cu_seqlens_k + v.decode_seqs;
     prefill.varlen.decode_seqs = 0;
+    if (a.problem.layout == Layout::kPaged) {  // the rest's lengths and table rows
+      prefill.seqlens_k = a.seqlens_k + v.decode_seqs;
+      prefill.paged.block_table = a.paged.block_table + v.decode_seqs * a.paged.block_table_stride;
+    } else {
+      prefill.varlen.cu_seqlens_k = v.cu_seqlens_k + v.decode_seqs;
+    }
     out.part[out.count++] = prefill;
   }
   return out;
@@ -379,6 +394,22 @@ Status CheckCuSeqlensHost(const char* name, const std::vector<int32_t>& cu, int6
   return Status::Ok();
 }
 
+namespace {
+// A mixed batch's decode sequences, the first decode_seqs, have at most decode_max_seqlen_q
+// queries each (cu_seqlens_q a host copy, already checked).
+Status CheckDecodeSeqsHost(const Varlen& v, const int32_t* cu_seqlens_q) {
+  for (int64_t b = 0; b < v.decode_seqs; ++b) {
+    const int64_t n = int64_t(cu_seqlens_q[b + 1]) - cu_seqlens_q[b];
+    if (n > v.decode_max_seqlen_q)
+      return Invalid("sequence " + std::to_string(b) + " has " + std::to_string(n) +
+                     " queries, more than varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) +
+                     "), yet it is one of the first varlen.decode_seqs (" + std::to_string(v.decode_seqs) +
+                     ") sequences, which run on the decode kernel");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
   FT_RETURN_IF_ERROR(ValidateForwardArgs(a));
   const Problem& p = a.problem;
@@ -395,6 +426,7 @@ Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
         if (t.cu_seqlens_q == nullptr) return missing("cu_seqlens_q");
         FT_RETURN_IF_ERROR(CheckCuSeqlensHost("cu_seqlens_q", copy(t.cu_seqlens_q, p.batch + 1), p.batch, p.seqlen_q,
                                               a.varlen.total_q));
+        FT_RETURN_IF_ERROR(CheckDecodeSeqsHost(a.varlen, t.cu_seqlens_q));
       }
       return CheckPagedKvHost(a, copy(t.block_table, p.batch * a.paged.block_table_stride),
                               copy(t.seqlens_k, p.batch));
@@ -411,15 +443,7 @@ Status CheckHostTables(const ForwardArgs& a, const HostTables& t) {
                                             v.total_q));
       FT_RETURN_IF_ERROR(CheckCuSeqlensHost("cu_seqlens_k", copy(t.cu_seqlens_k, p.batch + 1), p.batch, p.seqlen_k,
                                             v.total_k));
-      for (int64_t b = 0; b < v.decode_seqs; ++b) {
-        const int64_t n = int64_t(t.cu_seqlens_q[b + 1]) - t.cu_seqlens_q[b];
-        if (n > v.decode_max_seqlen_q)
-          return Invalid("sequence " + std::to_string(b) + " has " + std::to_string(n) +
-                         " queries, more than varlen.decode_max_seqlen_q (" + std::to_string(v.decode_max_seqlen_q) +
-                         "), yet it is one of the first varlen.decode_seqs (" + std::to_string(v.decode_seqs) +
-                         ") sequences, which run on the decode kernel");
-      }
-      return Status::Ok();
+      return CheckDecodeSeqsHost(v, t.cu_seqlens_q);
     }
   }
   return Invalid("problem.layout (" + std::to_string(int(p.layout)) + ") must be dense, paged or varlen");

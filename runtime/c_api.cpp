@@ -263,8 +263,8 @@ int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info*
   if (flashtune::IsMixedVarlen(*a))
     return Fail(Code::kInvalidArgument,
                 "ft_plan_ex: args.decode_seqs (" + std::to_string(a->varlen.decode_seqs) +
-                    ") makes a mixed call, which launches two plans; ask for each part: the decode part as a varlen "
-                    "call of decode_seqs sequences of decode_max_seqlen_q queries, the rest with decode_seqs 0");
+                    ") makes a mixed call, which launches two plans; ask for each part: the decode part as a call "
+                    "of decode_seqs sequences of decode_max_seqlen_q queries, the rest with decode_seqs 0");
   auto plan = runtime->runtime->plan(*a);
   if (!plan.ok()) return Fail(plan.status());
   FillPlanInfo(*plan, out);

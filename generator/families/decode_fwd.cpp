@@ -164,20 +164,22 @@ class DecodeFwd final : public Family {
   std::vector<std::string_view> extra_kernels() const override { return {"combine"}; }
 
   // The most any variant splits: the smallest key step, the most row rows per tile and blocks
-  // per SM of the allowed values. Varlen: a bound for any leading part of the batch with up to
-  // 16 query rows per sequence (a mixed call runs that part here; MixedVarlenParts): with more
-  // than one split, splits * blocks <= 4 blocks per SM * sms, and a block holds <= 64 rows.
+  // per SM of the allowed values. Varlen, and paged past 16 query rows: also a bound for any
+  // leading part of the batch with up to 16 query rows per sequence (a mixed call of packed
+  // queries runs that part here; MixedVarlenParts): with more than one split, splits * blocks
+  // <= 4 blocks per SM * sms, and a block holds <= 64 rows.
   int64_t WorkspaceBytes(const Problem& p, int sm_count) const override {
     const int64_t row_bytes = int64_t(p.head_dim + 1) * 4;
-    if (p.layout == Layout::kVarlen) {
+    int64_t leading = 0;  // the rows of a mixed call's decode part
+    if (p.layout == Layout::kVarlen || (p.layout == Layout::kPaged && p.seqlen_q > kDecodeMaxQueries)) {
       const int64_t nq = std::min<int64_t>(p.seqlen_q, int64_t(1) << kDecodeQueryBucket);
       const int64_t sms = sm_count > 0 ? sm_count : 132;
-      const int64_t rows = std::min(int64_t(detail::kMaxDecodeSplits) * p.batch * p.heads_q * nq, 4 * sms * 64);
-      return rows * row_bytes;
+      leading = std::min(int64_t(detail::kMaxDecodeSplits) * p.batch * p.heads_q * nq, 4 * sms * 64);
+      if (p.layout == Layout::kVarlen) return leading * row_bytes;
     }
     const int splits = detail::DecodeSplits(p, sm_count, 32, 4, 4);
-    if (splits <= 1) return 0;
-    return int64_t(splits) * p.batch * p.heads_q * p.seqlen_q * row_bytes;
+    const int64_t whole = splits <= 1 ? 0 : int64_t(splits) * p.batch * p.heads_q * p.seqlen_q;
+    return std::max(whole, leading) * row_bytes;
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).

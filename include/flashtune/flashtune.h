@@ -115,9 +115,10 @@ typedef struct ft_attention_args {
   int64_t total_k;              /* varlen: rows of k/v */
   void* workspace;              /* device, 16-byte aligned, ft_workspace_size bytes (may be NULL when 0) */
   int64_t workspace_bytes;
-  /* Version 2. Varlen, a mixed prefill + decode batch whose decode sequences come first:
-   * sequences [0, decode_seqs) have at most decode_max_seqlen_q (1..16) queries each and run on
-   * the decode kernel, the rest on a prefill kernel (two launches). 0: one launch. */
+  /* Version 2. Varlen or paged with cu_seqlens_q, a mixed prefill + decode batch whose decode
+   * sequences come first: sequences [0, decode_seqs) have at most decode_max_seqlen_q (1..16)
+   * queries each and run on the decode kernel, the rest on a prefill kernel (two launches).
+   * 0: one launch. */
   int64_t decode_seqs;
   int64_t decode_max_seqlen_q;
 } ft_attention_args;
@@ -207,9 +208,9 @@ int ft_plan(ft_runtime* runtime, const ft_problem* problem, ft_plan_info* out);
  * as for ft_workspace_size; which are null is: a dense call with seqlens_k, or strides TMA
  * cannot describe, may fall back to another family, and the plan then names it and says why).
  * A paged call has buckets of its own (the bucket ends in "/paged"); a varlen call plans its
- * dense shape's. A mixed varlen call (decode_seqs > 0
+ * dense shape's. A mixed call (varlen or paged, decode_seqs > 0
  * and more than 16 queries) launches two plans: FT_INVALID_ARGUMENT; ask for each part (its
- * decode part is a varlen call of decode_seqs sequences of decode_max_seqlen_q queries). */
+ * decode part is a call of decode_seqs sequences of decode_max_seqlen_q queries). */
 int ft_plan_ex(ft_runtime* runtime, const ft_attention_args* args, ft_plan_info* out);
 
 /* Checks args (as ft_forward_ex does) and then host copies of the device tables it reads, which

@@ -30,9 +30,12 @@
 //           batch with a different number of new tokens a sequence): varlen.cu_seqlens_q
 //           (device [B+1]) and varlen.total_q set, q/o [total_q, Hq, D] with batch strides 0,
 //           lse [Hq, total_q], Nq the longest; causal aligns each sequence bottom-right. The
-//           other varlen fields stay 0. Served by decode_fwd up to 16 query rows a sequence,
+//           other varlen fields stay 0, but for a mixed batch (vLLM's: decode sequences
+//           first), which says so in varlen.decode_seqs / decode_max_seqlen_q as varlen does.
+//           Served by decode_fwd up to 16 query rows a sequence,
 //           by a prefill kernel over pages past that: hopper_paged on sm_90a (pages of 16
-//           keys or more), else fa2_paged.
+//           keys or more), else fa2_paged; a mixed batch runs its decode sequences on
+//           decode_fwd and the rest on the prefill kernel (MixedVarlenParts).
 //  kVarlen: q [total_q, Hq, D], k/v [total_k, Hkv, D], o like q, packed: sequence b is rows
 //           [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q (and likewise k). Strides' `batch` must
 //           be 0. lse is [Hq, total_q] fp32. Nq, Nk are the largest per-sequence counts.
@@ -129,22 +132,23 @@ struct ForwardArgs {
 
 // Workspace bytes a call of `problem` needs on a device with `sm_count` multiprocessors (0:
 // an H100/H200's 132): the largest any family serving the problem may use, so the answer does
-// not depend on which variant is tuned; for varlen, also what its leading decode sequences may
-// need on the decode kernel (any decode_seqs). 0 when no kernel splits the problem's keys.
+// not depend on which variant is tuned; for varlen and paged past 16 queries, also what their
+// leading decode sequences may need on the decode kernel (any decode_seqs). 0 when no kernel splits the problem's keys.
 int64_t WorkspaceBytes(const Problem& problem, int sm_count);
 
-// The launches of one call. A mixed varlen call (decode_seqs > 0, problem.seqlen_q > 16) is
-// two: its decode sequences [0, decode_seqs) as a varlen problem of decode_seqs sequences and
-// decode_max_seqlen_q queries (decode_fwd's bucket), then the rest as one of B - decode_seqs
-// sequences whose offsets start at cu_seqlens + decode_seqs (the packed tensors, lse and totals
-// unchanged: the kernels index them by absolute rows). A part with no sequence is left out;
-// any other call is itself. Fixed size: forward() allocates nothing. Args must be valid.
+// The launches of one call. A mixed call of packed queries (varlen, or paged with cu_seqlens_q;
+// decode_seqs > 0, problem.seqlen_q > 16) is two: its decode sequences [0, decode_seqs) as a
+// problem of decode_seqs sequences and decode_max_seqlen_q queries (decode_fwd's bucket), then
+// the rest as one of B - decode_seqs sequences whose offsets start at cu_seqlens + decode_seqs
+// (paged: whose lengths and table rows start at sequence decode_seqs; the packed tensors, lse
+// and totals unchanged: the kernels index them by absolute rows). A part with no sequence is
+// left out; any other call is itself. Fixed size: forward() allocates nothing. Args must be valid.
 struct CallParts {
   ForwardArgs part[2];
   int count = 0;
 };
 CallParts MixedVarlenParts(const ForwardArgs& args);
-// Whether `args` is a mixed varlen call (two parts above); reads no pointer.
+// Whether `args` is a mixed call of packed queries (two parts above); reads no pointer.
 bool IsMixedVarlen(const ForwardArgs& args);
 // Whether q and o are packed rows [total_q, Hq, D] found by varlen.cu_seqlens_q (lse then
 // [Hq, total_q]): the varlen layout, and a paged call that sets cu_seqlens_q.
@@ -156,8 +160,9 @@ bool PackedQueries(const ForwardArgs& args);
 // for paged: block_table and seqlens_k present and 4-byte aligned, block_size a power
 // of two in [1, 256], max_blocks_per_seq * block_size >= Nk, stride >= max_blocks_per_seq,
 // num_blocks >= 1; for varlen: cu_seqlens present, totals >= the longest sequence and
-// <= B * longest, batch strides 0, decode_seqs in [0, B] and, when not 0, decode_max_seqlen_q
-// in [1, min(16, Nq)]; workspace aligned and non-null when its size is non-zero.
+// <= B * longest, batch strides 0; for varlen and paged with packed queries decode_seqs in
+// [0, B] and, when not 0, decode_max_seqlen_q in [1, min(16, Nq)] (paged with dense queries:
+// decode_seqs 0); workspace aligned and non-null when its size is non-zero.
 // OK, or kInvalidArgument whose message names the argument and the allowed values.
 Status ValidateForwardArgs(const ForwardArgs& args);
 

@@ -13,8 +13,9 @@ attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
   block_table= and seqused_k= (vLLM's call) the keys are in a paged cache instead: k/v page pools
   [num_blocks, block_size, Hkv, D], block_table [B, max_blocks] and seqused_k [B] int32 (keys per
   sequence), cu_seqlens_k None; served by the decode kernel up to 16 queries a sequence, by the
-  prefill kernel over pages (hopper_paged on Hopper, fa2_paged elsewhere) past that. Returns o (torch.empty_like(q)), and
-  with return_lse also lse float32 [Hq, total_q].
+  prefill kernel over pages (hopper_paged on Hopper, fa2_paged elsewhere) past that; decode_seqs
+  splits a mixed batch over pages the same way (vLLM's batches: decode sequences first). Returns o
+  (torch.empty_like(q)), and with return_lse also lse float32 [Hq, total_q].
 
 attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *, causal=False,
                        softmax_scale=None, return_lse=False, max_seqlen_k=None, out=None,
@@ -217,7 +218,7 @@ def _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, 
 
 
 def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q, max_k, causal, scale, decode_seqs,
-                       ptr=_address):
+                       decode_max_q, ptr=_address):
     """The _Call of attention_varlen over a paged cache (block_table given: vLLM's call), checked."""
     code = _check_qkv(q, k_pages, v_pages, 3, "qkv", "pages")
     batch = _batch_of(cu_q, q.device)
@@ -227,13 +228,13 @@ def _paged_varlen_args(q, k_pages, v_pages, cu_q, seqused_k, block_table, max_q,
     _count("max_seqlen_q", max_q, 1)
     _count("max_seqlen_k", max_k, 1)
     table = _page_table(block_table, batch, q.device, k_pages, max_k)
-    if decode_seqs:
-        raise _invalid(f"decode_seqs: {decode_seqs}; a call over a paged cache is one launch (no decode part to "
-                       "split off): leave it 0")
+    _count("decode_seqs", decode_seqs, 0)
+    _count("decode_max_seqlen_q", decode_max_q, 0)
     qs = q.stride()
     return _Call("paged", (code, q.shape[2], int(causal), batch, max_q, max_k, q.shape[1], k_pages.shape[2]), scale,
                  (ptr(q), ptr(k_pages), ptr(v_pages)), ((0, qs[0], qs[1]), k_pages.stride()[:3], v_pages.stride()[:3]),
-                 paged=(ptr(seqused_k), ptr(block_table)) + table, varlen=(ptr(cu_q), 0, q.shape[0], 0), packed=True)
+                 paged=(ptr(seqused_k), ptr(block_table)) + table, varlen=(ptr(cu_q), 0, q.shape[0], 0),
+                 mixed=(decode_seqs, decode_max_q), packed=True)
 
 
 def _kvcache_args(q, k_cache, v_cache, cache_seqlens, block_table, max_k, causal, scale, ptr=_address):
@@ -328,7 +329,8 @@ def _varlen_call(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, 
         return _varlen_args(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, decode_seqs, decode_max_q, ptr)
     if cu_k is not None:
         raise _invalid("cu_seqlens_k: must be None with block_table (the keys are the pages', seqused_k long)")
-    return _paged_varlen_args(q, k, v, cu_q, seqused_k, block_table, max_q, max_k, causal, scale, decode_seqs, ptr)
+    return _paged_varlen_args(q, k, v, cu_q, seqused_k, block_table, max_q, max_k, causal, scale, decode_seqs,
+                              decode_max_q, ptr)
 
 
 def _varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, decode_seqs, decode_max_q, runtime,

@@ -194,7 +194,7 @@ TEST(PagedArgs, QueriesMayBePackedAndNothingElseOfVarlen) {
   ExpectInvalid(bad, "varlen.total_q (17) must be in [0, batch * seqlen_q = 16]");
   bad = a;
   bad.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(storage[7]);
-  ExpectInvalid(bad, "varlen.cu_seqlens_k, varlen.total_k and varlen.decode_seqs must be null or 0 for the paged");
+  ExpectInvalid(bad, "varlen.cu_seqlens_k and varlen.total_k must be null or 0 for the paged");
   bad = a;
   bad.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(storage[6] + 2);
   ExpectInvalid(bad, "varlen.cu_seqlens_q must be 4-byte aligned");
@@ -297,6 +297,90 @@ TEST(VarlenArgs, MixedBatchFieldsAreChecked) {
   a.varlen.total_q = 24;
   a.varlen.decode_max_seqlen_q = 9;
   ExpectInvalid(a, "varlen.decode_max_seqlen_q (9) must be in [1, 8]");
+}
+
+// vLLM's mixed batch over pages: packed queries, decode sequences first. The same fields and
+// rules as varlen's; with dense queries (every sequence seqlen_q long) decode_seqs is refused.
+// Its parts: the decode sequences as a decode-sized paged problem over the same table and
+// lengths, then the rest from table row decode_seqs, length decode_seqs and cu_seqlens_q +
+// decode_seqs. Host tables: a decode sequence with too many queries is named.
+TEST(PagedArgs, AMixedBatchOfPackedQueriesIsTwoLaunchesOverTheSameCache) {
+  ForwardArgs a = GoodPaged();  // B4, Nk 8192, 16-key pages
+  a.problem.seqlen_q = 300;
+  a.varlen.cu_seqlens_q = reinterpret_cast<const int32_t*>(storage[6]);
+  a.varlen.total_q = 303;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  a.varlen.decode_seqs = 3;
+  a.varlen.decode_max_seqlen_q = 1;
+  EXPECT_TRUE(ValidateForwardArgs(a).ok()) << ValidateForwardArgs(a).ToString();
+  EXPECT_TRUE(IsMixedVarlen(a));
+  CallParts two = MixedVarlenParts(a);
+  ASSERT_EQ(two.count, 2);
+  const ForwardArgs& d = two.part[0];
+  EXPECT_EQ(d.problem.layout, Layout::kPaged);
+  EXPECT_EQ(d.problem.batch, 3);
+  EXPECT_EQ(d.problem.seqlen_q, 1);
+  EXPECT_EQ(d.paged.block_table, a.paged.block_table);
+  EXPECT_EQ(d.seqlens_k, a.seqlens_k);
+  EXPECT_EQ(d.varlen.cu_seqlens_q, a.varlen.cu_seqlens_q);
+  EXPECT_EQ(d.varlen.decode_seqs, 0);
+  EXPECT_EQ(FamiliesFor(d.problem).front()->name(), "decode_fwd");
+  const ForwardArgs& f = two.part[1];
+  EXPECT_EQ(f.problem.batch, 1);
+  EXPECT_EQ(f.problem.seqlen_q, 300);
+  EXPECT_EQ(f.paged.block_table, a.paged.block_table + 3 * a.paged.block_table_stride);
+  EXPECT_EQ(f.seqlens_k, a.seqlens_k + 3);
+  EXPECT_EQ(f.varlen.cu_seqlens_q, a.varlen.cu_seqlens_q + 3);
+  EXPECT_EQ(f.varlen.cu_seqlens_k, nullptr);
+  EXPECT_EQ(f.varlen.total_q, 303);
+  EXPECT_EQ(f.paged.num_blocks, a.paged.num_blocks);
+  EXPECT_NE(FamiliesFor(f.problem).front()->name(), "decode_fwd");
+  // The host tables: sequence 1 with 2 queries is not a decode sequence of at most 1.
+  std::vector<int32_t> cu = {0, 1, 3, 4, 304}, lens = {100, 17, 8192, 4000};
+  std::vector<int32_t> table(size_t(4 * a.paged.block_table_stride), 0);
+  a.varlen.total_q = 304;
+  HostTables t;
+  t.cu_seqlens_q = cu.data();
+  t.block_table = table.data();
+  t.seqlens_k = lens.data();
+  EXPECT_NE(CheckHostTables(a, t).message().find("sequence 1 has 2 queries, more than varlen.decode_max_seqlen_q (1)"),
+            std::string::npos)
+      << CheckHostTables(a, t).message();
+  a.varlen.decode_max_seqlen_q = 2;
+  EXPECT_TRUE(CheckHostTables(a, t).ok()) << CheckHostTables(a, t).ToString();
+  a.varlen.decode_max_seqlen_q = 0;
+  ExpectInvalid(a, "varlen.decode_max_seqlen_q (0) must be in [1, 16]");
+  a.varlen.decode_max_seqlen_q = 1;
+  a.varlen.decode_seqs = 5;
+  ExpectInvalid(a, "varlen.decode_seqs (5) must be in [0, batch = 4]");
+  ForwardArgs dense_q = GoodPaged();
+  dense_q.problem.seqlen_q = 300;
+  dense_q.varlen.decode_seqs = 1;
+  dense_q.varlen.decode_max_seqlen_q = 1;
+  ExpectInvalid(dense_q, "varlen.decode_seqs (1) needs packed queries (varlen.cu_seqlens_q)");
+}
+
+// A paged call past 16 queries sizes its workspace for any leading decode part, as varlen does.
+TEST(WorkspaceArgs, PagedWorkspaceCoversAnyDecodePart) {
+  Problem p{DType::kBF16, 128, false, 40, 4096, 8192, 32, 8};
+  p.layout = Layout::kPaged;
+  const int64_t bytes = WorkspaceBytes(p, 132);
+  ASSERT_GT(bytes, 0);
+  const Family* decode = FindFamily("decode_fwd");
+  for (int64_t d = 1; d <= p.batch; ++d)
+    for (int64_t nq : {1, 2, 5, 16}) {
+      Problem part = p;
+      part.batch = d;
+      part.seqlen_q = nq;
+      for (int rm : {1, 2, 4})
+        for (int cs : {1, 2, 4}) {
+          const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
+          if (splits > 1) {
+            EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
+          }
+        }
+      EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes);
+    }
 }
 
 // Decode sequences first: the decode part is the first decode_seqs sequences as a decode-sized

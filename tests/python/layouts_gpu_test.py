@@ -154,10 +154,14 @@ class LayoutsOnGpu(unittest.TestCase):
 
     def test_varlen_queries_over_a_paged_cache(self):
         # vLLM's call: each sequence's new tokens (1 to 16, and none) packed, its keys on shuffled
-        # pages, causal aligned bottom-right per sequence.
+        # pages, causal aligned bottom-right per sequence; and vLLM's mixed batch (three decode
+        # sequences first, then chunks of 200 and 40 tokens), with decode_seqs and without.
         g = torch.Generator().manual_seed(3)
-        for dtype, block_size in ((torch.bfloat16, 16), (torch.float16, 256)):
-            lens_q, lens_k = [1, 16, 0, 5, 3], [4097, 17, 300, 1000, 5]
+        for dtype, block_size, lens_q, decode_seqs in ((torch.bfloat16, 16, [1, 16, 0, 5, 3], 0),
+                                                       (torch.float16, 256, [1, 16, 0, 5, 3], 0),
+                                                       (torch.bfloat16, 16, [1, 3, 1, 200, 40], 3),
+                                                       (torch.bfloat16, 16, [1, 3, 1, 200, 40], 0)):
+            lens_k = [4097, 17, 300, 1000, 5]
             batch, nk = len(lens_q), max(lens_k)
             k = torch.randn(batch, nk, 8, 128, dtype=dtype, device="cuda")
             v = torch.randn_like(k)
@@ -169,7 +173,8 @@ class LayoutsOnGpu(unittest.TestCase):
                 poison()
                 o, lse = flashtune.attention_varlen(q, kc, vc, cu_q, None, max(lens_q), nk, causal=causal,
                                                     block_table=table, seqused_k=used, return_lse=True,
-                                                    check_tables=True)
+                                                    check_tables=True, decode_seqs=decode_seqs,
+                                                    decode_max_seqlen_q=3 if decode_seqs else 0)
                 torch.cuda.synchronize()
                 self.assertEqual((o.shape, lse.shape), (q.shape, (32, q.shape[0])))
                 for b in range(batch):
@@ -178,7 +183,8 @@ class LayoutsOnGpu(unittest.TestCase):
                     rows = slice(int(cu_q[b]), int(cu_q[b + 1]))
                     ref_o, ref_lse = reference(q[rows], k[b, :lens_k[b]], v[b, :lens_k[b]], causal)
                     self.assert_matches(o[rows], lse[:, rows], ref_o, ref_lse,
-                                        f"varlen over pages of {block_size} {dtype} causal {causal}, sequence {b}")
+                                        f"varlen over pages of {block_size} {dtype} causal {causal} decode_seqs "
+                                        f"{decode_seqs}, sequence {b}")
 
     def test_kvcache_int_length_is_the_caches_first_keys(self):
         q = torch.randn(2, 1, 16, 128, dtype=torch.bfloat16, device="cuda")

@@ -236,8 +236,8 @@ class Checks(unittest.TestCase):
                             meta(9, 2, 64), cu, None, 4, 4, block_table=table, seqused_k=lens)
         self.assert_invalid("max_seqlen_k: 200; block_table holds 128 keys a sequence", f, q, pages, pages, cu, None, 4,
                             200, block_table=table, seqused_k=lens)
-        self.assert_invalid("decode_seqs: 2; a call over a paged cache is one launch", f, q, pages,
-                            pages, cu, None, 4, 128, block_table=table, seqused_k=lens, decode_seqs=2)
+        self.assert_invalid("decode_seqs: -1; must be >= 0", f, q, pages, pages, cu, None, 4, 128,
+                            block_table=table, seqused_k=lens, decode_seqs=-1)
         self.assert_invalid("seqused_k: shape (4,); must be (3,)", f, q, pages, pages, cu, None, 4, 128,
                             block_table=table, seqused_k=index(4))
 
@@ -360,6 +360,12 @@ class Ops(unittest.TestCase):
         (chunk,) = flashtune.plan_varlen(meta(300, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128), i(4),
                                          None, 200, 4096, causal=True, block_table=i(3, 256), seqused_k=i(3))
         self.assertEqual(chunk.family, "hopper_paged")
+        # vLLM's mixed batch over pages: its decode sequences on the decode kernel, the rest on it.
+        decode, prefill = flashtune.plan_varlen(meta(302, 32, 128), meta(1000, 16, 8, 128), meta(1000, 16, 8, 128),
+                                                i(4), None, 200, 4096, causal=True, decode_seqs=2,
+                                                decode_max_seqlen_q=1, block_table=i(3, 256), seqused_k=i(3))
+        self.assertEqual((decode.family, decode.bucket), ("decode_fwd", "bf16/d128/causal/q0/k12/bh6/g2/paged"))
+        self.assertEqual((prefill.family, prefill.bucket), ("hopper_paged", "bf16/d128/causal/q8/k12/bh5/g2/paged"))
         # Pages of 8 keys are below what hopper_paged's TMA boxes read: fa2_paged, and why.
         (small,) = flashtune.plan_varlen(meta(300, 32, 128), meta(2000, 8, 8, 128), meta(2000, 8, 8, 128), i(4),
                                          None, 200, 4096, causal=True, block_table=i(3, 512), seqused_k=i(3))

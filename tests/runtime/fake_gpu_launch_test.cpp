@@ -263,6 +263,56 @@ TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
   EXPECT_EQ(k.cu_seqlens_q, nullptr);
 }
 
+// vLLM's mixed batch over pages (packed queries, decode sequences first, varlen.decode_seqs):
+// the decode sequences on decode_fwd's paged kernel (and its combine), then the rest on
+// hopper_paged from table row, length and query offset decode_seqs on; without decode_seqs one
+// hopper_paged launch serves every sequence.
+TEST(FakeGpuLaunch, AMixedBatchOverPagesRunsItsDecodeSequencesOnTheDecodeKernel) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 4, 300, 4096, 32, 8};
+  p.layout = Layout::kPaged;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  const int32_t cu_q[] = {0, 1, 2, 3, 303};  // three decode tokens, then a 300-token chunk
+  auto* offsets = static_cast<int32_t*>(b.Get(sizeof cu_q));
+  std::memcpy(offsets, cu_q, sizeof cu_q);
+  a.varlen.cu_seqlens_q = offsets;
+  a.varlen.total_q = 303;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel).rfind("hopper_paged_", 0), 0u) << launches[0].kernel;
+  a.varlen.decode_seqs = 3;
+  a.varlen.decode_max_seqlen_q = 1;
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  launches = fake.Launches();
+  ASSERT_GE(launches.size(), 2u);
+  EXPECT_EQ(std::string(launches[0].kernel).rfind("decode_fwd_", 0), 0u) << launches[0].kernel;
+  EXPECT_NE(std::string(launches[0].kernel).find("_kv1_"), std::string::npos) << launches[0].kernel;
+  detail::DecodeParams d;
+  ASSERT_EQ(fake.Params(0, &d, sizeof d), int(sizeof d));
+  EXPECT_EQ(d.batch, 3);
+  EXPECT_EQ(d.seqlen_q, 1);
+  EXPECT_EQ(d.block_table, a.paged.block_table);
+  EXPECT_EQ(d.seqlens_k, a.seqlens_k);
+  EXPECT_EQ(d.cu_seqlens_q, offsets);
+  const size_t last = launches.size() - 1;
+  EXPECT_EQ(std::string(launches[last].kernel).rfind("hopper_paged_", 0), 0u) << launches[last].kernel;
+  ft_abi::HopperParams h;
+  ASSERT_EQ(fake.Params(int(last), &h, sizeof h), int(sizeof h));
+  EXPECT_EQ(h.batch, 1);
+  EXPECT_EQ(h.block_table, a.paged.block_table + 3 * a.paged.block_table_stride);
+  EXPECT_EQ(h.seqlens_k, a.seqlens_k + 3);
+  EXPECT_EQ(h.cu_seqlens_q, offsets + 3);
+  EXPECT_EQ(h.total_q, 303);
+}
+
 // Prefill over a paged cache on sm_90a: one launch of hopper_paged, whose K and V maps describe
 // the page pools (head dim innermost, a page's rows Hkv * D apart, pages block_size rows apart)
 // in boxes within one page, with the table and the lengths in its parameters. Pages of 8 keys,

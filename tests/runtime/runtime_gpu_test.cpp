@@ -262,7 +262,9 @@ TEST(RuntimeGpu, MixedVarlenBatchRoutesDecodeRowsToTheDecodeKernel) {
 // A paged call whose queries are packed (vLLM's varlen q over its cache): a varlen case's keys
 // copied onto shuffled 16-key pages, its queries left packed. It must give the varlen case's
 // answer (the float64 reference), lse [Hq, total_q] too: on the paged decode kernel with at most
-// 16 new tokens a sequence, on fa2_paged (chunked prefill over the cache) with more.
+// 16 new tokens a sequence, on the prefill kernel over pages (chunked prefill over the cache) with
+// more; and vLLM's mixed batch (three decode sequences first, varlen.decode_seqs) as two launches,
+// the decode sequences on the decode kernel, and as one without decode_seqs.
 TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
@@ -273,7 +275,7 @@ TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
   constexpr int64_t kHq = 32, kHkv = 8, kD = 128, kPage = 16;
   // 1-16 new tokens a sequence (and none), then up to 300 (more queries than keys included: their
   // first rows see no key when causal), over 5 to 4097 keys.
-  const std::vector<std::vector<int32_t>> new_tokens = {{1, 16, 0, 5, 3}, {300, 17, 0, 200, 40}};
+  const std::vector<std::vector<int32_t>> new_tokens = {{1, 16, 0, 5, 3}, {300, 17, 0, 200, 40}, {1, 3, 1, 200, 40}};
   for (size_t shape = 0; shape < new_tokens.size(); ++shape)
   for (bool causal : {false, true}) {
     const std::vector<int32_t>& len_q = new_tokens[shape];
@@ -319,11 +321,17 @@ TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
     ASSERT_TRUE(workspace.ok());
     a.workspace = reinterpret_cast<void*>(workspace->get());
     a.workspace_bytes = *ws;
-    ASSERT_TRUE(PoisonVarlen(c));
-    Status s = (*rt)->forward(a, nullptr);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE((*gpu)->context->Synchronize().ok());
-    EXPECT_EQ(CheckVarlen(c), "") << "causal " << causal << ", new tokens up to " << a.problem.seqlen_q;
+    for (int64_t decode_seqs : shape == 2 ? std::vector<int64_t>{3, 0} : std::vector<int64_t>{0}) {
+      a.varlen.decode_seqs = decode_seqs;
+      a.varlen.decode_max_seqlen_q = decode_seqs > 0 ? 3 : 0;
+      ASSERT_TRUE(PoisonVarlen(c));
+      Status s = (*rt)->forward(a, nullptr);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_TRUE((*gpu)->context->Synchronize().ok());
+      EXPECT_EQ(CheckVarlen(c), "") << "causal " << causal << ", new tokens up to " << a.problem.seqlen_q
+                                    << ", decode_seqs " << decode_seqs;
+    }
+    a.varlen.decode_seqs = 0;
     auto plan = (*rt)->plan(a.problem);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     if (shape == 0) {
