@@ -352,7 +352,8 @@ def main():
                 us = row[name + "_us"]
                 line += f" | {name} {tb(us):5.2f}"
             cudnn = tb(row["cudnn_us"])
-            line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}" if cudnn == cudnn else ""
+            if cudnn == cudnn and "dense_us" in row:  # (--layouts without dense: no such ratio)
+                line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}"
             for bname, _ in bases:
                 for layout in a.layouts.split(","):
                     us = row[f"base_{bname}_us" if layout == "dense" else f"pbase_{bname}_{layout}_us"]
