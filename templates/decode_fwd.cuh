@@ -195,6 +195,28 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
   // the wait so they overlap the previous kernel's tail. The trigger for this grid's own
   // dependent comes after the key loop (below).
   const bool lengths_in_memory = p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr;
+  constexpr int kChunks = kBlockN * kChunksPerRow;
+  constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
+  // Where each thread's chunks are one column of rows kRowsPerIter apart (every searched d64 /
+  // d128 / d256 tile): dense K/V take one address per step and an add per chunk; the general
+  // form multiplies a 64-bit offset per chunk, and at short caches (two steps a block) those
+  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
+  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
+  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
+  // Paged the same way where pages hold 16 keys or more: a step's 16-row groups each lie in one
+  // page, and a thread's chunks in a group are rows of it, so the table is read and the page's
+  // address formed once per group (kBlockN / 16 a step), not once per chunk. Pages of 1-8 keys
+  // take the general form.
+  constexpr int kGroups = kBlockN / 16;
+  constexpr bool kGroupedPages = kPaged && kRegular && kRowsPerIter <= 16;
+  static_assert(!kGroupedPages || kGroups <= kIssueIters, "a thread covers every 16-row group of a step");
+  // Paged, pages of 16 keys or more: the first step's table entries as planned over the longest
+  // sequence (seqlen_k), loaded right after the wait beside the length, so that the chain wait ->
+  // length -> table -> K/V loses its table round trip where the true plan starts at the same
+  // step (every split of a sequence as long as the call's longest). Otherwise reloaded.
+  constexpr int kSpecGroups = kGroupedPages ? kGroups : 1;
+  int spec_pages[kSpecGroups];
+  int spec_step0 = -1;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (lengths_in_memory) {
     // Before the wait, L2 prefetches of what is read right after it: the sequence's lengths and,
@@ -219,6 +241,16 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       }
     }
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (kGroupedPages && p.block_table != nullptr && p.block_shift >= 4) {
+      const int n_steps = (p.seqlen_k + kBlockN - 1) / kBlockN;
+      spec_step0 = blockIdx.y * ((n_steps + p.splits - 1) / p.splits);
+      const int* row = p.block_table + (i64)b * p.block_table_stride;
+#pragma unroll
+      for (int g = 0; g < kSpecGroups; ++g) {
+        const int key = spec_step0 * kBlockN + 16 * g;  // < seqlen_k: an entry of the row's first pages
+        spec_pages[g] = key < p.seqlen_k ? row[key >> p.block_shift] : -1;
+      }
+    }
   }
 #endif
   const Work w = plan_work(p);
@@ -261,21 +293,6 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
                  : "memory");
 #endif
 
-  constexpr int kChunks = kBlockN * kChunksPerRow;
-  constexpr int kIssueIters = (kChunks + kThreads - 1) / kThreads;
-  // Where each thread's chunks are one column of rows kRowsPerIter apart (every searched d64 /
-  // d128 / d256 tile): dense K/V take one address per step and an add per chunk; the general
-  // form multiplies a 64-bit offset per chunk, and at short caches (two steps a block) those
-  // address instructions were most of the block's count (docs/perf-notes.md, "Decode round 11").
-  constexpr bool kRegular = kThreads % kChunksPerRow == 0 && kChunks % kThreads == 0;
-  constexpr int kRowsPerIter = kRegular ? kThreads / kChunksPerRow : 1;
-  // Paged the same way where pages hold 16 keys or more: a step's 16-row groups each lie in one
-  // page, and a thread's chunks in a group are rows of it, so the table is read and the page's
-  // address formed once per group (kBlockN / 16 a step), not once per chunk. Pages of 1-8 keys
-  // take the general form.
-  constexpr int kGroups = kBlockN / 16;
-  constexpr bool kGroupedPages = kPaged && kRegular && kRowsPerIter <= 16;
-  static_assert(!kGroupedPages || kGroups <= kIssueIters, "a thread covers every 16-row group of a step");
   const bool grouped = kGroupedPages && p.block_shift >= 4;
 
   // Paged K/V: the page of each of this thread's chunks (or, grouped, of each 16-row group, in
@@ -406,7 +423,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     // caches (one or two steps a block) their DRAM round trip is the block's critical path,
     // which Q's address arithmetic used to delay (in-order issue). Q joins their commit group,
     // so the groups are step 0 (with Q), step 1, ...
-    load_pages(0);
+    if (kGroupedPages && grouped && spec_step0 == w.step0) {
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) pages[g] = w.step0 * kBlockN + 16 * g < w.n_k ? spec_pages[g] : -1;
+    } else {
+      load_pages(0);
+    }
     issue_copies(0);
     // Q rows: packed (head g, token i); rows past the tile's end read as zero.
     constexpr int kQChunks = kRows * kChunksPerRow;
