@@ -155,14 +155,9 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   auto state = ContextFor(driver, current);
   if (!state.ok()) return state.status();
   CUcontext context = (*state)->retained->get();
-  auto plan = planner_->PlanOn(*(*state)->device, problem);
-  if (!plan.ok()) return plan.status();
-  Variant variant = plan->variant;
-  if (lengths) {
-    auto reading = Planner::LengthsVariant(*(*state)->device, problem, variant);
-    if (!reading.ok()) return reading.status();
-    variant = std::move(*reading);
-  }
+  auto planned = PlannedVariant(*(*state)->device, problem, lengths);
+  if (!planned.ok()) return planned.status();
+  Variant variant = std::move(*planned);
   if (problem.operation == Operation::kBackward) {
     // The planned family's policy for det (and its other deterministic parameters); a family
     // without a deterministic mode: another family's default serves.
@@ -182,14 +177,11 @@ Result<const ForwardKernel*> Launcher::Prepare(const Driver& driver, CUcontext c
   return *kernel;
 }
 
-Result<const ForwardKernel*> Launcher::PlannedKernel(CUcontext context, ContextState& state, const Problem& problem,
-                                                     bool lengths) {
-  auto plan = planner_->PlanOn(*state.device, problem);
+Result<Variant> Launcher::PlannedVariant(DeviceState& device, const Problem& problem, bool lengths) {
+  auto plan = planner_->PlanOn(device, problem);
   if (!plan.ok()) return plan.status();
-  if (!lengths) return KernelFor(context, state, plan->variant);
-  auto reading = Planner::LengthsVariant(*state.device, problem, plan->variant);
-  if (!reading.ok()) return reading.status();
-  return KernelFor(context, state, *reading);
+  if (!lengths) return std::move(plan->variant);
+  return Planner::LengthsVariant(device, problem, plan->variant);
 }
 
 void Launcher::Refresh(const Problem& problem) {
@@ -203,7 +195,9 @@ void Launcher::Refresh(const Problem& problem) {
   for (auto [context, c] : launching) {
     auto cs = contexts_.find(context);
     if (cs == contexts_.end() || cs->second.device == nullptr) continue;
-    Result<const ForwardKernel*> kernel = PlannedKernel(context, cs->second, problem, c != code);
+    auto planned = PlannedVariant(*cs->second.device, problem, c != code);
+    Result<const ForwardKernel*> kernel = planned.ok() ? KernelFor(context, cs->second, *planned)
+                                                       : Result<const ForwardKernel*>(planned.status());
     if (!kernel.ok()) {
       log_->Log(LogLevel::kWarning, "online tuning: cannot load the new plan of " + problem.ToString() + ": " +
                                         kernel.status().ToString() + "; the old kernel stays");

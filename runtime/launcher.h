@@ -69,9 +69,8 @@ class Launcher {
   // kernel; caches it under `code`. Caller holds load_mutex_.
   Result<const ForwardKernel*> Prepare(const Driver& driver, CUcontext current, const Problem& problem,
                                        bool deterministic, bool lengths, uint64_t code, int64_t workspace_bytes);
-  // The kernel `problem`'s plan gives in `state`'s device (a lengths call's: LengthsVariant).
-  Result<const ForwardKernel*> PlannedKernel(CUcontext context, ContextState& state, const Problem& problem,
-                                             bool lengths);
+  // The variant `problem`'s plan on `device` gives (a lengths call's: Planner::LengthsVariant).
+  Result<Variant> PlannedVariant(DeviceState& device, const Problem& problem, bool lengths);
   Result<ContextState*> ContextFor(const Driver& driver, CUcontext current);
   // The kernel of `variant` loaded in `context`, loading it on a miss. Caller holds load_mutex_.
   Result<const ForwardKernel*> KernelFor(CUcontext context, ContextState& state, const Variant& variant);
