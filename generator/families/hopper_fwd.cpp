@@ -74,19 +74,25 @@ class HopperFwd final : public Family {
   const std::vector<ParamAxis>& axes() const override {
     // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
     // and their neighbours; 16-key steps exist in `allowed` for hand-picked variants.
-    static const std::vector<ParamAxis> kAxes = {
-        {"bm", "block_m (bm)", {64, 128, 192}, {64, 128, 192}},
-        {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
-         {64, 80, 112, 128, 176, 192}},
-        {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
-        {"s", "stages (s)", {2, 3, 4}, {2}},
-        // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
-        // wherever it fits (InDefaultSpace).
-        {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
-        {"pp", "ping-pong (pp)", {0, 1}, {1}},
-        {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
+    // hopper_paged also searches three K/V stages (d128 and up, two or more consumer warpgroups:
+    // InDefaultSpace): on 16-key pages a block is 8 TMA boxes a chunk, and d128 128x128 took
+    // 0.93-0.98 of the two-stage time with three (session 35), where dense tiles tie.
+    static const auto axes_with = [](std::vector<int> stages) {
+      return std::vector<ParamAxis>{
+          {"bm", "block_m (bm)", {64, 128, 192}, {64, 128, 192}},
+          {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
+           {64, 80, 112, 128, 176, 192}},
+          {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
+          {"s", "stages (s)", {2, 3, 4}, std::move(stages)},
+          // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
+          // wherever it fits (InDefaultSpace).
+          {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
+          {"pp", "ping-pong (pp)", {0, 1}, {1}},
+          {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
+      };
     };
-    return kAxes;
+    static const std::vector<ParamAxis> kAxes = axes_with({2}), kPagedAxes = axes_with({2, 3});
+    return paged_ ? kPagedAxes : kAxes;
   }
 
   // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
@@ -116,6 +122,8 @@ class HopperFwd final : public Family {
   // searched persistent (p2) as well.
   bool InDefaultSpace(const Variant& v) const override {
     if (v.Param("wg") == 1 && v.head_dim > 64) return false;
+    // hopper_paged's three stages: measured at d128 with two warpgroups (d64 192x128 tied).
+    if (v.Param("s") == 3 && (v.Param("wg") == 1 || v.head_dim < 128)) return false;
     if (v.Param("p") == 1) {
       detail::HopperConfig two = ConfigOf(v);
       two.q_buffers = 2;
@@ -150,6 +158,13 @@ class HopperFwd final : public Family {
     while (!CheckRules(v, target.max_smem_bytes).ok() && bn > 16) {
       bn -= 16;
       v.SetParam("bn", bn);
+    }
+    // hopper_paged at d128: three stages where they fit (128x128 on 16-key pages took 0.93-0.98
+    // of the two-stage time, session 35; d64 192x128 tied, d256's do not fit).
+    if (paged_ && cls.head_dim == 128) {
+      Variant three = v;
+      three.SetParam("s", 3);
+      if (CheckRules(three, target.max_smem_bytes).ok()) return three;
     }
     return v;
   }

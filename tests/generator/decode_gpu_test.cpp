@@ -311,16 +311,19 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   testing::CheckEveryVariant(cls.ToString() + " paged prefill", paged, paged_kernels, paged_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
   if ((*gpu)->info.Arch() != "sm_90a") return;  // hopper_paged has no kernels elsewhere
-  // hopper_paged: the class default, its persistent twin, and a tile whose key block is not a
-  // power of two (TMA boxes of 16 rows at any page size; d64: 32-row boxes, 3 a block) and, at
-  // d64, one consumer warpgroup without the overlap; on pages of 16, 32 and 256 keys (its TMA
-  // boxes need 16 or more: pages of 1 are fa2_paged's, CanRun says).
+  // hopper_paged: the class default (three stages at d128), its persistent twin (two stages),
+  // and a tile whose key block is not a power of two (TMA boxes of 16 rows at any page size;
+  // d64: 32-row boxes, 3 a block) and, at d64, one consumer warpgroup without the overlap; on
+  // pages of 16, 32 and 256 keys (its TMA boxes need 16 or more: pages of 1 are fa2_paged's,
+  // CanRun says).
   const Family& hp = *FindFamily("hopper_paged");
   const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
   std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
   hopper[1].SetParam("p", head_dim == 256 ? 1 : 2);
+  hopper[1].SetParam("s", 2);
   Variant odd = hp.Default(cls, sm90a);
   odd.SetParam("bn", head_dim == 64 ? 96 : head_dim == 128 ? 176 : 80);
+  odd.SetParam("s", 2);
   hopper.push_back(odd);
   if (head_dim == 64) {
     Variant one = hp.Default(cls, sm90a);

@@ -11,9 +11,10 @@
 namespace flashtune {
 namespace {
 
-std::vector<Variant> HopperSpace(int head_dim, bool causal, std::vector<std::pair<std::string, std::vector<int>>> values = {}) {
+std::vector<Variant> HopperSpace(int head_dim, bool causal, std::vector<std::pair<std::string, std::vector<int>>> values = {},
+                                 const char* family = "hopper_fwd") {
   SpaceOptions o;
-  o.families = {"hopper_fwd"};
+  o.families = {family};
   o.values = std::move(values);
   auto space = EnumerateSpace(ProblemClass{DType::kBF16, head_dim, causal}, o);
   EXPECT_TRUE(space.ok()) << space.status().ToString();
@@ -55,6 +56,25 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
 
 // p2 (two Q buffers) replaces p1 wherever the second Q tile fits in shared memory: d128 128x128
 // and d64 192x128 search p2, not p1; d128 128x176 (241 KB with two) and d256 128x80 keep p1.
+// hopper_paged searches three K/V stages as well (d128, two or more consumer warpgroups: 16-key
+// pages make a block 8 TMA boxes a chunk, and 128x128 took 0.93-0.98 of the two-stage time with
+// three in session 35), and its d128 default has three; hopper_fwd's space and default keep two.
+TEST(HopperFwdFamily, HopperPagedSearchesThreeStagesAtD128) {
+  for (bool causal : {false, true}) {
+    const std::vector<Variant> paged = HopperSpace(128, causal, {}, "hopper_paged");
+    EXPECT_GT(CountWith(paged, "s", 3), 0);
+    for (const Variant& v : paged)
+      if (v.Param("s") == 3) EXPECT_GE(v.Param("wg"), 2) << v.Uri();
+    EXPECT_EQ(CountWith(HopperSpace(64, causal, {}, "hopper_paged"), "s", 3), 0);
+    EXPECT_EQ(CountWith(HopperSpace(128, causal), "s", 3), 0);
+    const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
+    const ProblemClass cls{DType::kBF16, 128, causal};
+    EXPECT_EQ(FindFamily("hopper_paged")->Default(cls, sm90a).Param("s"), 3);
+    EXPECT_EQ(FindFamily("hopper_fwd")->Default(cls, sm90a).Param("s"), 2);
+    EXPECT_EQ(FindFamily("hopper_paged")->Default(ProblemClass{DType::kBF16, 64, causal}, sm90a).Param("s"), 2);
+  }
+}
+
 TEST(HopperFwdFamily, TwoQBuffersReplaceOneWhereTheyFit) {
   auto has = [](const std::vector<Variant>& vs, const std::string& uri) {
     return std::any_of(vs.begin(), vs.end(), [&](const Variant& v) { return v.Uri() == uri; });
