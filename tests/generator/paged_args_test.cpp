@@ -360,29 +360,6 @@ TEST(PagedArgs, AMixedBatchOfPackedQueriesIsTwoLaunchesOverTheSameCache) {
   ExpectInvalid(dense_q, "varlen.decode_seqs (1) needs packed queries (varlen.cu_seqlens_q)");
 }
 
-// A paged call past 16 queries sizes its workspace for any leading decode part, as varlen does.
-TEST(WorkspaceArgs, PagedWorkspaceCoversAnyDecodePart) {
-  Problem p{DType::kBF16, 128, false, 40, 4096, 8192, 32, 8};
-  p.layout = Layout::kPaged;
-  const int64_t bytes = WorkspaceBytes(p, 132);
-  ASSERT_GT(bytes, 0);
-  const Family* decode = FindFamily("decode_fwd");
-  for (int64_t d = 1; d <= p.batch; ++d)
-    for (int64_t nq : {1, 2, 5, 16}) {
-      Problem part = p;
-      part.batch = d;
-      part.seqlen_q = nq;
-      for (int rm : {1, 2, 4})
-        for (int cs : {1, 2, 4}) {
-          const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
-          if (splits > 1) {
-            EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
-          }
-        }
-      EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes);
-    }
-}
-
 // Decode sequences first: the decode part is the first decode_seqs sequences as a decode-sized
 // problem, the prefill part the rest with offsets from cu_seqlens + decode_seqs; tensors and
 // totals are shared. Calls that are not mixed stay one launch.
@@ -422,27 +399,31 @@ TEST(VarlenArgs, MixedBatchIsTwoLaunchesOverTheSameTensors) {
 }
 
 // A varlen call's workspace covers its decode part for any decode_seqs, so the caller can size
-// it from the problem before knowing the split.
-TEST(WorkspaceArgs, VarlenWorkspaceCoversAnyDecodePart) {
-  Problem p{DType::kBF16, 128, false, 40, 4096, 8192, 32, 8};
-  p.layout = Layout::kVarlen;
-  const int64_t bytes = WorkspaceBytes(p, 132);
-  ASSERT_GT(bytes, 0);
-  const Family* decode = FindFamily("decode_fwd");
-  for (int64_t d = 1; d <= p.batch; ++d)
-    for (int64_t nq : {1, 2, 5, 16}) {
-      Problem part = p;
-      part.batch = d;
-      part.seqlen_q = nq;
-      for (int rm : {1, 2, 4})
-        for (int cs : {1, 2, 4}) {
-          const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
-          if (splits > 1) {
-            EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes) << d << " " << nq;
+// it from the problem before knowing the split; so does a paged call's past 16 queries (a mixed
+// batch of packed queries over pages).
+TEST(WorkspaceArgs, VarlenAndPagedWorkspacesCoverAnyDecodePart) {
+  for (Layout layout : {Layout::kVarlen, Layout::kPaged}) {
+    Problem p{DType::kBF16, 128, false, 40, 4096, 8192, 32, 8};
+    p.layout = layout;
+    const int64_t bytes = WorkspaceBytes(p, 132);
+    ASSERT_GT(bytes, 0) << LayoutName(layout);
+    const Family* decode = FindFamily("decode_fwd");
+    for (int64_t d = 1; d <= p.batch; ++d)
+      for (int64_t nq : {1, 2, 5, 16}) {
+        Problem part = p;
+        part.batch = d;
+        part.seqlen_q = nq;
+        for (int rm : {1, 2, 4})
+          for (int cs : {1, 2, 4}) {
+            const int splits = detail::DecodeSplits(part, 132, 32, rm, cs);
+            if (splits > 1) {
+              EXPECT_LE(int64_t(splits) * d * p.heads_q * nq * (p.head_dim + 1) * 4, bytes)
+                  << LayoutName(layout) << " " << d << " " << nq;
+            }
           }
-        }
-      EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes);
-    }
+        EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes) << LayoutName(layout);
+      }
+  }
 }
 
 TEST(WorkspaceArgs, SizeAndPointerAreChecked) {

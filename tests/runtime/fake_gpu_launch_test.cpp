@@ -9,8 +9,10 @@
 // with NVRTC as on a GPU machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -223,6 +225,17 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
   }
 }
 
+// Packs a's queries (Hq 32, d128) as [total_q, Hq, D] rows by the offsets `cu` (copied into b):
+// vLLM's varlen q over its cache. Returns the device-side (here host) offsets.
+const int32_t* PackQueries(ForwardArgs& a, HostBuffers& b, std::initializer_list<int32_t> cu) {
+  auto* offsets = static_cast<int32_t*>(b.Get(cu.size() * sizeof(int32_t)));
+  std::copy(cu.begin(), cu.end(), offsets);
+  a.varlen.cu_seqlens_q = offsets;
+  a.varlen.total_q = *(cu.end() - 1);
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  return offsets;
+}
+
 // A paged call whose queries are packed (vLLM's varlen q over its cache): the paged decode
 // kernel, given the query offsets; q, o and lse as packed rows.
 TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
@@ -233,12 +246,7 @@ TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
   p.layout = Layout::kPaged;
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
-  const int32_t cu_q[] = {0, 1, 5, 7};  // 1, 4 and 2 new tokens
-  auto* offsets = static_cast<int32_t*>(b.Get(sizeof cu_q));
-  std::memcpy(offsets, cu_q, sizeof cu_q);
-  a.varlen.cu_seqlens_q = offsets;
-  a.varlen.total_q = 7;
-  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  const int32_t* offsets = PackQueries(a, b, {0, 1, 5, 7});  // 1, 4 and 2 new tokens
   fake.Reset();
   Status s = r.rt->forward(a, nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -275,12 +283,7 @@ TEST(FakeGpuLaunch, AMixedBatchOverPagesRunsItsDecodeSequencesOnTheDecodeKernel)
   p.layout = Layout::kPaged;
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
-  const int32_t cu_q[] = {0, 1, 2, 3, 303};  // three decode tokens, then a 300-token chunk
-  auto* offsets = static_cast<int32_t*>(b.Get(sizeof cu_q));
-  std::memcpy(offsets, cu_q, sizeof cu_q);
-  a.varlen.cu_seqlens_q = offsets;
-  a.varlen.total_q = 303;
-  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  const int32_t* offsets = PackQueries(a, b, {0, 1, 2, 3, 303});  // three decode tokens, a 300-token chunk
   fake.Reset();
   ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
   auto launches = fake.Launches();
