@@ -8,6 +8,7 @@
 
 #include "flashtune/arch.h"
 #include "flashtune/driver.h"
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 #include "runtime/online_tuner.h"
 
@@ -160,10 +161,17 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   const ProblemClass cls = ClassOf(problem);
   // A paged call is never planned on a dense winner (problem_set.h): say where paged ones come from.
   const std::string kind = bucket.paged ? "paged " : "";
+  // Where this bucket's tune comes from: the decode set makes paged problems of up to 16 queries;
+  // prefill over pages (more) only a problem-set file does.
+  const bool paged_decode = problem.seqlen_q <= kDecodeMaxQueries;
   const std::string paged_hint =
-      bucket.paged ? " (paged calls are tuned on pages, apart from dense ones: `flashtune tune --decode only "
-                     "--decode-layouts paged`, or layout=paged in a problem-set file)"
-                   : "";
+      !bucket.paged ? ""
+      : paged_decode
+          ? " (paged calls are tuned on pages, apart from dense ones: `flashtune tune --decode only "
+            "--decode-layouts paged`, or layout=paged in a problem-set file)"
+          : " (paged calls are tuned on pages, apart from dense ones: prefill over pages by a problem-set file, "
+            "`flashtune tune --problem-set FILE` with a line like `" +
+                FormatProblemLine(problem) + "`)";
   const std::optional<NeighbourGuess>& guess = found->guess;
   if (guess && VariantServes(guess->variant, problem)) {
     plan.variant = guess->variant;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "flashtune/problem_set.h"
 #include "flashtune/space.h"
 #include "flashtune/replay_measurer.h"
 #include "flashtune/tuner.h"
@@ -250,6 +251,12 @@ TEST(RuntimePlanCall, AFallbackTheCallCausesIsWhatItsPlanSays) {
   ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
   EXPECT_EQ(chunk->variant.family, "hopper_paged");
   EXPECT_EQ(chunk->why.find("cannot run"), std::string::npos) << chunk->why;
+  // Untuned, it says how to tune prefill over pages: a problem-set line (the decode set's paged
+  // buckets hold up to 16 queries, so `--decode-layouts paged` would not tune this one).
+  EXPECT_NE(chunk->why.find("`flashtune tune --problem-set FILE` with a line like `" + FormatProblemLine(p) + "`"),
+            std::string::npos)
+      << chunk->why;
+  EXPECT_EQ(chunk->why.find("--decode-layouts"), std::string::npos) << chunk->why;
   ForwardArgs small_pages = ForwardArgs::Contiguous(p, 8);
   small_pages.q = storage[0], small_pages.k = storage[1], small_pages.v = storage[2], small_pages.o = storage[3];
   small_pages.seqlens_k = paged.seqlens_k;
