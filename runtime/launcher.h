@@ -6,7 +6,9 @@
 // plans through the Planner, and loads the variant's cubin (the database's, else compiled on
 // first use). When the planned family cannot run a particular call (its CanRun says
 // kUnsupported, e.g. strides TMA cannot describe) the call goes to the planner's fallback
-// variant, said once per variant.
+// variant, said once per variant. A dense call with per-sequence key counts has its own launch
+// entry, holding the kernel that reads them (Planner::LengthsVariant: on sm_90a the bucket's
+// hopper_fwd tile as hopper_paged), so such calls do not take the fallback path each time.
 //
 // Online tuning: Refresh() (called on the online tuner's thread once a bucket is tuned) replans
 // the bucket in every context that launches it, loads the winner there and swaps the launch
