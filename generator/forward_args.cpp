@@ -340,6 +340,8 @@ bool PackedQueries(const ForwardArgs& a) {
   return a.problem.layout == Layout::kVarlen || (a.problem.layout == Layout::kPaged && a.varlen.cu_seqlens_q != nullptr);
 }
 
+bool DenseWithLengths(const ForwardArgs& a) { return a.problem.layout == Layout::kDense && a.seqlens_k != nullptr; }
+
 bool IsMixedVarlen(const ForwardArgs& a) {
   return a.varlen.decode_seqs != 0 && a.problem.seqlen_q > kDecodeMaxQueries && PackedQueries(a);
 }

@@ -100,9 +100,7 @@ constexpr int64_t kMaxDenseCacheKeys = int64_t(1) << kDenseCacheBlockShift;
 
 // Whether a call reads K/V the way hopper_paged does: a paged cache, or a dense one with
 // per-sequence key counts (whose rows past a sequence's keys may hold anything).
-bool ReadsCache(const ForwardArgs& a) {
-  return a.problem.layout == Layout::kPaged || (a.problem.layout == Layout::kDense && a.seqlens_k != nullptr);
-}
+bool ReadsCache(const ForwardArgs& a) { return a.problem.layout == Layout::kPaged || DenseWithLengths(a); }
 
 }  // namespace
 
@@ -266,7 +264,7 @@ Status CheckTmaDescribable(const ForwardArgs& a) {
       return Invalid("hopper_paged: paged.num_blocks (" + std::to_string(a.paged.num_blocks) +
                      ") exceeds 2^31 - 1, the largest TMA coordinate");
   }
-  if (a.problem.layout == Layout::kDense && a.seqlens_k != nullptr && a.problem.seqlen_k > kMaxDenseCacheKeys)
+  if (DenseWithLengths(a) && a.problem.seqlen_k > kMaxDenseCacheKeys)
     return Invalid("hopper_paged: seqlen_k (" + std::to_string(a.problem.seqlen_k) +
                    ") exceeds 2^30, the most keys it reads from a dense cache with seqlens_k");
   const TmaExtents e = TmaExtentsOf(a);

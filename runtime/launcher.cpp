@@ -10,9 +10,6 @@ namespace {
 // BucketCode is free): on sm_90a the bucket's hopper_fwd kernel cannot read the lengths, and
 // finding the kernel that can on every call (the fallback) cost 2.5 us of host time.
 constexpr uint64_t kLengthsBit = uint64_t(1) << 39;
-bool DenseWithLengths(const ForwardArgs& args) {
-  return args.seqlens_k != nullptr && args.problem.layout == Layout::kDense;
-}
 }  // namespace
 
 Result<std::pair<Driver*, CUcontext>> Launcher::Current() {

@@ -153,6 +153,9 @@ bool IsMixedVarlen(const ForwardArgs& args);
 // Whether q and o are packed rows [total_q, Hq, D] found by varlen.cu_seqlens_q (lse then
 // [Hq, total_q]): the varlen layout, and a paged call that sets cu_seqlens_q.
 bool PackedQueries(const ForwardArgs& args);
+// Whether `args` is a dense cache with per-sequence key counts (seqlens_k): rows past a
+// sequence's keys may hold anything, and only families that read the counts serve it.
+bool DenseWithLengths(const ForwardArgs& args);
 
 // Checks everything that can be checked without a GPU: the problem (ValidateProblem), non-null
 // q/k/v/o, 16-byte aligned pointers and head/seq/batch strides (in bytes), o's elements at

@@ -247,7 +247,10 @@ TEST(HostTables, EachLayoutsTablesAreCheckedAndNamed) {
   ForwardArgs d = ForwardArgs::Contiguous(DecodeProblem(Layout::kDense));
   d.q = storage[0], d.k = storage[1], d.v = storage[2], d.o = storage[3];
   EXPECT_TRUE(CheckHostTables(d, HostTables{}).ok());
+  EXPECT_FALSE(DenseWithLengths(d));
   d.seqlens_k = reinterpret_cast<const int32_t*>(storage[5]);
+  EXPECT_TRUE(DenseWithLengths(d));
+  EXPECT_FALSE(DenseWithLengths(GoodPaged()));  // paged lengths are the layout's own
   EXPECT_EQ(CheckHostTables(d, HostTables{}).message(), "tables.seqlens_k is null, but the dense call reads it");
   std::vector<int32_t> dense_lens = {8192, 0, 8193, 5};
   HostTables dt;
