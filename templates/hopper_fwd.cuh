@@ -75,14 +75,16 @@
 // cross the sequence's end stores O with plain stores bounded by it instead of TMA.
 // Paged K/V (kPagedKv, the hopper_paged family): k/v are page pools [num_blocks, block_size,
 // Hkv, D] whose maps are {D, Hkv, block_size, num_blocks}; sequence b has seqlens_k[b] keys
-// (read as at most Nk), key j in page block_table[b * stride + j / block_size]. The producer's
-// first warp loads a K/V block as boxes of 2^box_shift rows (each within one page), a box a
-// lane: each lane reads its box's table entry, so a block costs one table round trip. Boxes
-// past the sequence's keys load page 0 (never a table entry past the sequence's pages), and a
-// page index outside the pool reads zeros (TMA bounds). Rows past the keys are masked in S,
-// but P = 0 times a NaN in V is NaN, so the V rows past the keys of a sequence's last block
-// (stale or uninitialised cache) are zeroed: that block's V lands on a "raw" barrier, the
-// producer's second warp zeroes the rows and then completes the block's "full" barrier.
+// (read as at most Nk), key j in page block_table[b * stride + j / block_size]. A K/V block is
+// loaded as boxes of 2^box_shift rows (each within one page), a box a lane: each lane reads
+// its box's table entry, so a block costs one table round trip. The producer's first warp
+// loads K (and Q), its third V: the boxes of a warp issue one at a time, so on 16-key pages one
+// warp loading both ran behind the consumers. Boxes past the sequence's keys load page 0
+// (never a table entry past the sequence's pages), and a page index outside the pool reads
+// zeros (TMA bounds). Rows past the keys are masked in S, but P = 0 times a NaN in V is NaN,
+// so the V rows past the keys of a sequence's last block (stale or uninitialised cache) are
+// zeroed: that block's V lands on a "raw" barrier, the producer's second warp zeroes the rows
+// and then completes the block's "full" barrier.
 // Queries may be dense or packed (cu_seqlens_q, as varlen). A dense cache [B, Nk, Hkv, D] with
 // per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) runs as one page a sequence:
 // block_table null means page b for sequence b, and its maps are {D, Hkv, Nk, B}.
@@ -427,10 +429,16 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // ---- producer ---------------------------------------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     const int lane = tid % 32;
-    // Dense: the first thread issues everything. Paged: the first warp, each lane one box of a
-    // K/V block, and lane 0 (the `leader`) the rest.
+    // Dense: the first thread issues everything. Paged: the first warp loads K and Q, the third
+    // V, each lane one box of a block and lane 0 (the `leader`) the rest. A warp issues its
+    // boxes one lane at a time (the TMA takes its operands from uniform registers), and 16-key
+    // pages make 8 boxes a 64-column chunk: one warp issuing both K and V ran behind the
+    // consumers (a second warp took 11-17% off 128x128 tiles on 16-key pages, session 36).
+    const int pwarp = tid / 32;
     const bool leader = !kPagedKv || lane == 0;
-    if (kPagedKv ? tid < 32 : tid == 0) {
+    const bool loads_k = !kPagedKv || pwarp == 0;
+    const bool loads_v = !kPagedKv || pwarp == 2;
+    if (kPagedKv ? (pwarp == 0 || pwarp == 2) : tid == 0) {
       if (leader) {
         prefetch_tensormap(&p.tmap_q);
         prefetch_tensormap(&p.tmap_k);
@@ -474,9 +482,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
                 tma_load_4d(dst + c * kKVChunkBytes, map, c * 64, kv_head, tile.k_row + n0, tile.tb, bar);
             }
           };
-          mbar_wait(bar_k_empty(s), phase ^ 1u);
-          if (leader) mbar_expect_tx(bar_k_full(s), kKVBytes);
-          load_kv(sK + s * kKVBytes, &p.tmap_k, bar_k_full(s));
+          if (loads_k) {
+            mbar_wait(bar_k_empty(s), phase ^ 1u);
+            if (leader) mbar_expect_tx(bar_k_full(s), kKVBytes);
+            load_kv(sK + s * kKVBytes, &p.tmap_k, bar_k_full(s));
+          }
           // The arrivals of the warps that skip this block (unseen_blocks), for this use of the
           // buffers: the waits on the empty barriers have seen their previous use released.
           // In a split tail: every warpgroup but the block's owner.
@@ -485,8 +495,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #pragma unroll
             for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
           }
-          if (leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
-          if (leader && it == 0) {
+          if (loads_k && leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
+          if (loads_k && leader && it == 0) {
             // Q after the first K block, so that K already streams in while the previous
             // tile's O still occupies the Q buffer.
             const int qb = q_buf(tiles);
@@ -497,24 +507,26 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
               tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
                           tile.tb, q_full_bar(qb));
           }
-          mbar_wait(bar_v_empty(s), phase ^ 1u);
-          // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
-          // for the zeroing warp.
-          const u32 v_bar = kPagedKv && it == 0 && v_tail_rows(tile.n_blocks, tile.nk) < kBlockN ? bar_v_raw(s)
-                                                                                                : bar_v_full(s);
-          if (leader) mbar_expect_tx(v_bar, kKVBytes);
-          load_kv(sV + s * kKVBytes, &p.tmap_v, v_bar);
-          if (leader && skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
+          if (loads_v) {
+            mbar_wait(bar_v_empty(s), phase ^ 1u);
+            // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
+            // for the zeroing warp.
+            const u32 v_bar = kPagedKv && it == 0 && v_tail_rows(tile.n_blocks, tile.nk) < kBlockN ? bar_v_raw(s)
+                                                                                                  : bar_v_full(s);
+            if (leader) mbar_expect_tx(v_bar, kKVBytes);
+            load_kv(sV + s * kKVBytes, &p.tmap_v, v_bar);
+            if (leader && skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
+          }
         }
         // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
         // phase per tile on both sides (a side two phases ahead would alias the parity).
-        if (leader && tile.n_blocks == 0) {
+        if (loads_k && leader && tile.n_blocks == 0) {
           mbar_wait(q_empty_bar(q_buf(tiles)), q_phase(tiles) ^ 1u);
           mbar_arrive(q_full_bar(q_buf(tiles)));
         }
       }
-    } else if (kPagedKv && tid < 64) {
+    } else if (kPagedKv && pwarp == 1) {
       // Paged: the zeroing warp. For each tile of this block whose last K/V block (its first
       // visited) holds rows past the sequence's keys, wait for that block's V on the raw barrier,
       // zero those rows of every chunk (whole 128-byte rows: the swizzle permutes within a row),
