@@ -77,14 +77,15 @@
 // Hkv, D] whose maps are {D, Hkv, block_size, num_blocks}; sequence b has seqlens_k[b] keys
 // (read as at most Nk), key j in page block_table[b * stride + j / block_size]. A K/V block is
 // loaded as boxes of 2^box_shift rows (each within one page), a box a lane: each lane reads
-// its box's table entry, so a block costs one table round trip. The producer's first warp
-// loads K (and Q), its third V: the boxes of a warp issue one at a time, so on 16-key pages one
-// warp loading both ran behind the consumers. Boxes past the sequence's keys load page 0
-// (never a table entry past the sequence's pages), and a page index outside the pool reads
-// zeros (TMA bounds). Rows past the keys are masked in S, but P = 0 times a NaN in V is NaN,
-// so the V rows past the keys of a sequence's last block (stale or uninitialised cache) are
-// zeroed: that block's V lands on a "raw" barrier, the producer's second warp zeroes the rows
-// and then completes the block's "full" barrier.
+// its box's table entry, so a block costs one table round trip. The boxes of a warp issue one
+// at a time, so on 16-key pages one warp loading everything ran behind the consumers: the
+// blocks are split over the producer's warps 0, 2 and 3 by stage (kLoadWarps), and warp 0
+// loads every tile's Q. Boxes past the sequence's keys load page 0 (never a table entry past
+// the sequence's pages), and a page index outside the pool reads zeros (TMA bounds). Rows past
+// the keys are masked in S, but P = 0 times a NaN in V is NaN, so the V rows past the keys of a
+// sequence's last block (stale or uninitialised cache) are zeroed: that block's V lands on a
+// "raw" barrier, the producer's second warp zeroes the rows and then completes the block's
+// "full" barrier.
 // Queries may be dense or packed (cu_seqlens_q, as varlen). A dense cache [B, Nk, Hkv, D] with
 // per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) runs as one page a sequence:
 // block_table null means page b for sequence b, and its maps are {D, Hkv, Nk, B}.
@@ -207,6 +208,11 @@ constexpr int kLayoutBytes =
 constexpr int kBlocksWanted = FT_HOPPER_BLOCKS > 0 ? FT_HOPPER_BLOCKS : kBlocksPerSm;
 constexpr int kMinBlocks = kBlocksWanted < FT_HOPPER_MAX_BLOCKS ? kBlocksWanted : FT_HOPPER_MAX_BLOCKS;
 constexpr int kProducerRegs = 24;
+// Paged: the producer warps that load K/V, each the blocks of its stages (K, V and the boxes'
+// table entries): a number that divides kStages, so that every use of a stage's barriers is one
+// warp's, in order.
+constexpr int kLoadWarps = kStages % 3 == 0 ? 3 : 2;
+static_assert(kStages % kLoadWarps == 0 && kLoadWarps <= 3, "each stage loaded by one of warps 0, 2, 3");
 constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
 constexpr int kConsumerRegsUncapped = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegsUncapped < 240 ? kConsumerRegsUncapped : 240;
@@ -429,16 +435,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // ---- producer ---------------------------------------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     const int lane = tid % 32;
-    // Dense: the first thread issues everything. Paged: the first warp loads K and Q, the third
-    // V, each lane one box of a block and lane 0 (the `leader`) the rest. A warp issues its
-    // boxes one lane at a time (the TMA takes its operands from uniform registers), and 16-key
-    // pages make 8 boxes a 64-column chunk: one warp issuing both K and V ran behind the
-    // consumers (a second warp took 11-17% off 128x128 tiles on 16-key pages, session 36).
+    // Dense: the first thread issues everything. Paged: kLoadWarps warps each load the K/V
+    // blocks of their stages, each lane one box of a block and lane 0 (the `leader`) the rest;
+    // the first warp loads Q. A warp issues its boxes one lane at a time (the TMA takes its
+    // operands from uniform registers), and 16-key pages make 8 boxes a 64-column chunk: one
+    // warp loading every block ran behind the consumers (session 36: 12-21% off the d128
+    // two-warpgroup tiles and d256 on 16-key pages with two or three warps).
     const int pwarp = tid / 32;
+    const int lw = pwarp == 0 ? 0 : pwarp - 1;  // loading warps 0, 2, 3 (the second zeroes)
     const bool leader = !kPagedKv || lane == 0;
-    const bool loads_k = !kPagedKv || pwarp == 0;
-    const bool loads_v = !kPagedKv || pwarp == 2;
-    if (kPagedKv ? (pwarp == 0 || pwarp == 2) : tid == 0) {
+    const bool loads_q = !kPagedKv || lw == 0;
+    if (kPagedKv ? pwarp != 1 && lw < kLoadWarps : tid == 0) {
       if (leader) {
         prefetch_tensormap(&p.tmap_q);
         prefetch_tensormap(&p.tmap_k);
@@ -450,9 +457,28 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
-        for (int it = 0; it < tile.n_blocks; ++it, ++kv) {
-          const int s = kv % kStages;
-          const u32 phase = (u32)(kv / kStages) & 1u;
+        // Q after the tile's first K block, so that K already streams in while the previous
+        // tile's O still occupies the Q buffer. Paged: always the first warp, before its first
+        // block when another warp owns the tile's first; that warp takes the tiles in order, so a
+        // Q buffer's empty barrier is never two phases behind its wait (a warp loading some
+        // stages may run a tile ahead of the others).
+        auto load_q = [&] {
+          const int qb = q_buf(tiles);
+          mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
+          mbar_expect_tx(q_full_bar(qb), kQBytes);
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c)
+            tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
+                        tile.tb, q_full_bar(qb));
+        };
+        // Paged: this warp's blocks are those of its stages, from the first on.
+        constexpr int kStride = kPagedKv ? kLoadWarps : 1;
+        const int first = kPagedKv ? ((lw - kv) % kStride + kStride) % kStride : 0;
+        if (kPagedKv && loads_q && leader && first != 0 && tile.n_blocks > 0) load_q();
+        for (int it = first; it < tile.n_blocks; it += kStride) {
+          const int kvi = kPagedKv ? kv + it : kv;  // the block's number in the ring
+          const int s = kvi % kStages;
+          const u32 phase = (u32)(kvi / kStages) & 1u;
           const int n0 = (tile.n_blocks - 1 - it) * kBlockN;
           // Paged: this lane's box of the block (keys n0 + lane * 2^box_shift on): its page,
           // read before the waits (page 0 past the sequence's keys: no table entry read there).
@@ -482,11 +508,9 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
                 tma_load_4d(dst + c * kKVChunkBytes, map, c * 64, kv_head, tile.k_row + n0, tile.tb, bar);
             }
           };
-          if (loads_k) {
-            mbar_wait(bar_k_empty(s), phase ^ 1u);
-            if (leader) mbar_expect_tx(bar_k_full(s), kKVBytes);
-            load_kv(sK + s * kKVBytes, &p.tmap_k, bar_k_full(s));
-          }
+          mbar_wait(bar_k_empty(s), phase ^ 1u);
+          if (leader) mbar_expect_tx(bar_k_full(s), kKVBytes);
+          load_kv(sK + s * kKVBytes, &p.tmap_k, bar_k_full(s));
           // The arrivals of the warps that skip this block (unseen_blocks), for this use of the
           // buffers: the waits on the empty barriers have seen their previous use released.
           // In a split tail: every warpgroup but the block's owner.
@@ -495,33 +519,23 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
 #pragma unroll
             for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
           }
-          if (loads_k && leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
-          if (loads_k && leader && it == 0) {
-            // Q after the first K block, so that K already streams in while the previous
-            // tile's O still occupies the Q buffer.
-            const int qb = q_buf(tiles);
-            mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
-            mbar_expect_tx(q_full_bar(qb), kQBytes);
-#pragma unroll
-            for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
-                          tile.tb, q_full_bar(qb));
-          }
-          if (loads_v) {
-            mbar_wait(bar_v_empty(s), phase ^ 1u);
-            // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
-            // for the zeroing warp.
-            const u32 v_bar = kPagedKv && it == 0 && v_tail_rows(tile.n_blocks, tile.nk) < kBlockN ? bar_v_raw(s)
-                                                                                                  : bar_v_full(s);
-            if (leader) mbar_expect_tx(v_bar, kKVBytes);
-            load_kv(sV + s * kKVBytes, &p.tmap_v, v_bar);
-            if (leader && skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
-          }
+          if (leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
+          if (loads_q && leader && it == 0) load_q();
+          mbar_wait(bar_v_empty(s), phase ^ 1u);
+          // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
+          // for the zeroing warp.
+          const u32 v_bar = kPagedKv && it == 0 && v_tail_rows(tile.n_blocks, tile.nk) < kBlockN ? bar_v_raw(s)
+                                                                                                : bar_v_full(s);
+          if (leader) mbar_expect_tx(v_bar, kKVBytes);
+          load_kv(sV + s * kKVBytes, &p.tmap_v, v_bar);
+          if (leader && skipping > 0) mbar_arrive_count(bar_v_empty(s), skipping);
+          if constexpr (!kPagedKv) ++kv;
         }
+        if constexpr (kPagedKv) kv += tile.n_blocks;
         // A tile with no visible key loads nothing, but its O (zeros) still goes through the Q
         // buffer: hand the buffer over all the same, so that q_full and q_empty advance one
         // phase per tile on both sides (a side two phases ahead would alias the parity).
-        if (loads_k && leader && tile.n_blocks == 0) {
+        if (loads_q && leader && tile.n_blocks == 0) {
           mbar_wait(q_empty_bar(q_buf(tiles)), q_phase(tiles) ^ 1u);
           mbar_arrive(q_full_bar(q_buf(tiles)));
         }
