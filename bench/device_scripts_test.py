@@ -141,6 +141,26 @@ class TileAbScripts(unittest.TestCase):
         self.assertAlmostEqual(by_shape["B32"], (8 + 32) / (10 + 32), places=3)
         self.assertAlmostEqual(by_shape["B16"], (8 + 16) / (10 + 16), places=3)
 
+    def test_forward_tile_ab_times_a_paged_shape_with_its_keys_and_heads(self):
+        shape = ("bf16 128 0 4 512 4096 32 8 paged "
+                 "hopper_paged_bf16_d128_bm128_bn128_wg2_s3_p0_pp1_ov1_full,"
+                 "hopper_paged_bf16_d128_bm192_bn80_wg3_s3_p0_pp1_ov1_full")
+        summary, log = self.run_script("forward_tile_ab.sh", shape)
+        self.assertEqual(log.count("== pass"), 4)  # 2 passes x 2 packs
+        calls = self.calls(self.packs[0])
+        self.assertIn("--batch 4 --seqlen-q 512 --seqlen-k 4096 --heads-q 32 --heads-kv 8 --layout paged", calls[0])
+        self.assertEqual(sorted(line.split()[:4] for line in summary[1:]),
+                         [["B4", "x", "4096", "d128c0paged"]] * 2)  # a row per tile
+        self.assertEqual(sorted(line.split()[4] for line in summary[1:]),
+                         ["bm128_bn128_wg2_s3_p0_pp1_ov1", "bm192_bn80_wg3_s3_p0_pp1_ov1"])
+
+    def test_forward_tile_ab_refuses_a_shape_of_other_length(self):
+        out = subprocess.run(["bash", os.path.join(HERE, "forward_tile_ab.sh"), "log", *self.packs,
+                              "bf16 128 0 4 512 4096 paged hopper_paged_bf16_d128_bm128_bn128_wg2_s3_p0_pp1_ov1_full"],
+                             capture_output=True, text=True, cwd=self.tmp.name)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("7 or 10 fields", out.stderr)
+
     def test_forward_tile_ab_refuses_no_shape(self):
         out = subprocess.run(["bash", os.path.join(HERE, "forward_tile_ab.sh"), "log", *self.packs],
                              capture_output=True, text=True, cwd=self.tmp.name)

@@ -5,7 +5,9 @@
 # old of the mean medians per shape, head dim + mask and tile) is printed last.
 # usage: bench/forward_tile_ab.sh LOG OLD_PACK NEW_PACK "DTYPE D CAUSAL B N H VARIANT[,VARIANT...]" ...
 #   PACK: a bench/pack_for_gpu.sh folder named .devcarry-NAME (NAME labels it in LOG); each
-#   further argument is one shape (Nq = Nk = N, Hq = Hkv = H) and the variants timed on it.
+#   further argument is one shape (Nq = Nk = N, Hq = Hkv = H) and the variants timed on it, or,
+#   for other shapes and K/V layouts, "DTYPE D CAUSAL B NQ NK HQ HKV LAYOUT VARIANT[,...]"
+#   (LAYOUT: `flashtune bench --layout`, e.g. paged: 16-key shuffled pages).
 #   env: PASSES (2), ROUNDS (5), FLASHTUNE_CACHE_DIR.
 set -uo pipefail
 LOG=${1:?usage: forward_tile_ab.sh LOG OLD_PACK NEW_PACK SHAPE...}
@@ -19,10 +21,19 @@ for pass in $(seq 1 "${PASSES:-2}"); do
   for C in "$OLD" "$NEW"; do
     for shape in "${shapes[@]}"; do
       set -- $shape
-      echo "== pass $pass $(name "$C") B$4 x $5 d$2c$3" >> "$LOG"  # bench_ab_summary.py's header
+      if (( $# == 7 )); then
+        label="d$2c$3" keys=$5 variants=$7
+        args=(--dtype "$1" --head-dim "$2" --causal "$3" --batch "$4" --seqlen-q "$5" --heads-q "$6")
+      elif (( $# == 10 )); then
+        label="d$2c$3$([ "$9" = dense ] || echo "$9")" keys=$6 variants=${10}
+        args=(--dtype "$1" --head-dim "$2" --causal "$3" --batch "$4" --seqlen-q "$5" --seqlen-k "$6"
+              --heads-q "$7" --heads-kv "$8" --layout "$9")
+      else
+        echo "forward_tile_ab.sh: a shape has 7 or 10 fields, not $#: $shape" >&2; exit 2
+      fi
+      echo "== pass $pass $(name "$C") B$4 x $keys $label" >> "$LOG"  # bench_ab_summary.py's header
       LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 "$C/flashtune" bench \
-        --dtype "$1" --head-dim "$2" --causal "$3" --batch "$4" --seqlen-q "$5" --heads-q "$6" --variant "$7" \
-        --rounds "${ROUNDS:-5}" >> "$LOG" 2>&1
+        "${args[@]}" --variant "$variants" --rounds "${ROUNDS:-5}" >> "$LOG" 2>&1
     done
   done
 done

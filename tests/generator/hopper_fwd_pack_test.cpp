@@ -602,13 +602,20 @@ TEST(HopperPack, PagedTilesCompileWithAsynchronousWgmmas) {
   HopperConfig three = {DType::kBF16, 64, true, 192, 128, 3, 2, true, true, true, 2};
   HopperConfig one = {DType::kF16, 64, false, 64, 64, 1, 2, false, true, false};
   HopperConfig wide = {DType::kBF16, 256, true, 128, 80, 2, 2, true};
-  for (HopperConfig c : {two, three, one, wide}) {
+  // Three stages: three producer warps load K/V (two at two stages).
+  HopperConfig staged = {DType::kBF16, 128, false, 128, 128, 2, 3};
+  HopperConfig staged3 = {DType::kBF16, 128, true, 192, 80, 3, 3};
+  for (HopperConfig c : {two, three, one, wide, staged, staged3}) {
     c.paged = true;
     auto cubin = compiler.Compile(
         GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+    // The d128 default on pages (128x128, three stages): its producer's 24 registers hold the
+    // block loop without spills.
+    if (c.head_dim == 128 && c.block_m == 128 && c.stages == 3)
+      EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
   }
 }
 
