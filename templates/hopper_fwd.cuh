@@ -439,8 +439,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // blocks of their stages, each lane one box of a block and lane 0 (the `leader`) the rest;
     // the first warp loads Q. A warp issues its boxes one lane at a time (the TMA takes its
     // operands from uniform registers), and 16-key pages make 8 boxes a 64-column chunk: one
-    // warp loading every block ran behind the consumers (session 36: 12-21% off the d128
-    // two-warpgroup tiles and d256 on 16-key pages with two or three warps).
+    // warp loading every block ran behind the consumers (session 36: two or three warps took
+    // 12-18% off the two-warpgroup tiles on 16-key pages, 31% off d256's persistent one).
     const int pwarp = tid / 32;
     const int lw = pwarp == 0 ? 0 : pwarp - 1;  // loading warps 0, 2, 3 (the second zeroes)
     const bool leader = !kPagedKv || lane == 0;
