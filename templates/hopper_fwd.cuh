@@ -77,15 +77,14 @@
 // Hkv, D] whose maps are {D, Hkv, block_size, num_blocks}; sequence b has seqlens_k[b] keys
 // (read as at most Nk), key j in page block_table[b * stride + j / block_size]. A K/V block is
 // loaded as boxes of 2^box_shift rows (each within one page), a box a lane: each lane reads
-// its box's table entry, so a block costs one table round trip. The boxes of a warp issue one
-// at a time, so on 16-key pages one warp loading everything ran behind the consumers: the
-// blocks are split over the producer's warps 0, 2 and 3 by stage (kLoadWarps), and warp 0
-// loads every tile's Q. Boxes past the sequence's keys load page 0 (never a table entry past
-// the sequence's pages), and a page index outside the pool reads zeros (TMA bounds). Rows past
-// the keys are masked in S, but P = 0 times a NaN in V is NaN, so the V rows past the keys of a
-// sequence's last block (stale or uninitialised cache) are zeroed: that block's V lands on a
-// "raw" barrier, the producer's second warp zeroes the rows and then completes the block's
-// "full" barrier.
+// its box's table entry, so a block costs one table round trip. The producer's first warp
+// loads K (and Q), its third V: the boxes of a warp issue one at a time, so on 16-key pages one
+// warp loading both ran behind the consumers. Boxes past the sequence's keys load page 0
+// (never a table entry past the sequence's pages), and a page index outside the pool reads
+// zeros (TMA bounds). Rows past the keys are masked in S, but P = 0 times a NaN in V is NaN,
+// so the V rows past the keys of a sequence's last block (stale or uninitialised cache) are
+// zeroed: that block's V lands on a "raw" barrier, the producer's second warp zeroes the rows
+// and then completes the block's "full" barrier.
 // Queries may be dense or packed (cu_seqlens_q, as varlen). A dense cache [B, Nk, Hkv, D] with
 // per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) runs as one page a sequence:
 // block_table null means page b for sequence b, and its maps are {D, Hkv, Nk, B}.
@@ -208,9 +207,6 @@ constexpr int kLayoutBytes =
 constexpr int kBlocksWanted = FT_HOPPER_BLOCKS > 0 ? FT_HOPPER_BLOCKS : kBlocksPerSm;
 constexpr int kMinBlocks = kBlocksWanted < FT_HOPPER_MAX_BLOCKS ? kBlocksWanted : FT_HOPPER_MAX_BLOCKS;
 constexpr int kProducerRegs = 24;
-// Paged: the producer warps that load K/V, each the blocks of its stages (K, V and the boxes'
-// table entries): a number that divides kStages, so that every use of a stage's barriers is one
-// warp's, in order.
 constexpr int kLoadWarps = kStages % 3 == 0 ? 3 : 2;
 static_assert(kStages % kLoadWarps == 0 && kLoadWarps <= 3, "each stage loaded by one of warps 0, 2, 3");
 constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
@@ -435,12 +431,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // ---- producer ---------------------------------------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     const int lane = tid % 32;
-    // Dense: the first thread issues everything. Paged: kLoadWarps warps each load the K/V
-    // blocks of their stages, each lane one box of a block and lane 0 (the `leader`) the rest;
-    // the first warp loads Q. A warp issues its boxes one lane at a time (the TMA takes its
-    // operands from uniform registers), and 16-key pages make 8 boxes a 64-column chunk: one
-    // warp loading every block ran behind the consumers (session 36: two or three warps took
-    // 12-18% off the two-warpgroup tiles on 16-key pages, 31% off d256's persistent one).
+    // Dense: the first thread issues everything. Paged: the first warp loads K and Q, the third
+    // V, each lane one box of a block and lane 0 (the `leader`) the rest. A warp issues its
+    // boxes one lane at a time (the TMA takes its operands from uniform registers), and 16-key
+    // pages make 8 boxes a 64-column chunk: one warp issuing both K and V ran behind the
+    // consumers (a second warp took 11-17% off 128x128 tiles on 16-key pages, session 36).
     const int pwarp = tid / 32;
     const int lw = pwarp == 0 ? 0 : pwarp - 1;  // loading warps 0, 2, 3 (the second zeroes)
     const bool leader = !kPagedKv || lane == 0;
@@ -457,24 +452,25 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
-        // Q after the tile's first K block, so that K already streams in while the previous
-        // tile's O still occupies the Q buffer. Paged: always the first warp, before its first
-        // block when another warp owns the tile's first; that warp takes the tiles in order, so a
-        // Q buffer's empty barrier is never two phases behind its wait (a warp loading some
-        // stages may run a tile ahead of the others).
-        auto load_q = [&] {
-          const int qb = q_buf(tiles);
-          mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
-          mbar_expect_tx(q_full_bar(qb), kQBytes);
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
-                        tile.tb, q_full_bar(qb));
-        };
-        // Paged: this warp's blocks are those of its stages, from the first on.
+        // Paged: this warp's blocks are those of its stages, from `first` on. The first warp
+        // loads every tile's Q, in order (with Q from several warps, a warp a tile ahead could
+        // wait on a Q buffer's empty barrier two phases behind and pass on a stale parity):
+        // after its first K block when it owns the tile's first, else before its first block.
+        // (The second copy of the Q load below is not a shared lambda: one changed hopper_fwd's
+        // code generation.)
         constexpr int kStride = kPagedKv ? kLoadWarps : 1;
         const int first = kPagedKv ? ((lw - kv) % kStride + kStride) % kStride : 0;
-        if (kPagedKv && loads_q && leader && first != 0 && tile.n_blocks > 0) load_q();
+        if constexpr (kPagedKv) {
+          if (loads_q && leader && first != 0 && tile.n_blocks > 0) {
+            const int qb = q_buf(tiles);
+            mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
+            mbar_expect_tx(q_full_bar(qb), kQBytes);
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c)
+              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
+                          tile.tb, q_full_bar(qb));
+          }
+        }
         for (int it = first; it < tile.n_blocks; it += kStride) {
           const int kvi = kPagedKv ? kv + it : kv;  // the block's number in the ring
           const int s = kvi % kStages;
@@ -520,7 +516,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
             for (int c = 0; c < kConsumerWarpgroups; ++c) skipping += it < unseen_blocks(tile, c) ? 4 : 0;
           }
           if (leader && skipping > 0) mbar_arrive_count(bar_k_empty(s), skipping);
-          if (loads_q && leader && it == 0) load_q();
+          if (loads_q && leader && it == 0) {
+            // Q after the first K block, so that K already streams in while the previous
+            // tile's O still occupies the Q buffer.
+            const int qb = q_buf(tiles);
+            mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
+            mbar_expect_tx(q_full_bar(qb), kQBytes);
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c)
+              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
+                          tile.tb, q_full_bar(qb));
+          }
           mbar_wait(bar_v_empty(s), phase ^ 1u);
           // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
           // for the zeroing warp.
