@@ -286,6 +286,12 @@ __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)
   for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDim>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
 }
 
+// A tile's Q: kChunks boxes of 64 columns (rows `row` on, of head `head`, batch `tb`) into the
+// Q buffer at `dst`, completing on `bar`.
+__device__ __forceinline__ void load_q_tile(u32 dst, const FtTensorMap* map, int head, int row, int tb, u32 bar) {
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) tma_load_4d(dst + c * kQChunkBytes, map, c * 64, head, row, tb, bar);
+}
 }  // namespace ft
 
 extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
@@ -456,8 +462,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         // loads every tile's Q, in order (with Q from several warps, a warp a tile ahead could
         // wait on a Q buffer's empty barrier two phases behind and pass on a stale parity):
         // after its first K block when it owns the tile's first, else before its first block.
-        // (The second copy of the Q load below is not a shared lambda: one changed hopper_fwd's
-        // code generation.)
+        // (The Q load is not a lambda shared with the loop's: one changed the code ptxas made for
+        // dense kernels.)
         constexpr int kStride = kPagedKv ? kLoadWarps : 1;
         const int first = kPagedKv ? ((lw - kv) % kStride + kStride) % kStride : 0;
         if constexpr (kPagedKv) {
@@ -465,10 +471,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
             const int qb = q_buf(tiles);
             mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
             mbar_expect_tx(q_full_bar(qb), kQBytes);
-#pragma unroll
-            for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
-                          tile.tb, q_full_bar(qb));
+            load_q_tile(sQ + qb * kQBytes, &p.tmap_q, tile.head, tile.q_row + tile.m0, tile.tb, q_full_bar(qb));
           }
         }
         for (int it = first; it < tile.n_blocks; it += kStride) {
@@ -522,10 +525,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
             const int qb = q_buf(tiles);
             mbar_wait(q_empty_bar(qb), q_phase(tiles) ^ 1u);
             mbar_expect_tx(q_full_bar(qb), kQBytes);
-#pragma unroll
-            for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(sQ + qb * kQBytes + c * kQChunkBytes, &p.tmap_q, c * 64, tile.head, tile.q_row + tile.m0,
-                          tile.tb, q_full_bar(qb));
+            load_q_tile(sQ + qb * kQBytes, &p.tmap_q, tile.head, tile.q_row + tile.m0, tile.tb, q_full_bar(qb));
           }
           mbar_wait(bar_v_empty(s), phase ^ 1u);
           // Paged: a sequence's last block with rows past its keys lands on the raw barrier,
