@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 36, call 7 (prepared, not run): the final build, 80ec632 (call 6's F with the paged-only
-# Q load written inline: its persistent paged tiles compile differently from call 6's, and
+# Session 36, call 7 (prepared, not run): the final build, 49ba30f (call 6's F with the Q load a
+# device function, not a lambda: its persistent paged tiles compile differently from call 6's, and
 # hopper_fwd's SASS is the session start's): CachePrefillGpu, then bench/varlen_bench.py --mixed-only (vLLM's
 # mixed batch: 30 decode rows over 8192 keys + 2 prefills of 4096 tokens, dense, varlen and over
 # 16-key pages, routed by decode_seqs).
