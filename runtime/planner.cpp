@@ -166,12 +166,12 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
   const bool paged_decode = problem.seqlen_q <= kDecodeMaxQueries;
   const std::string paged_hint =
       !bucket.paged ? ""
-      : paged_decode
-          ? " (paged calls are tuned on pages, apart from dense ones: `flashtune tune --decode only "
-            "--decode-layouts paged`, or layout=paged in a problem-set file)"
-          : " (paged calls are tuned on pages, apart from dense ones: prefill over pages by a problem-set file, "
-            "`flashtune tune --problem-set FILE` with a line like `" +
-                FormatProblemLine(problem) + "`)";
+                    : " (paged calls are tuned on pages, apart from dense ones: " +
+                          (paged_decode ? std::string("`flashtune tune --decode only --decode-layouts paged`, or "
+                                                      "layout=paged in a problem-set file")
+                                        : "prefill over pages by a problem-set file, `flashtune tune --problem-set "
+                                          "FILE` with a line like `" + FormatProblemLine(problem) + "`") +
+                          ")";
   const std::optional<NeighbourGuess>& guess = found->guess;
   if (guess && VariantServes(guess->variant, problem)) {
     plan.variant = guess->variant;
