@@ -131,7 +131,7 @@ int Fail(const Status& s) {
 int RunTune(const std::vector<std::string>& args) {
   po::options_description desc("flashtune tune [options]");
   std::string db_path, dtypes, head_dims, causal, seqlens, seqlens_k, set_file, strategy, per_problem, total,
-      devices, replay, arch, model, shard, decode, operation, decode_batches, decode_layouts;
+      devices, replay, arch, model, shard, decode, operation, decode_batches, decode_layouts, retime_order;
   int64_t hidden = 2048, tokens = 16384, heads_kv = 0;
   int top_k = 3, retime_rounds = 0, delay_ms = 0;
   double retime_warmup_ms = GpuMeasurerOptions().retime_warmup_ms;
@@ -187,7 +187,10 @@ int RunTune(const std::vector<std::string>& args) {
       ("retime-warmup-ms", po::value(&retime_warmup_ms),
        "GPU load before each problem's re-timing, in ms, 0 to 5000 (default 25, as every "
        "measurement): longer times the finalists at the clock a sustained workload gets (a card at "
-       "its power cap)");
+       "its power cap)")
+      ("retime-order", po::value(&retime_order),
+       "interleaved (default: a problem's finalists timed in alternating groups of launches, each at the "
+       "same clock and temperature) or one-by-one (each warmed up and timed alone, in turn)");
   po::variables_map vm;
   // One vocabulary (singular for one shape, plural for lists): --seqlens-q, like --seqlens-k.
   if (Status parsed = ParseCommandLine(RenameDeprecated(args, {{"seqlens", "seqlens-q"}}, "flashtune tune"), desc, &vm);
@@ -217,6 +220,14 @@ int RunTune(const std::vector<std::string>& args) {
       return Fail(Status(Code::kInvalidArgument, "--retime-warmup-ms is for GPU re-timing; --replay times nothing"));
     if (top_k == 1)
       return Fail(Status(Code::kInvalidArgument, "--retime-warmup-ms with --top-k 1: there is no re-timing"));
+  }
+  if (vm.count("retime-order")) {
+    if (retime_order != "interleaved" && retime_order != "one-by-one")
+      return Fail(Status(Code::kInvalidArgument,
+                         "--retime-order '" + retime_order + "': allowed interleaved or one-by-one"));
+    if (!replay.empty())
+      return Fail(Status(Code::kInvalidArgument, "--retime-order is for GPU re-timing; --replay times nothing"));
+    if (top_k == 1) return Fail(Status(Code::kInvalidArgument, "--retime-order with --top-k 1: there is no re-timing"));
   }
   TuneOptions options;
   options.db_path = db_path.empty() ? DefaultDatabasePath() : db_path;
@@ -498,6 +509,7 @@ int RunTune(const std::vector<std::string>& args) {
     GpuMeasurerOptions gpu_options;
     gpu_options.worker_executable = SelfExecutable();  // this very CLI runs the GPU worker
     gpu_options.retime_warmup_ms = retime_warmup_ms;
+    gpu_options.interleave_retime = retime_order != "one-by-one";
     auto gpu = MakeGpuMeasurers(device_list, gpu_options);
     if (!gpu.ok()) {
       const Code code = gpu.status().code();

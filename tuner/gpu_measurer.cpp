@@ -77,20 +77,12 @@ class GpuMeasurer final : public Measurer {
   }
 
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
-    // Finalists were verified when first measured. The first of a problem's re-timing warms the
-    // GPU up to sustained load (retime_warmup_ms); the rest, and the problem's later rounds,
-    // follow back to back and keep it there.
-    const std::string key = problem.ToString();
-    std::vector<Measurement> out;
-    for (const Variant& v : variants) {
-      const bool first = out.empty() && key != last_retimed_;
-      const double warmup_ms = first ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
-      auto m = Run(problem, v, /*verify=*/false, warmup_ms);
-      if (!m.ok()) return m.status();
-      out.push_back(*m);
-    }
-    last_retimed_ = key;
-    return out;
+    // Finalists were verified when first measured. A problem's first re-timing warms the GPU
+    // up to sustained load (retime_warmup_ms); its later rounds follow back to back.
+    const bool first = problem.ToString() != last_retimed_;
+    last_retimed_ = problem.ToString();
+    if (options_.interleave_retime && variants.size() >= 2) return Interleaved(problem, variants, first);
+    return OneByOne(problem, variants, first);
   }
 
   void Prefetch(const Problem& problem) override {
@@ -171,8 +163,69 @@ class GpuMeasurer final : public Measurer {
     return c;
   }
 
-  Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify, double warmup_ms) {
-    Measurement m;
+  // Each finalist timed alone, one after another: the first warmed up for retime_warmup_ms.
+  Result<std::vector<Measurement>> OneByOne(const Problem& problem, const std::vector<Variant>& variants, bool first) {
+    std::vector<Measurement> out;
+    for (const Variant& v : variants) {
+      const bool heat = first && out.empty();
+      const double warmup_ms = heat ? std::max(options_.warmup_ms, options_.retime_warmup_ms) : options_.warmup_ms;
+      auto m = Run(problem, v, /*verify=*/false, warmup_ms);
+      if (!m.ok()) return m.status();
+      out.push_back(*m);
+    }
+    return out;
+  }
+
+  // The finalists timed against each other in one worker request, their launch groups
+  // interleaved (tuner/launch_timing.h). When the worker faults, hangs or fails a launch there,
+  // they are timed one by one instead, which tells the failing finalist from the others.
+  Result<std::vector<Measurement>> Interleaved(const Problem& problem, const std::vector<Variant>& variants,
+                                               bool first) {
+    std::vector<Measurement> out(variants.size());
+    detail::RetimeRequest request;
+    request.problem = problem;
+    std::vector<size_t> sent;  // request.candidates[j] is variants[sent[j]]
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const Cubin* cubin = Compile(problem, variants[i], out[i]);
+      if (cubin == nullptr) continue;
+      request.candidates.push_back(variants[i]);
+      request.cubins.emplace_back(cubin->image.begin(), cubin->image.end());
+      sent.push_back(i);
+    }
+    if (sent.empty()) return out;
+    if (!worker_ || !worker_->alive()) {
+      auto restarted = Start();
+      if (!restarted.ok()) return restarted.status();
+    }
+    request.options = options_;
+    request.options.warmup_ms = options_.warmup_ms * double(sent.size());  // as much for each as alone
+    if (first) request.options.warmup_ms = std::max(request.options.warmup_ms, options_.retime_warmup_ms);
+    const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000 * double(sent.size())));
+    auto frame = worker_->Call(detail::EncodeRetimeRequest(request), timeout);
+    Result<detail::RetimeReply> reply = frame.ok() ? detail::DecodeRetimeReply(*frame) : Result<detail::RetimeReply>(frame.status());
+    if (!reply.ok() || !reply->status.ok()) {
+      if (!frame.ok() || (reply.ok() && reply->status.code() == Code::kFault)) worker_.reset();  // dead or exiting
+      if (frame.ok() && !reply.ok()) return reply.status();  // a malformed frame: a broken worker, not a finalist
+      return OneByOne(problem, variants, first);
+    }
+    if (reply->results.size() != sent.size())
+      return Status(Code::kInternal, "the GPU worker re-timed " + std::to_string(reply->results.size()) + " of " +
+                                         std::to_string(sent.size()) + " finalists");
+    for (size_t j = 0; j < sent.size(); ++j) {
+      const detail::MeasureReply& r = reply->results[j];
+      Measurement& m = out[sent[j]];
+      m.status = r.status;
+      m.median_us = r.median_us;
+      m.iqr_us = r.iqr_us;
+      m.reps = r.reps;
+      if (r.registers > 0) m.registers = r.registers;
+    }
+    return out;
+  }
+
+  // The variant's cubin (compiled or from the cache), its resources and compile time in `m`;
+  // nullptr with m.status set when it does not compile.
+  const Cubin* Compile(const Problem& problem, const Variant& variant, Measurement& m) {
     const auto t0 = std::chrono::steady_clock::now();
     Prefetch(problem);  // the rest of this problem's candidates
     const Compiled& candidate = CompiledFor(variant);
@@ -180,12 +233,21 @@ class GpuMeasurer final : public Measurer {
     m.source_hash = candidate.source_hash;
     if (!candidate.cubin.ok()) {
       m.status = candidate.cubin.status();
-      return m;
+      return nullptr;
     }
     const Cubin& cubin = *candidate.cubin;
     m.registers = cubin.resources.registers;
     m.spill_bytes = cubin.resources.spill_store_bytes + cubin.resources.spill_load_bytes;
     m.smem_bytes = static_cast<int>(SharedMemoryBytes(variant));
+    return &cubin;
+  }
+
+  Result<Measurement> Run(const Problem& problem, const Variant& variant, bool verify, double warmup_ms) {
+    Measurement m;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Cubin* compiled = Compile(problem, variant, m);
+    if (compiled == nullptr) return m;
+    const Cubin& cubin = *compiled;
 
     // The class's default (a prefill kernel: another family than decode's candidates), unless
     // it cannot serve the problem's layout (paged K/V): then the problem's own default.

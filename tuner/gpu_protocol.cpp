@@ -87,6 +87,17 @@ Result<HelloReply> DecodeHelloReply(const std::string& frame) {
   return h;
 }
 
+// The timing options a request carries.
+static void PutTiming(FrameWriter& w, const GpuMeasurerOptions& o) {
+  w.I64(o.min_reps).I64(o.max_reps).F64(o.warmup_ms).F64(o.timing_ms);
+}
+static void GetTiming(FrameReader& r, GpuMeasurerOptions& o) {
+  o.min_reps = static_cast<int>(r.I64());
+  o.max_reps = static_cast<int>(r.I64());
+  o.warmup_ms = r.F64();
+  o.timing_ms = r.F64();
+}
+
 std::string EncodeMeasureRequest(const MeasureRequest& m) {
   FrameWriter w;
   w.I64(kMeasureMessage);
@@ -95,8 +106,7 @@ std::string EncodeMeasureRequest(const MeasureRequest& m) {
   w.Str(m.candidate_cubin);
   PutVariant(w, m.trusted);
   w.Str(m.trusted_cubin).I64(m.verify);
-  const GpuMeasurerOptions& o = m.options;
-  w.I64(o.min_reps).I64(o.max_reps).F64(o.warmup_ms).F64(o.timing_ms);
+  PutTiming(w, m.options);
   return w.data();
 }
 
@@ -108,23 +118,16 @@ Result<MeasureRequest> DecodeMeasureRequest(FrameReader& r) {
   m.trusted = GetVariant(r);
   m.trusted_cubin = r.Str();
   m.verify = r.I64() != 0;
-  m.options.min_reps = static_cast<int>(r.I64());
-  m.options.max_reps = static_cast<int>(r.I64());
-  m.options.warmup_ms = r.F64();
-  m.options.timing_ms = r.F64();
+  GetTiming(r, m.options);
   if (!r.ok()) return Broken("measure request");
   return m;
 }
 
-std::string EncodeMeasureReply(const MeasureReply& m) {
-  FrameWriter w;
+static void PutReply(FrameWriter& w, const MeasureReply& m) {
   PutStatus(w, m.status);
   w.F64(m.median_us).F64(m.iqr_us).I64(m.reps).I64(m.registers).I64(m.local_bytes);
-  return w.data();
 }
-
-Result<MeasureReply> DecodeMeasureReply(const std::string& frame) {
-  FrameReader r(frame);
+static MeasureReply GetReply(FrameReader& r) {
   MeasureReply m;
   m.status = GetStatus(r);
   m.median_us = r.F64();
@@ -132,7 +135,68 @@ Result<MeasureReply> DecodeMeasureReply(const std::string& frame) {
   m.reps = static_cast<int>(r.I64());
   m.registers = static_cast<int>(r.I64());
   m.local_bytes = static_cast<int>(r.I64());
+  return m;
+}
+
+std::string EncodeMeasureReply(const MeasureReply& m) {
+  FrameWriter w;
+  PutReply(w, m);
+  return w.data();
+}
+
+Result<MeasureReply> DecodeMeasureReply(const std::string& frame) {
+  FrameReader r(frame);
+  MeasureReply m = GetReply(r);
   if (!r.ok()) return Broken("measure reply");
+  return m;
+}
+
+// Counts are bounded so that a damaged frame cannot ask for a huge allocation.
+constexpr int64_t kMaxRetimed = 1000;
+
+std::string EncodeRetimeRequest(const RetimeRequest& m) {
+  FrameWriter w;
+  w.I64(kRetimeMessage);
+  PutProblem(w, m.problem);
+  w.I64(int64_t(m.candidates.size()));
+  for (size_t i = 0; i < m.candidates.size(); ++i) {
+    PutVariant(w, m.candidates[i]);
+    w.Str(i < m.cubins.size() ? m.cubins[i] : std::string());
+  }
+  PutTiming(w, m.options);
+  return w.data();
+}
+
+Result<RetimeRequest> DecodeRetimeRequest(FrameReader& r) {
+  RetimeRequest m;
+  m.problem = GetProblem(r);
+  const int64_t n = r.I64();
+  if (!r.ok() || n < 0 || n > kMaxRetimed) return Broken("retime request");
+  for (int64_t i = 0; i < n; ++i) {
+    m.candidates.push_back(GetVariant(r));
+    m.cubins.push_back(r.Str());
+  }
+  GetTiming(r, m.options);
+  if (!r.ok()) return Broken("retime request");
+  return m;
+}
+
+std::string EncodeRetimeReply(const RetimeReply& m) {
+  FrameWriter w;
+  PutStatus(w, m.status);
+  w.I64(int64_t(m.results.size()));
+  for (const MeasureReply& result : m.results) PutReply(w, result);
+  return w.data();
+}
+
+Result<RetimeReply> DecodeRetimeReply(const std::string& frame) {
+  FrameReader r(frame);
+  RetimeReply m;
+  m.status = GetStatus(r);
+  const int64_t n = r.I64();
+  if (!r.ok() || n < 0 || n > kMaxRetimed) return Broken("retime reply");
+  for (int64_t i = 0; i < n; ++i) m.results.push_back(GetReply(r));
+  if (!r.ok()) return Broken("retime reply");
   return m;
 }
 

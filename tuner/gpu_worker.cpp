@@ -1,4 +1,5 @@
-// The GPU worker process: verifies and times one candidate per request (see gpu_measurer.h);
+// The GPU worker process: verifies and times one candidate per request, or re-times several
+// against each other (see gpu_measurer.h);
 // backward candidates' inputs and checks are in gpu_worker_backward.cpp.
 #include <algorithm>
 #include <chrono>
@@ -149,23 +150,56 @@ class GpuWorker {
     if (reply.status.ok() && request.verify)
       reply.status = backward ? backward_->Verify(*kernel, request) : Verify(*kernel, request);
     const double verify_ms = clock.Lap();
-    if (reply.status.ok() && backward) {
-      reply.status = Time([&](size_t i) { return backward_->Launch(*kernel, i); }, request.options, reply);
-    } else if (reply.status.ok()) {
-      const Problem& p = request.problem;
-      reply.status = Time(
-          [&](size_t i) {
-            ForwardArgs args = ArgsFor(p, &inputs_[i % inputs_.size()]);
-            FT_RETURN_IF_ERROR(AttachWorkspace(&args));
-            return kernel->Launch(args, stream_->get());
-          },
-          request.options, reply);
+    if (reply.status.ok()) {
+      std::vector<LaunchTiming> timing;
+      reply.status = Time({Launcher(request.problem, *kernel)}, request.options, &timing);
+      if (reply.status.ok()) Fill(timing.front(), reply);
     }
     const double time_ms = clock.Lap();
     if (!reply.status.ok()) reply.status.WithVariant(request.candidate.Uri());
     if (trace_)
       std::fprintf(stderr, "trace worker %s load %.1f ms, inputs %.1f ms, verify %.1f ms, time %.1f ms (%d reps)\n",
                    request.candidate.Uri().c_str(), load_ms, inputs_ms, verify_ms, time_ms, reply.reps);
+    return reply;
+  }
+
+  // Times verified finalists against each other: their groups interleaved (launch_timing.h
+  // says why), after a warm-up of all of them in turn for options.warmup_ms in all. A cubin
+  // that fails to load is that finalist's status; a failed launch or a fault is the reply's.
+  RetimeReply Retime(const RetimeRequest& request) {
+    RetimeReply reply;
+    reply.status = Init();
+    if (!reply.status.ok()) return reply;
+    PhaseClock clock;
+    reply.results.resize(request.candidates.size());
+    std::vector<ForwardKernel> kernels;
+    std::vector<size_t> slot;  // kernels[j] answers reply.results[slot[j]]
+    for (size_t i = 0; i < request.candidates.size(); ++i) {
+      auto kernel = LoadFromImage(*context_, request.cubins[i], request.candidates[i]);
+      if (!kernel.ok()) {
+        reply.results[i].status = Status(kernel.status()).WithVariant(request.candidates[i].Uri());
+        continue;
+      }
+      if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.results[i].registers = *regs;
+      if (auto local = kernel->function().LocalBytes(); local.ok()) reply.results[i].local_bytes = *local;
+      kernels.push_back(std::move(*kernel));
+      slot.push_back(i);
+    }
+    const double load_ms = clock.Lap();
+    if (kernels.empty()) return reply;
+    const Problem& p = request.problem;
+    reply.status = p.operation == Operation::kBackward ? backward_->Prepare(p) : PrepareTimedInputs(p);
+    if (!reply.status.ok()) return reply;
+    const double inputs_ms = clock.Lap();
+    std::vector<std::function<Status(size_t)>> launches;
+    for (const ForwardKernel& kernel : kernels) launches.push_back(Launcher(p, kernel));
+    std::vector<LaunchTiming> timing;
+    reply.status = Time(launches, request.options, &timing);
+    if (!reply.status.ok()) return reply;
+    for (size_t j = 0; j < kernels.size(); ++j) Fill(timing[j], reply.results[slot[j]]);
+    if (trace_)
+      std::fprintf(stderr, "trace worker retime of %zu: load %.1f ms, inputs %.1f ms, time %.1f ms\n", kernels.size(),
+                   load_ms, inputs_ms, clock.Lap());
     return reply;
   }
 
@@ -420,35 +454,54 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  // Times `launch(i)` (input set i): warm-up by time, then groups of back-to-back launches
-  // between single events (launch_timing.h says why: PDL overlap and tails as users get them).
-  Status Time(const std::function<Status(size_t)>& launch, const GpuMeasurerOptions& o, MeasureReply& reply) {
+  // Launches `kernel` on input set i of the prepared problem (no synchronisation).
+  std::function<Status(size_t)> Launcher(const Problem& p, const ForwardKernel& kernel) {
+    if (p.operation == Operation::kBackward) return [this, &kernel](size_t i) { return backward_->Launch(kernel, i); };
+    return [this, p, &kernel](size_t i) {
+      ForwardArgs args = ArgsFor(p, &inputs_[i % inputs_.size()]);
+      FT_RETURN_IF_ERROR(AttachWorkspace(&args));
+      return kernel.Launch(args, stream_->get());
+    };
+  }
+
+  static void Fill(const LaunchTiming& t, MeasureReply& reply) {
+    reply.median_us = t.median_us;
+    reply.iqr_us = t.iqr_us;
+    reply.reps = t.reps;
+  }
+
+  // Times `launches[k](i)` (kernel k on input set i): warm-up by time (the kernels in turn, each
+  // at least 3 times), then groups of back-to-back launches between single events, interleaved
+  // when there are several (launch_timing.h says why: PDL overlap and tails as users get them).
+  Status Time(const std::vector<std::function<Status(size_t)>>& launches, const GpuMeasurerOptions& o,
+              std::vector<LaunchTiming>* out) {
     // Warm up by time: clocks ramp, caches and TLBs settle.
     const auto start = std::chrono::steady_clock::now();
     size_t n = 0;
-    while (n < 3 || std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < o.warmup_ms) {
-      FT_RETURN_IF_ERROR(launch(n++));
+    while (n < 3 * launches.size() ||
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < o.warmup_ms) {
+      FT_RETURN_IF_ERROR(launches[n % launches.size()](n));
+      ++n;
       FT_RETURN_IF_ERROR(stream_->Synchronize());
     }
     struct WorkerClock final : LaunchClock {
       GpuWorker& w;
-      const std::function<Status(size_t)>& launch;
-      WorkerClock(GpuWorker& worker, const std::function<Status(size_t)>& l) : w(worker), launch(l) {}
+      const std::vector<std::function<Status(size_t)>>& launches;
+      WorkerClock(GpuWorker& worker, const std::vector<std::function<Status(size_t)>>& l) : w(worker), launches(l) {}
       int EventCount() const override { return int(w.events_.size()); }
       Status Record(int event) override { return w.events_[event].Record(w.stream_->get()); }
-      Status Launch(size_t input) override { return launch(input); }
+      Status Launch(size_t kernel, size_t input) override { return launches[kernel](input); }
       Status Synchronize() override { return w.stream_->Synchronize(); }
       Result<double> ElapsedMs(int from, int to) override {
         auto ms = Event::ElapsedMs(w.events_[from], w.events_[to]);
         if (!ms.ok()) return ms.status();
         return double(*ms);
       }
-    } clock(*this, launch);
-    auto timing = TimeLaunchGroups(clock, n, o.min_reps, std::min(o.max_reps, kMaxLaunches), o.timing_ms);
+    } clock(*this, launches);
+    auto timing =
+        TimeInterleavedGroups(clock, launches.size(), n, o.min_reps, std::min(o.max_reps, kMaxLaunches), o.timing_ms);
     if (!timing.ok()) return timing.status();
-    reply.median_us = timing->median_us;
-    reply.iqr_us = timing->iqr_us;
-    reply.reps = timing->reps;
+    *out = std::move(*timing);
     return Status::Ok();
   }
 
@@ -551,6 +604,18 @@ int GpuWorkerMain(int request_fd, int reply_fd, int ordinal) {
       }
       hello.protocol_version = kProtocolVersion;
       if (!WriteFrame(reply_fd, EncodeHelloReply(hello)).ok()) return 0;
+      continue;
+    }
+    if (kind == kRetimeMessage) {
+      auto request = DecodeRetimeRequest(reader);
+      RetimeReply reply;
+      if (request.ok()) {
+        reply = worker.Retime(*request);
+      } else {
+        reply.status = request.status();
+      }
+      if (!WriteFrame(reply_fd, EncodeRetimeReply(reply)).ok()) return 0;
+      if (reply.status.code() == Code::kFault) return 3;  // the context is poisoned: restart fresh
       continue;
     }
     MeasureReply reply;

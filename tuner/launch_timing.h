@@ -11,10 +11,18 @@
 // experience (docs/perf-notes.md, "Decode round 5"). `reps` counts launches, as
 // GpuMeasurerOptions says: at least min_reps, at most max_reps, rounded to whole groups.
 //
-// Thread safety: a free function over the caller's LaunchClock; no state of its own.
+// Several kernels timed against each other (TimeInterleavedGroups: a problem's finalists) take
+// their groups in turn — A B C C B A A B C ... between the same single events — so each sees
+// the same mix of the card's clock and temperature over the run. Timed one after another, a
+// later kernel runs on a card its predecessors heated: on an H100 under back-to-back load the
+// SM clock falls by up to 18% within about a second (the 700 W cap), and a finalist timed last
+// read 6-13% slow, which decided picks (docs/perf-notes.md, "Interleaved re-timing").
+//
+// Thread safety: free functions over the caller's LaunchClock; no state of their own.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "flashtune/status.h"
 
@@ -26,7 +34,7 @@ class LaunchClock {
   virtual ~LaunchClock() = default;
   virtual int EventCount() const = 0;             // events usable as 0..EventCount()-1
   virtual Status Record(int event) = 0;           // record `event` on the stream
-  virtual Status Launch(size_t input) = 0;        // queue one launch on input set `input`
+  virtual Status Launch(size_t kernel, size_t input) = 0;  // queue one launch of `kernel` on input set `input`
   virtual Status Synchronize() = 0;               // wait for the stream
   virtual Result<double> ElapsedMs(int from, int to) = 0;  // both recorded and complete
 };
@@ -41,9 +49,15 @@ struct LaunchTiming {
 // chain >= 20) but at most max_reps / 4, so a run of max_reps launches still gives >= 4 samples.
 int LaunchesPerGroup(int max_reps);
 
-// Times launches input, input+1, ... (the caller warmed up already). Stops once `min_reps`
-// launches are timed and their time reaches timing_ms, or at `max_reps` launches.
+// Times kernel 0's launches on input, input+1, ... (the caller warmed up already). Stops once
+// `min_reps` launches are timed and their time reaches timing_ms, or at `max_reps` launches.
 Result<LaunchTiming> TimeLaunchGroups(LaunchClock& clock, size_t first_input, int min_reps, int max_reps,
                                       double timing_ms);
+
+// Times kernels 0 .. kernels-1 in interleaved groups, each as TimeLaunchGroups times one: the
+// same group size, and min_reps, max_reps and timing_ms for each kernel (every kernel gets the
+// same number of groups: the run goes on until each has run timing_ms). One timing per kernel.
+Result<std::vector<LaunchTiming>> TimeInterleavedGroups(LaunchClock& clock, size_t kernels, size_t first_input,
+                                                        int min_reps, int max_reps, double timing_ms);
 
 }  // namespace flashtune::detail

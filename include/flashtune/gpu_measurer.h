@@ -15,7 +15,9 @@
 // queued back to back in groups of up to 10 with one CUDA event between groups (so consecutive
 // launches overlap as in a user's stream or graph: programmatic dependent launch), inputs rotated
 // across enough copies to exceed the L2 three times, median and IQR of the groups' per-launch
-// means. Outputs are poisoned (NaN) before every checked run.
+// means. Outputs are poisoned (NaN) before every checked run. A problem's finalists are re-timed
+// together in one request: their groups of launches interleaved (A B C C B A ...), so each is
+// timed at the same mix of the card's clock and temperature (interleave_retime).
 // A compile error, an out-of-resources launch, a wrong result, a fault and a timeout each
 // come back as a Measurement whose status says so; after a fault or a timeout the worker is
 // restarted, so the run goes on.
@@ -57,6 +59,11 @@ struct GpuMeasurerOptions {
   // 1000 ms ran at the same geomeans, the changed picks faster by up to 4% either way (session 30).
   double retime_warmup_ms = 25;
   double timing_ms = 150;     // stop adding reps past this much kernel time (after min_reps)
+  // Re-time a problem's finalists interleaved in one worker request (true), or one after another,
+  // each warmed up and timed alone (false: the tuner before session 37). Timed one after another
+  // on an H100, a finalist read up to 13% slower than in its search when the ones before it had
+  // heated the card, and that decided picks (docs/perf-notes.md, "Interleaved re-timing").
+  bool interleave_retime = true;
   double timeout_s = 60;      // per candidate, in the worker; then it is killed: kTimeout
   // Variant URI -> the full .cu text to compile instead of the generated source: tunes a
   // hand-edited kernel (same extern "C" name and parameter block), or plants a broken one.

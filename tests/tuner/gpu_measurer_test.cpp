@@ -74,18 +74,91 @@ TEST_F(GpuMeasurerWithFakeWorker, LearnsTheDeviceFromTheWorkerAndMeasuresThrough
   EXPECT_GT(m->median_us, 100.0);
   EXPECT_EQ(m->registers, 32);
   EXPECT_EQ(m->source_hash, Sha256Hex(TinyKernel(a_)));
+  // The finalists go to the worker together, in the caller's order, and are timed interleaved
+  // (the fake's re-timing answers with IQR 0.25); each answer is its own variant's.
   auto again = measurer->Remeasure(kProblem, {b_, a_});
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(again->size(), 2u);
   EXPECT_DOUBLE_EQ((*again)[1].median_us, m->median_us);  // the fake's time is a function of the URI
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\nmeasure " + b_.Uri() +
+  EXPECT_NE((*again)[0].median_us, m->median_us);
+  for (const Measurement& r : *again) {
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_DOUBLE_EQ(r.iqr_us, 0.25);
+    EXPECT_EQ(r.registers, 32);
+  }
+  EXPECT_EQ((*again)[0].source_hash, Sha256Hex(TinyKernel(b_)));
+  // The warm-up: as long as each finalist's alone, for both.
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\nretime " + b_.Uri() + " " + a_.Uri() +
+                             " warmup=50\n");
+}
+
+// interleave_retime = false: each finalist measured alone in turn, unverified (the tuner before
+// session 37; `flashtune tune --retime-order one-by-one`).
+TEST_F(GpuMeasurerWithFakeWorker, OneByOneRetimingMeasuresEachFinalistAlone) {
+  options_.interleave_retime = false;
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto again = measurer->Remeasure(kProblem, {b_, a_});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_DOUBLE_EQ((*again)[0].iqr_us, 0.5);
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + b_.Uri() + " verify=0 warmup=25\nmeasure " + a_.Uri() +
+                             " verify=0 warmup=25\n");
+}
+
+// A fault while re-timing finalists together cannot say whose it was: the worker restarts and
+// they are timed one by one, so the faulting finalist is out (kFault) and the other is timed.
+TEST_F(GpuMeasurerWithFakeWorker, AFaultInAnInterleavedRetimingIsPinnedOnItsFinalist) {
+  ::setenv("FAKE_GPU_WORKER_FAULT", a_.Uri().c_str(), 1);
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto again = measurer->Remeasure(kProblem, {b_, a_});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_TRUE((*again)[0].status.ok()) << (*again)[0].status.ToString();
+  EXPECT_GT((*again)[0].median_us, 100.0);
+  EXPECT_EQ((*again)[1].status.code(), Code::kFault) << (*again)[1].status.ToString();
+  EXPECT_EQ(WorkerLog(), "hello\nretime " + b_.Uri() + " " + a_.Uri() + " warmup=50\nhello\nmeasure " + b_.Uri() +
                              " verify=0 warmup=25\nmeasure " + a_.Uri() + " verify=0 warmup=25\n");
 }
 
-// A problem's re-timing starts with the longer warm-up (the GPU brought to sustained load) on its
-// first finalist; the other finalists and the problem's later rounds follow back to back with
-// the usual one, and so do first measurements. The next problem's re-timing warms up again.
+// A finalist that does not compile is answered from the compile, and the others are re-timed
+// without it.
+TEST_F(GpuMeasurerWithFakeWorker, AFinalistThatDoesNotCompileIsLeftOutOfTheRetiming) {
+  options_.source_overrides[b_.Uri()] = "extern \"C\" __global__ void k() { no_such_symbol = 1; }\n";
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto again = measurer->Remeasure(kProblem, {b_, a_, trusted_});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 3u);
+  EXPECT_EQ((*again)[0].status.code(), Code::kCompileError);
+  EXPECT_TRUE((*again)[1].status.ok());
+  EXPECT_TRUE((*again)[2].status.ok());
+  EXPECT_EQ(WorkerLog(), "hello\nretime " + a_.Uri() + " " + trusted_.Uri() + " warmup=50\n");
+}
+
+// A problem's re-timing starts with the longer warm-up (the GPU brought to sustained load); its
+// later rounds follow back to back with the usual one, and so do first measurements. The next
+// problem's re-timing warms up again. One by one, the longer warm-up is the first finalist's.
 TEST_F(GpuMeasurerWithFakeWorker, ARetimingWarmsUpOncePerProblem) {
+  options_.retime_warmup_ms = 300;
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
+  Problem other = kProblem;
+  other.seqlen_q = other.seqlen_k = 256;
+  for (const Problem& p : {kProblem, kProblem, other}) {
+    auto again = measurer->Remeasure(p, {b_, a_});
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ASSERT_EQ(again->size(), 2u);
+  }
+  const std::string heated = "retime " + b_.Uri() + " " + a_.Uri() + " warmup=300\n";
+  const std::string loaded = "retime " + b_.Uri() + " " + a_.Uri() + " warmup=50\n";
+  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + heated + loaded + heated);
+}
+
+TEST_F(GpuMeasurerWithFakeWorker, OneByOneRetimingWarmsUpOncePerProblem) {
+  options_.interleave_retime = false;
   options_.retime_warmup_ms = 300;
   auto measurer = Make();
   ASSERT_NE(measurer, nullptr);

@@ -24,10 +24,13 @@ class RecordingClock final : public LaunchClock {
     last_was_launch_ = false;
     return Status::Ok();
   }
-  Status Launch(size_t input) override {
+  Status Launch(size_t kernel, size_t input) override {
     ops_ += 'L';
     inputs_.push_back(input);
-    now_us_ += (last_was_launch_ ? kChainedUs : kIsolatedUs) + jitter_us_ * double(inputs_.size() % 3);
+    kernels_.push_back(kernel);
+    const double base = (last_was_launch_ ? kChainedUs : kIsolatedUs) + jitter_us_ * double(inputs_.size() % 3);
+    // A card that heats under load: every launch slower by `drift_` per microsecond run so far.
+    now_us_ += base * (kernel < scale_.size() ? scale_[kernel] : 1.0) * (1.0 + drift_ * now_us_);
     last_was_launch_ = true;
     return Status::Ok();
   }
@@ -42,8 +45,10 @@ class RecordingClock final : public LaunchClock {
   }
 
   std::string ops_;  // E record, L launch, S synchronise, in order
-  std::vector<size_t> inputs_;
+  std::vector<size_t> inputs_, kernels_;
   double jitter_us_ = 0;
+  double drift_ = 0;
+  std::vector<double> scale_;  // kernel k's launches cost scale_[k] times the base (default 1)
 
  private:
   std::vector<double> stamps_;
@@ -109,12 +114,75 @@ TEST(LaunchTiming, IqrSpreadsOverGroupMeans) {
   EXPECT_LT(t->median_us, kIsolatedUs + 6.0);
 }
 
+// Groups of the kernels alternate A B C C B A ... between single events, each kernel timed as
+// often as the others, and inputs rotate across all launches.
+TEST(LaunchTiming, InterleavedKernelsTakeTheirGroupsInSerpentineTurns) {
+  RecordingClock clock(129);
+  auto t = TimeInterleavedGroups(clock, 3, 0, /*min_reps=*/40, /*max_reps=*/40, /*timing_ms=*/1e9);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->size(), 3u);
+  for (const LaunchTiming& one : *t) EXPECT_EQ(one.reps, 40);
+  // Kernel of each launch after the batch's lead, one letter per group of 10.
+  ASSERT_EQ(clock.kernels_.size(), 1u + 3 * 40);
+  std::string order;
+  for (size_t i = 1; i < clock.kernels_.size(); i += 10) {
+    for (size_t j = i; j < i + 10; ++j) ASSERT_EQ(clock.kernels_[j], clock.kernels_[i]) << "launch " << j;
+    order += char('A' + clock.kernels_[i]);
+  }
+  EXPECT_EQ(order, "ABCCBAABCCBA");
+  EXPECT_EQ(clock.kernels_[0], 0u);  // the lead launch is the first group's kernel
+  for (size_t i = 0; i < clock.inputs_.size(); ++i) EXPECT_EQ(clock.inputs_[i], i);
+}
+
+// The reason for interleaving: on a card that slows as it heats, two equal kernels timed one
+// after the other read differently (the second slower), and interleaved they read the same,
+// while a kernel that is truly 10% slower still reads so.
+TEST(LaunchTiming, InterleavingCancelsACardThatSlowsUnderLoad) {
+  constexpr double kDrift = 2e-5;  // +2% per millisecond of load
+  RecordingClock one_by_one(129);
+  one_by_one.drift_ = kDrift;
+  auto first = TimeLaunchGroups(one_by_one, 0, 80, 80, 1e9);
+  auto second = TimeLaunchGroups(one_by_one, 0, 80, 80, 1e9);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_GT(second->median_us, first->median_us * 1.01);
+  RecordingClock together(129);
+  together.drift_ = kDrift;
+  auto t = TimeInterleavedGroups(together, 2, 0, 80, 80, 1e9);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR((*t)[1].median_us / (*t)[0].median_us, 1.0, 0.005);
+  RecordingClock unequal(129);
+  unequal.drift_ = kDrift;
+  unequal.scale_ = {1.0, 1.1};
+  t = TimeInterleavedGroups(unequal, 2, 0, 80, 80, 1e9);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR((*t)[1].median_us / (*t)[0].median_us, 1.1, 0.01);
+}
+
+// Every kernel gets as many groups as the fastest needs to reach timing_ms of kernel time
+// (kernel 1, twice as slow, gets past it on the way).
+TEST(LaunchTiming, InterleavedKernelsStopTogether) {
+  RecordingClock clock(129);
+  clock.scale_ = {1.0, 2.0};
+  auto t = TimeInterleavedGroups(clock, 2, 0, 20, 1000, /*timing_ms=*/1.0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)[0].reps, (*t)[1].reps);
+  // Groups of 10 launches: kernel 0's take ~102 us, kernel 1's ~204 us: 1 ms needs 10 of kernel 0's.
+  EXPECT_GE((*t)[0].reps * (*t)[0].median_us, 1000.0);
+  EXPECT_LT((*t)[0].reps, 160);
+}
+
 TEST(LaunchTiming, TooFewEventsIsAnError) {
   RecordingClock clock(1);
   auto t = TimeLaunchGroups(clock, 0, 10, 10, 1e9);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("2 events"), std::string::npos);
   EXPECT_TRUE(clock.ops_.empty());
+  RecordingClock three(3);  // three kernels need a group each per batch: four events
+  auto many = TimeInterleavedGroups(three, 3, 0, 10, 10, 1e9);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("3 kernel(s) needs at least 4 events"), std::string::npos)
+      << many.status().message();
+  EXPECT_TRUE(three.ops_.empty());
 }
 
 }  // namespace

@@ -114,6 +114,40 @@ TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   }
 }
 
+// The interleaved re-timing answers each finalist with its own time: a finalist's time there is
+// close to its time measured alone, the fastest and slowest of a few candidates keep their order
+// and ratio, and a finalist listed twice reads the same both times.
+TEST(TuneGpu, AnInterleavedRetimingGivesEachFinalistItsOwnTime) {
+  const Problem problem{DType::kBF16, 64, false, 2, 1000, 1000, 4, 4};
+  auto space = EnumerateSpaceFor(problem);
+  ASSERT_TRUE(space.ok());
+  std::vector<Variant> candidates(space->begin(), space->begin() + std::min<size_t>(6, space->size()));
+  auto measurers = PlantedMeasurers({});
+  if (NoGpu(measurers.status())) GTEST_SKIP() << "no GPU to run on: " << measurers.status().ToString();
+  ASSERT_TRUE(measurers.ok()) << measurers.status().ToString();
+  Measurer& m = *measurers->front();
+  std::vector<double> alone;
+  for (const Variant& v : candidates) {
+    auto r = m.Measure(problem, v);
+    ASSERT_TRUE(r.ok() && r->status.ok()) << v.Uri() << ": " << (r.ok() ? r->status : r.status()).ToString();
+    alone.push_back(r->median_us);
+  }
+  const size_t fast = size_t(std::min_element(alone.begin(), alone.end()) - alone.begin());
+  const size_t slow = size_t(std::max_element(alone.begin(), alone.end()) - alone.begin());
+  auto again = m.Remeasure(problem, {candidates[slow], candidates[fast], candidates[slow]});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 3u);
+  for (const Measurement& r : *again) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_NEAR((*again)[2].median_us / (*again)[0].median_us, 1.0, 0.1);
+  EXPECT_NEAR((*again)[0].median_us / alone[slow], 1.0, 0.3) << candidates[slow].Uri();
+  EXPECT_NEAR((*again)[1].median_us / alone[fast], 1.0, 0.3) << candidates[fast].Uri();
+  const double ratio_alone = alone[slow] / alone[fast], ratio_again = (*again)[0].median_us / (*again)[1].median_us;
+  if (ratio_alone > 1.3) {
+    EXPECT_GT(ratio_again, 1.0);
+    EXPECT_NEAR(ratio_again / ratio_alone, 1.0, 0.25);
+  }
+}
+
 // On sm_90a, hopper_fwd variants are verified like fa2_fwd's: one planted hopper_fwd variant
 // computes the wrong thing fast (the causal kernel's code under the non-causal variant's name)
 // and another faults; both are recorded with their status and neither wins.

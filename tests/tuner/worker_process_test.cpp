@@ -184,6 +184,47 @@ TEST(GpuProtocol, MeasureMessagesRoundTrip) {
   EXPECT_FALSE(DecodeMeasureReply("short").ok());
 }
 
+TEST(GpuProtocol, RetimeMessagesRoundTrip) {
+  RetimeRequest request;
+  request.problem = Problem{DType::kBF16, 64, false, 32, 512, 512, 32, 32};
+  request.candidates = {Fa2Variant(DType::kBF16, 64, false, 64, 32, 4, 3), Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2)};
+  request.cubins = {std::string("\x7f" "ELF\0\1", 6), "second"};
+  request.options.warmup_ms = 75;
+  request.options.max_reps = 64;
+  const std::string frame = EncodeRetimeRequest(request);
+  FrameReader reader(frame);
+  ASSERT_EQ(reader.I64(), kRetimeMessage);
+  auto decoded = DecodeRetimeRequest(reader);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->problem, request.problem);
+  EXPECT_EQ(decoded->candidates, request.candidates);
+  EXPECT_EQ(decoded->cubins, request.cubins);
+  EXPECT_EQ(decoded->options.warmup_ms, 75);
+  EXPECT_EQ(decoded->options.max_reps, 64);
+
+  RetimeReply reply;
+  reply.results.resize(2);
+  reply.results[0].median_us = 180.5;
+  reply.results[0].reps = 120;
+  reply.results[1].status = Status(Code::kInternal, "did not load").WithVariant("uri");
+  auto back = DecodeRetimeReply(EncodeRetimeReply(reply));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->status.ok());
+  ASSERT_EQ(back->results.size(), 2u);
+  EXPECT_EQ(back->results[0].median_us, 180.5);
+  EXPECT_EQ(back->results[0].reps, 120);
+  EXPECT_EQ(back->results[1].status.variant_uri(), "uri");
+  reply.status = Status(Code::kFault, "illegal address");
+  reply.results.clear();
+  back = DecodeRetimeReply(EncodeRetimeReply(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->status.code(), Code::kFault);
+  EXPECT_TRUE(back->results.empty());
+  // A damaged frame (a count no request holds, or cut short) is refused, not allocated for.
+  EXPECT_FALSE(DecodeRetimeReply(FrameWriter().I64(0).Str("").Str("").Str("").I64(int64_t(1) << 40).data()).ok());
+  EXPECT_FALSE(DecodeRetimeReply(EncodeRetimeReply(RetimeReply{Status::Ok(), {MeasureReply{}}}).substr(0, 20)).ok());
+}
+
 TEST(GpuMeasurer, MissingDriverIsReportedByTheWorker) {
   ::setenv("FLASHTUNE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
   auto measurers = MakeGpuMeasurers({});
