@@ -10,19 +10,25 @@
 #     through the d64 grid (bench/perf_report.py --rounds 3 against SDPA, one-by-one first); then
 #     each problem whose winners differ timed pairwise in 12 back-to-back rounds (`flashtune bench
 #     --rounds 12`: the sustained regime the grid runs in), to say whose pick was faster.
-# usage (GPU): PACK=.devcarry-NAME OUT=$OUT bash bench/data/h100-2026-12-06-s37/call1.sh
+# Call 2 ran it as SKIP_CHECKS=1 DIMS=128 SEQS=1024,4096,16384 (steps 1-2 left out; the d128
+# buckets of those lengths only, which the tune's exhaustive strategy re-times in up to 3 rounds).
+# usage (GPU): PACK=.devcarry-NAME [DIMS=64] [SEQS=N,N,...] [SKIP_CHECKS=1] OUT=$OUT bash bench/data/h100-2026-12-06-s37/call1.sh
 set -uo pipefail
 t0=$(date +%s)
 P=$(cd "${PACK:?PACK=.devcarry-NAME}" && pwd)
 DIMS=${DIMS:-64}
+seqs_tune=; seqs_grid=
+[ -n "${SEQS:-}" ] && { seqs_tune="--seqlens-q $SEQS"; seqs_grid="--seqlens $SEQS"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$OUT/gpu.txt"
 : > "$OUT/summary.txt"
 mkdir -p "$OUT/t"
+if [ "${SKIP_CHECKS:-0}" != 1 ]; then
 OUT=$OUT/t FILTER='TuneGpu.*:CachePrefillGpu*' SUITE_S=120 JOBS=4 TEST_S=100 bash bench/gpu_suite.sh "$P" > "$OUT/tests.txt" 2>&1
 echo "tests: exit $? at $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/tests.txt")" >> "$OUT/summary.txt"
 LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-v7 timeout 40 \
   python3 bench/varlen_bench.py $P/libflashtune.so --out "$OUT" --mixed-only > "$OUT/varlen.txt" 2>&1
 echo "varlen_bench --mixed-only: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+fi
 
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$P/flashtune FLASHTUNE_CACHE_DIR=/tmp/ft-cache-r
 reasons=clocks_event_reasons.active
@@ -31,7 +37,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,$reasons -
 smi=$!
 for which in one-by-one interleaved; do
   s=$(date +%s)
-  timeout 120 $P/flashtune tune --db "$OUT/$which.db" --head-dims $DIMS --decode none --operation fwd \
+  timeout 150 $P/flashtune tune --db "$OUT/$which.db" --head-dims $DIMS $seqs_tune --decode none --operation fwd \
     --retime-order $which > "$OUT/tune-$which.log" 2>&1
   echo "tune --retime-order $which: exit $? in $(( $(date +%s) - s )) s" >> "$OUT/summary.txt"
 done
@@ -50,7 +56,7 @@ for which in one-by-one interleaved; do
   s=$(date +%s)
   mkdir -p "$OUT/grid-$which"
   timeout 100 python3 bench/perf_report.py --lib $P/libflashtune.so --db "$OUT/$which.db" --out "$OUT/grid-$which" \
-    --head-dims $DIMS --no-extra --rounds 3 --time-limit-s 90 > "$OUT/grid-$which/perf_report.txt" 2>&1
+    --head-dims $DIMS $seqs_grid --no-extra --rounds 3 --time-limit-s 90 > "$OUT/grid-$which/perf_report.txt" 2>&1
   echo "grid $which: exit $? in $(( $(date +%s) - s )) s" >> "$OUT/summary.txt"
   grep -h "geomean\|SM clock" "$OUT/grid-$which/perf_report.txt" | sed "s/^/  $which: /" >> "$OUT/summary.txt"
   tail -40 "$OUT/grid-$which/perf_report.txt" > "$OUT/grid-$which.txt"
