@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -139,40 +140,32 @@ TEST_F(GpuMeasurerWithFakeWorker, AFinalistThatDoesNotCompileIsLeftOutOfTheRetim
 
 // A problem's re-timing starts with the longer warm-up (the GPU brought to sustained load); its
 // later rounds follow back to back with the usual one, and so do first measurements. The next
-// problem's re-timing warms up again. One by one, the longer warm-up is the first finalist's.
+// problem's re-timing warms up again. Interleaved, the longer warm-up is the request's (the
+// usual one is each finalist's, 2 x 25 ms); one by one, the first finalist's.
 TEST_F(GpuMeasurerWithFakeWorker, ARetimingWarmsUpOncePerProblem) {
-  options_.retime_warmup_ms = 300;
-  auto measurer = Make();
-  ASSERT_NE(measurer, nullptr);
-  ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
-  Problem other = kProblem;
-  other.seqlen_q = other.seqlen_k = 256;
-  for (const Problem& p : {kProblem, kProblem, other}) {
-    auto again = measurer->Remeasure(p, {b_, a_});
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    ASSERT_EQ(again->size(), 2u);
+  for (bool interleave : {true, false}) {
+    SCOPED_TRACE(interleave ? "interleaved" : "one by one");
+    std::remove(log_.c_str());
+    options_.interleave_retime = interleave;
+    options_.retime_warmup_ms = 300;
+    auto measurer = Make();
+    ASSERT_NE(measurer, nullptr);
+    ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
+    Problem other = kProblem;
+    other.seqlen_q = other.seqlen_k = 256;
+    for (const Problem& p : {kProblem, kProblem, other}) {
+      auto again = measurer->Remeasure(p, {b_, a_});
+      ASSERT_TRUE(again.ok()) << again.status().ToString();
+      ASSERT_EQ(again->size(), 2u);
+    }
+    auto round = [&](const char* first_warmup, const char* interleaved_warmup) {
+      if (interleave) return "retime " + b_.Uri() + " " + a_.Uri() + " warmup=" + interleaved_warmup + "\n";
+      return "measure " + b_.Uri() + " verify=0 warmup=" + first_warmup + "\nmeasure " + a_.Uri() +
+             " verify=0 warmup=25\n";
+    };
+    const std::string heated = round("300", "300"), loaded = round("25", "50");
+    EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + heated + loaded + heated);
   }
-  const std::string heated = "retime " + b_.Uri() + " " + a_.Uri() + " warmup=300\n";
-  const std::string loaded = "retime " + b_.Uri() + " " + a_.Uri() + " warmup=50\n";
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + heated + loaded + heated);
-}
-
-TEST_F(GpuMeasurerWithFakeWorker, OneByOneRetimingWarmsUpOncePerProblem) {
-  options_.interleave_retime = false;
-  options_.retime_warmup_ms = 300;
-  auto measurer = Make();
-  ASSERT_NE(measurer, nullptr);
-  ASSERT_TRUE(measurer->Measure(kProblem, a_).ok());
-  Problem other = kProblem;
-  other.seqlen_q = other.seqlen_k = 256;
-  for (const Problem& p : {kProblem, kProblem, other}) {
-    auto again = measurer->Remeasure(p, {b_, a_});
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    ASSERT_EQ(again->size(), 2u);
-  }
-  const std::string heated = "measure " + b_.Uri() + " verify=0 warmup=300\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
-  const std::string loaded = "measure " + b_.Uri() + " verify=0 warmup=25\nmeasure " + a_.Uri() + " verify=0 warmup=25\n";
-  EXPECT_EQ(WorkerLog(), "hello\nmeasure " + a_.Uri() + " verify=1 warmup=25\n" + heated + loaded + heated);
 }
 
 // A worker from another build (its protocol differs) is refused at the hello, naming it.
