@@ -222,18 +222,24 @@ Result<bool> ProblemTuner::Retime(const Work& w, ProblemSummary& s, std::vector<
     if (again->size() != shuffled.size())
       return Status(Code::kInternal, "Remeasure returned " + std::to_string(again->size()) + " results for " +
                                          std::to_string(shuffled.size()) + " variants");
+    std::vector<CandidateResult> timed;  // this round, for the progress sink
     for (size_t k = 0; k < order.size(); ++k) {
       Measurement m = (*again)[k];
       if (m.source_hash.empty()) m.source_hash = (*finalists)[order[k]].measurement.source_hash;
       auto id = db_.RecordTrial(device_id_, toolchain_id_, ToTrial(w.problem, shuffled[k], m, "retime", run_id_));
       if (!id.ok()) return id.status();
       ++s.measured;
+      timed.push_back({shuffled[k], m});
       if (!m.status.ok()) {
         ++s.failed;
         out[order[k]] = true;
         continue;
       }
       rounds[order[k]].push_back(m);
+    }
+    if (o.progress) {
+      std::lock_guard<std::mutex> lock(shared_.mu);
+      o.progress->OnRetime(w.index, round + 1, max_rounds, timed);
     }
     if (Decided(rounds, out, kDecidedGap)) break;  // more rounds only for near-ties
   }

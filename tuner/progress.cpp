@@ -50,6 +50,18 @@ class Console final : public ProgressSink {
       std::fprintf(out_, "\n");
     }
   }
+  void OnRetime(size_t index, int round, int rounds, const std::vector<CandidateResult>& timed) override {
+    (void)index;
+    if (tty_) return;  // the bar stays; the problem's line names the winner
+    std::fprintf(out_, "  re-timed, round %d of at most %d:", round, rounds);
+    for (size_t i = 0; i < timed.size(); ++i) {
+      const CandidateResult& r = timed[i];
+      std::fprintf(out_, "%s %s ", i ? "," : "", r.variant.Uri().c_str());
+      if (r.ok()) std::fprintf(out_, "%.2f us", r.measurement.median_us);
+      else std::fprintf(out_, "%s", std::string(CodeName(r.measurement.status.code())).c_str());
+    }
+    std::fprintf(out_, "\n");
+  }
   void OnProblemEnd(size_t index, const ProblemSummary& s) override {
     (void)index;
     ++done_;

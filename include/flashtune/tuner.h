@@ -87,6 +87,11 @@ class ProgressSink {
                               size_t candidates) { (void)problem_index; (void)problem; (void)device; (void)candidates; }
   virtual void OnCandidate(size_t problem_index, size_t done, size_t total, const CandidateResult& result,
                            double best_us) { (void)problem_index; (void)done; (void)total; (void)result; (void)best_us; }
+  // One re-timing round of the finalists (1-based `round` of at most `rounds`): their new
+  // measurements, in the order the round timed them. The winner is decided after the last round.
+  virtual void OnRetime(size_t problem_index, int round, int rounds, const std::vector<CandidateResult>& timed) {
+    (void)problem_index; (void)round; (void)rounds; (void)timed;
+  }
   virtual void OnProblemEnd(size_t problem_index, const ProblemSummary& summary) { (void)problem_index; (void)summary; }
   virtual void OnFinish(const TuneSummary& summary) { (void)summary; }
 };

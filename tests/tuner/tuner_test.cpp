@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -352,6 +354,58 @@ TEST(Tuner, RetimeRoundsDecideNearTiesOnTheMedianRound) {
     EXPECT_NE(s.status().message().find("--retime-rounds " + std::to_string(bad) + ": allowed 1 to 10, or 0"),
               std::string::npos) << s.status().message();
   }
+}
+
+// Each re-timing round reaches the progress sink with what it timed; the console prints it (not
+// on a terminal, where the bar stays) so that a user sees which finalists decided the winner.
+TEST(Tuner, RetimeRoundsReachTheProgressSinkAndTheConsole) {
+  Problem p = SmallProblemSet()[0];
+  Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
+  const std::vector<RecordedRow> rows = {{p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 101.0, 0.2, "search", ""},
+                                         {p, a, "ok", 101.5, 0.2, "retime", ""}, {p, a, "ok", 110.0, 0.2, "retime", ""},
+                                         {p, a, "ok", 111.0, 0.2, "retime", ""}, {p, b, "ok", 103.0, 0.2, "retime", ""},
+                                         {p, b, "ok", 104.0, 0.2, "retime", ""}, {p, b, "ok", 103.0, 0.2, "retime", ""}};
+  struct Recorder final : ProgressSink {
+    std::vector<std::pair<int, std::map<std::string, double>>> rounds;
+    int most = 0;
+    void OnRetime(size_t, int round, int of, const std::vector<CandidateResult>& timed) override {
+      std::map<std::string, double> us;
+      for (const CandidateResult& r : timed) us[r.variant.Uri()] = r.measurement.median_us;
+      rounds.push_back({round, us});
+      most = of;
+    }
+  } recorder;
+  const std::string dir = TempDir("tune_progress"), log_path = dir + "/console.txt";
+  std::FILE* log = std::fopen(log_path.c_str(), "w");
+  ASSERT_NE(log, nullptr);
+  auto console = MakeConsoleProgress(log, /*tty=*/false);
+  for (ProgressSink* sink : {static_cast<ProgressSink*>(&recorder), console.get()}) {
+    auto space = Replay(rows);
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(Replay(rows));
+    TuneOptions o = ReplayTuneOptions(dir + (sink == console.get() ? "/console.db" : "/recorder.db"), {p}, space.get());
+    o.retime_rounds = 3;
+    o.progress = sink;
+    auto summary = Tune(o, std::move(ms));
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(summary->problems[0].winner_uri, b.Uri());
+  }
+  std::fclose(log);
+  ASSERT_EQ(recorder.rounds.size(), 3u);
+  EXPECT_EQ(recorder.most, 3);
+  const double a_us[] = {101.5, 110.0, 111.0}, b_us[] = {103.0, 104.0, 103.0};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(recorder.rounds[i].first, i + 1);
+    EXPECT_DOUBLE_EQ(recorder.rounds[i].second[a.Uri()], a_us[i]);
+    EXPECT_DOUBLE_EQ(recorder.rounds[i].second[b.Uri()], b_us[i]);
+  }
+  std::ifstream in(log_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("  re-timed, round 1 of at most 3: "), std::string::npos) << text;
+  EXPECT_NE(text.find(a.Uri() + " 101.50 us"), std::string::npos) << text;
+  EXPECT_NE(text.find(b.Uri() + " 104.00 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("round 3 of at most 3"), std::string::npos) << text;
 }
 
 TEST(Tuner, ResumeSkipsRecordedVariants) {
