@@ -50,9 +50,11 @@ const char* SubcommandHelp(const std::string& sub) {
     return "usage: flashtune db show ID [--db FILE] [--json]\n"
            "       flashtune db show --head-dim D --seqlen-q N [--dtype bf16] [--causal 0|1] [--batch B]\n"
            "                         [--seqlen-k N] [--heads-q H] [--heads-kv H] [--db FILE] [--json]\n"
-           "One problem's trials, ranked: ok trials by median, then failures. The problem is its id\n"
-           "(from `db list`) or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
-           "  --json      one JSON object: {\"problem_id\", \"problem\", \"trials\": [...]}\n";
+           "One problem's trials, ranked: ok trials by median, then failures, after the winner its tuning\n"
+           "stored for each GPU model and toolchain (what the runtime launches: a re-timed finalist, timed\n"
+           "at its median re-timing round, so not always rank 1). The problem is its id (from `db list`)\n"
+           "or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
+           "  --json      one JSON object: {\"problem_id\", \"problem\", \"winners\": [...], \"trials\": [...]}\n";
   if (sub == "export")
     return "usage: flashtune db export --format csv|json [--table trials|winners] [-o FILE] [--db FILE]\n"
            "Every trial (default; `tune --replay` reads it back) or the winners the runtime launches.\n"
@@ -315,9 +317,22 @@ int RunDb(const std::vector<std::string>& args) {
     auto rows = (*db)->TrialsForProblem(id);
     if (!rows.ok()) return Fail(sub, rows.status());
     if (rows->empty()) return Fail(sub, Status(Code::kNotFound, "problem " + std::to_string(id) + " has no trials"));
+    // The winners this problem's tuning stored (one per device model and toolchain): what the
+    // runtime launches, which is not always rank 1 (the re-timing and the noise rule decide).
+    auto all_winners = (*db)->ListWinners();
+    if (!all_winners.ok()) return Fail(sub, all_winners.status());
+    std::vector<const WinnerRow*> winners;
+    for (const WinnerRow& w : *all_winners)
+      if (w.problem_id == id) winners.push_back(&w);
     if (json) {
       std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
-                      ProblemJson((*rows)[0].trial.problem) + ",\"trials\":[";
+                      ProblemJson((*rows)[0].trial.problem) + ",\"winners\":[";
+      for (size_t k = 0; k < winners.size(); ++k)
+        o += std::string(k ? "," : "") + "{\"variant\":" + JsonString(winners[k]->variant_uri) +
+             ",\"median_us\":" + JsonNumber(winners[k]->median_us) + ",\"tflops\":" +
+             JsonNumber(winners[k]->tflops) + ",\"device_id\":" + std::to_string(winners[k]->device_id) +
+             ",\"toolchain_id\":" + std::to_string(winners[k]->toolchain_id) + "}";
+      o += "],\"trials\":[";
       int rank = 0;
       for (const auto& r : *rows) {
         const TrialRecord& t = r.trial;
@@ -335,6 +350,11 @@ int RunDb(const std::vector<std::string>& args) {
       return kExitOk;
     }
     std::printf("problem %lld: %s\n", (long long)id, (*rows)[0].trial.problem.ToString().c_str());
+    for (const WinnerRow* w : winners)
+      std::printf("winner: %s %.2f us %.1f TFLOP/s (device %lld, toolchain %lld)\n",
+                  w->variant_uri.c_str(), w->median_us, w->tflops, (long long)w->device_id,
+                  (long long)w->toolchain_id);
+    if (winners.empty()) std::printf("winner: none stored\n");
     std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
                 "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");
     int rank = 0;

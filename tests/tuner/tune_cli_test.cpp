@@ -289,6 +289,14 @@ TEST(DbCli, ListAndShowPrintJson) {
   ASSERT_EQ(json("show 1", &show), 0) << show;
   EXPECT_EQ(show.rfind("{\"problem_id\":1,\"problem\":{", 0), 0u) << show;
   EXPECT_NE(show.find("\"rank\":1,\"variant\":\"fa2_fwd_"), std::string::npos) << show;
+  // The winner the tuning stored, as `db list` names it, in both forms.
+  const std::string winner = QueryText(db, "SELECT v.uri FROM winners w JOIN variants v ON v.id = w.variant_id "
+                                       "WHERE w.problem_id = 1");
+  ASSERT_NE(winner, "<error>");
+  EXPECT_NE(show.find("\"winners\":[{\"variant\":\"" + winner + "\""), std::string::npos) << show;
+  const std::string text = dir + "/show.txt";
+  ASSERT_EQ(RunShell(cli + " db show 1 --db " + db + " > " + text), 0);
+  EXPECT_NE(ReadTextFile(text).find("\nwinner: " + winner + " "), std::string::npos) << ReadTextFile(text);
 }
 
 // A database its user cannot write (read-only file, or read-only directory: SQLite needs its
