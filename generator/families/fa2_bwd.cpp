@@ -62,6 +62,18 @@ Variant BwdVariant(const ProblemClass& cls, int bn, int bm, int w, int s, int de
   return v;
 }
 
+// Registers per thread the main kernel needs, estimated: each warp's dK and dV accumulators,
+// Sᵀ and dPᵀ for one query step, their 16-bit copies, and ~48 for addressing and the per-query
+// lse / delta (2-D layout: 32 keys x D/2 of dK and dV, 32 queries x 256 / block_m keys of S and dP).
+int EstimatedRegisters(const BwdParams& p, int head_dim) {
+  if (p.layout == 2) return 2 * (head_dim / 16) * 4 * 2 + 2 * (256 / p.block_m) * 4 * 2 + 56;
+  const int k_tiles = p.block_n / p.warps / 16;
+  return k_tiles * (head_dim / 8) * 4 * 2 + k_tiles * (p.block_m / 8) * 4 * 3 + p.block_m / 2 + 48;
+}
+// Above this a tile is left out of the searched space (InDefaultSpace says why): nearly three
+// times what a thread can hold.
+constexpr int kHopelessRegisters = 720;
+
 class Fa2Bwd final : public BackwardFamily {
  public:
   std::string_view name() const override { return "fa2_bwd"; }
@@ -124,9 +136,14 @@ class Fa2Bwd final : public BackwardFamily {
   }
 
   // dqc 32 only where 64 does not divide the head dim: 64 was faster wherever it exists
-  // (docs/perf-notes.md, "fa2_bwd round 2").
+  // (docs/perf-notes.md, "fa2_bwd round 2"). Nor a tile estimated at more than kHopelessRegisters
+  // a thread: d128's 128 x 128 with 4 warps (752) spilled 40 KB, took 2.6-3.3 s to compile (the
+  // only fa2_bwd variants over 2 s) and ran 60-100 ms where the family's best ran 1.8-3.9 ms (H200
+  // tunes of sessions 18-23, H100 session 36); the budgeted search measured it first among its
+  // 128-row tiles on every d128 problem. d64's 128 x 128 (624) ran 1.45x the best and stays.
   bool InDefaultSpace(const Variant& v) const override {
-    return !(v.Param("dqc") == 32 && v.head_dim % 64 == 0);
+    return !(v.Param("dqc") == 32 && v.head_dim % 64 == 0) &&
+           EstimatedRegisters(BwdParams(v), v.head_dim) <= kHopelessRegisters;
   }
 
   // FA-2's backward tiles: 128 keys × 64 queries with 8 warps up to d128 (6% faster than
@@ -205,16 +222,10 @@ class Fa2Bwd final : public BackwardFamily {
            (p.det ? " deterministic" : "");
   }
 
-  // Registers per thread the main kernel needs, estimated: each warp's dK and dV accumulators,
-  // Sᵀ and dPᵀ for one query step, their 16-bit copies, and ~48 for addressing and the per-query
-  // lse / delta. Past 255 it spills.
+  // Past 255 registers a thread spills; the search scores the excess.
   double PriorScore(const Problem& problem, const Variant& v) const override {
     const BwdParams p(v);
-    const int k_tiles = p.block_n / p.warps / 16;
-    // 2-D layout: 32 keys × D/2 of dK and dV, 32 queries × 256 / block_m keys of S and dP.
-    const int regs = p.layout == 2
-                         ? 2 * (v.head_dim / 16) * 4 * 2 + 2 * (256 / p.block_m) * 4 * 2 + 56
-                         : k_tiles * (v.head_dim / 8) * 4 * 2 + k_tiles * (p.block_m / 8) * 4 * 3 + p.block_m / 2 + 48;
+    const int regs = EstimatedRegisters(p, v.head_dim);
     double score = regs > 255 ? 2.0 + (regs - 255) / 64.0 : 0.0;
     score -= 0.25 * std::log2(p.block_m / 32.0);  // longer query steps amortise barriers
     if (p.stages == 1) score += 0.3;

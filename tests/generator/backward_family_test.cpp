@@ -150,6 +150,30 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
   }
 }
 
+// The searched space leaves out the tile that spilled 40 KB and ran 30-70x the family's best
+// (d128 128 x 128 with 4 warps), and keeps the one next to it that ran 1.45x (d64's); the tile
+// itself stays valid, for a user who names it.
+TEST(Fa2BwdFamily, SpaceLeavesOutTheTileThatCannotHoldItsAccumulators) {
+  auto tiles = [](int head_dim) {
+    std::set<std::string> out;
+    auto space = EnumerateSpace(ProblemClass{DType::kBF16, head_dim, false, Operation::kBackward});
+    EXPECT_TRUE(space.ok()) << space.status().ToString();
+    if (!space.ok()) return out;
+    for (const Variant& v : *space)
+      if (v.family == "fa2_bwd")
+        out.insert(std::to_string(v.Param("bc")) + "x" + std::to_string(v.Param("br")) + "w" + std::to_string(v.Param("w")));
+    return out;
+  };
+  const std::set<std::string> d128 = tiles(128), d64 = tiles(64);
+  EXPECT_EQ(d128.count("128x128w4"), 0u);
+  EXPECT_EQ(d128.count("128x128w8"), 1u);  // the same rows with 8 warps: half the accumulators a thread
+  EXPECT_EQ(d128.count("128x64w4"), 1u);
+  EXPECT_EQ(d64.count("128x128w4"), 1u);
+  auto named = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br128_w4_s1_det0_dqc16_dqv2_dqs0_lay1_full");
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_TRUE(CheckVariant(*named, MaxSharedMemoryForArch("sm_90a")).ok()) << named->Uri();
+}
+
 TEST(Fa2BwdFamily, UriRoundTripsAndRulesAreChecked) {
   auto v = Variant::FromUri("fa2_bwd_bf16_d128_bc128_br64_w8_s2_det1_dqc64_dqv2_dqs0_lay1_causal");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
