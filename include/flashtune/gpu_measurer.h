@@ -49,9 +49,9 @@ struct GpuMeasurerOptions {
   int min_reps = 20;          // timed launches, at least (rounded up to whole groups)
   int max_reps = 100;         // and at most (and at most 128)
   double warmup_ms = 25;      // warm-up by time before timing
-  // Warm-up before a problem's re-timing (the first finalist of its first Remeasure round; the
-  // other finalists and later rounds follow back to back): the GPU held under load this long
-  // first, so finalists are timed at the clock a sustained workload runs at. An H100 under
+  // Warm-up before a problem's re-timing (its first Remeasure round: the finalists in turn when
+  // interleaved, else the first finalist; later rounds follow back to back): the GPU held under
+  // load this long first, so finalists are timed at the clock a sustained workload runs at. An H100 under
   // back-to-back load reaches its power cap and drops its clock by up to 18%, and tiles lose
   // unequally to that (d64's 64-row tiles 12%, its 192-row ones 7%), so a near-tie timed after
   // the search's idle gaps can rank the other way (docs/perf-notes.md, session 29). At most
