@@ -1,5 +1,6 @@
 // The report's sections other than the heatmaps, in page order; see report/page.h.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,19 +61,44 @@ std::string EmptySection(const Page& p) {
   return h;
 }
 
+// The problem's re-timed finalists, fastest first: each one's tile and median re-timing round (the
+// lower middle of an even count, as the tuner decides), or a dash when none was re-timed.
+std::string FinalistsText(const ProblemEntry& e) {
+  std::map<std::string, std::pair<const Variant*, std::vector<double>>> rounds;
+  for (const TrialRow& t : e.trials)
+    if (t.trial.phase == "retime" && t.trial.status == Code::kOk) {
+      auto& r = rounds[t.variant_uri];
+      r.first = &t.trial.variant;
+      r.second.push_back(t.trial.median_us);
+    }
+  if (rounds.empty()) return "–";
+  std::vector<std::pair<double, const Variant*>> finalists;
+  for (auto& [uri, r] : rounds) {
+    std::sort(r.second.begin(), r.second.end());
+    finalists.push_back({r.second[(r.second.size() - 1) / 2], r.first});
+  }
+  std::sort(finalists.begin(), finalists.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  for (const auto& [us, v] : finalists)
+    out += std::string(out.empty() ? "" : "<br>") + "<span class=\"nw\">" + TileText(*v) + " " + Num(us) + "</span>";
+  return out;
+}
+
 std::string WinnersSection(const Page& p, const HtmlReportOptions& options) {
   std::string h;
   if (!p.empty()) {
     h += "<section class=\"card\" id=\"winners\">\n<h2>Winners per GPU and problem</h2>\n<p class=\"note\">The "
          "fastest verified variant of each problem; the runtime launches it for this shape and nearby ones (same "
-         "bucket). <b>B</b> batch, <b>H</b> query heads, <b>N</b> sequence length, <b>d</b> head dimension. "
+         "bucket). The closest candidates of the search were timed again against each other (<i>re-timed "
+         "finalists</i>: each one's median round, µs), and that decided. <b>B</b> batch, <b>H</b> query heads, <b>N</b> sequence length, <b>d</b> head dimension. "
          "TFLOP/s counts 4·B·H·N<sub>q</sub>·N<sub>k</sub>·d floating-point operations per forward pass (half "
          "for causal), as FlashAttention-2's benchmarks do.</p>\n";
     for (const auto& [key, g] : p.groups) {
       h += GroupTitle(g, options);
       h += "<table><thead><tr><th>Problem</th><th>Shape</th><th>Winner variant</th><th>Tile</th>"
-           "<th class=\"num\">Median (µs)</th><th class=\"num\">TFLOP/s</th><th class=\"num\">Variants ok / "
-           "failed</th></tr></thead><tbody>\n";
+           "<th class=\"num\">Median (µs)</th><th class=\"num\">TFLOP/s</th><th>Re-timed finalists</th>"
+           "<th class=\"num\">Variants ok / failed</th></tr></thead><tbody>\n";
       for (const ProblemEntry& e : g.problems) {
         h += "<tr><td class=\"nw\">" + HtmlEscape(ProblemKind(e.problem)) + "</td><td class=\"nw\">" +
              HtmlEscape(ProblemShape(e.problem)) + "</td>";
@@ -85,7 +111,7 @@ std::string WinnersSection(const Page& p, const HtmlReportOptions& options) {
                (e.ok == 0 ? "every measured variant failed (see Failures)" : "not stored (tuning was interrupted?)") +
                "</td>";
         }
-        h += "<td class=\"num\">" + Int(e.ok) + " / " + Int(e.failed) + "</td></tr>\n";
+        h += "<td>" + FinalistsText(e) + "</td><td class=\"num\">" + Int(e.ok) + " / " + Int(e.failed) + "</td></tr>\n";
       }
       h += "</tbody></table>\n";
     }

@@ -304,6 +304,52 @@ TEST(HtmlReport, KilledRunCountsUpToItsLastTrialAndRetimesAreNotVariants) {
   EXPECT_NE(page->find(">1 / 0<"), std::string::npos) << "one variant ok, none failed";
 }
 
+// A winner's row names the finalists its re-timing weighed, fastest first, each at its median
+// round (the lower middle of an even count, as the tuner decides); a problem with no re-timing
+// shows a dash there.
+TEST(HtmlReport, WinnersShowTheirRetimedFinalists) {
+  std::string path = TempDir("report_finalists") + "/r.db";
+  const Problem p{DType::kBF16, 64, false, 4, 1024, 1024, 8, 8};
+  const Problem lone{DType::kBF16, 64, false, 4, 2048, 2048, 8, 8};
+  const Variant a = Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2);
+  const Variant b = Fa2Variant(DType::kBF16, 64, false, 64, 64, 4, 2);
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    auto dev = (*db)->UpsertDevice({"NVIDIA H100", "GPU-1", 9, 0, 132, "580"});
+    auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
+    ASSERT_TRUE(dev.ok() && tc.ok());
+    auto record = [&](const Problem& prob, const Variant& v, double us, const char* phase) {
+      TrialRecord t;
+      t.problem = prob;
+      t.variant = v;
+      t.median_us = us;
+      t.phase = phase;
+      ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
+    };
+    record(p, a, 100.0, "search");
+    record(p, b, 101.0, "search");
+    for (double us : {101.5, 110.0, 111.0}) record(p, a, us, "retime");
+    for (double us : {104.0, 103.0}) record(p, b, us, "retime");
+    record(lone, a, 300.0, "search");
+    auto pid = (*db)->FindProblem(p);
+    ASSERT_TRUE(pid.ok());
+    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, p, b, "", 103.0, 1.0).ok());
+  }
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  auto page = RenderHtmlReport(**db);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  const std::string& h = *page;
+  EXPECT_NE(h.find("<th>Re-timed finalists</th>"), std::string::npos);
+  const std::string row_b = "64x64 w4 s2 103</span>", row_a = "128x64 w4 s2 110</span>";
+  const size_t at_b = h.find(row_b), at_a = h.find(row_a);
+  ASSERT_NE(at_b, std::string::npos) << h;
+  ASSERT_NE(at_a, std::string::npos) << h;
+  EXPECT_LT(at_b, at_a);  // fastest first; b's two rounds give 103 (the lower middle), a's three 110
+  EXPECT_NE(h.find("<td>–</td>"), std::string::npos);  // the problem searched once, not re-timed
+}
+
 // The CLI: `flashtune db report --html FILE`.
 std::string Cli() { return FLASHTUNE_CLI_PATH; }
 
