@@ -21,6 +21,13 @@ namespace po = boost::program_options;
 namespace flashtune::cli {
 namespace {
 
+// A stored winner as `db list --json` and `db show --json` give it.
+std::string WinnerJson(const WinnerRow& w) {
+  return "{\"variant\":" + JsonString(w.variant_uri) + ",\"median_us\":" + JsonNumber(w.median_us) +
+         ",\"tflops\":" + JsonNumber(w.tflops) + ",\"device_id\":" + std::to_string(w.device_id) +
+         ",\"toolchain_id\":" + std::to_string(w.toolchain_id) + "}";
+}
+
 constexpr const char* kUsage =
     "usage: flashtune db <list|show|export|merge|prune|check|report> [--db FILE] [options]\n"
     "  (flashtune db SUBCOMMAND --help for its options)\n"
@@ -245,13 +252,8 @@ int RunDb(const std::vector<std::string>& args) {
              ",\"ok_trials\":" + std::to_string(r.ok_trials) + ",\"winners\":[";
         const auto found = by_problem.find(r.id);
         if (found != by_problem.end())
-          for (size_t k = 0; k < found->second.size(); ++k) {
-            const WinnerRow& w = *found->second[k];
-            o += std::string(k ? "," : "") + "{\"variant\":" + JsonString(w.variant_uri) +
-                 ",\"median_us\":" + JsonNumber(w.median_us) + ",\"tflops\":" + JsonNumber(w.tflops) +
-                 ",\"device_id\":" + std::to_string(w.device_id) + ",\"toolchain_id\":" +
-                 std::to_string(w.toolchain_id) + "}";
-          }
+          for (size_t k = 0; k < found->second.size(); ++k)
+            o += std::string(k ? "," : "") + WinnerJson(*found->second[k]);
         o += "],\"fastest\":" +
              (r.best_variant.empty() ? std::string("null")
                                      : "{\"variant\":" + JsonString(r.best_variant) +
@@ -327,11 +329,7 @@ int RunDb(const std::vector<std::string>& args) {
     if (json) {
       std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
                       ProblemJson((*rows)[0].trial.problem) + ",\"winners\":[";
-      for (size_t k = 0; k < winners.size(); ++k)
-        o += std::string(k ? "," : "") + "{\"variant\":" + JsonString(winners[k]->variant_uri) +
-             ",\"median_us\":" + JsonNumber(winners[k]->median_us) + ",\"tflops\":" +
-             JsonNumber(winners[k]->tflops) + ",\"device_id\":" + std::to_string(winners[k]->device_id) +
-             ",\"toolchain_id\":" + std::to_string(winners[k]->toolchain_id) + "}";
+      for (size_t k = 0; k < winners.size(); ++k) o += std::string(k ? "," : "") + WinnerJson(*winners[k]);
       o += "],\"trials\":[";
       int rank = 0;
       for (const auto& r : *rows) {

@@ -79,8 +79,9 @@ class GpuMeasurer final : public Measurer {
   Result<std::vector<Measurement>> Remeasure(const Problem& problem, const std::vector<Variant>& variants) override {
     // Finalists were verified when first measured. A problem's first re-timing warms the GPU
     // up to sustained load (retime_warmup_ms); its later rounds follow back to back.
-    const bool first = problem.ToString() != last_retimed_;
-    last_retimed_ = problem.ToString();
+    std::string key = problem.ToString();
+    const bool first = key != last_retimed_;
+    last_retimed_ = std::move(key);
     if (options_.interleave_retime && variants.size() >= 2) return Interleaved(problem, variants, first);
     return OneByOne(problem, variants, first);
   }
@@ -202,25 +203,30 @@ class GpuMeasurer final : public Measurer {
     if (first) request.options.warmup_ms = std::max(request.options.warmup_ms, options_.retime_warmup_ms);
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000 * double(sent.size())));
     auto frame = worker_->Call(detail::EncodeRetimeRequest(request), timeout);
-    Result<detail::RetimeReply> reply = frame.ok() ? detail::DecodeRetimeReply(*frame) : Result<detail::RetimeReply>(frame.status());
-    if (!reply.ok() || !reply->status.ok()) {
-      if (!frame.ok() || (reply.ok() && reply->status.code() == Code::kFault)) worker_.reset();  // dead or exiting
-      if (frame.ok() && !reply.ok()) return reply.status();  // a malformed frame: a broken worker, not a finalist
+    if (!frame.ok()) {  // it faulted hard or hung: dead now
+      worker_.reset();
+      return OneByOne(problem, variants, first);
+    }
+    auto reply = detail::DecodeRetimeReply(*frame);
+    if (!reply.ok()) return reply.status();  // a malformed frame: a broken worker, not a finalist
+    if (!reply->status.ok()) {
+      if (reply->status.code() == Code::kFault) worker_.reset();  // it exits after a fault
       return OneByOne(problem, variants, first);
     }
     if (reply->results.size() != sent.size())
       return Status(Code::kInternal, "the GPU worker re-timed " + std::to_string(reply->results.size()) + " of " +
                                          std::to_string(sent.size()) + " finalists");
-    for (size_t j = 0; j < sent.size(); ++j) {
-      const detail::MeasureReply& r = reply->results[j];
-      Measurement& m = out[sent[j]];
-      m.status = r.status;
-      m.median_us = r.median_us;
-      m.iqr_us = r.iqr_us;
-      m.reps = r.reps;
-      if (r.registers > 0) m.registers = r.registers;
-    }
+    for (size_t j = 0; j < sent.size(); ++j) Take(reply->results[j], out[sent[j]]);
     return out;
+  }
+
+  // The worker's answer for one variant into its measurement (compile facts already there).
+  static void Take(const detail::MeasureReply& r, Measurement& m) {
+    m.status = r.status;
+    m.median_us = r.median_us;
+    m.iqr_us = r.iqr_us;
+    m.reps = r.reps;
+    if (r.registers > 0) m.registers = r.registers;
   }
 
   // The variant's cubin (compiled or from the cache), its resources and compile time in `m`;
@@ -287,11 +293,7 @@ class GpuMeasurer final : public Measurer {
     }
     auto reply = detail::DecodeMeasureReply(*frame);
     if (!reply.ok()) return reply.status();
-    m.status = reply->status;
-    m.median_us = reply->median_us;
-    m.iqr_us = reply->iqr_us;
-    m.reps = reply->reps;
-    if (reply->registers > 0) m.registers = reply->registers;
+    Take(*reply, m);
     if (m.status.code() == Code::kFault) worker_.reset();  // it exits after a fault; reap it now
     return m;
   }

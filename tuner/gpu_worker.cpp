@@ -136,16 +136,14 @@ class GpuWorker {
     reply.status = Init();
     if (!reply.status.ok()) return reply;
     PhaseClock clock;
-    auto kernel = LoadFromImage(*context_, request.candidate_cubin, request.candidate);
+    auto kernel = Load(request.candidate_cubin, request.candidate, reply);
     if (!kernel.ok()) {
       reply.status = kernel.status();
       return reply;
     }
-    if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.registers = *regs;
-    if (auto local = kernel->function().LocalBytes(); local.ok()) reply.local_bytes = *local;
     const double load_ms = clock.Lap();
     const bool backward = request.problem.operation == Operation::kBackward;
-    reply.status = backward ? backward_->Prepare(request.problem) : PrepareTimedInputs(request.problem);
+    reply.status = PrepareInputs(request.problem);
     const double inputs_ms = clock.Lap();
     if (reply.status.ok() && request.verify)
       reply.status = backward ? backward_->Verify(*kernel, request) : Verify(*kernel, request);
@@ -175,20 +173,18 @@ class GpuWorker {
     std::vector<ForwardKernel> kernels;
     std::vector<size_t> slot;  // kernels[j] answers reply.results[slot[j]]
     for (size_t i = 0; i < request.candidates.size(); ++i) {
-      auto kernel = LoadFromImage(*context_, request.cubins[i], request.candidates[i]);
+      auto kernel = Load(request.cubins[i], request.candidates[i], reply.results[i]);
       if (!kernel.ok()) {
         reply.results[i].status = Status(kernel.status()).WithVariant(request.candidates[i].Uri());
         continue;
       }
-      if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.results[i].registers = *regs;
-      if (auto local = kernel->function().LocalBytes(); local.ok()) reply.results[i].local_bytes = *local;
       kernels.push_back(std::move(*kernel));
       slot.push_back(i);
     }
     const double load_ms = clock.Lap();
     if (kernels.empty()) return reply;
     const Problem& p = request.problem;
-    reply.status = p.operation == Operation::kBackward ? backward_->Prepare(p) : PrepareTimedInputs(p);
+    reply.status = PrepareInputs(p);
     if (!reply.status.ok()) return reply;
     const double inputs_ms = clock.Lap();
     std::vector<std::function<Status(size_t)>> launches;
@@ -452,6 +448,20 @@ class GpuWorker {
     FT_RETURN_IF_ERROR(AllocOutputs(output_, p));
     inputs_key_ = key;
     return Status::Ok();
+  }
+
+  // The variant's kernel from its cubin, with its registers and local memory in `reply`.
+  Result<ForwardKernel> Load(const std::string& image, const Variant& variant, MeasureReply& reply) {
+    auto kernel = LoadFromImage(*context_, image, variant);
+    if (!kernel.ok()) return kernel.status();
+    if (auto regs = kernel->function().NumRegisters(); regs.ok()) reply.registers = *regs;
+    if (auto local = kernel->function().LocalBytes(); local.ok()) reply.local_bytes = *local;
+    return kernel;
+  }
+
+  // The timed inputs of `p`: the backward worker's, or the forward ones.
+  Status PrepareInputs(const Problem& p) {
+    return p.operation == Operation::kBackward ? backward_->Prepare(p) : PrepareTimedInputs(p);
   }
 
   // Launches `kernel` on input set i of the prepared problem (no synchronisation).
