@@ -14,9 +14,12 @@ its folder) on the same inputs (dense and paged) right after this one, for an A/
 (each plan is its own). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
+--rounds R times every system of a shape R times, the order rotated by one each round (CUDA
+graphs of one system at a time, so the card's heating falls on each in turn): each time is the
+median over the rounds, and "dense x cudnn" adds the per-round ratios' median and range.
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
-       [--layouts dense,dense-lens,paged16,paged256] [--baseline LIB[,LIB...]]
+       [--layouts dense,dense-lens,paged16,paged256] [--baseline LIB[,LIB...]] [--rounds R]
 dense-lens: the dense cache with every sequence's length passed in memory (seqlens_k, as
 flash_attn_with_kvcache's cache_seqlens), which the kernel can only read after the wait for the
 kernel before it.
@@ -28,6 +31,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 
 import torch
@@ -253,9 +257,13 @@ def main():
     ap.add_argument("--layouts", default="dense,paged16,paged256",
                     help="dense, dense-lens (dense with seqlens_k in memory), pagedN (N-key pages)")
     ap.add_argument("--max-kv-gib", type=float, default=20.0, help="skip shapes whose K+V exceed this")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every system of a shape this many times, in rotated order (medians; per-round ratios)")
     ap.add_argument("--baseline", default="",
                     help="other libflashtunes (comma-separated; each named by its folder) timed on the dense inputs (A/B)")
     a = ap.parse_args()
+    if a.rounds < 1:
+        raise SystemExit(f"--rounds must be 1 or more, not {a.rounds}")
     torch.manual_seed(0)
     random.seed(0)
     dev = torch.device("cuda")
@@ -285,22 +293,30 @@ def main():
             qt = q.transpose(1, 2)
             ref = None
             row = {"batch": B, "keys": nk, "kv_bytes": kv_bytes, "copies": copies}
+            # Every system of the shape is set up first, then timed in rounds (below): each one
+            # a (key, measure) pair, measure(dst) writing dst[key + "_us"] and "_eager_us".
+            systems = []
             for name, backend in BACKENDS:
+                def call(i, backend=backend):
+                    k, v = dense[i]
+                    return F.scaled_dot_product_attention(qt, k.transpose(1, 2), v.transpose(1, 2),
+                                                          enable_gqa=hq != hkv)
+
+                def measure(dst, call=call, backend=backend, name=name):
+                    with torch.nn.attention.sdpa_kernel(backend):
+                        timed(call, copies, dst, name)
                 try:
                     with torch.nn.attention.sdpa_kernel(backend):
-                        def call(i, backend=backend):
-                            k, v = dense[i]
-                            return F.scaled_dot_product_attention(qt, k.transpose(1, 2), v.transpose(1, 2),
-                                                                  enable_gqa=hq != hkv)
-                        if name == "flash":
-                            ref = call(0).transpose(1, 2).float()
-                        timed(call, copies, row, name)
+                        out = call(0)
+                    if name == "flash":
+                        ref = out.transpose(1, 2).float()
+                    systems.append((name, measure))
                 except RuntimeError as e:
                     row[name + "_us"] = float("nan")
                     print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
             problem = Problem(rt.capi.DTYPES["bf16"], d, 0, B, nq, nk, hq, hkv)
+            keep = []  # what the args point at (seqlens, tables, page pools, workspaces)
             for layout in a.layouts.split(","):
-                keep = []  # what the args point at (seqlens, tables, page pools)
                 args_list = [layout_args(rt, layout, problem, q, k, v, o, keep, lse=lse) for k, v in dense]
                 ws_bytes = rt.workspace_size(args_list[0])
                 ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
@@ -308,22 +324,25 @@ def main():
                     args.workspace = ws.data_ptr()
                     args.workspace_bytes = ws_bytes
                 refs = [ctypes.byref(x) for x in args_list]
+                keep.extend((args_list, ws, refs))
                 o.fill_(float("nan"))
                 rt.forward_ex(args_list[0], stream)
                 torch.cuda.synchronize()
-                err = ((o.float() - ref).norm() / ref.norm()).item()
+                row[layout + "_err"] = ((o.float() - ref).norm() / ref.norm()).item()
+                row[layout + "_ws"] = ws_bytes
 
-                def call(i):  # on the current stream: the graph's capture stream while capturing
+                def call(i, refs=refs):  # on the current stream: the graph's capture stream while capturing
                     rc = rt.forward_ex_fn(rt.handle, refs[i], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
                     if rc != 0:
                         rt.check(rc, "ft_forward_ex")
-                timed(call, copies, row, layout)
+                systems.append((layout, lambda dst, call=call, layout=layout: timed(call, copies, dst, layout)))
                 for bi, (bname, base) in enumerate(bases):
                     pairs = [base.args(x) for x in args_list]
                     base_ws = torch.empty(max(pairs[0][1], 16), device=dev, dtype=torch.uint8)
                     for x, size in pairs:
                         x.workspace, x.workspace_bytes = base_ws.data_ptr(), size
                     base_refs = [ctypes.byref(x) for x, _ in pairs]
+                    keep.extend((pairs, base_ws, base_refs))
 
                     def base_call(i, base=base, base_refs=base_refs):
                         base.check(base.lib.ft_forward_ex(base.handle, base_refs[i],
@@ -335,13 +354,29 @@ def main():
                     # Dense: base_<name>_* (as before paged baselines); paged: pbase_<name>_<layout>_*.
                     key = "base_" + bname if layout == "dense" else f"pbase_{bname}_{layout}"
                     row[key + "_err"] = ((o.float() - ref).norm() / ref.norm()).item()
-                    timed(base_call, copies, row, key)
+                    systems.append((key, lambda dst, f=base_call, key=key: timed(f, copies, dst, key)))
                     if bi == 0 and layout == "dense":
-                        row["base_err"], row["base_us"] = row[key + "_err"], row[key + "_us"]
-                    del pairs, base_ws
-                row[layout + "_err"] = err
-                row[layout + "_ws"] = ws_bytes
-                del keep, args_list
+                        row["base_err"] = row[key + "_err"]
+            # Rounds: round r times the systems in the order rotated by r, so that none is always
+            # first after the set-up or always right after the same other; each time is the median
+            # over the rounds, and a ratio's spread is that of the per-round ratios (paired).
+            rounds = []
+            for r in range(a.rounds):
+                turn = r % len(systems)
+                got = {}
+                for key, measure in systems[turn:] + systems[:turn]:
+                    measure(got)
+                rounds.append(got)
+            for key, _ in systems:
+                for suffix in ("_us", "_eager_us"):
+                    row[key + suffix] = statistics.median(got[key + suffix] for got in rounds)
+                if a.rounds > 1:
+                    row[key + "_rounds_us"] = [got[key + "_us"] for got in rounds]
+            if bases and "base_" + bases[0][0] + "_us" in row:
+                row["base_us"] = row["base_" + bases[0][0] + "_us"]
+            if a.rounds > 1 and "dense_us" in rounds[0] and "cudnn_us" in rounds[0]:
+                row["dense_x_cudnn_rounds"] = [got["cudnn_us"] / got["dense_us"] for got in rounds]
+            del keep
             results.append(row)
             tb = lambda us: kv_bytes / (us * 1e-6) / 1e12  # noqa: E731
             line = f"B{B:<3d} {nk:>6d}"
@@ -354,13 +389,16 @@ def main():
             cudnn = tb(row["cudnn_us"])
             if cudnn == cudnn and "dense_us" in row:  # (--layouts without dense: no such ratio)
                 line += f" | dense x cudnn {tb(row['dense_us']) / cudnn:.2f}"
+                if "dense_x_cudnn_rounds" in row:  # the per-round ratios' median [least, most]
+                    per = row["dense_x_cudnn_rounds"]
+                    line += f" (rounds {statistics.median(per):.3f} [{min(per):.3f}, {max(per):.3f}])"
             for bname, _ in bases:
                 for layout in a.layouts.split(","):
                     us = row[f"base_{bname}_us" if layout == "dense" else f"pbase_{bname}_{layout}_us"]
                     line += f" | {bname} {layout} {us:8.1f} us, new/{bname} time {row[layout + '_us'] / us:.3f}"
             rows.append(line)
             print(line, flush=True)
-            del q, o, lse, dense, ref
+            del q, o, lse, dense, ref, systems, rounds
             torch.cuda.empty_cache()
     json.dump({"read_tbps": read_tbps, "reads": reads, "rows": results}, open(os.path.join(a.out, "decode_bench.json"), "w"), indent=1)
     print(f"\nstreaming read {read_tbps:.2f} TB/s; K+V TB/s and % of it; torch SDPA in TB/s of the same bytes")
