@@ -14,8 +14,8 @@ its folder) on the same inputs (dense and paged) right after this one, for an A/
 (each plan is its own). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
---rounds R times every system of a shape R times, the order rotated by one each round (CUDA
-graphs of one system at a time, so the card's heating falls on each in turn): each time is the
+--rounds R times every system of a shape R times, the order rotated by one each round
+(bench/perf_report.py's interleaved: the card's heating falls on each in turn): each time is the
 median over the rounds, and "dense x cudnn" adds the per-round ratios' median and range.
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
@@ -38,6 +38,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perf_report import interleaved  # noqa: E402
 
 
 class Runtime:
@@ -357,25 +359,33 @@ def main():
                     systems.append((key, lambda dst, f=base_call, key=key: timed(f, copies, dst, key)))
                     if bi == 0 and layout == "dense":
                         row["base_err"] = row[key + "_err"]
-            # Rounds: round r times the systems in the order rotated by r, so that none is always
-            # first after the set-up or always right after the same other; each time is the median
-            # over the rounds, and a ratio's spread is that of the per-round ratios (paired).
-            rounds = []
-            for r in range(a.rounds):
-                turn = r % len(systems)
-                got = {}
-                for key, measure in systems[turn:] + systems[:turn]:
+            # perf_report.interleaved's rounds: round r starts at system r, so that none is
+            # always first after the set-up or right after the same other; each time is the
+            # median over the rounds, and a ratio's spread is that of the per-round ratios
+            # (paired: both timed within the same round).
+            eager = {key: [] for key, _ in systems}
+
+            def timer(key, measure):
+                def run():
+                    got = {}
                     measure(got)
-                rounds.append(got)
+                    eager[key].append(got[key + "_eager_us"])
+                    return got[key + "_us"]
+                return run
+            medians, per_round, errors = interleaved({key: timer(key, m) for key, m in systems}, a.rounds)
             for key, _ in systems:
-                for suffix in ("_us", "_eager_us"):
-                    row[key + suffix] = statistics.median(got[key + suffix] for got in rounds)
+                if key in errors:
+                    row[key + "_us"] = row[key + "_eager_us"] = float("nan")
+                    print(f"  {key}: {errors[key]}", flush=True)
+                    continue
+                row[key + "_us"] = medians[key]
+                row[key + "_eager_us"] = sorted(eager[key])[(len(eager[key]) - 1) // 2]
                 if a.rounds > 1:
-                    row[key + "_rounds_us"] = [got[key + "_us"] for got in rounds]
+                    row[key + "_rounds_us"] = per_round[key]
             if bases and "base_" + bases[0][0] + "_us" in row:
                 row["base_us"] = row["base_" + bases[0][0] + "_us"]
-            if a.rounds > 1 and "dense_us" in rounds[0] and "cudnn_us" in rounds[0]:
-                row["dense_x_cudnn_rounds"] = [got["cudnn_us"] / got["dense_us"] for got in rounds]
+            if a.rounds > 1 and "dense" in per_round and "cudnn" in per_round:
+                row["dense_x_cudnn_rounds"] = [c / d for c, d in zip(per_round["cudnn"], per_round["dense"])]
             del keep
             results.append(row)
             tb = lambda us: kv_bytes / (us * 1e-6) / 1e12  # noqa: E731
@@ -398,7 +408,7 @@ def main():
                     line += f" | {bname} {layout} {us:8.1f} us, new/{bname} time {row[layout + '_us'] / us:.3f}"
             rows.append(line)
             print(line, flush=True)
-            del q, o, lse, dense, ref, systems, rounds
+            del q, o, lse, dense, ref, systems, per_round
             torch.cuda.empty_cache()
     json.dump({"read_tbps": read_tbps, "reads": reads, "rows": results}, open(os.path.join(a.out, "decode_bench.json"), "w"), indent=1)
     print(f"\nstreaming read {read_tbps:.2f} TB/s; K+V TB/s and % of it; torch SDPA in TB/s of the same bytes")

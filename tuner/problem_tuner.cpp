@@ -7,8 +7,23 @@
 #include <random>
 #include <string>
 
+#include "flashtune/arch.h"
+#include "flashtune/space.h"
+
 namespace flashtune {
 namespace {
+
+// The runtime's plan for `problem` without a database on `device` (its planner's
+// DefaultVariantFor, with the arch's shared memory), when it is among `candidates`. An unknown
+// GPU, or a plan the space leaves out (a family the options exclude), gives nullopt.
+std::optional<Variant> UntunedPlan(const Problem& problem, const DeviceRecord& device,
+                                   const std::vector<Variant>& candidates) {
+  const GpuArch* arch = FindGpuArch(device.cc_major, device.cc_minor);
+  if (arch == nullptr) return std::nullopt;
+  auto plan = DefaultVariantFor(problem, arch->max_smem_per_block_optin, arch->Name());
+  if (!plan.ok() || std::find(candidates.begin(), candidates.end(), *plan) == candidates.end()) return std::nullopt;
+  return *plan;
+}
 
 // Re-timing stops once the leader is this far ahead of every other finalist.
 constexpr double kDecidedGap = 0.03;
@@ -131,6 +146,7 @@ Result<bool> ProblemTuner::Gather(Work& w, ProblemSummary& s) {
     if (std::find(w.unmeasured.begin(), w.unmeasured.end(), v) == w.unmeasured.end()) w.unmeasured.push_back(v);
   w.space_size = w.unmeasured.size();
   s.space = int64_t(w.space_size);
+  w.untuned = UntunedPlan(w.problem, measurer_.Device(), w.unmeasured);
   if (!o.retune) {
     // Resume: reuse this device's recorded first measurements.
     auto rows = db_.TrialsForProblem(w.problem_id, device_id_, toolchain_id_);
@@ -153,7 +169,7 @@ Result<bool> ProblemTuner::Gather(Work& w, ProblemSummary& s) {
 
 Result<bool> ProblemTuner::Search(Work& w, ProblemSummary& s, std::vector<CandidateResult>* passing) {
   ProblemSearch ctx(shared_, db_, measurer_, device_id_, toolchain_id_, run_id_, w.index, w.problem,
-                    std::move(w.unmeasured), std::move(w.results), w.space_size, s);
+                    std::move(w.unmeasured), std::move(w.results), w.space_size, w.untuned, s);
   ctx.SeedBest();
   Status searched = strategy_.Search(ctx);
   if (!searched.ok()) {

@@ -51,6 +51,7 @@ class ProblemTuner {
     std::vector<Variant> unmeasured;
     std::vector<CandidateResult> results;
     size_t space_size = 0;
+    std::optional<Variant> untuned;  // the runtime's plan without a database, when a candidate
   };
   // Each step returns false when the problem is finished (s says how), or an error for the run.
   Result<bool> Admit(Work& w, ProblemSummary& s);

@@ -51,10 +51,10 @@ TrialRecord ToTrial(const Problem& p, const Variant& v, const Measurement& m, co
 ProblemSearch::ProblemSearch(EngineState& shared, Database& db, Measurer& measurer, int64_t device_id,
                              int64_t toolchain_id, int64_t run_id, size_t index, const Problem& problem,
                              std::vector<Variant> unmeasured, std::vector<CandidateResult> results, size_t space,
-                             ProblemSummary& summary)
+                             std::optional<Variant> untuned, ProblemSummary& summary)
     : shared_(shared), db_(db), measurer_(measurer), device_id_(device_id), toolchain_id_(toolchain_id),
       run_id_(run_id), index_(index), problem_(problem), unmeasured_(std::move(unmeasured)),
-      results_(std::move(results)), space_(space), summary_(summary) {
+      results_(std::move(results)), space_(space), untuned_(std::move(untuned)), summary_(summary) {
   const Budget& pp = shared.options->per_problem;
   if (pp.measurements >= 0) per_problem_ = pp.measurements;
   if (pp.fraction >= 0) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,8 @@ class ProblemSearch final : public SearchContext {
  public:
   ProblemSearch(EngineState& shared, Database& db, Measurer& measurer, int64_t device_id, int64_t toolchain_id,
                 int64_t run_id, size_t index, const Problem& problem, std::vector<Variant> unmeasured,
-                std::vector<CandidateResult> results, size_t space, ProblemSummary& summary);
+                std::vector<CandidateResult> results, size_t space, std::optional<Variant> untuned,
+                ProblemSummary& summary);
 
   const Problem& problem() const override { return problem_; }
   const std::vector<Variant>& unmeasured() const override { return unmeasured_; }
@@ -71,6 +73,8 @@ class ProblemSearch final : public SearchContext {
   // This problem's search trials in the other 16-bit type, fastest first, retyped.
   std::vector<Variant> SiblingRanking() const override;
 
+  std::optional<Variant> UntunedPlan() const override { return untuned_; }
+
   int ResidentWarpsPerSm(const Variant& v) override;
 
   void SeedBest() {
@@ -90,6 +94,7 @@ class ProblemSearch final : public SearchContext {
   std::vector<CandidateResult> results_;
   std::map<std::string, int> residency_;  // URI -> ResidentWarpsPerSm
   size_t space_;
+  std::optional<Variant> untuned_;
   ProblemSummary& summary_;
   int64_t per_problem_ = -1;
   int64_t spent_ = 0;

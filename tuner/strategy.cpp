@@ -93,6 +93,11 @@ class Budgeted final : public Strategy {
     };
     for (const Variant& v : SiblingBest(ctx))
       if (allowed()) FT_RETURN_IF_ERROR(measure(v));
+    // The untuned plan (SearchContext::UntunedPlan): the cost model may rank it anywhere, and a
+    // winner slower than it would make the tune a loss (decode B64 x 2k, H100: the budgeted
+    // search never measured the untuned bn64 s3 tile, 2.4% faster than the one it crowned).
+    if (auto untuned = ctx.UntunedPlan(); untuned && Unmeasured(ctx, *untuned) && allowed())
+      FT_RETURN_IF_ERROR(measure(*untuned));
     // Seed: the cost model's best variant of each query tile of each family (which tile wins
     // turns on the shape's parallelism, and an additive model cannot reach a tile it never saw:
     // H200 bf16 d64 causal N 512 never timed hopper_fwd's 64-row tiles, 29% faster, when the
@@ -232,9 +237,11 @@ class Budgeted final : public Strategy {
       return std::any_of(vs.begin(), vs.end(),
                          [&](const Variant& o) { return o.family == v.family && field(o) == field(v); });
     };
-    // The same problem's best in the other 16-bit type, then the prior's.
+    // The same problem's best in the other 16-bit type, the untuned plan (as in Search: a prior
+    // learnt at other sizes may rank it low where it wins), then the prior's.
     for (const Variant& v : SiblingBest(ctx))
       if (viable(v)) add_if_new(v);
+    if (auto untuned = ctx.UntunedPlan(); untuned && viable(*untuned) && Unmeasured(ctx, *untuned)) add_if_new(*untuned);
     for (size_t i = 0; i < ranked.size() && i < 2; ++i) add_if_new(ranked[i]);
     // The prior's best tile with each other value of its switches (stages, warps, the tile
     // scheduler: every parameter after the two tiles), best ranked first: a GQA group or another

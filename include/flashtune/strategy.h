@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,11 @@ class SearchContext {
   // so the tile that wins one is the first to try for the other. Empty when that problem has no
   // measurement.
   virtual std::vector<Variant> SiblingRanking() const { return {}; }
+  // The variant the runtime launches for this problem when no tuning database serves it
+  // (DefaultVariantFor on this device), when it is one of the candidates; nullopt otherwise. A
+  // tune whose winner is slower than what the user had without tuning has made things worse,
+  // so a search that measures only part of the space measures this one.
+  virtual std::optional<Variant> UntunedPlan() const { return std::nullopt; }
   // Warps of `variant` one SM of this device holds at once (ResidentCtasPerSm × warps), from
   // its compiled registers and its shared memory; 0 when unknown (the measurer cannot tell
   // before measuring, or the variant does not compile). May compile the variant.
@@ -79,7 +85,10 @@ std::unique_ptr<Strategy> MakeExhaustiveStrategy();
 // - either way, first the two best of SiblingRanking() (the same problem in the other 16-bit
 //   type): a search that starts from another class's results can miss a tile that class never
 //   measured (H100, f16 d64 causal N 2k-16k never timed hopper_fwd 192x128, bf16's winner at
-//   each, and ran 2-13% slower than bf16 there; bench/data/h100-2026-12-05-s31, call 7);
+//   each, and ran 2-13% slower than bf16 there; bench/data/h100-2026-12-05-s31, call 7), then
+//   SearchContext::UntunedPlan(), within the budget (unless the prior ranks its family wholly
+//   behind another): the winner is never one measured slower than the untuned plan (H100, decode
+//   B64 x 2k: a search that skipped it crowned a tile 2.4% slower; bench/data/h100-2026-12-06-s38);
 // - otherwise: measures the two best of PriorRanking() (nearest sizes weigh most), the prior's
 //   best tile with each other value of its switches (stages, warps, scheduler), the prior's best
 //   for each B_r and B_c not yet covered, B_c values never measured in the class, and spends

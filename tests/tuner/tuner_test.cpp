@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "flashtune/arch.h"
 #include "flashtune/database.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
@@ -116,6 +117,63 @@ TEST(Tuner, BudgetedStartsFromTheSameProblemInTheOther16BitType) {
   EXPECT_EQ((*w)->variant_uri, want.Uri());
 }
 
+// The budgeted search measures the runtime's untuned plan (SearchContext::UntunedPlan), for a
+// class's first problem and for one that follows the prior of the class's others: a landscape
+// whose best elsewhere sits far from the untuned plan, with the untuned plan made the fastest,
+// crowns it either way (without UntunedPlan, this landscape's searches crown another tile).
+TEST(Tuner, BudgetedNeverSkipsTheUntunedPlan) {
+  const Problem first{DType::kBF16, 64, false, 4, 2048, 2048, 32, 32};
+  Problem later = first;
+  later.batch = 1;
+  later.seqlen_q = later.seqlen_k = 8192;
+  ReplayMeasurer::Options o;
+  o.device = {"NVIDIA A100-SXM4-80GB", "replay-a100", 8, 0, 108, "replay"};
+  const GpuArch* a100 = FindGpuArch(8, 0);
+  ASSERT_NE(a100, nullptr);
+  auto untuned = DefaultVariantFor(first, a100->max_smem_per_block_optin, a100->Name());
+  ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
+  // Seed 2's landscape is best at 128 x 64, 8 warps, 3 stages (SyntheticRows): the untuned plan,
+  // 128 x 128, 4 warps, 2 stages, differs in all three.
+  auto landscape = [&](const Problem& p, bool untuned_fastest) {
+    std::vector<RecordedRow> rows = SyntheticRows(p, 2);
+    Variant best;
+    const double best_us = TrueBest(rows, p, &best);
+    EXPECT_NE(best.Uri(), untuned->Uri()) << "the landscape's best must not be the untuned plan";
+    bool found = false;
+    for (RecordedRow& r : rows)
+      if (r.variant == *untuned) {
+        found = true;
+        if (untuned_fastest) r.median_us = 0.8 * best_us;
+      }
+    EXPECT_TRUE(found) << untuned->Uri() << " is not in the recorded space";
+    return rows;
+  };
+  for (const bool first_too : {true, false}) {
+    SCOPED_TRACE(first_too ? "first problem" : "a problem following the prior");
+    std::vector<RecordedRow> rows = landscape(first, first_too);
+    std::vector<RecordedRow> more = landscape(later, true);
+    rows.insert(rows.end(), more.begin(), more.end());
+    auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+    auto measurer = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+    ASSERT_TRUE(space.ok() && measurer.ok());
+    const std::string db_path = TempDir(first_too ? "tune_untuned_first" : "tune_untuned_later") + "/t.db";
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(std::move(*measurer));
+    TuneOptions t = ReplayTuneOptions(db_path, {first, later}, space->get());
+    t.strategy = "budgeted";
+    auto summary = Tune(t, std::move(ms));
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    for (const ProblemSummary& s : summary->problems) EXPECT_LT(s.measured, s.space) << s.problem.ToString();
+    auto db = Database::Open(db_path);
+    ASSERT_TRUE(db.ok());
+    for (const Problem& p : first_too ? std::vector<Problem>{first, later} : std::vector<Problem>{later}) {
+      auto w = (*db)->FindWinner(o.device, o.toolchain, BucketOf(p));
+      ASSERT_TRUE(w.ok() && w->has_value()) << p.ToString();
+      EXPECT_EQ((*w)->variant_uri, untuned->Uri()) << p.ToString();
+    }
+  }
+}
+
 // A replay that logs what the tuner asks of it: "measure P" and "prefetch P".
 class LoggingMeasurer final : public Measurer {
  public:
@@ -174,7 +232,7 @@ TEST(Tuner, TheNextClassIsPrefetchedWhileAProblemMeasures) {
 
 TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
   Problem p = SmallProblemSet()[0];
-  auto rows = SyntheticRows(p, 7);
+  auto rows = SyntheticRows(p, 2);
   // The three fastest are broken in different ways (their "timings" are the fastest of all).
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.median_us < b.median_us; });
   rows[0].status = "wrong_result";
@@ -219,7 +277,7 @@ TEST(Tuner, BackwardProblemsAreTunedUnderTheirOwnBuckets) {
   Problem p = SmallProblemSet()[0];
   Problem backward = p;
   backward.operation = Operation::kBackward;
-  auto rows = SyntheticRows(p, 7);
+  auto rows = SyntheticRows(p, 2);
   auto space = EnumerateSpaceFor(backward, SpaceOptions{});
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   ASSERT_GT(space->size(), 2u);
@@ -410,7 +468,7 @@ TEST(Tuner, RetimeRoundsReachTheProgressSinkAndTheConsole) {
 
 TEST(Tuner, ResumeSkipsRecordedVariants) {
   Problem p = SmallProblemSet()[0];
-  auto rows = SyntheticRows(p, 3);
+  auto rows = SyntheticRows(p, 2);
   auto space = Replay(rows);
   std::string db_path = TempDir("tune_resume") + "/t.db";
   // A first run cut short by a total budget of 5 measurements: no winner is written... 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 38, call 5: every dense decode_fwd tile of the bf16 d128 space (full mask) at B64 x 2k and
+# B8 x 2k (Hq 32, Hkv 8, one query), `flashtune bench --rounds 5` (interleaved rounds, checked):
+# is there a tile the budgeted tune did not measure that closes the gap to cuDNN (call 4's ncu:
+# cuDNN runs two 86 KB blocks an SM, the tuned bn128 s3 one of 200 KB)?
+# usage (GPU): PACK=.devcarry-NAME OUT=$OUT bash bench/data/h100-2026-12-06-s38/call5.sh
+set -uo pipefail
+P=$(cd "${PACK:?PACK=.devcarry-NAME}" && pwd)
+export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-s38c5 FLASHTUNE_WORKER=$P/flashtune
+L=decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs2_kv0_full,decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s4_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s4_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm1_w4_s4_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s3_cs4_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s4_cs1_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s4_cs2_kv0_full,decode_fwd_bf16_d128_bn64_rm2_w4_s4_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w4_s3_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm1_w8_s3_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w4_s3_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s2_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s2_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s2_cs4_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s3_cs1_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s3_cs2_kv0_full,decode_fwd_bf16_d128_bn128_rm2_w8_s3_cs4_kv0_full
+for b in 64 8; do
+  timeout 200 $P/flashtune bench --dtype bf16 --head-dim 128 --batch $b --seqlen-q 1 --seqlen-k 2048 --heads-q 32 \
+    --heads-kv 8 --variant "$L" --rounds 5 > "$OUT/sweep-b$b.txt" 2>&1
+  echo "B$b x 2k: exit $?" >> "$OUT/summary.txt"
+done
+cat "$OUT/summary.txt"; for b in 64 8; do grep "decode_fwd" "$OUT/sweep-b$b.txt" | sort -k3 -n | cut -c1-110 | head -14; done
