@@ -232,7 +232,7 @@ TEST(Tuner, TheNextClassIsPrefetchedWhileAProblemMeasures) {
 
 TEST(Tuner, FailedAndWrongCandidatesNeverWin) {
   Problem p = SmallProblemSet()[0];
-  auto rows = SyntheticRows(p, 2);
+  auto rows = SyntheticRows(p, 7);
   // The three fastest are broken in different ways (their "timings" are the fastest of all).
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.median_us < b.median_us; });
   rows[0].status = "wrong_result";
@@ -277,7 +277,7 @@ TEST(Tuner, BackwardProblemsAreTunedUnderTheirOwnBuckets) {
   Problem p = SmallProblemSet()[0];
   Problem backward = p;
   backward.operation = Operation::kBackward;
-  auto rows = SyntheticRows(p, 2);
+  auto rows = SyntheticRows(p, 7);
   auto space = EnumerateSpaceFor(backward, SpaceOptions{});
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   ASSERT_GT(space->size(), 2u);
@@ -468,7 +468,7 @@ TEST(Tuner, RetimeRoundsReachTheProgressSinkAndTheConsole) {
 
 TEST(Tuner, ResumeSkipsRecordedVariants) {
   Problem p = SmallProblemSet()[0];
-  auto rows = SyntheticRows(p, 2);
+  auto rows = SyntheticRows(p, 3);
   auto space = Replay(rows);
   std::string db_path = TempDir("tune_resume") + "/t.db";
   // A first run cut short by a total budget of 5 measurements: no winner is written... 
