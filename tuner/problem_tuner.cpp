@@ -25,6 +25,16 @@ std::optional<Variant> UntunedPlan(const Problem& problem, const DeviceRecord& d
   return *plan;
 }
 
+// The untuned plan's time this run: its re-timing among the finalists, else its search time (0
+// when it failed or was not measured).
+double UntunedTime(const Variant& untuned, const std::vector<CandidateResult>& finalists,
+                   const std::vector<CandidateResult>& passing) {
+  for (const auto* list : {&finalists, &passing})
+    for (const CandidateResult& r : *list)
+      if (r.variant == untuned && r.ok()) return r.measurement.median_us;
+  return 0;
+}
+
 // Re-timing stops once the leader is this far ahead of every other finalist.
 constexpr double kDecidedGap = 0.03;
 
@@ -102,6 +112,10 @@ Status ProblemTuner::Tune(size_t index, const Problem& problem, const Problem* n
   std::vector<CandidateResult> finalists = Finalists(passing, incumbent);
   auto retimed = Retime(w, s, &finalists);
   if (!retimed.ok() || !*retimed) return retimed.status();
+  if (w.untuned) {
+    s.untuned_uri = w.untuned->Uri();
+    s.untuned_us = UntunedTime(*w.untuned, finalists, passing);
+  }
   return Crown(w, passing[incumbent].variant, finalists, s);
 }
 

@@ -70,6 +70,13 @@ class Console final : public ProgressSink {
     std::fprintf(out_, "[%zu/%zu] %s: %s %s", done_, total_, s.problem.ToString().c_str(),
                  std::string(ProblemOutcomeName(s.outcome)).c_str(), s.winner_uri.c_str());
     if (s.median_us > 0) std::fprintf(out_, " %.2f us %.1f TFLOP/s", s.median_us, s.tflops);
+    if (s.median_us > 0 && s.untuned_us > 0) {
+      if (s.untuned_uri == s.winner_uri)
+        std::fprintf(out_, " (the untuned plan)");
+      else
+        std::fprintf(out_, " (%.2fx the untuned plan %s, %.2f us)", s.untuned_us / s.median_us, s.untuned_uri.c_str(),
+                     s.untuned_us);
+    }
     if (!s.message.empty()) std::fprintf(out_, " (%s)", s.message.c_str());
     std::fprintf(out_, "\n");
     std::fflush(out_);
@@ -100,14 +107,18 @@ std::unique_ptr<ProgressSink> MakeConsoleProgress(std::FILE* out, bool tty) {
 std::string FormatSummaryTable(const TuneSummary& s) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "\n%-44s %-10s %-44s %10s %8s %6s %6s %8s\n", "problem", "outcome", "winner",
-                "median_us", "TFLOP/s", "meas", "fail", "time");
+  // "x untuned": the untuned plan's time over the winner's (ProblemSummary::untuned_us), what
+  // tuning bought; "-" where this run did not measure that plan.
+  std::snprintf(buf, sizeof buf, "\n%-44s %-10s %-44s %10s %8s %6s %6s %8s %10s\n", "problem", "outcome", "winner",
+                "median_us", "TFLOP/s", "meas", "fail", "time", "x untuned");
   out += buf;
   for (const auto& p : s.problems) {
-    std::snprintf(buf, sizeof buf, "%-44s %-10s %-44s %10.2f %8.1f %6lld %6lld %8s\n", p.problem.ToString().c_str(),
+    char gain[16] = "-";
+    if (p.median_us > 0 && p.untuned_us > 0) std::snprintf(gain, sizeof gain, "%.2f", p.untuned_us / p.median_us);
+    std::snprintf(buf, sizeof buf, "%-44s %-10s %-44s %10.2f %8.1f %6lld %6lld %8s %10s\n", p.problem.ToString().c_str(),
                   std::string(ProblemOutcomeName(p.outcome)).c_str(),
                   p.winner_uri.empty() ? "-" : p.winner_uri.c_str(), p.median_us, p.tflops, (long long)p.measured,
-                  (long long)p.failed, Duration(p.seconds).c_str());
+                  (long long)p.failed, Duration(p.seconds).c_str(), gain);
     out += buf;
   }
   std::snprintf(buf, sizeof buf,

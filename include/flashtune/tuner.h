@@ -65,6 +65,11 @@ struct ProblemSummary {
   int64_t failed = 0;    // measured candidates whose status was not ok
   double seconds = 0;
   std::string message;   // why, for kNoWinner / kError
+  // The runtime's plan for the problem without a database (SearchContext::UntunedPlan) and its
+  // time in this run: its re-timing when it was a finalist, else its search measurement; empty
+  // and 0 when it was not measured. untuned_us / median_us is what tuning bought.
+  std::string untuned_uri;
+  double untuned_us = 0;
 };
 
 struct TuneSummary {

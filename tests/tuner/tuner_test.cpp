@@ -466,6 +466,72 @@ TEST(Tuner, RetimeRoundsReachTheProgressSinkAndTheConsole) {
   EXPECT_NE(text.find("round 3 of at most 3"), std::string::npos) << text;
 }
 
+// The summary says what tuning bought: the untuned plan's time over the winner's, on the
+// console line of each problem and in the summary table's last column ("the untuned plan" and
+// 1.00 where it won).
+TEST(Tuner, TheSummarySaysWhatTuningBoughtOverTheUntunedPlan) {
+  const Problem p = SmallProblemSet()[0];
+  Problem q = p;
+  q.seqlen_q = q.seqlen_k = 2 * p.seqlen_q;
+  ReplayMeasurer::Options o;
+  o.device = {"NVIDIA A100-SXM4-80GB", "replay-a100", 8, 0, 108, "replay"};
+  const GpuArch* a100 = FindGpuArch(8, 0);
+  ASSERT_NE(a100, nullptr);
+  auto untuned = DefaultVariantFor(p, a100->max_smem_per_block_optin, a100->Name());
+  ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
+  ASSERT_EQ(untuned->family, "fa2_fwd");
+  Variant fast = Fa2Variant(p.dtype, p.head_dim, p.causal, 64, 64, 4, 2);
+  Variant slow = Fa2Variant(p.dtype, p.head_dim, p.causal, 64, 32, 4, 3);
+  ASSERT_FALSE(fast == *untuned || slow == *untuned);
+  // p: the untuned plan 130 us against the winner's 100; q: the untuned plan wins.
+  const std::vector<RecordedRow> rows = {{p, *untuned, "ok", 130.0, 0.2, "search", ""},
+                                         {p, fast, "ok", 100.0, 0.2, "search", ""},
+                                         {p, slow, "ok", 150.0, 0.2, "search", ""},
+                                         {q, *untuned, "ok", 90.0, 0.2, "search", ""},
+                                         {q, fast, "ok", 120.0, 0.2, "search", ""},
+                                         {q, slow, "ok", 150.0, 0.2, "search", ""}};
+  auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+  auto measurer = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+  ASSERT_TRUE(space.ok() && measurer.ok());
+  const std::string dir = TempDir("tune_untuned_summary"), log_path = dir + "/console.txt";
+  std::FILE* log = std::fopen(log_path.c_str(), "w");
+  ASSERT_NE(log, nullptr);
+  auto console = MakeConsoleProgress(log, /*tty=*/false);
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(std::move(*measurer));
+  TuneOptions t = ReplayTuneOptions(dir + "/t.db", {p, q}, space->get());
+  t.strategy = "exhaustive";
+  t.progress = console.get();
+  auto summary = Tune(t, std::move(ms));
+  std::fclose(log);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_EQ(summary->problems.size(), 2u);
+  const ProblemSummary& ps = summary->problems[0].problem == p ? summary->problems[0] : summary->problems[1];
+  const ProblemSummary& qs = summary->problems[0].problem == p ? summary->problems[1] : summary->problems[0];
+  EXPECT_EQ(ps.winner_uri, fast.Uri());
+  EXPECT_EQ(ps.untuned_uri, untuned->Uri());
+  EXPECT_DOUBLE_EQ(ps.untuned_us, 130.0);
+  EXPECT_EQ(qs.winner_uri, untuned->Uri());
+  EXPECT_DOUBLE_EQ(qs.untuned_us, qs.median_us);
+  std::ifstream in(log_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(" (1.30x the untuned plan " + untuned->Uri() + ", 130.00 us)"), std::string::npos) << text;
+  const size_t q_at = text.find(q.ToString() + ": tuned " + untuned->Uri() + " 90.00 us ");
+  ASSERT_NE(q_at, std::string::npos) << text;
+  const std::string q_line = text.substr(q_at, text.find('\n', q_at) - q_at);
+  EXPECT_EQ(q_line.substr(q_line.size() - 19), " (the untuned plan)") << q_line;
+  const std::string table = FormatSummaryTable(*summary);
+  EXPECT_NE(table.find("x untuned"), std::string::npos) << table;
+  std::string p_row, q_row;
+  for (size_t at = 0, end; (end = table.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = table.substr(at, end - at);
+    if (line.rfind(p.ToString(), 0) == 0) p_row = line;
+    if (line.rfind(q.ToString(), 0) == 0) q_row = line;
+  }
+  EXPECT_EQ(p_row.substr(p_row.size() - 5), " 1.30") << table;
+  EXPECT_EQ(q_row.substr(q_row.size() - 5), " 1.00") << table;
+}
+
 TEST(Tuner, ResumeSkipsRecordedVariants) {
   Problem p = SmallProblemSet()[0];
   auto rows = SyntheticRows(p, 3);
