@@ -14,6 +14,7 @@
 #include "flashtune/cubin_verify.h"
 #include "flashtune/database.h"
 #include "flashtune/report.h"
+#include "flashtune/space.h"
 #include "flashtune/tuner.h"
 
 namespace po = boost::program_options;
@@ -59,9 +60,11 @@ const char* SubcommandHelp(const std::string& sub) {
            "                         [--seqlen-k N] [--heads-q H] [--heads-kv H] [--db FILE] [--json]\n"
            "One problem's trials, ranked: ok trials by median, then failures, after the winner its tuning\n"
            "stored for each GPU model and toolchain (what the runtime launches: a re-timed finalist, timed\n"
-           "at its median re-timing round, so not always rank 1). The problem is its id (from `db list`)\n"
-           "or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
-           "  --json      one JSON object: {\"problem_id\", \"problem\", \"winners\": [...], \"trials\": [...]}\n";
+           "at its median re-timing round, so not always rank 1), and the tile each GPU that measured it\n"
+           "would launch untuned, whose trials are marked \"(untuned plan)\". The problem is its id (from\n"
+           "`db list`) or its shape (defaults: bf16, not causal, B 1, Nk = Nq, Hq = 2048 / D, Hkv = Hq).\n"
+           "  --json      one JSON object: {\"problem_id\", \"problem\", \"winners\": [...], \"trials\": [...]}\n"
+           "              (a trial's \"untuned_plan\": whether it is its GPU's untuned tile)\n";
   if (sub == "export")
     return "usage: flashtune db export --format csv|json [--table trials|winners] [-o FILE] [--db FILE]\n"
            "Every trial (default; `tune --replay` reads it back) or the winners the runtime launches.\n"
@@ -84,6 +87,21 @@ const char* SubcommandHelp(const std::string& sub) {
            "                    while: one NVRTC compile per cubin); exit 1 on any mismatch\n";
   return "usage: flashtune db report --html FILE [--db FILE]\n"
          "One self-contained HTML page: winners, TFLOP/s heatmaps, failures, tuning time ('-' = stdout).\n";
+}
+
+// For each device that measured the problem: the runtime's untuned plan there
+// (DefaultVariantForGpu), by device id; a device whose compute capability the arch table does
+// not know has none.
+std::map<int64_t, std::string> UntunedPlans(Database& db, const Problem& problem, const std::vector<TrialRow>& rows) {
+  std::map<int64_t, std::string> plans;
+  auto devices = db.ListDevices();
+  if (!devices.ok()) return plans;
+  for (const DeviceRow& d : *devices) {
+    if (std::none_of(rows.begin(), rows.end(), [&](const TrialRow& r) { return r.device_id == d.id; })) continue;
+    auto plan = DefaultVariantForGpu(problem, d.device.cc_major, d.device.cc_minor);
+    if (plan.ok()) plans[d.id] = plan->Uri();
+  }
+  return plans;
 }
 
 int Fail(const std::string& sub, const Status& s) {
@@ -326,6 +344,12 @@ int RunDb(const std::vector<std::string>& args) {
     std::vector<const WinnerRow*> winners;
     for (const WinnerRow& w : *all_winners)
       if (w.problem_id == id) winners.push_back(&w);
+    // What each measuring GPU would run untuned: the baseline a winner is worth its tuning against.
+    const std::map<int64_t, std::string> untuned = UntunedPlans(**db, (*rows)[0].trial.problem, *rows);
+    auto is_untuned = [&](const TrialRow& r) {
+      auto it = untuned.find(r.device_id);
+      return it != untuned.end() && it->second == r.variant_uri;
+    };
     if (json) {
       std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
                       ProblemJson((*rows)[0].trial.problem) + ",\"winners\":[";
@@ -340,7 +364,8 @@ int RunDb(const std::vector<std::string>& args) {
              ",\"tflops\":" + JsonNumber(t.tflops) + ",\"reps\":" + std::to_string(t.reps) +
              ",\"registers\":" + std::to_string(t.registers) + ",\"smem_bytes\":" + std::to_string(t.smem_bytes) +
              ",\"spill_bytes\":" + std::to_string(t.spill_bytes) + ",\"phase\":" + JsonString(t.phase) +
-             ",\"device\":" + JsonString(r.device_name) + ",\"message\":" + JsonString(t.message) +
+             ",\"device\":" + JsonString(r.device_name) + ",\"untuned_plan\":" + (is_untuned(r) ? "true" : "false") +
+             ",\"message\":" + JsonString(t.message) +
              ",\"created_at\":" + JsonString(r.created_at) + "}";
         ++rank;
       }
@@ -353,14 +378,21 @@ int RunDb(const std::vector<std::string>& args) {
                   w->variant_uri.c_str(), w->median_us, w->tflops, (long long)w->device_id,
                   (long long)w->toolchain_id);
     if (winners.empty()) std::printf("winner: none stored\n");
+    for (const auto& [device_id, uri] : untuned) {
+      std::string device;
+      for (const auto& r : *rows)
+        if (r.device_id == device_id) device = r.device_name;
+      std::printf("untuned plan on %s (device %lld): %s\n", device.c_str(), (long long)device_id, uri.c_str());
+    }
     std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
                 "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");
     int rank = 0;
     for (const auto& r : *rows) {
       const TrialRecord& t = r.trial;
-      std::printf("%4d  %-44s %-16s %10.2f %8.2f %8.1f %5d %5d %7d %6s  %s%s%s\n", ++rank, r.variant_uri.c_str(),
+      std::printf("%4d  %-44s %-16s %10.2f %8.2f %8.1f %5d %5d %7d %6s  %s%s%s%s\n", ++rank, r.variant_uri.c_str(),
                   r.status_name.c_str(), t.median_us, t.iqr_us, t.tflops, t.reps, t.registers, t.smem_bytes,
-                  t.phase.c_str(), r.device_name.c_str(), t.message.empty() ? "" : ": ", t.message.c_str());
+                  t.phase.c_str(), r.device_name.c_str(), is_untuned(r) ? " (untuned plan)" : "",
+                  t.message.empty() ? "" : ": ", t.message.c_str());
     }
     return kExitOk;
   }

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 
+#include "flashtune/arch.h"
 #include "generator/family.h"
 
 namespace flashtune {
@@ -109,6 +110,14 @@ Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes
   for (const Family* f : FamiliesFor(problem))
     if (f->Serves(cls, target)) return f->DefaultFor(problem, target);
   return Invalid("no kernel family serves " + problem.ToString() + " on " + std::string(arch));
+}
+
+Result<Variant> DefaultVariantForGpu(const Problem& problem, int cc_major, int cc_minor) {
+  const GpuArch* arch = FindGpuArch(cc_major, cc_minor);
+  if (arch == nullptr)
+    return Invalid("no arch row for compute capability " + std::to_string(cc_major) + "." + std::to_string(cc_minor) +
+                   ": its untuned plan is unknown");
+  return DefaultVariantFor(problem, arch->max_smem_per_block_optin, arch->Name());
 }
 
 Variant DefaultVariant(const ProblemClass& pc, int64_t max_smem_bytes, std::string_view arch) {

@@ -7,20 +7,17 @@
 #include <random>
 #include <string>
 
-#include "flashtune/arch.h"
 #include "flashtune/space.h"
 
 namespace flashtune {
 namespace {
 
-// The runtime's plan for `problem` without a database on `device` (its planner's
-// DefaultVariantFor, with the arch's shared memory), when it is among `candidates`. An unknown
-// GPU, or a plan the space leaves out (a family the options exclude), gives nullopt.
+// The runtime's plan for `problem` without a database on `device` (DefaultVariantForGpu), when
+// it is among `candidates`. An unknown GPU, or a plan the space leaves out (a family the options
+// exclude), gives nullopt.
 std::optional<Variant> UntunedPlan(const Problem& problem, const DeviceRecord& device,
                                    const std::vector<Variant>& candidates) {
-  const GpuArch* arch = FindGpuArch(device.cc_major, device.cc_minor);
-  if (arch == nullptr) return std::nullopt;
-  auto plan = DefaultVariantFor(problem, arch->max_smem_per_block_optin, arch->Name());
+  auto plan = DefaultVariantForGpu(problem, device.cc_major, device.cc_minor);
   if (!plan.ok() || std::find(candidates.begin(), candidates.end(), *plan) == candidates.end()) return std::nullopt;
   return *plan;
 }

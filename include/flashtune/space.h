@@ -83,6 +83,12 @@ Result<std::vector<Variant>> EnumerateSpaceFor(const Problem& problem, const Spa
 Result<Variant> DefaultVariantFor(const Problem& problem, int64_t max_smem_bytes = kDefaultMaxSmemBytes,
                                   std::string_view arch = "sm_90a");
 
+// DefaultVariantFor on a GPU of compute capability cc_major.cc_minor, with its arch row's shared
+// memory (arch.h): what the runtime launches there for `problem` without a tuning database (the
+// tuner always measures it; `db show` marks it). kInvalidArgument for a compute capability the
+// arch table does not know.
+Result<Variant> DefaultVariantForGpu(const Problem& problem, int cc_major, int cc_minor);
+
 // The untuned choice for `problem_class` on `arch`: the default of the most preferred family
 // serving it there (see Family::preference). For an unsupported head dim the result fails
 // CheckVariant; callers check.

@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -297,6 +298,39 @@ TEST(DbCli, ListAndShowPrintJson) {
   const std::string text = dir + "/show.txt";
   ASSERT_EQ(RunShell(cli + " db show 1 --db " + db + " > " + text), 0);
   EXPECT_NE(ReadTextFile(text).find("\nwinner: " + winner + " "), std::string::npos) << ReadTextFile(text);
+}
+
+// db show names what each measuring GPU would run untuned (DefaultVariantForGpu: the replay
+// device is an sm_90a one) and marks that plan's trials, in text and in JSON.
+TEST(DbCli, ShowMarksTheUntunedPlan) {
+  const Scratch s("cli_db_untuned");
+  const Problem p = SmallProblemSet()[0];
+  auto untuned = DefaultVariantForGpu(p, 9, 0);
+  ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
+  std::vector<RecordedRow> rows = SyntheticRows(p, 1);
+  ASSERT_TRUE(std::none_of(rows.begin(), rows.end(), [&](const RecordedRow& r) { return r.variant == *untuned; }));
+  rows.push_back({p, *untuned, "ok", 2 * rows[0].median_us, 0.2, "search", ""});
+  const std::string replay = s.dir + "/one.csv", text = s.dir + "/show.txt", json = s.dir + "/show.json";
+  std::ofstream(replay) << ReplayCsv(rows);
+  ASSERT_EQ(RunShell(s.cli + " tune --strategy exhaustive --replay " + replay + " --db " + s.db + " >/dev/null 2>&1"), 0);
+  ASSERT_EQ(RunShell(s.cli + " db show 1 --db " + s.db + " > " + text), 0);
+  const std::string shown = ReadTextFile(text);
+  EXPECT_NE(shown.find("\nuntuned plan on replay (device 1): " + untuned->Uri() + "\n"), std::string::npos) << shown;
+  size_t marked = 0;
+  for (size_t at = shown.find(" (untuned plan)"); at != std::string::npos; at = shown.find(" (untuned plan)", at + 1)) {
+    const size_t line = shown.rfind('\n', at) + 1;
+    EXPECT_NE(shown.substr(line, at - line).find(untuned->Uri()), std::string::npos) << shown;
+    ++marked;
+  }
+  EXPECT_EQ(marked, 1u) << "its search trial (the exhaustive run's winner is another tile)\n" << shown;
+  ASSERT_EQ(RunShell(s.cli + " db show 1 --db " + s.db + " --json > " + json), 0);
+  const std::string js = ReadTextFile(json);
+  EXPECT_NE(js.find("\"variant\":\"" + untuned->Uri() + "\""), std::string::npos) << js;
+  size_t trues = 0;
+  for (size_t at = js.find("\"untuned_plan\":true"); at != std::string::npos; at = js.find("\"untuned_plan\":true", at + 1))
+    ++trues;
+  EXPECT_EQ(trues, 1u) << js;
+  EXPECT_NE(js.find("\"untuned_plan\":false"), std::string::npos) << js;
 }
 
 // A database its user cannot write (read-only file, or read-only directory: SQLite needs its
