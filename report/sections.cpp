@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/space.h"
 #include "report/page.h"
 
 namespace flashtune::html {
@@ -85,20 +86,43 @@ std::string FinalistsText(const ProblemEntry& e) {
   return out;
 }
 
+// The tile `device` launches for the problem without a database (DefaultVariantForGpu) and how
+// the winner compares: "the winner", or its time this run (the median re-timing round when it
+// was a finalist, else its search) and the winner's gain over it; "not measured" where the
+// search skipped it (tunes before session 38 did), a dash for a GPU the arch table lacks.
+std::string UntunedText(const ProblemEntry& e, const DeviceRecord& device) {
+  auto plan = DefaultVariantForGpu(e.problem, device.cc_major, device.cc_minor);
+  if (!plan.ok()) return "–";
+  const std::string uri = plan->Uri(), tile = "<span class=\"nw\">" + TileText(*plan);
+  if (e.winner && e.winner->variant_uri == uri) return tile + "</span><br>the winner";
+  std::vector<double> retimed, searched;
+  for (const TrialRow& t : e.trials)
+    if (t.variant_uri == uri && t.trial.status == Code::kOk)
+      (t.trial.phase == "retime" ? retimed : searched).push_back(t.trial.median_us);
+  std::vector<double>& times = retimed.empty() ? searched : retimed;
+  if (times.empty()) return tile + "</span><br><span class=\"muted\">not measured</span>";
+  std::sort(times.begin(), times.end());
+  const double us = times[(times.size() - 1) / 2];
+  std::string out = tile + " " + Num(us) + "</span>";
+  if (e.winner && e.winner->median_us > 0) out += "<br>winner ×" + Fmt("%.2f", us / e.winner->median_us);
+  return out;
+}
+
 std::string WinnersSection(const Page& p, const HtmlReportOptions& options) {
   std::string h;
   if (!p.empty()) {
     h += "<section class=\"card\" id=\"winners\">\n<h2>Winners per GPU and problem</h2>\n<p class=\"note\">The "
          "fastest verified variant of each problem; the runtime launches it for this shape and nearby ones (same "
          "bucket). The closest candidates of the search were timed again against each other (<i>re-timed "
-         "finalists</i>: each one's median round, µs), and that decided. <b>B</b> batch, <b>H</b> query heads, <b>N</b> sequence length, <b>d</b> head dimension. "
+         "finalists</i>: each one's median round, µs), and that decided. <i>Untuned plan</i>: the tile the runtime "
+         "launches on that GPU without a database, its time (µs) and how many times faster the winner is. <b>B</b> batch, <b>H</b> query heads, <b>N</b> sequence length, <b>d</b> head dimension. "
          "TFLOP/s counts 4·B·H·N<sub>q</sub>·N<sub>k</sub>·d floating-point operations per forward pass (half "
          "for causal), as FlashAttention-2's benchmarks do.</p>\n";
     for (const auto& [key, g] : p.groups) {
       h += GroupTitle(g, options);
       h += "<table><thead><tr><th>Problem</th><th>Shape</th><th>Winner variant</th><th>Tile</th>"
            "<th class=\"num\">Median (µs)</th><th class=\"num\">TFLOP/s</th><th>Re-timed finalists</th>"
-           "<th class=\"num\">Variants ok / failed</th></tr></thead><tbody>\n";
+           "<th>Untuned plan</th><th class=\"num\">Variants ok / failed</th></tr></thead><tbody>\n";
       for (const ProblemEntry& e : g.problems) {
         h += "<tr><td class=\"nw\">" + HtmlEscape(ProblemKind(e.problem)) + "</td><td class=\"nw\">" +
              HtmlEscape(ProblemShape(e.problem)) + "</td>";
@@ -111,7 +135,8 @@ std::string WinnersSection(const Page& p, const HtmlReportOptions& options) {
                (e.ok == 0 ? "every measured variant failed (see Failures)" : "not stored (tuning was interrupted?)") +
                "</td>";
         }
-        h += "<td>" + FinalistsText(e) + "</td><td class=\"num\">" + Int(e.ok) + " / " + Int(e.failed) + "</td></tr>\n";
+        h += "<td>" + FinalistsText(e) + "</td><td>" + UntunedText(e, g.device) + "</td><td class=\"num\">" + Int(e.ok) +
+             " / " + Int(e.failed) + "</td></tr>\n";
       }
       h += "</tbody></table>\n";
     }

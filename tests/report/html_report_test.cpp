@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "flashtune/replay_measurer.h"
+#include "flashtune/space.h"
 #include "flashtune/tuner.h"
 #include "tests/support/replay_fixture.h"
 
@@ -348,6 +349,58 @@ TEST(HtmlReport, WinnersShowTheirRetimedFinalists) {
   ASSERT_NE(at_a, std::string::npos) << h;
   EXPECT_LT(at_b, at_a);  // fastest first; b's two rounds give 103 (the lower middle), a's three 110
   EXPECT_NE(h.find("<td>–</td>"), std::string::npos);  // the problem searched once, not re-timed
+}
+
+// A winner's row names the tile the GPU would launch untuned (DefaultVariantForGpu) and how the
+// winner compares: its median re-timing round against the winner's, "the winner" where it won,
+// "not measured" where the search skipped it.
+TEST(HtmlReport, WinnersShowTheUntunedPlanAndTheGainOverIt) {
+  std::string path = TempDir("report_untuned") + "/r.db";
+  const Problem p{DType::kBF16, 64, false, 4, 1024, 1024, 8, 8};
+  Problem won = p, skipped = p;
+  won.seqlen_q = won.seqlen_k = 2048;
+  skipped.seqlen_q = skipped.seqlen_k = 4096;
+  const Variant fa2 = Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2);
+  auto untuned = DefaultVariantForGpu(p, 9, 0);
+  ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
+  ASSERT_FALSE(*untuned == fa2);
+  for (const Problem& q : {won, skipped}) {
+    auto other = DefaultVariantForGpu(q, 9, 0);
+    ASSERT_TRUE(other.ok() && *other == *untuned) << "the same untuned tile at every length of the class";
+  }
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    auto dev = (*db)->UpsertDevice({"NVIDIA H100", "GPU-1", 9, 0, 132, "580"});
+    auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
+    ASSERT_TRUE(dev.ok() && tc.ok());
+    auto record = [&](const Problem& prob, const Variant& v, double us, const char* phase) {
+      TrialRecord t;
+      t.problem = prob;
+      t.variant = v;
+      t.median_us = us;
+      t.phase = phase;
+      ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
+    };
+    record(p, fa2, 100.0, "search");
+    record(p, *untuned, 130.0, "search");
+    for (double us : {128.0, 126.0}) record(p, *untuned, us, "retime");
+    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, p, fa2, "", 103.0, 1.0).ok());
+    record(won, *untuned, 200.0, "search");
+    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, won, *untuned, "", 200.0, 1.0).ok());
+    record(skipped, fa2, 400.0, "search");
+    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, skipped, fa2, "", 400.0, 1.0).ok());
+  }
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  auto page = RenderHtmlReport(**db);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  const std::string& h = *page;
+  EXPECT_NE(h.find("<th>Untuned plan</th>"), std::string::npos);
+  // p: the re-timing's lower middle (126 of 126 and 128) against the winner's 103.
+  EXPECT_EQ(Count(h, " 126</span><br>winner ×1.22</td>"), 1u) << h;
+  EXPECT_EQ(Count(h, "</span><br>the winner</td>"), 1u) << h;
+  EXPECT_EQ(Count(h, "</span><br><span class=\"muted\">not measured</span></td>"), 1u) << h;
 }
 
 // The CLI: `flashtune db report --html FILE`.
