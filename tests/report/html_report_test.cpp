@@ -305,6 +305,37 @@ TEST(HtmlReport, KilledRunCountsUpToItsLastTrialAndRetimesAreNotVariants) {
   EXPECT_NE(page->find(">1 / 0<"), std::string::npos) << "one variant ok, none failed";
 }
 
+// A database written by hand: one H100 (compute capability 9.0) and one toolchain; trials and
+// winners as the test states them.
+class HandWritten {
+ public:
+  explicit HandWritten(const std::string& path) {
+    auto db = Database::Open(path);
+    EXPECT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(*db);
+    auto dev = db_->UpsertDevice({"NVIDIA H100", "GPU-1", 9, 0, 132, "580"});
+    auto tc = db_->UpsertToolchain({"13.0", "0.1.0", "abc"});
+    EXPECT_TRUE(dev.ok() && tc.ok());
+    dev_ = *dev;
+    tc_ = *tc;
+  }
+  void Trial(const Problem& p, const Variant& v, double us, const char* phase) {
+    TrialRecord t;
+    t.problem = p;
+    t.variant = v;
+    t.median_us = us;
+    t.phase = phase;
+    EXPECT_TRUE(db_->RecordTrial(dev_, tc_, t).ok());
+  }
+  void Winner(const Problem& p, const Variant& v, double us) {
+    EXPECT_TRUE(db_->SetWinner(dev_, tc_, p, v, "", us, 1.0).ok());
+  }
+
+ private:
+  std::unique_ptr<Database> db_;
+  int64_t dev_ = 0, tc_ = 0;
+};
+
 // A winner's row names the finalists its re-timing weighed, fastest first, each at its median
 // round (the lower middle of an even count, as the tuner decides); a problem with no re-timing
 // shows a dash there.
@@ -315,27 +346,13 @@ TEST(HtmlReport, WinnersShowTheirRetimedFinalists) {
   const Variant a = Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2);
   const Variant b = Fa2Variant(DType::kBF16, 64, false, 64, 64, 4, 2);
   {
-    auto db = Database::Open(path);
-    ASSERT_TRUE(db.ok());
-    auto dev = (*db)->UpsertDevice({"NVIDIA H100", "GPU-1", 9, 0, 132, "580"});
-    auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
-    ASSERT_TRUE(dev.ok() && tc.ok());
-    auto record = [&](const Problem& prob, const Variant& v, double us, const char* phase) {
-      TrialRecord t;
-      t.problem = prob;
-      t.variant = v;
-      t.median_us = us;
-      t.phase = phase;
-      ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
-    };
-    record(p, a, 100.0, "search");
-    record(p, b, 101.0, "search");
-    for (double us : {101.5, 110.0, 111.0}) record(p, a, us, "retime");
-    for (double us : {104.0, 103.0}) record(p, b, us, "retime");
-    record(lone, a, 300.0, "search");
-    auto pid = (*db)->FindProblem(p);
-    ASSERT_TRUE(pid.ok());
-    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, p, b, "", 103.0, 1.0).ok());
+    HandWritten db(path);
+    db.Trial(p, a, 100.0, "search");
+    db.Trial(p, b, 101.0, "search");
+    for (double us : {101.5, 110.0, 111.0}) db.Trial(p, a, us, "retime");
+    for (double us : {104.0, 103.0}) db.Trial(p, b, us, "retime");
+    db.Trial(lone, a, 300.0, "search");
+    db.Winner(p, b, 103.0);
   }
   auto db = Database::Open(path);
   ASSERT_TRUE(db.ok());
@@ -369,27 +386,15 @@ TEST(HtmlReport, WinnersShowTheUntunedPlanAndTheGainOverIt) {
     ASSERT_TRUE(other.ok() && *other == *untuned) << "the same untuned tile at every length of the class";
   }
   {
-    auto db = Database::Open(path);
-    ASSERT_TRUE(db.ok());
-    auto dev = (*db)->UpsertDevice({"NVIDIA H100", "GPU-1", 9, 0, 132, "580"});
-    auto tc = (*db)->UpsertToolchain({"13.0", "0.1.0", "abc"});
-    ASSERT_TRUE(dev.ok() && tc.ok());
-    auto record = [&](const Problem& prob, const Variant& v, double us, const char* phase) {
-      TrialRecord t;
-      t.problem = prob;
-      t.variant = v;
-      t.median_us = us;
-      t.phase = phase;
-      ASSERT_TRUE((*db)->RecordTrial(*dev, *tc, t).ok());
-    };
-    record(p, fa2, 100.0, "search");
-    record(p, *untuned, 130.0, "search");
-    for (double us : {128.0, 126.0}) record(p, *untuned, us, "retime");
-    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, p, fa2, "", 103.0, 1.0).ok());
-    record(won, *untuned, 200.0, "search");
-    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, won, *untuned, "", 200.0, 1.0).ok());
-    record(skipped, fa2, 400.0, "search");
-    ASSERT_TRUE((*db)->SetWinner(*dev, *tc, skipped, fa2, "", 400.0, 1.0).ok());
+    HandWritten db(path);
+    db.Trial(p, fa2, 100.0, "search");
+    db.Trial(p, *untuned, 130.0, "search");
+    for (double us : {128.0, 126.0}) db.Trial(p, *untuned, us, "retime");
+    db.Winner(p, fa2, 103.0);
+    db.Trial(won, *untuned, 200.0, "search");
+    db.Winner(won, *untuned, 200.0);
+    db.Trial(skipped, fa2, 400.0, "search");
+    db.Winner(skipped, fa2, 400.0);
   }
   auto db = Database::Open(path);
   ASSERT_TRUE(db.ok());
