@@ -89,17 +89,21 @@ const char* SubcommandHelp(const std::string& sub) {
          "One self-contained HTML page: winners, TFLOP/s heatmaps, failures, tuning time ('-' = stdout).\n";
 }
 
-// For each device that measured the problem: the runtime's untuned plan there
-// (DefaultVariantForGpu), by device id; a device whose compute capability the arch table does
-// not know has none.
-std::map<int64_t, std::string> UntunedPlans(Database& db, const Problem& problem, const std::vector<TrialRow>& rows) {
-  std::map<int64_t, std::string> plans;
+// The runtime's untuned plan (DefaultVariantForGpu) on one GPU that measured a problem.
+struct UntunedOn {
+  std::string device_name;
+  std::string uri;
+};
+// For each device that measured the problem, by device id; a device whose compute capability
+// the arch table does not know has none.
+std::map<int64_t, UntunedOn> UntunedPlans(Database& db, const Problem& problem, const std::vector<TrialRow>& rows) {
+  std::map<int64_t, UntunedOn> plans;
   auto devices = db.ListDevices();
   if (!devices.ok()) return plans;
   for (const DeviceRow& d : *devices) {
     if (std::none_of(rows.begin(), rows.end(), [&](const TrialRow& r) { return r.device_id == d.id; })) continue;
     auto plan = DefaultVariantForGpu(problem, d.device.cc_major, d.device.cc_minor);
-    if (plan.ok()) plans[d.id] = plan->Uri();
+    if (plan.ok()) plans[d.id] = {d.device.name, plan->Uri()};
   }
   return plans;
 }
@@ -345,10 +349,10 @@ int RunDb(const std::vector<std::string>& args) {
     for (const WinnerRow& w : *all_winners)
       if (w.problem_id == id) winners.push_back(&w);
     // What each measuring GPU would run untuned: the baseline a winner is worth its tuning against.
-    const std::map<int64_t, std::string> untuned = UntunedPlans(**db, (*rows)[0].trial.problem, *rows);
+    const std::map<int64_t, UntunedOn> untuned = UntunedPlans(**db, (*rows)[0].trial.problem, *rows);
     auto is_untuned = [&](const TrialRow& r) {
       auto it = untuned.find(r.device_id);
-      return it != untuned.end() && it->second == r.variant_uri;
+      return it != untuned.end() && it->second.uri == r.variant_uri;
     };
     if (json) {
       std::string o = "{\"problem_id\":" + std::to_string(id) + ",\"problem\":" +
@@ -378,12 +382,9 @@ int RunDb(const std::vector<std::string>& args) {
                   w->variant_uri.c_str(), w->median_us, w->tflops, (long long)w->device_id,
                   (long long)w->toolchain_id);
     if (winners.empty()) std::printf("winner: none stored\n");
-    for (const auto& [device_id, uri] : untuned) {
-      std::string device;
-      for (const auto& r : *rows)
-        if (r.device_id == device_id) device = r.device_name;
-      std::printf("untuned plan on %s (device %lld): %s\n", device.c_str(), (long long)device_id, uri.c_str());
-    }
+    for (const auto& [device_id, plan] : untuned)
+      std::printf("untuned plan on %s (device %lld): %s\n", plan.device_name.c_str(), (long long)device_id,
+                  plan.uri.c_str());
     std::printf("%4s  %-44s %-16s %10s %8s %8s %5s %5s %7s %6s  %s\n", "rank", "variant", "status", "median_us",
                 "iqr_us", "TFLOP/s", "reps", "regs", "smem", "phase", "device / message");
     int rank = 0;

@@ -62,8 +62,14 @@ std::string EmptySection(const Page& p) {
   return h;
 }
 
-// The problem's re-timed finalists, fastest first: each one's tile and median re-timing round (the
-// lower middle of an even count, as the tuner decides), or a dash when none was re-timed.
+// The median of a variant's rounds as the tuner decides: the lower middle of an even count.
+double MedianRound(std::vector<double> rounds) {
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[(rounds.size() - 1) / 2];
+}
+
+// The problem's re-timed finalists, fastest first: each one's tile and median re-timing round, or
+// a dash when none was re-timed.
 std::string FinalistsText(const ProblemEntry& e) {
   std::map<std::string, std::pair<const Variant*, std::vector<double>>> rounds;
   for (const TrialRow& t : e.trials)
@@ -74,10 +80,7 @@ std::string FinalistsText(const ProblemEntry& e) {
     }
   if (rounds.empty()) return "–";
   std::vector<std::pair<double, const Variant*>> finalists;
-  for (auto& [uri, r] : rounds) {
-    std::sort(r.second.begin(), r.second.end());
-    finalists.push_back({r.second[(r.second.size() - 1) / 2], r.first});
-  }
+  for (const auto& [uri, r] : rounds) finalists.push_back({MedianRound(r.second), r.first});
   std::sort(finalists.begin(), finalists.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out;
@@ -99,10 +102,9 @@ std::string UntunedText(const ProblemEntry& e, const DeviceRecord& device) {
   for (const TrialRow& t : e.trials)
     if (t.variant_uri == uri && t.trial.status == Code::kOk)
       (t.trial.phase == "retime" ? retimed : searched).push_back(t.trial.median_us);
-  std::vector<double>& times = retimed.empty() ? searched : retimed;
+  const std::vector<double>& times = retimed.empty() ? searched : retimed;
   if (times.empty()) return tile + "</span><br><span class=\"muted\">not measured</span>";
-  std::sort(times.begin(), times.end());
-  const double us = times[(times.size() - 1) / 2];
+  const double us = MedianRound(times);
   std::string out = tile + " " + Num(us) + "</span>";
   if (e.winner && e.winner->median_us > 0) out += "<br>winner ×" + Fmt("%.2f", us / e.winner->median_us);
   return out;
