@@ -331,6 +331,19 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       const i64 k_step = (i64)kRowsPerIter * p.k_stride[1], v_step = (i64)kRowsPerIter * p.v_stride[1];
       const u16* ksrc = kbase + (i64)(n0 + r0) * p.k_stride[1] + col;
       const u16* vsrc = vbase + (i64)(n0 + r0) * p.v_stride[1] + col;
+      // Every key of the step exists (all but a split's last step): no per-row test and select,
+      // 45 of ~100 copy instructions a step (bn64 d128); 0-1% of the call's time.
+      if (n0 + kBlockN <= w.n_k) {
+#pragma unroll
+        for (int i = 0; i < kIssueIters; ++i) {
+          const u32 dst = Rows::offset(r0 + i * kRowsPerIter, col) + stage;
+          cp_async16_line(sK_addr + dst, ksrc, 16);
+          cp_async16_line(sV_addr + dst, vsrc, 16);
+          ksrc += k_step;
+          vsrc += v_step;
+        }
+        return;
+      }
 #pragma unroll
       for (int i = 0; i < kIssueIters; ++i) {
         const int r = r0 + i * kRowsPerIter;
@@ -459,6 +472,18 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
         const int rg = w.row0 + mi * 16 + lane / 4 + 8 * h;
         token[mi][h] = kCausal ? rg - row_head(rg, Nq, inv_nq) * Nq : 0;
       }
+    // Row halves (8 rows of a 16-row tile) that hold no valid row skip the online softmax and
+    // the O rescale, a warp-uniform branch: one query token of a GQA group of 8 heads or fewer
+    // (every decode step at Hq / Hkv <= 8) fills only the first half of its tile, and the other
+    // half's softmax and rescale were 62 of the ~360 instructions a step (bn32 / bn64, d128):
+    // B1 x 2k took 0.76-0.90x the time, B8 x 2k 0.91-0.99x (docs/perf-notes.md, "Decode round
+    // 21"). Their P is zero; the merge and the epilogue never read those rows. The first half of
+    // the first tile always holds a row where there are steps (rows_valid >= 1).
+    bool live[kRowTiles][2];
+#pragma unroll
+    for (int mi = 0; mi < kRowTiles; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) live[mi][h] = (mi == 0 && h == 0) || mi * 16 + 8 * h < w.rows_valid;
     for (int it = 0; it < w.steps; ++it) {
       cp_async_wait<kStages - 2>();  // this step's K/V (and, at step 0, Q) have landed
       __syncthreads();             // ... for every thread; and step it-1's buffer is free
@@ -506,11 +531,21 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
       // Online softmax in the exp2 domain, per warp over its keys.
       u32 p_frag[kRowTiles][kNTiles][2];
 #pragma unroll
-      for (int mi = 0; mi < kRowTiles; ++mi) {
-        const float c0 = softmax_row_step(acc_s[mi], 0, scale_log2, row_max[mi][0], row_sum[mi][0], p_frag[mi]);
-        const float c1 = softmax_row_step(acc_s[mi], 1, scale_log2, row_max[mi][1], row_sum[mi][1], p_frag[mi]);
-        scale_rows(acc_o[mi], c0, c1);
-      }
+      for (int mi = 0; mi < kRowTiles; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (live[mi][h]) {
+            const float c = softmax_row_step(acc_s[mi], h, scale_log2, row_max[mi][h], row_sum[mi][h], p_frag[mi]);
+#pragma unroll
+            for (int dt = 0; dt < kDTiles; ++dt) {
+              acc_o[mi][dt][2 * h] *= c;
+              acc_o[mi][dt][2 * h + 1] *= c;
+            }
+          } else {
+#pragma unroll
+            for (int nj = 0; nj < kNTiles; ++nj) p_frag[mi][nj][h] = 0u;
+          }
+        }
       // wn0 is a multiple of 16 rows: the warp's V rows keep the tile's swizzle from its first row.
       pv_mma<kRowTiles, kNTiles, kDTiles, Rows>(acc_o, p_frag, sV_addr + stage + (u32)(wn0 * kRowStride * 2), lane);
     }
@@ -586,9 +621,10 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 #pragma unroll
       for (int mi = 0; mi < kRowTiles; ++mi)
 #pragma unroll
-        for (int dt = 0; dt < kDTiles; ++dt)
+        for (int r = 0; r < 2; ++r) {
+          if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int dt = 0; dt < kDTiles; ++dt) {
             float* dst = sO + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
             const float x0 = acc_o[mi][dt][2 * r] * scale[mi][r], x1 = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
             if (turn == 0) {
@@ -599,6 +635,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
               dst[1] += x1;
             }
           }
+        }
     }
     __syncthreads();
   }

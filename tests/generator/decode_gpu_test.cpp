@@ -200,6 +200,9 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
   // Scores growing along the keys: splits with far apart maxima, dense and paged.
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 4, 8, 1, {4097, 1000}, 0, seed += 10, 60));
   cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 1, 16, 2, {17, 4097}, 16, seed += 10, 8));
+  // GQA 4:1 at 3 tokens: 12 rows, so a 16-row tile's second half holds rows 8-11 only, and a
+  // 32-row tile (rm2) has an empty second tile (the kernel skips halves with no valid row).
+  cases.push_back(MakeDecodeCase(**gpu, cls.dtype, cls.head_dim, cls.causal, 3, 32, 8, {1000, 17}, 16, seed += 10));
   testing::CheckEveryVariant(cls.ToString() + " decode", variants, kernels, cases, [&](const ForwardKernel& k, DecodeCase& c) {
     return RunDecode(**gpu, c.device.problem.layout == Layout::kPaged ? *twin_of.at(&k) : k, c);
   });
