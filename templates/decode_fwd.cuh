@@ -373,10 +373,12 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
           ksrc = kbase + (i64)(page_ok ? page : 0) * p.k_stride[0] + first * k_row + col;
           vsrc = vbase + (i64)(page_ok ? page : 0) * p.v_stride[0] + first * v_row + col;
         }
-        const bool valid = page_ok && n0 + r < w.n_k;
+        // The address is a row of a page in the pool (page 0's for a bad page; rows past n_k in
+        // the sequence's last page are allocated), so only the size says what is read.
+        const int bytes = page_ok && n0 + r < w.n_k ? 16 : 0;
         const u32 dst = Rows::offset(r, col) + stage;
-        cp_async16_line(sK_addr + dst, valid ? ksrc : kbase, valid ? 16 : 0);
-        cp_async16_line(sV_addr + dst, valid ? vsrc : vbase, valid ? 16 : 0);
+        cp_async16_line(sK_addr + dst, ksrc, bytes);
+        cp_async16_line(sV_addr + dst, vsrc, bytes);
         ksrc += kRowsPerIter * k_row;
         vsrc += kRowsPerIter * v_row;
       }

@@ -3,7 +3,8 @@
 # (the address is always a row of a page in the pool; the size alone says what is read), on top
 # of call 2's changes (commit 8c44f20, OLD). 1) NEW's decode GPU tests (float64 reference).
 # 2) compute-sanitizer memcheck and racecheck on NEW's bf16 d128 decode variants (dense and paged
-# twins). 3) bench/decode_tile_ab.sh OLD against NEW, paged, the tuned winners' tiles.
+# twins). 3) bench/decode_tile_ab.sh OLD against NEW, paged, the tuned winners' tiles. 4) If
+# time is left, the decode table on NEW (session 38's call6.sh: decode tune, 7 rotated rounds).
 # usage (GPU): OLD=.devcarry-A NEW=.devcarry-B OUT=$OUT bash bench/data/h100-2026-12-06-s39/call4.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -23,4 +24,10 @@ unset LD_LIBRARY_PATH FLASHTUNE_WORKER
 bash bench/decode_tile_ab.sh "$OUT/ab.log" "$O" "$N" "bn32_rm1_w2_s2_cs2 bn64_rm1_w4_s3_cs2 bn64_rm1_w4_s4_cs2 bn128_rm1_w4_s2_cs2" \
   "1 2048,8 2048,8 8192,64 2048" "paged" > "$OUT/ab-summary.txt" 2>&1
 echo "A/B: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+if (( $(date +%s) - t0 < 330 )); then
+  mkdir -p "$OUT/table"
+  PACK=$N OUT=$OUT/table bash bench/data/h100-2026-12-06-s38/call6.sh > /dev/null 2>&1
+  echo "decode table: at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+fi
 cat "$OUT/gpu.txt" "$OUT/summary.txt"; grep -E "^\[  FAILED" "$OUT/tests.txt" | head; cat "$OUT/ab-summary.txt"
+[ -f "$OUT/table/decode_table.md" ] && cat "$OUT/table/summary.txt" "$OUT/table/decode_table.md"
