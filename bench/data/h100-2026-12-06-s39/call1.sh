@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 39, call 1. On an H200: issue 13's forward grid (session 27's call2.sh, all three head
-# dims). On an H100: session 38's prepared call 8 (every dense decode_fwd tile of the bf16 d128
-# space at B8 x 8k, B64 x 8k and B1 x 32k), then every hopper_fwd tile of the bf16 d64 space at
-# the d64 shapes still under 1.5x SDPA flash in session 38's grid (causal N 1k, full N 512,
-# causal N 2k), `flashtune bench --rounds 5`: does the budgeted tune miss a faster tile there?
+# Session 39, call 1 (no machine was lent when it was called; not run). On an H200: issue 13's
+# forward grid (session 27's call2.sh, all three head dims). On an H100: every hopper_fwd tile of
+# the bf16 d64 space at the d64 shapes still under 1.5x SDPA flash in session 38's grid (causal
+# N 1k, full N 512, causal N 2k), `flashtune bench --rounds 5`: does the budgeted tune miss a
+# faster tile there? (Session 38's call 8, the decode sweep this call first carried, ran in call 2.)
 # usage (GPU): PACK=.devcarry-NAME OUT=$OUT bash bench/data/h100-2026-12-06-s39/call1.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -14,9 +14,6 @@ if grep -q H200 "$OUT/gpu.txt"; then
   PACK=$P DIMS=64,128,256 OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
   exit
 fi
-mkdir -p "$OUT/decode"
-PACK=$P OUT=$OUT/decode bash bench/data/h100-2026-12-06-s38/call8.sh > /dev/null 2>&1
-echo "decode sweeps at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-s39c1 FLASHTUNE_WORKER=$P/flashtune
 for cb in "1 16 1024" "0 32 512" "1 8 2048"; do
   set -- $cb
@@ -26,6 +23,6 @@ for cb in "1 16 1024" "0 32 512" "1 8 2048"; do
   echo "d64 causal $1 N $3: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 done
 cat "$OUT/summary.txt"
-for f in "$OUT"/decode/sweep-*.txt "$OUT"/d64-*.txt; do
-  echo "$f"; grep -E "^(decode_fwd|hopper_fwd)" "$f" | sort -k3 -n | cut -c1-100 | head -6
+for f in "$OUT"/d64-*.txt; do
+  echo "$f"; grep -E "^hopper_fwd" "$f" | sort -k3 -n | cut -c1-100 | head -6
 done
