@@ -1,10 +1,13 @@
 // CPU tests of the decode_fwd family's untuned choice (generator/families/decode_fwd.cpp): which
-// tile a decode problem gets before any tuning, through the planner's DefaultVariantFor.
+// tile a decode problem gets before any tuning, through the planner's DefaultVariantFor; and
+// that those tiles compile for sm_90a without spilling.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "flashtune/compiler.h"
 #include "flashtune/problem_set.h"
+#include "flashtune/source.h"
 #include "flashtune/space.h"
 
 namespace flashtune {
@@ -45,6 +48,30 @@ TEST(DecodeFwdFamily, LongStreamsKeepTheClassDefaultAndPagedPrefillGoesToThePref
   auto sm80 = DefaultVariantFor(Decode(1, 2048, 128, Layout::kPaged, 17), MaxSharedMemoryForArch("sm_80"), "sm_80");
   ASSERT_TRUE(sm80.ok()) << sm80.status().ToString();
   EXPECT_EQ(sm80->Uri(), "fa2_paged_bf16_d128_br128_bc64_w4_s2_full");
+}
+
+// The tiles a decode call runs untuned (short and long K/V streams), dense at d64, d128 and d256
+// and paged at d64 and d128, compile for sm_90a without a spill: they are what every decode call
+// runs before a tune, within 0-5% of the tuned winner in every bucket of session 39's decode tune.
+// A template change that makes them spill slows every untuned decode call. (d256's paged tiles
+// sit at the 255-register limit and spill 12-28 bytes, as they did before session 39's change:
+// docs/perf-notes.md, "Decode round 21".)
+TEST(DecodeFwdFamily, UntunedTilesCompileForSm90aWithoutSpills) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  for (int head_dim : {64, 128, 256})
+    for (Layout layout : {Layout::kDense, Layout::kPaged}) {
+      if (head_dim == 256 && layout == Layout::kPaged) continue;
+      for (int64_t keys : {2048, 131072}) {
+        auto v = DefaultVariantFor(Decode(1, keys, head_dim, layout));
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        SCOPED_TRACE(v->Uri());
+        auto source = GenerateSource(*v);
+        ASSERT_TRUE(source.ok()) << source.status().ToString();
+        auto cubin = compiler.Compile(GeneratedSourceRequest(v->Uri(), source->text, "sm_90a"));
+        ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
+        EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << cubin->log;
+      }
+    }
 }
 
 }  // namespace
