@@ -12,7 +12,6 @@
 #include <memory>
 #include <string>
 
-#include "flashtune/arch.h"
 #include "flashtune/database.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
@@ -128,9 +127,7 @@ TEST(Tuner, BudgetedNeverSkipsTheUntunedPlan) {
   later.seqlen_q = later.seqlen_k = 8192;
   ReplayMeasurer::Options o;
   o.device = {"NVIDIA A100-SXM4-80GB", "replay-a100", 8, 0, 108, "replay"};
-  const GpuArch* a100 = FindGpuArch(8, 0);
-  ASSERT_NE(a100, nullptr);
-  auto untuned = DefaultVariantFor(first, a100->max_smem_per_block_optin, a100->Name());
+  auto untuned = DefaultVariantForGpu(first, 8, 0);  // the replay device's compute capability
   ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
   // Seed 2's landscape is best at 128 x 64, 8 warps, 3 stages (SyntheticRows): the untuned plan,
   // 128 x 128, 4 warps, 2 stages, differs in all three.
@@ -475,9 +472,7 @@ TEST(Tuner, TheSummarySaysWhatTuningBoughtOverTheUntunedPlan) {
   q.seqlen_q = q.seqlen_k = 2 * p.seqlen_q;
   ReplayMeasurer::Options o;
   o.device = {"NVIDIA A100-SXM4-80GB", "replay-a100", 8, 0, 108, "replay"};
-  const GpuArch* a100 = FindGpuArch(8, 0);
-  ASSERT_NE(a100, nullptr);
-  auto untuned = DefaultVariantFor(p, a100->max_smem_per_block_optin, a100->Name());
+  auto untuned = DefaultVariantForGpu(p, 8, 0);  // the replay device's compute capability
   ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
   ASSERT_EQ(untuned->family, "fa2_fwd");
   Variant fast = Fa2Variant(p.dtype, p.head_dim, p.causal, 64, 64, 4, 2);
