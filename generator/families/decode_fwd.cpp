@@ -212,11 +212,16 @@ class DecodeFwd final : public Family {
   }
 
   // 64 keys per step over 4 warps, one 16-row tile, 3 stages, 2 blocks per SM; fewer stages
-  // and shorter steps until the shared memory fits.
+  // until the shared memory fits. Head dims up to 64 take 128 keys a step, 4 stages, one block
+  // an SM: a step of as many bytes as d128's. In session 40's sweep of all 58 dense bf16 d64
+  // tiles (H100, Hq 32 Hkv 8, B8 x 2k / 8k / 32k, B64 x 2k, B1 x 8k) it ran within 0-2.3% of
+  // the fastest at each shape, where d128's tile ran 2-16% behind (B8 x 32k: 185.8 against
+  // 210.9 us; bench/data/h100-2026-12-06-s40/).
   // The class default reads dense K/V; DefaultFor gives a paged problem the same tile on pages.
   Variant Default(const ProblemClass& cls, const Target& target) const override {
-    int s = 3;
-    Variant v = DecodeVariant(cls.dtype, cls.head_dim, cls.causal, 64, 1, 4, s, 2);
+    const bool narrow = cls.head_dim <= 64;
+    int s = narrow ? 4 : 3;
+    Variant v = DecodeVariant(cls.dtype, cls.head_dim, cls.causal, narrow ? 128 : 64, 1, 4, s, narrow ? 1 : 2);
     while (SharedMemoryBytes(v) > target.max_smem_bytes && s > 2) v.SetParam("s", --s);
     return v;
   }
@@ -225,7 +230,11 @@ class DecodeFwd final : public Family {
   // stages, 4 blocks an SM: more, shorter splits, so the blocks' fixed latency overlaps. It is
   // the tile the tuner picked in most short buckets on an H100 (d128, Hq 32, Hkv 8: dense B1 x
   // 8k / 32k and B8 x 2k, paged B1 x 2k / 32k and B8 x 2k / 8k; the others picked it with 2
-  // blocks an SM or 2 stages), and it is in every class's searched space.
+  // blocks an SM or 2 stages), and it is in every class's searched space. At head dims up to 64
+  // the bound is kNarrowShortStreamKeyElems: there the short tile's 32-key steps carry a quarter
+  // of the class default's bytes, and through the runtime (bench/decode_bench.py, H100, Hq 32
+  // Hkv 8, session 40) it ran 8-11% behind that default at B1 x 8k, B8 x 2k and B8 x 8k (2^22,
+  // 2^23 and 2^25 key elements) but 27% ahead at B1 x 2k (2^20).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     std::optional<Variant> short_stream = ShortStreamTile(problem, target);
     Variant v = short_stream ? *short_stream : Default(ClassOf(problem), target);
@@ -234,7 +243,8 @@ class DecodeFwd final : public Family {
   }
   std::string DefaultReason(const Problem& problem, const Target& target) const override {
     if (!ShortStreamTile(problem, target)) return std::string();
-    return "a short K/V stream: B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements <= 2^25";
+    return "a short K/V stream: B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements <= 2^" +
+           std::to_string(Log2Ceil(ShortStreamBound(problem)));
   }
 
   std::string Prologue(const Variant& v) const override {
@@ -362,10 +372,16 @@ class DecodeFwd final : public Family {
  private:
   // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
   static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
+  // Head dims up to 64 (against the class default's 128-key steps): B1 x 4k at Hkv 8, d64,
+  // between the 2^20 where the short tile won and the 2^22 where it lost.
+  static constexpr int64_t kNarrowShortStreamKeyElems = int64_t(1) << 21;
   static int64_t KeyElems(const Problem& p) { return p.batch * p.heads_kv * p.seqlen_k * p.head_dim; }
+  static int64_t ShortStreamBound(const Problem& p) {
+    return p.head_dim <= 64 ? kNarrowShortStreamKeyElems : kShortStreamKeyElems;
+  }
   // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
   std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
-    if (problem.seqlen_q > kDecodeMaxQueries || KeyElems(problem) > kShortStreamKeyElems) return std::nullopt;
+    if (problem.seqlen_q > kDecodeMaxQueries || KeyElems(problem) > ShortStreamBound(problem)) return std::nullopt;
     Variant v = DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 32, 1, 2, 4, 4);
     if (SharedMemoryBytes(v) > target.max_smem_bytes) return std::nullopt;
     return v;

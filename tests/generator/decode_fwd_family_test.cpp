@@ -32,10 +32,28 @@ TEST(DecodeFwdFamily, ShortStreamsDefaultToShortStepsOverTwoWarps) {
   EXPECT_EQ(DefaultUri(Decode(1, 32768)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(1, 4096, 128, Layout::kDense, 16)), "decode_fwd_bf16_d128_bn32_rm1_w2_s4_cs4_kv0_full");
   // The bound is on key elements, so it scales with the head dim: B1 x 32k at d256 is past it,
-  // B1 x 16k is not; d64 keeps the short tile to 64k keys.
+  // B1 x 16k is not.
   EXPECT_EQ(DefaultUri(Decode(1, 16384, 256)), "decode_fwd_bf16_d256_bn32_rm1_w2_s4_cs4_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(1, 32768, 256)), "decode_fwd_bf16_d256_bn64_rm1_w4_s3_cs2_kv0_full");
-  EXPECT_EQ(DefaultUri(Decode(1, 65536, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
+}
+
+TEST(DecodeFwdFamily, NarrowHeadsTakeLongStepsPastTheShortestStreams) {
+  // Head dims up to 64: 128 keys a step (a d128 step's bytes), 4 stages, one block an SM, dense
+  // or paged, past 2^21 key elements (B1 x 4k at Hkv 8, d64); the short tile up to there.
+  EXPECT_EQ(DefaultUri(Decode(1, 2048, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4096, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4097, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 8192, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 8192, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 32768, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 2048, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 16384, 32)), "decode_fwd_bf16_d32_bn128_rm1_w4_s4_cs1_kv0_full");
+  // Where the shared memory is smaller, fewer stages: sm_86's 99 KB holds three.
+  auto sm86 = DefaultVariantFor(Decode(8, 32768, 64), MaxSharedMemoryForArch("sm_86"), "sm_86");
+  ASSERT_TRUE(sm86.ok()) << sm86.status().ToString();
+  EXPECT_EQ(sm86->Uri(), "decode_fwd_bf16_d64_bn128_rm1_w4_s3_cs1_kv0_full");
+  // d96 is past the bound: d128's tiles.
+  EXPECT_EQ(DefaultUri(Decode(8, 32768, 96)), "decode_fwd_bf16_d96_bn64_rm1_w4_s3_cs2_kv0_full");
 }
 
 TEST(DecodeFwdFamily, LongStreamsKeepTheClassDefaultAndPagedPrefillGoesToThePrefillFamilies) {
