@@ -231,14 +231,22 @@ class DecodeFwd final : public Family {
   // the tile the tuner picked in most short buckets on an H100 (d128, Hq 32, Hkv 8: dense B1 x
   // 8k / 32k and B8 x 2k, paged B1 x 2k / 32k and B8 x 2k / 8k; the others picked it with 2
   // blocks an SM or 2 stages), and it is in every class's searched space. At head dims up to 64
-  // the bound is kNarrowShortStreamKeyElems: there the short tile's 32-key steps carry a quarter
+  // the bounds are lower (ShortStreamBound): there the short tile's 32-key steps carry a quarter
   // of the class default's bytes, and through the runtime (bench/decode_bench.py, H100, Hq 32
   // Hkv 8, session 40) it ran 8-11% behind that default at B1 x 8k, B8 x 2k and B8 x 8k (2^22,
-  // 2^23 and 2^25 key elements) but 27% ahead at B1 x 2k (2^20).
+  // 2^23 and 2^25 key elements) and 6-9% behind at B1 x 4k, B2 x 2k (2^21), but 25-27% ahead at
+  // B1 x 2k (2^20).
+  // Paged, past the short streams, head dims up to 64 take 64 keys over 4 warps, 2 stages, 4
+  // blocks an SM: on 16-key pages the dense default's 128-key steps ran 9-17% behind it, the
+  // fastest of the 58 paged d64 tiles at B8 x 8k and B64 x 2k (session 40's sweep).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     std::optional<Variant> short_stream = ShortStreamTile(problem, target);
-    Variant v = short_stream ? *short_stream : Default(ClassOf(problem), target);
-    v.SetParam("kv", problem.layout == Layout::kPaged ? 1 : 0);
+    const bool paged = problem.layout == Layout::kPaged;
+    Variant v = short_stream                          ? *short_stream
+                : paged && problem.head_dim <= 64 ? DecodeVariant(problem.dtype, problem.head_dim, problem.causal,
+                                                                    64, 1, 4, 2, 4)
+                                                      : Default(ClassOf(problem), target);
+    v.SetParam("kv", paged ? 1 : 0);
     return v;
   }
   std::string DefaultReason(const Problem& problem, const Target& target) const override {
@@ -372,12 +380,15 @@ class DecodeFwd final : public Family {
  private:
   // B1 x 32k keys at Hkv 8, d128: the largest bucket where the short-stream tile won.
   static constexpr int64_t kShortStreamKeyElems = int64_t(1) << 25;
-  // Head dims up to 64 (against the class default's 128-key steps): B1 x 4k at Hkv 8, d64,
-  // between the 2^20 where the short tile won and the 2^22 where it lost.
-  static constexpr int64_t kNarrowShortStreamKeyElems = int64_t(1) << 21;
+  // Head dims up to 64, session 40's A/Bs (Hq 32 Hkv 8, d64): dense, B1 x 2k (2^20), the one
+  // shape where the short tile beat the 128-key one; paged, B1 x 4k and B2 x 2k (2^21), where it
+  // beat the paged 64-key tile by 9-14% (level at 2^22, 3-23% behind from 2^23 on).
+  static constexpr int64_t kNarrowShortStreamKeyElems = int64_t(1) << 20;
+  static constexpr int64_t kNarrowPagedShortStreamKeyElems = int64_t(1) << 21;
   static int64_t KeyElems(const Problem& p) { return p.batch * p.heads_kv * p.seqlen_k * p.head_dim; }
   static int64_t ShortStreamBound(const Problem& p) {
-    return p.head_dim <= 64 ? kNarrowShortStreamKeyElems : kShortStreamKeyElems;
+    if (p.head_dim > 64) return kShortStreamKeyElems;
+    return p.layout == Layout::kPaged ? kNarrowPagedShortStreamKeyElems : kNarrowShortStreamKeyElems;
   }
   // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
   std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {

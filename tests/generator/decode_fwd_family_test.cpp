@@ -38,15 +38,18 @@ TEST(DecodeFwdFamily, ShortStreamsDefaultToShortStepsOverTwoWarps) {
 }
 
 TEST(DecodeFwdFamily, NarrowHeadsTakeLongStepsPastTheShortestStreams) {
-  // Head dims up to 64: 128 keys a step (a d128 step's bytes), 4 stages, one block an SM, dense
-  // or paged, past 2^21 key elements (B1 x 4k at Hkv 8, d64); the short tile up to there.
+  // Head dims up to 64, dense: 128 keys a step (a d128 step's bytes), 4 stages, one block an SM,
+  // past 2^20 key elements (B1 x 2k at Hkv 8, d64); the short tile up to there. Paged: 64 keys
+  // over 4 warps, 2 stages, 4 blocks an SM past 2^21 (B1 x 4k).
   EXPECT_EQ(DefaultUri(Decode(1, 2048, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
-  EXPECT_EQ(DefaultUri(Decode(1, 4096, 64)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full");
-  EXPECT_EQ(DefaultUri(Decode(1, 4097, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4096, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4097, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs4_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 2049, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(1, 8192, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(8, 8192, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(8, 32768, 64)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv0_full");
-  EXPECT_EQ(DefaultUri(Decode(8, 2048, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn128_rm1_w4_s4_cs1_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(8, 2048, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs4_kv1_full");
+  EXPECT_EQ(DefaultUri(Decode(64, 32768, 64, Layout::kPaged)), "decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs4_kv1_full");
   EXPECT_EQ(DefaultUri(Decode(1, 16384, 32)), "decode_fwd_bf16_d32_bn128_rm1_w4_s4_cs1_kv0_full");
   // Where the shared memory is smaller, fewer stages: sm_86's 99 KB holds three.
   auto sm86 = DefaultVariantFor(Decode(8, 32768, 64), MaxSharedMemoryForArch("sm_86"), "sm_86");

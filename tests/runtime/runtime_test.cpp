@@ -391,6 +391,14 @@ TEST_F(RuntimeLookup, UntunedDecodePlanSaysWhenItsTileIsForAShortStream) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full") << plan->why;
   EXPECT_EQ(plan->why.find("short K/V stream"), std::string::npos) << plan->why;
+  // At head dims up to 64 the bound is lower (2^20 dense), and the plan names it.
+  Problem narrow = short_stream;
+  narrow.head_dim = 64;
+  plan = rt->plan(narrow);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full") << plan->why;
+  EXPECT_NE(plan->why.find("(a short K/V stream: B*Hkv*Nk*D = 1048576 key elements <= 2^20)"), std::string::npos)
+      << plan->why;
 }
 
 TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
