@@ -210,16 +210,25 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
 
 class DecodeClasses : public ::testing::TestWithParam<std::tuple<DType, int, bool>> {};
 
-// The default, and variants that split into many (cs4, short steps) or few blocks, with
+// The default, the tile a long paged call gets untuned (where it differs from the default:
+// head dims up to 64), and variants that split into many (cs4, short steps) or few blocks, with
 // the extremes of warps, stages and row tiles the head dim allows.
 TEST_P(DecodeClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
-  std::vector<Variant> variants = {FindFamily("decode_fwd")->Default(cls, Target{}),
+  const Family& family = *FindFamily("decode_fwd");
+  std::vector<Variant> variants = {family.Default(cls, Target{}),
                                    DecodeVariant(dtype, head_dim, causal, 32, 1, 2, 2, 4),
                                    head_dim <= 128 ? DecodeVariant(dtype, head_dim, causal, 128, 2, 8, 2, 1)
                                                    : DecodeVariant(dtype, head_dim, causal, 64, 1, 4, 2, 1)};
   if (head_dim == 64) variants.push_back(DecodeVariant(dtype, head_dim, causal, 64, 4, 4, 4, 2));
+  Problem long_paged{dtype, head_dim, causal, 64, 1, 32768, 32, 8};
+  long_paged.layout = Layout::kPaged;
+  Variant paged_default = family.DefaultFor(long_paged, Target{});
+  paged_default.SetParam("kv", 0);  // CheckDecode runs its paged twin on the paged cases
+  if (std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.Uri() == paged_default.Uri(); }) ==
+      variants.end())
+    variants.push_back(paged_default);
   for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   CheckDecode(cls, variants);
 }
