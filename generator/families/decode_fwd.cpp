@@ -216,8 +216,9 @@ class DecodeFwd final : public Family {
   // an SM: a step of as many bytes as d128's. In session 40's sweep of all 58 dense bf16 d64
   // tiles (H100, Hq 32 Hkv 8, B8 x 2k / 8k / 32k, B64 x 2k, B1 x 8k) it ran within 0-2.3% of
   // the fastest at each shape, where d128's tile ran 2-16% behind (B8 x 32k: 185.8 against
-  // 210.9 us; bench/data/h100-2026-12-06-s40/).
-  // The class default reads dense K/V; DefaultFor gives a paged problem the same tile on pages.
+  // 210.9 us; bench/data/h100-2026-12-06-s40/). (d32 follows d64 unmeasured.)
+  // The class default reads dense K/V; DefaultFor gives a paged problem the same tile on pages,
+  // except at head dims up to 64 (NarrowPagedTile).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     const bool narrow = cls.head_dim <= 64;
     int s = narrow ? 4 : 3;
@@ -236,18 +237,13 @@ class DecodeFwd final : public Family {
   // Hkv 8, session 40) it ran 8-11% behind that default at B1 x 8k, B8 x 2k and B8 x 8k (2^22,
   // 2^23 and 2^25 key elements) and 6-9% behind at B1 x 4k, B2 x 2k (2^21), but 25-27% ahead at
   // B1 x 2k (2^20).
-  // Paged, past the short streams, head dims up to 64 take 64 keys over 4 warps, 2 stages, 4
-  // blocks an SM: on 16-key pages the dense default's 128-key steps ran 9-17% behind it, the
-  // fastest of the 58 paged d64 tiles at B8 x 8k and B64 x 2k (session 40's sweep).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
-    std::optional<Variant> short_stream = ShortStreamTile(problem, target);
     const bool paged = problem.layout == Layout::kPaged;
-    Variant v = short_stream                          ? *short_stream
-                : paged && problem.head_dim <= 64 ? DecodeVariant(problem.dtype, problem.head_dim, problem.causal,
-                                                                    64, 1, 4, 2, 4)
-                                                      : Default(ClassOf(problem), target);
-    v.SetParam("kv", paged ? 1 : 0);
-    return v;
+    std::optional<Variant> v = ShortStreamTile(problem, target);
+    if (!v && paged) v = NarrowPagedTile(problem);
+    if (!v) v = Default(ClassOf(problem), target);
+    v->SetParam("kv", paged ? 1 : 0);
+    return *v;
   }
   std::string DefaultReason(const Problem& problem, const Target& target) const override {
     if (!ShortStreamTile(problem, target)) return std::string();
@@ -389,6 +385,14 @@ class DecodeFwd final : public Family {
   static int64_t ShortStreamBound(const Problem& p) {
     if (p.head_dim > 64) return kShortStreamKeyElems;
     return p.layout == Layout::kPaged ? kNarrowPagedShortStreamKeyElems : kNarrowShortStreamKeyElems;
+  }
+  // Paged, past the short streams, head dims up to 64 take 64 keys over 4 warps, 2 stages, 4
+  // blocks an SM (34 KB of shared memory at d64): on 16-key pages the dense default's 128-key
+  // steps ran 9-17% behind it, the fastest of the 58 paged d64 tiles at B8 x 8k and B64 x 2k
+  // (session 40's sweep). Nothing at wider heads (the class default serves them).
+  static std::optional<Variant> NarrowPagedTile(const Problem& problem) {
+    if (problem.head_dim > 64) return std::nullopt;
+    return DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 64, 1, 4, 2, 4);
   }
   // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
   std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
