@@ -11,7 +11,7 @@ read bandwidth measured here: the faster of torch.sum over a 4 GiB fp32 tensor a
 read kernel (CuPy, when present: 16-byte loads, grid-stride, 4 in flight per thread), reads only.
 --baseline LIB[,LIB...] times other libflashtunes (e.g. main's, before a change; each named by
 its folder) on the same inputs (dense and paged) right after this one, for an A/B in one run
-(each plan is its own). K/V copies are
+(each plan is its own; LIB@DB opens that library's runtime on database DB, else on none). K/V copies are
 rotated so one pass reads more than 3x the L2, except where one copy alone exceeds it.
 flashtune's output is checked against SDPA flash's on every shape (relative L2 error).
 --rounds R times every system of a shape R times, the order rotated by one each round
@@ -19,7 +19,7 @@ flashtune's output is checked against SDPA flash's on every shape (relative L2 e
 median over the rounds, and "dense x cudnn" adds the per-round ratios' median and range.
 
 usage: decode_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--batches 1,8,64] [--keys 2048,...]
-       [--layouts dense,dense-lens,paged16,paged256] [--baseline LIB[,LIB...]] [--rounds R]
+       [--layouts dense,dense-lens,paged16,paged256] [--baseline LIB[@DB][,LIB[@DB]...]] [--rounds R]
 dense-lens: the dense cache with every sequence's length passed in memory (seqlens_k, as
 flash_attn_with_kvcache's cache_seqlens), which the kernel can only read after the wait for the
 kernel before it.
@@ -73,14 +73,15 @@ class Baseline:
     """Another libflashtune through ctypes alone (no package state): ft_forward_ex with the
     version-1 ft_attention_args (a library older than the mixed-batch fields knows only it)."""
 
-    def __init__(self, lib_path, capi):
+    def __init__(self, lib_path, capi, db=None):
         self.lib = ctypes.CDLL(os.path.abspath(lib_path), mode=ctypes.RTLD_LOCAL)
         self.lib.ft_last_error.restype = ctypes.c_char_p
         self.lib.ft_runtime_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
         self.lib.ft_forward_ex.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         self.lib.ft_workspace_size.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
         self.handle = ctypes.c_void_p()
-        self.check(self.lib.ft_runtime_open(None, ctypes.byref(self.handle)), "ft_runtime_open")
+        self.check(self.lib.ft_runtime_open(db.encode() if db else None, ctypes.byref(self.handle)),
+                   "ft_runtime_open")
         self.v1_size = capi.AttentionArgs.decode_seqs.offset
 
     def check(self, rc, what):
@@ -262,7 +263,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every system of a shape this many times, in rotated order (medians; per-round ratios)")
     ap.add_argument("--baseline", default="",
-                    help="other libflashtunes (comma-separated; each named by its folder) timed on the dense inputs (A/B)")
+                    help="other libflashtunes (comma-separated; each named by its folder; LIB@DB opens it on "
+                         "database DB) timed on the same inputs (A/B)")
     a = ap.parse_args()
     if a.rounds < 1:
         raise SystemExit(f"--rounds must be 1 or more, not {a.rounds}")
@@ -275,8 +277,10 @@ def main():
     read_tbps, reads = stream_read_tbps()
     print("streaming read (4 GiB): " + ", ".join(f"{k} {v:.2f} TB/s" for k, v in reads.items()), flush=True)
     # (name, Baseline): the first keeps the JSON's base_* keys; every one gets base_<name>_*.
-    bases = [(os.path.basename(os.path.dirname(os.path.abspath(x))), Baseline(x, rt.capi))
-             for x in a.baseline.split(",") if x]
+    bases = []
+    for x in (x for x in a.baseline.split(",") if x):
+        lib, _, db = x.partition("@")
+        bases.append((os.path.basename(os.path.dirname(os.path.abspath(lib))), Baseline(lib, rt.capi, db or None)))
     hq, hkv, d, nq = a.heads_q, a.heads_kv, a.head_dim, a.seqlen_q
     rows, results = [], []
     for B in (int(x) for x in a.batches.split(",")):

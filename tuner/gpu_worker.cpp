@@ -402,7 +402,8 @@ class GpuWorker {
     return Status::Ok();
   }
 
-  // Random inputs for the timed shape, replicated so one pass over the copies exceeds 3x L2.
+  // Random inputs for the timed shape, replicated so one pass over the copies exceeds 3x L2
+  // (TimedInputSets).
   // q, k and v depend only on the dtype and the sizes, so problems of equal sizes (the default
   // set's all hold B*N*H*D = 16k*2048 elements) share them; only o and lse are reallocated.
   // Preparing a new set (fill, allocation, upload) took ~1.3 s per problem on an H200, more than
@@ -435,7 +436,7 @@ class GpuWorker {
       // Paged: the random pool read through a shuffled table (its contents need no order).
       const std::vector<int32_t> table = PageTable(p, 14);
       const double set_bytes = 2.0 * (2 * q.size() + 2 * k.size());
-      const int sets = std::clamp(int(std::ceil(3.0 * info_.l2_bytes / set_bytes)), 1, 8);
+      const int sets = TimedInputSets(set_bytes, info_.l2_bytes);
       inputs_.resize(sets);
       for (DeviceTensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, p, q, k, v, table));
       data_key_ = data_key;

@@ -7,6 +7,7 @@
 
 #include "flashtune/backward_args.h"
 #include "flashtune/reference.h"
+#include "tuner/launch_timing.h"
 
 namespace flashtune::detail {
 namespace {
@@ -152,7 +153,7 @@ Status BackwardWorker::Prepare(const Problem& p) {
       lse[size_t(bh * p.seqlen_q + i)] = visible > 0 ? float(std::log(double(visible))) : -INFINITY;
     }
   const double set_bytes = 2.0 * (4 * q.size() + 2 * k.size());
-  const int sets = std::clamp(int(std::ceil(3.0 * double(l2_bytes_) / set_bytes)), 1, 8);
+  const int sets = TimedInputSets(set_bytes, l2_bytes_);
   inputs_.resize(size_t(sets));
   for (Tensors& t : inputs_) FT_RETURN_IF_ERROR(Upload(t, q, k, v, o, d_o, lse));
   FT_RETURN_IF_ERROR(AllocGradients(output_, p));

@@ -8,7 +8,8 @@
 // the reference once per problem). Tolerances are the forward's (relative L2 1e-2 bf16, 2e-3
 // fp16), per gradient.
 // Timing inputs: random q, k, v, o and d_o with lse = log(keys the row sees) (what lse is for
-// such inputs, so P stays a probability), replicated until a pass exceeds 3x the L2 cache.
+// such inputs, so P stays a probability), replicated until a pass exceeds 3x the L2 cache
+// (TimedInputSets).
 //
 // Thread safety: one per worker process, used from its one thread.
 #pragma once

@@ -2,12 +2,20 @@
 #include "tuner/launch_timing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 namespace flashtune::detail {
 
 int LaunchesPerGroup(int max_reps) { return std::clamp(max_reps / 4, 1, 10); }
+
+int TimedInputSets(double set_bytes, long long l2_bytes) {
+  if (l2_bytes <= 0) return 1;
+  if (!(set_bytes > 0)) return kMaxTimedInputSets;
+  const double sets = std::ceil(3.0 * double(l2_bytes) / set_bytes);
+  return int(std::clamp(sets, 1.0, double(kMaxTimedInputSets)));
+}
 
 Result<std::vector<LaunchTiming>> TimeInterleavedGroups(LaunchClock& clock, size_t kernels, size_t first_input,
                                                         int min_reps, int max_reps, double timing_ms) {

@@ -45,6 +45,15 @@ struct LaunchTiming {
   int reps = 0;          // launches timed
 };
 
+// Input sets a timed problem rotates through (a launch per set, in turn): enough that one pass
+// over them reads at least 3x the L2, so each launch finds its inputs in DRAM, as an engine's
+// call finds a layer's K/V after the other layers ran; at most kMaxTimedInputSets (sets under
+// 3x L2 / 128, ~1.2 MB on a 50 MB L2, stay partly cached: calls that small are bound by their
+// latency, not their reads); at least one. (The cap was 8 before session 40: sets under ~19 MB,
+// such as d64 decode at B1 x 2k, 4 MB, were timed from the L2.)
+constexpr int kMaxTimedInputSets = 128;
+int TimedInputSets(double set_bytes, long long l2_bytes);
+
 // Launches per group: 10 (9 of 10 boundaries overlap as in a stream; decode_bench's graphs
 // chain >= 20) but at most max_reps / 4, so a run of max_reps launches still gives >= 4 samples.
 int LaunchesPerGroup(int max_reps);

@@ -171,6 +171,25 @@ TEST(LaunchTiming, InterleavedKernelsStopTogether) {
   EXPECT_LT((*t)[0].reps, 160);
 }
 
+// One pass over the input sets reads at least 3x the L2 wherever the cap allows: d64 decode at
+// B1 x 2k (4 MB a set on an H100's 50 MB L2) took 8 sets, 32 MB, before session 40.
+TEST(LaunchTiming, TimedInputSetsReadThreeL2sPerPass) {
+  const long long l2 = 50LL << 20;
+  for (double mb : {1.5, 4.0, 8.0, 19.0, 64.0, 149.0, 151.0, 2048.0}) {
+    const double bytes = mb * (1 << 20);
+    const int sets = TimedInputSets(bytes, l2);
+    SCOPED_TRACE(mb);
+    EXPECT_GE(sets * bytes, 3.0 * l2);
+    EXPECT_LT((sets - 1) * bytes, 3.0 * l2);  // no more than that takes
+  }
+  EXPECT_EQ(TimedInputSets(4.0 * (1 << 20), l2), 38);
+  EXPECT_EQ(TimedInputSets(2048.0 * (1 << 20), l2), 1);
+  // Tiny sets stop at the cap; no L2 size known, or an empty set: the bounds.
+  EXPECT_EQ(TimedInputSets(4096.0, l2), kMaxTimedInputSets);
+  EXPECT_EQ(TimedInputSets(0.0, l2), kMaxTimedInputSets);
+  EXPECT_EQ(TimedInputSets(4.0 * (1 << 20), 0), 1);
+}
+
 TEST(LaunchTiming, TooFewEventsIsAnError) {
   RecordingClock clock(1);
   auto t = TimeLaunchGroups(clock, 0, 10, 10, 1e9);
