@@ -6,6 +6,9 @@
 # 3) bench/decode_bench.py untuned, NEW with OLD as --baseline, same run as SDPA: d128 B 1/8/64 x
 # 2k/8k/32k dense and 16-key pages, 3 rotated rounds; d64 B 1/8 x 2k/8k dense. (Trimmed after a
 # failed machine start left 271 s of device time: tests and racecheck first, memcheck last.)
+# NEW is a build of main with bench/data/h100-2026-12-06-s41/decode-one-pass-merge.patch applied
+# (`git apply` it, `ninja -C build`, `bash bench/pack_for_gpu.sh build .devcarry-B`, then revert);
+# OLD is main's build.
 # usage (GPU): OLD=.devcarry-A NEW=.devcarry-B OUT=$OUT bash bench/data/h100-2026-12-06-s41/call1.sh
 set -uo pipefail
 t0=$(date +%s)
