@@ -246,9 +246,12 @@ class DecodeFwd final : public Family {
     return *v;
   }
   std::string DefaultReason(const Problem& problem, const Target& target) const override {
-    if (!ShortStreamTile(problem, target)) return std::string();
-    return "a short K/V stream: B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements <= 2^" +
-           std::to_string(Log2Ceil(ShortStreamBound(problem)));
+    const std::string elems = "B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements";
+    const std::string bound = "2^" + std::to_string(Log2Ceil(ShortStreamBound(problem)));
+    if (ShortStreamTile(problem, target)) return "a short K/V stream: " + elems + " <= " + bound;
+    if (problem.layout == Layout::kPaged && NarrowPagedTile(problem))
+      return "paged K/V at head dim <= 64 past the short streams: " + elems + " > " + bound;
+    return std::string();
   }
 
   std::string Prologue(const Variant& v) const override {

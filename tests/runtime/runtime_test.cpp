@@ -399,6 +399,17 @@ TEST_F(RuntimeLookup, UntunedDecodePlanSaysWhenItsTileIsForAShortStream) {
   EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d64_bn32_rm1_w2_s4_cs4_kv0_full") << plan->why;
   EXPECT_NE(plan->why.find("(a short K/V stream: B*Hkv*Nk*D = 1048576 key elements <= 2^20)"), std::string::npos)
       << plan->why;
+  // Paged past its bound (2^21 at d64) a narrow head takes a tile of its own, and the plan says why.
+  Problem narrow_paged = narrow;
+  narrow_paged.layout = Layout::kPaged;
+  narrow_paged.batch = 8;
+  plan = rt->plan(narrow_paged);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->variant.Uri(), "decode_fwd_bf16_d64_bn64_rm1_w4_s2_cs4_kv1_full") << plan->why;
+  EXPECT_NE(plan->why.find("(paged K/V at head dim <= 64 past the short streams: B*Hkv*Nk*D = 8388608 key "
+                           "elements > 2^21)"),
+            std::string::npos)
+      << plan->why;
 }
 
 TEST_F(RuntimeLookup, UntunedGpuIsReportedOnceAndGetsHeuristics) {
