@@ -375,7 +375,9 @@ TEST(CAbi, HeaderIsPlainC99AndTheSharedLibraryExportsIt) {
   const std::string dir = TempDir("c_abi_c99");
   const std::string exe = dir + "/c_abi_check";
   const std::string log = dir + "/log.txt";
-  ASSERT_EQ(RunShell("cc -std=c99 -pedantic -Wall -Wextra -Werror -I '" FLASHTUNE_SOURCE_DIR "/include' '"
+  // In a sanitizer tree the library needs the sanitizer's runtime first in the program.
+  ASSERT_EQ(RunShell("cc -std=c99 -pedantic -Wall -Wextra -Werror " FLASHTUNE_SANITIZE_LINK_FLAGS " -I '" FLASHTUNE_SOURCE_DIR
+                     "/include' '"
                      FLASHTUNE_SOURCE_DIR "/tests/runtime/c_abi_check.c' -o '" + exe + "' -L '" FLASHTUNE_BINARY_DIR
                      "' -lflashtune -Wl,-rpath,'" FLASHTUNE_BINARY_DIR "' > '" + log + "' 2>&1"),
             0)
