@@ -238,20 +238,14 @@ class DecodeFwd final : public Family {
   // 2^23 and 2^25 key elements) and 6-9% behind at B1 x 4k, B2 x 2k (2^21), but 25-27% ahead at
   // B1 x 2k (2^20).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
-    const bool paged = problem.layout == Layout::kPaged;
-    std::optional<Variant> v = ShortStreamTile(problem, target);
-    if (!v && paged) v = NarrowPagedTile(problem);
-    if (!v) v = Default(ClassOf(problem), target);
-    v->SetParam("kv", paged ? 1 : 0);
-    return *v;
+    Variant v = ProblemTile(problem, target, nullptr).value_or(Default(ClassOf(problem), target));
+    v.SetParam("kv", problem.layout == Layout::kPaged ? 1 : 0);
+    return v;
   }
   std::string DefaultReason(const Problem& problem, const Target& target) const override {
-    const std::string elems = "B*Hkv*Nk*D = " + std::to_string(KeyElems(problem)) + " key elements";
-    const std::string bound = "2^" + std::to_string(Log2Ceil(ShortStreamBound(problem)));
-    if (ShortStreamTile(problem, target)) return "a short K/V stream: " + elems + " <= " + bound;
-    if (problem.layout == Layout::kPaged && NarrowPagedTile(problem))
-      return "paged K/V at head dim <= 64 past the short streams: " + elems + " > " + bound;
-    return std::string();
+    std::string why;
+    ProblemTile(problem, target, &why);
+    return why;
   }
 
   std::string Prologue(const Variant& v) const override {
@@ -396,6 +390,19 @@ class DecodeFwd final : public Family {
   static std::optional<Variant> NarrowPagedTile(const Problem& problem) {
     if (problem.head_dim > 64) return std::nullopt;
     return DecodeVariant(problem.dtype, problem.head_dim, problem.causal, 64, 1, 4, 2, 4);
+  }
+  // The tile DefaultFor gives `problem` in place of its class default, else nothing; with `why`,
+  // the reason in a phrase (only then built: DefaultFor is on the planning path). One home for
+  // the order: a short stream first, then a narrow paged call.
+  std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
+    std::optional<Variant> v = ShortStreamTile(problem, target);
+    const bool short_stream = v.has_value();
+    if (!v && problem.layout == Layout::kPaged) v = NarrowPagedTile(problem);
+    if (v && why != nullptr)
+      *why = (short_stream ? "a short K/V stream: " : "paged K/V at head dim <= 64 past the short streams: ") +
+             std::string("B*Hkv*Nk*D = ") + std::to_string(KeyElems(problem)) + " key elements " +
+             (short_stream ? "<= " : "> ") + "2^" + std::to_string(Log2Ceil(ShortStreamBound(problem)));
+    return v;
   }
   // The short-stream tile where `problem` qualifies and its shared memory fits, else nothing.
   std::optional<Variant> ShortStreamTile(const Problem& problem, const Target& target) const {
