@@ -71,6 +71,15 @@ class PerfReportArithmetic(unittest.TestCase):
         extra = [s for s in shapes if not perf_report.is_grid(s)]
         self.assertEqual({(s["batch"], s["heads"], s["seqlen"], s["head_dim"]) for s in extra}, {(1, 32, 8192, 128)})
 
+    def test_head_dims_that_do_not_divide_the_hidden_size_are_grid_rows(self):
+        # d96 / d160 / d224 get H = 2048 // D (hidden 2016 / 1920 / 2016): still the grid, so
+        # the plot and the targets cover them (a d96-only report once failed with "no row to plot").
+        shapes = perf_report.grid_shapes(head_dims=(96, 160, 224), extra=False)
+        self.assertEqual(len(shapes), 3 * 2 * 2 * 6)
+        self.assertTrue(all(perf_report.is_grid(s) for s in shapes))
+        self.assertEqual({(s["head_dim"], s["heads"]) for s in shapes}, {(96, 21), (160, 12), (224, 9)})
+        self.assertFalse(perf_report.is_grid(dict(shapes[0], heads=22)))
+
     def test_flops_are_halved_for_causal(self):
         s = {"batch": 2, "heads": 3, "seqlen": 1024, "head_dim": 64, "causal": False}
         self.assertEqual(perf_report.flops(s), 4 * 2 * 3 * 1024 * 1024 * 64)

@@ -104,6 +104,8 @@ bool ReadsCache(const ForwardArgs& a) { return a.problem.layout == Layout::kPage
 
 }  // namespace
 
+int HopperTileHeadDim(const HopperConfig& c) { return (c.head_dim + 63) / 64 * 64; }
+
 std::string HopperUri(const HopperConfig& c) {
   return std::string(c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" +
          std::to_string(c.head_dim) + "_bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" +
@@ -115,14 +117,16 @@ std::string HopperUri(const HopperConfig& c) {
 namespace {
 // Shared memory without the split tail's merge buffer.
 int64_t BaseSmemBytes(const HopperConfig& c) {
-  const int64_t tile_q = int64_t(c.block_m) * c.head_dim * 2;
-  const int64_t tile_kv = int64_t(c.block_n) * c.head_dim * 2;
+  const int64_t tile_q = int64_t(c.block_m) * HopperTileHeadDim(c) * 2;
+  const int64_t tile_kv = int64_t(c.block_n) * HopperTileHeadDim(c) * 2;
   const int64_t barriers = 2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0);
   return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + barriers * 8;
 }
 // The merge buffer: each consumer warpgroup but the first leaves O (head_dim / 2 floats a
 // thread), two row maxima and two row sums per thread of its 128.
-int64_t MergeBytes(const HopperConfig& c) { return int64_t(c.consumer_wgs - 1) * (c.head_dim / 2 + 4) * 128 * 4; }
+int64_t MergeBytes(const HopperConfig& c) {
+  return int64_t(c.consumer_wgs - 1) * (HopperTileHeadDim(c) / 2 + 4) * 128 * 4;
+}
 }  // namespace
 
 bool HopperSplitTail(const HopperConfig& c) {
@@ -155,10 +159,11 @@ int SplitN0(int block_n) { return (block_n / 2 + 15) / 16 * 16; }
 // C7602 ("insufficient registers (64)" at four blocks, "(80)" at three) though their accumulators
 // fit 104 and 136 (docs/perf-notes.md, session 15); S in halves (no overlap) fits them.
 bool AccumulatorsFit(const HopperConfig& c, int blocks) {
-  const int s_and_o = c.block_n / 2 + c.head_dim / 2;
+  const int o = HopperTileHeadDim(c) / 2;
+  const int s_and_o = c.block_n / 2 + o;
   const int wgmma_s = !c.overlap && c.block_n >= 32 ? SplitN0(c.block_n) : c.block_n;
   return s_and_o + (c.overlap ? c.block_n / 4 : 0) <= ConsumerRegsAt(c, blocks) - 32 &&
-         (blocks == 1 || wgmma_s / 2 + c.head_dim / 2 <= LaunchRegsAt(c, blocks));
+         (blocks == 1 || wgmma_s / 2 + o <= LaunchRegsAt(c, blocks));
 }
 }  // namespace
 
@@ -182,16 +187,18 @@ int HopperRescaleThreshold(const HopperConfig& c) {
   // With one or two it lost or tied: d128 bn192 7.5%, bn176 2.4%, bn128 p2 0.8-2.5% slower;
   // d64 128x128 p2 0.9-2.1% slower, one warpgroup -1.6% to +2.3%. The vote and the branch cost
   // about what the skipped multiplies save unless O is wide (d256: 128 a thread) or three
-  // warpgroups share the SM's issue slots. d192 is unmeasured, so off.
-  const bool three_wgs = c.consumer_wgs == 3 && (c.head_dim == 64 || c.head_dim == 128);
-  return c.head_dim == 256 || three_wgs ? 8 : 0;
+  // warpgroups share the SM's issue slots. d192 is unmeasured, so off; the padded head dims
+  // (96, 160, 224) follow their tile's (HopperTileHeadDim: the same O width), unmeasured.
+  const int d = HopperTileHeadDim(c);
+  const bool three_wgs = c.consumer_wgs == 3 && (d == 64 || d == 128);
+  return d == 256 || three_wgs ? 8 : 0;
 }
 
 Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   const std::string uri = HopperUri(c);
   if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
-  if (c.head_dim % 64 != 0 || c.head_dim < 64 || c.head_dim > 256)
-    return Invalid(uri + ": head_dim (" + std::to_string(c.head_dim) + ") must be 64, 128, 192 or 256");
+  if (c.head_dim % 32 != 0 || c.head_dim < 64 || c.head_dim > 256)
+    return Invalid(uri + ": head_dim (" + std::to_string(c.head_dim) + ") must be 64, 96, 128, 160, 192, 224 or 256");
   if (c.consumer_wgs < 1 || c.consumer_wgs > 3)
     return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2 or 3");
   if (c.block_m != kRowsPerWarpgroup * c.consumer_wgs)
@@ -219,7 +226,8 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
 std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
   return PrologueBuilder(uri)
       .Bool("kBf16", c.dtype == DType::kBF16, "false = fp16")
-      .Int("kHeadDim", c.head_dim)
+      .Int("kHeadDim", HopperTileHeadDim(c))
+      .Int("kHeadDimData", c.head_dim)
       .Int("kBlockM", c.block_m)
       .Int("kBlockN", c.block_n)
       .Int("kConsumerWarpgroups", c.consumer_wgs)

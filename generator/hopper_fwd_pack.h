@@ -35,7 +35,7 @@ namespace flashtune::detail {
 // Every compile-time parameter of templates/hopper_fwd.cuh.
 struct HopperConfig {
   DType dtype = DType::kBF16;
-  int head_dim = 128;    // 64, 128, 192 or 256
+  int head_dim = 128;    // the tensors': a multiple of 32 in [64, 256] (HopperTileHeadDim)
   bool causal = false;
   int block_m = 128;     // query rows per thread block = 64 * consumer_wgs
   int block_n = 128;     // keys per K/V block: a multiple of 16 in [16, 256]
@@ -52,6 +52,12 @@ struct HopperConfig {
 // The template's kernel-parameter struct: one declaration with it (templates/ft_kernel_abi.cuh).
 using HopperTensorMap = ft_abi::TensorMap;
 using HopperParams = ft_abi::HopperParams;
+
+// The head dim of the kernel's tiles: head_dim rounded up to a multiple of 64 (whole 128-byte
+// swizzle atoms). At 96, 160 and 224 the tensor maps describe the tensors' head_dim columns and
+// their boxes read the rest as zeros: S skips those k-steps, P V computes those columns (the
+// wgmma's N) and the O store drops them; shared memory and registers are the tile's.
+int HopperTileHeadDim(const HopperConfig& config);
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
 // for a persistent variant, p2 for one with two Q buffers, pp0 without ping-pong, ov0 without

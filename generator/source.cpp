@@ -90,7 +90,8 @@ int GeneratorRevision() {
   // Session 31 (2): hopper_fwd's split tail (kSplitTail in the prologue, its merge buffer in kSmemBytes).
   // Session 33 (3): fa2_fwd's prologue says kPagedKv (false; fa2_paged's true).
   // Session 34 (4): hopper_fwd's prologue says kPagedKv (false; hopper_paged's true).
-  return 4;
+  // Session 41 (5): hopper_fwd's prologue says kHeadDimData (the tensors' head dim; kHeadDim the tiles').
+  return 5;
 }
 
 std::string TemplateHash() {

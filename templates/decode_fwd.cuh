@@ -80,8 +80,14 @@ constexpr int kMergeStride = kHeadDim + 4;   // fp32 merge rows: the pad spreads
 constexpr int kQBytes = kRows * kRowStride * 2;
 constexpr int kPipelineBytes = kQBytes + 2 * kStages * kBlockN * kRowStride * 2;
 // The merge area: fp32 O rows, each warp's row max and sum, then per row the normaliser, lse,
-// query head and token.
-constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + 2 * kWarps * kRows * 4 + 4 * kRows * 4;
+// query head and token. Where every warp's O rows fit in the pipeline's buffers, each warp
+// writes its own rows at once and the epilogue adds them (one barrier); otherwise the warps add
+// into one set of rows in turns, a barrier each. Either way the block's shared memory is
+// max(pipeline, kMergeBytes): the one-pass layout is used only where it costs nothing.
+constexpr int kMergeTail = 2 * kWarps * kRows * 4 + 4 * kRows * 4;
+constexpr int kMergeBytes = kQBytes + kRows * kMergeStride * 4 + kMergeTail;
+constexpr bool kOnePassMerge = kQBytes + kWarps * kRows * kMergeStride * 4 + kMergeTail <= kPipelineBytes;
+constexpr int kMergeSets = kOnePassMerge ? kWarps : 1;  // fp32 O row sets in the merge area
 
 static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= 256, "head dim must be a multiple of 32 in [32, 256]");
 static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "keys per step must be 32, 64 or 128");
@@ -566,7 +572,7 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
 
   // Merge the warps: each publishes its rows' max and sum, then adds its rescaled O in turn.
   float* sO = reinterpret_cast<float*>(smem + kQBytes);
-  float* sM = sO + kRows * kMergeStride;  // [warp][row]
+  float* sM = sO + kMergeSets * kRows * kMergeStride;  // [warp][row]
   float* sL = sM + kWarps * kRows;
 #pragma unroll
   for (int mi = 0; mi < kRowTiles; ++mi)
@@ -617,29 +623,48 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     sG[r] = g;
     sI[r] = valid ? rg - g * Nq : 0;
   }
+  if constexpr (kOnePassMerge) {
+    // Every warp its own rows at once (the epilogue adds the warps' rows): one barrier, where
+    // turns cost a barrier a warp and kept the other warps idle.
+    float* sOw = sO + warp * kRows * kMergeStride;
+#pragma unroll
+    for (int mi = 0; mi < kRowTiles; ++mi)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
+#pragma unroll
+        for (int dt = 0; dt < kDTiles; ++dt) {
+          float* dst = sOw + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
+          dst[0] = acc_o[mi][dt][2 * r] * scale[mi][r];
+          dst[1] = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
+        }
+      }
+    __syncthreads();
+  } else {
 #pragma unroll 1
-  for (int turn = 0; turn < kWarps; ++turn) {
-    if (warp == turn) {
+    for (int turn = 0; turn < kWarps; ++turn) {
+      if (warp == turn) {
 #pragma unroll
-      for (int mi = 0; mi < kRowTiles; ++mi)
+        for (int mi = 0; mi < kRowTiles; ++mi)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
+          for (int r = 0; r < 2; ++r) {
+            if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
 #pragma unroll
-          for (int dt = 0; dt < kDTiles; ++dt) {
-            float* dst = sO + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
-            const float x0 = acc_o[mi][dt][2 * r] * scale[mi][r], x1 = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
-            if (turn == 0) {
-              dst[0] = x0;
-              dst[1] = x1;
-            } else {
-              dst[0] += x0;
-              dst[1] += x1;
+            for (int dt = 0; dt < kDTiles; ++dt) {
+              float* dst = sO + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
+              const float x0 = acc_o[mi][dt][2 * r] * scale[mi][r], x1 = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
+              if (turn == 0) {
+                dst[0] = x0;
+                dst[1] = x1;
+              } else {
+                dst[0] += x0;
+                dst[1] += x1;
+              }
             }
           }
-        }
+      }
+      __syncthreads();
     }
-    __syncthreads();
   }
 
   // Epilogue: normalise each row once; o and lse directly (one split) or the split's partial.
@@ -653,7 +678,19 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     const int g = sG[r], i = sI[r];
     const int hq = w.hkv * w.group + g;
     const i64 row_id = ((i64)w.b * p.heads_q + hq) * p.seqlen_q + i;
-    const float* src = sO + r * kMergeStride + col;
+    float sum[8];
+    {
+      const float* src = sO + r * kMergeStride + col;
+      const float4 a = reinterpret_cast<const float4*>(src)[0], b = reinterpret_cast<const float4*>(src)[1];
+      sum[0] = a.x, sum[1] = a.y, sum[2] = a.z, sum[3] = a.w, sum[4] = b.x, sum[5] = b.y, sum[6] = b.z, sum[7] = b.w;
+    }
+#pragma unroll
+    for (int x = 1; x < kMergeSets; ++x) {
+      const float* src = sO + (x * kRows + r) * kMergeStride + col;
+      const float4 a = reinterpret_cast<const float4*>(src)[0], b = reinterpret_cast<const float4*>(src)[1];
+      sum[0] += a.x, sum[1] += a.y, sum[2] += a.z, sum[3] += a.w, sum[4] += b.x, sum[5] += b.y, sum[6] += b.z, sum[7] += b.w;
+    }
+    const float* src = sum;
     if (partial) {
       float* dst = p.ws_o + ((i64)blockIdx.y * total_rows + row_id) * kHeadDim + col;
       store_float8(dst, src, inv);

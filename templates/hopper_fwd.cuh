@@ -49,7 +49,9 @@
 // their empty barriers for it). TMA zero-fills rows past the sequence ends.
 //
 // Parameters (ft_config): kBf16; kHeadDim (64, 128, 192, 256: a multiple of 64, one 128-byte
-// swizzle atom per 64 columns); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
+// swizzle atom per 64 columns); kHeadDimData (the tensors' head dim: kHeadDim, or 96, 160 or 224
+// with kHeadDim the next multiple of 64: the maps' boxes read the missing columns as zeros, S
+// skips their k-steps, P V computes them and the O store drops them); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
 // most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
 // kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
@@ -94,6 +96,7 @@
 namespace ft_config {
 constexpr bool kBf16 = true;
 constexpr int kHeadDim = 128;
+constexpr int kHeadDimData = 128;
 constexpr int kBlockM = 128;
 constexpr int kBlockN = 128;
 constexpr int kConsumerWarpgroups = 2;
@@ -215,6 +218,8 @@ constexpr int kConsumerRegs = kConsumerRegsUncapped < 240 ? kConsumerRegsUncappe
 
 static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
               "head dim must be 64, 128, 192 or 256 (whole 64-column swizzle atoms)");
+static_assert(kHeadDimData % 32 == 0 && kHeadDimData <= kHeadDim && kHeadDimData > kHeadDim - 64,
+              "the tensors' head dim must be a multiple of 32 within the last 64-column chunk of kHeadDim");
 static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 3, "consumer warpgroups must be 1, 2 or 3");
 static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
               "block_m must be 64 * consumer warpgroups: each consumer warpgroup owns one 64-row wgmma tile");
@@ -266,11 +271,12 @@ __device__ __forceinline__ void gemm_qk_part(float (&s)[N / 2], u32 q_addr, u32 
   for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
-      Wgmma<N>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + N0 * 128 + kk * 32) / 16,
-                   (c | kk) != 0);
+      if (c * 64 + kk * 16 < kHeadDimData)  // columns past the tensors' head dim are zero: no k-step
+        Wgmma<N>::ss(s, dq + (c * kQChunkBytes + kk * 32) / 16, dk + (c * kKVChunkBytes + N0 * 128 + kk * 32) / 16,
+                     (c | kk) != 0);
 }
 
-// S[64 x kBlockN] = Q[64 x D] K^T: kHeadDim / 16 wgmmas, both operands K-major in shared
+// S[64 x kBlockN] = Q[64 x D] K^T: kHeadDimData / 16 wgmmas, both operands K-major in shared
 // memory. Within a 64-column chunk the 16-column k-steps are 32 bytes apart; chunks are whole
 // [rows x 128 B] swizzled regions. The stride byte offset is one 8-row swizzle atom (1024 B).
 __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32 k_addr) {
@@ -806,7 +812,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         // Varlen rows past the sequence's end belong to the next sequence: the warpgroup
         // stores its rows below nq itself, 16 bytes a thread, un-swizzling as it reads.
         unsigned short* o = static_cast<unsigned short*>(p.o) + (i64)tile.head * p.o_stride[2];
-        constexpr int kUnits = kHeadDim / 8;  // 16-byte units per row
+        constexpr int kUnits = kHeadDimData / 8;  // 16-byte units per row of o
         for (int c = wtid; c < kRowsPerWarpgroup * kUnits; c += 128) {
           const int r = c / kUnits, u = c % kUnits;
           if (wg_row0 + r >= tile.nq) break;  // rows ascend with c

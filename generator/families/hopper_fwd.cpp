@@ -23,6 +23,13 @@
 namespace flashtune {
 namespace {
 
+// The head dim of a variant's tiles (detail::HopperTileHeadDim).
+int TileHeadDim(int head_dim) {
+  detail::HopperConfig c;
+  c.head_dim = head_dim;
+  return detail::HopperTileHeadDim(c);
+}
+
 detail::HopperConfig ConfigOf(const Variant& v) {
   detail::HopperConfig c;
   c.dtype = v.dtype;
@@ -99,10 +106,12 @@ class HopperFwd final : public Family {
   bool reads_varlen() const override { return !paged_; }
 
   bool Serves(const ProblemClass& cls, const Target& target) const override {
-    // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs; head dims
-    // are whole 128-byte swizzle atoms.
+    // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs. Head dims
+    // 96, 160 and 224 run on the next multiple of 64 (detail::HopperTileHeadDim); 32 would
+    // waste half its GEMMs and is left to fa2_fwd.
     auto arch = ParseGpuArch(target.arch);
-    return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 64 == 0 && cls.head_dim <= 256;
+    return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 32 == 0 && cls.head_dim >= 64 &&
+           cls.head_dim <= 256;
   }
   // One consumer warpgroup (two blocks per SM; three with 64-80-key tiles, HopperBlocksPerSm)
   // won at d64 for N <= 1k and causal (bench/data/h200-2026-12-01-hopper2, -hopper3); at d128
@@ -120,10 +129,12 @@ class HopperFwd final : public Family {
   // Since causal persistent blocks take their tiles in pairs of equal cost (session 20: 0.83-0.85x
   // the time of p0 at d128 causal N 512-2k), the no-overlap tiles that buy a block per SM are
   // searched persistent (p2) as well.
+  // Padded head dims (96, 160, 224) take their tile's rules (TileHeadDim).
   bool InDefaultSpace(const Variant& v) const override {
-    if (v.Param("wg") == 1 && v.head_dim > 64) return false;
+    const int d = TileHeadDim(v.head_dim);
+    if (v.Param("wg") == 1 && d > 64) return false;
     // hopper_paged's three stages: measured at d128 with two warpgroups (d64 192x128 tied).
-    if (v.Param("s") == 3 && (v.Param("wg") == 1 || v.head_dim < 128)) return false;
+    if (v.Param("s") == 3 && (v.Param("wg") == 1 || d < 128)) return false;
     if (v.Param("p") == 1) {
       detail::HopperConfig two = ConfigOf(v);
       two.q_buffers = 2;
@@ -145,13 +156,15 @@ class HopperFwd final : public Family {
 
   // Measured best tiles on the H200 (bench/hopper_probe, interleaved timing): d64 three
   // consumer warpgroups 192x128; d128 128x128 (causal 128x128, full 128x176 close); d256 128x80.
+  // Padded head dims (96, 160, 224) start from their tile's (TileHeadDim), unmeasured.
   Variant Default(const ProblemClass& cls, const Target& target) const override {
+    const int d = TileHeadDim(cls.head_dim);
     int wg = 2, bn = 128;
-    if (cls.head_dim <= 64) {
+    if (d <= 64) {
       wg = 3;
       bn = 128;
-    } else if (cls.head_dim > 128) {
-      bn = cls.head_dim > 192 ? 80 : 96;
+    } else if (d > 128) {
+      bn = d > 192 ? 80 : 96;
     }
     const int values[] = {64 * wg, bn, wg, 2, 0, 1, 1};
     Variant v = MakeVariant(cls, values);
@@ -161,7 +174,7 @@ class HopperFwd final : public Family {
     }
     // hopper_paged at d128: three stages where they fit (128x128 on 16-key pages took 0.93-0.98
     // of the two-stage time, session 35; d64 192x128 tied, d256's do not fit).
-    if (paged_ && cls.head_dim == 128) {
+    if (paged_ && d == 128) {
       Variant three = v;
       three.SetParam("s", 3);
       if (CheckRules(three, target.max_smem_bytes).ok()) return three;

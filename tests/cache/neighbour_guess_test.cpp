@@ -101,13 +101,17 @@ TEST(NeighbourGuess, OnlyTheSameKindOfCall) {
 }
 
 // A neighbour's tile is kept only where its family serves the class on the target and accepts
-// it: hopper_fwd has no d96 and needs sm_90a; a tile may not fit a smaller GPU's shared memory.
+// it: hopper_fwd needs an sm_90a target (where it runs d96 on its d128 tiles); a tile may not fit
+// a smaller GPU's shared memory.
 TEST(NeighbourGuess, SkipsTilesTheFamilyOrTheDeviceCannotRun) {
   const auto hopper = Row("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full", "bf16/d128/full/q12/k12/bh5");
   const auto fa2 = Row("fa2_fwd_bf16_d128_br128_bc64_w4_s2_full", "bf16/d128/full/q12/k12/bh5", 200);
-  auto g = GuessFromNeighbours({hopper, fa2}, Key("bf16/d96/full/q12/k12/bh5"), "sm_90a", kDefaultMaxSmemBytes);
+  auto g = GuessFromNeighbours({hopper, fa2}, Key("bf16/d96/full/q12/k12/bh5"), "sm_90", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->variant.family, "fa2_fwd");
+  g = GuessFromNeighbours({hopper, fa2}, Key("bf16/d96/full/q12/k12/bh5"), "sm_90a", kDefaultMaxSmemBytes);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->variant.Uri(), "hopper_fwd_bf16_d96_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
   g = GuessFromNeighbours({hopper}, Key("f16/d128/full/q12/k12/bh5"), "sm_90a", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->variant.Uri(), "hopper_fwd_f16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full");
@@ -145,7 +149,8 @@ TEST(NeighbourGuess, FromTheDatabaseAStandInOfAnotherFamily) {
   record("fa2_fwd_bf16_d128_br128_bc128_w8_s2_full", 900, Code::kWrongResult);  // never verified
   ASSERT_TRUE((*db)->SetWinner(dev, tool, p, *Variant::FromUri("hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_full"), "",
                                1000, 0).ok());
-  auto g = GuessFromNeighbours(**db, h200, tc, Key("bf16/d96/full/q12/k12/bh6"), "sm_90a", kDefaultMaxSmemBytes);
+  // (The target sm_90, not sm_90a: hopper_fwd has no kernels there.)
+  auto g = GuessFromNeighbours(**db, h200, tc, Key("bf16/d96/full/q12/k12/bh6"), "sm_90", kDefaultMaxSmemBytes);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   ASSERT_TRUE(g->has_value());
   EXPECT_EQ((*g)->variant.Uri(), "fa2_fwd_bf16_d96_br128_bc64_w4_s2_full");

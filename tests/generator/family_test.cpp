@@ -125,8 +125,10 @@ TEST(Family, FamiliesServingAreMostPreferredFirst) {
             (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "hopper_paged", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(cls, Target{"sm_80", MaxSharedMemoryForArch("sm_80")})),
             (std::vector<std::string>{"fa2_fwd", "fa2_paged", "decode_fwd"}));
-  EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
+  EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 32, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
             (std::vector<std::string>{"fa2_fwd", "fa2_paged", "decode_fwd"}));
+  EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
+            (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "hopper_paged", "decode_fwd"}));
 }
 
 TEST(Family, UrisRoundTripAndAreValidatedByTheirFamily) {

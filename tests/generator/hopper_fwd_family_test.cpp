@@ -59,6 +59,35 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
 // hopper_paged searches three K/V stages as well (d128, two or more consumer warpgroups: 16-key
 // pages make a block 8 TMA boxes a chunk, and 128x128 took 0.93-0.98 of the two-stage time with
 // three in session 35), and its d128 default has three; hopper_fwd's space and default keep two.
+// Head dims 96, 160 and 224 run on the next multiple of 64 on sm_90a: served by both families,
+// searched and defaulted like that head dim (the same tiles, named by the tensors' head dim); d32
+// and the non-"a" target stay fa2's.
+TEST(HopperFwdFamily, PaddedHeadDimsTakeTheNextWholeChunksTiles) {
+  for (const char* name : {"hopper_fwd", "hopper_paged"}) {
+    const Family& family = *FindFamily(name);
+    for (auto [data, tile] : {std::pair{96, 128}, std::pair{160, 192}, std::pair{224, 256}}) {
+      for (bool causal : {false, true}) {
+        SCOPED_TRACE(std::string(name) + " d" + std::to_string(data) + (causal ? " causal" : ""));
+        const ProblemClass cls{DType::kBF16, data, causal}, twin{DType::kBF16, tile, causal};
+        EXPECT_TRUE(family.Serves(cls, Target{}));
+        EXPECT_FALSE(family.Serves(cls, Target{"sm_90", 232448}));
+        Variant expected = family.Default(twin, Target{});
+        expected.head_dim = data;
+        EXPECT_EQ(family.Default(cls, Target{}), expected);
+        std::vector<std::string> space, twin_space;  // URIs with the tile's head dim
+        for (Variant v : HopperSpace(data, causal, {}, name)) {
+          v.head_dim = tile;
+          space.push_back(v.Uri());
+        }
+        for (const Variant& v : HopperSpace(tile, causal, {}, name)) twin_space.push_back(v.Uri());
+        EXPECT_FALSE(space.empty());
+        EXPECT_EQ(space, twin_space);
+      }
+    }
+    EXPECT_FALSE(family.Serves(ProblemClass{DType::kBF16, 32, false}, Target{}));
+  }
+}
+
 TEST(HopperFwdFamily, HopperPagedSearchesThreeStagesAtD128) {
   for (bool causal : {false, true}) {
     const std::vector<Variant> paged = HopperSpace(128, causal, {}, "hopper_paged");

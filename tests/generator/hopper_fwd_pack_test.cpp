@@ -40,6 +40,55 @@ TEST(HopperPack, UriNamesEveryParameter) {
             "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full");
 }
 
+// Head dims 96, 160 and 224 run on the next multiple of 64: the tiles' shared memory, registers
+// and rules are that head dim's; the prologue says both; the tensor maps describe the tensors'
+// columns (their boxes read the rest as zeros, and the O store drops it).
+TEST(HopperPack, PaddedHeadDimsRunOnTheNextWholeChunk) {
+  for (auto [data, tile] : {std::pair{96, 128}, std::pair{160, 192}, std::pair{224, 256}}) {
+    HopperConfig c = {DType::kBF16, data, true, 128, 80, 2, 2};
+    HopperConfig t = c;
+    t.head_dim = tile;
+    SCOPED_TRACE(data);
+    EXPECT_EQ(HopperTileHeadDim(c), tile);
+    EXPECT_EQ(HopperTileHeadDim(t), tile);
+    ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+    EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(t));
+    EXPECT_EQ(HopperBlocksPerSm(c), HopperBlocksPerSm(t));
+    EXPECT_EQ(HopperRescaleThreshold(c), HopperRescaleThreshold(t));
+    const std::string prologue = HopperPrologue(c, HopperUri(c));
+    EXPECT_NE(prologue.find("kHeadDim = " + std::to_string(tile) + ";"), std::string::npos) << prologue;
+    EXPECT_NE(prologue.find("kHeadDimData = " + std::to_string(data) + ";"), std::string::npos) << prologue;
+    EXPECT_EQ(HopperUri(c).find("_d" + std::to_string(data) + "_"), std::string("hopper_fwd_bf16").size());
+    LaunchPacket packet;
+    ASSERT_TRUE(PackHopper(c, Args(c, 2, 300, 500, 8, 2), 132, &packet).ok());
+    for (int m = 0; m < 4; ++m) {
+      EXPECT_EQ(packet.maps[m].dims[0], uint64_t(data)) << m;
+      EXPECT_EQ(packet.maps[m].box[0], 64u) << m;
+      EXPECT_EQ(packet.maps[m].strides_bytes[0], uint64_t(data) * 2) << m;  // [B, N, H, D]: the head stride
+    }
+  }
+  // A head dim that is a whole number of chunks is its own tile.
+  EXPECT_NE(HopperPrologue(Default(), HopperUri(Default())).find("kHeadDimData = 128;"), std::string::npos);
+}
+
+// The padded head dims' tiles compile for sm_90a without spills and without serialised wgmmas
+// (ptxas's C7515 / C7520 warnings), S's k-steps past the tensors' columns left out.
+TEST(HopperPack, PaddedHeadDimTilesCompileWithoutSpills) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  for (const HopperConfig& c : {HopperConfig{DType::kBF16, 96, false, 128, 128, 2, 2},
+                                HopperConfig{DType::kF16, 96, true, 128, 128, 2, 2, true, true, true, 2},
+                                HopperConfig{DType::kBF16, 160, true, 128, 96, 2, 2},
+                                HopperConfig{DType::kBF16, 224, false, 128, 80, 2, 2}}) {
+    ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+    auto cubin = compiler.Compile(
+        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << cubin.status().ToString() << cubin.status().log();
+    EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+  }
+}
+
 // Two Q buffers (p2): persistent blocks only; a second Q tile and its two barriers in shared
 // memory; the persistent grid sized by that.
 TEST(HopperPack, TwoQBuffersArePersistentAndTakeASecondQTile) {
@@ -89,9 +138,14 @@ TEST(HopperPack, ConfigRules) {
   c = Default();
   c.block_n = 72;
   EXPECT_NE(CheckHopperConfig(c).message().find("block_n (72)"), std::string::npos);
-  c = Default();
-  c.head_dim = 96;
-  EXPECT_NE(CheckHopperConfig(c).message().find("head_dim (96)"), std::string::npos);
+  for (int head_dim : {32, 80, 288}) {
+    c = Default();
+    c.head_dim = head_dim;
+    EXPECT_NE(CheckHopperConfig(c).message().find("head_dim (" + std::to_string(head_dim) +
+                                                  ") must be 64, 96, 128, 160, 192, 224 or 256"),
+              std::string::npos)
+        << CheckHopperConfig(c).ToString();
+  }
   c = Default();
   c.stages = 1;
   EXPECT_NE(CheckHopperConfig(c).message().find("stages (1)"), std::string::npos);

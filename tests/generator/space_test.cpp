@@ -60,14 +60,22 @@ TEST(Space, HopperFamilyJoinsOnSm90aOnly) {
   auto ampere = EnumerateSpaceFor(prefill, sm80);
   ASSERT_TRUE(ampere.ok());
   EXPECT_TRUE(std::all_of(ampere->begin(), ampere->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  Problem prefill32 = prefill;
+  prefill32.head_dim = 32;
+  auto d32 = EnumerateSpaceFor(prefill32);
+  ASSERT_TRUE(d32.ok());
+  EXPECT_TRUE(std::all_of(d32->begin(), d32->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  // d96 searches both: hopper_fwd on d128's tiles.
   Problem prefill96 = prefill;
   prefill96.head_dim = 96;
   auto d96 = EnumerateSpaceFor(prefill96);
   ASSERT_TRUE(d96.ok());
-  EXPECT_TRUE(std::all_of(d96->begin(), d96->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
-  // Untuned, sm_90a prefers hopper_fwd; the d96 class and other archs keep fa2_fwd.
+  EXPECT_TRUE(std::any_of(d96->begin(), d96->end(), [](const Variant& v) { return v.family == "hopper_fwd"; }));
+  EXPECT_TRUE(std::any_of(d96->begin(), d96->end(), [](const Variant& v) { return v.family == "fa2_fwd"; }));
+  // Untuned, sm_90a prefers hopper_fwd; the d32 class and other archs keep fa2_fwd.
   EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 128, true}).family, "hopper_fwd");
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, true}).family, "fa2_fwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 96, true}).family, "hopper_fwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 32, true}).family, "fa2_fwd");
   EXPECT_EQ(DefaultVariant(ProblemClass{DType::kBF16, 128, true}, MaxSharedMemoryForArch("sm_80"), "sm_80").family,
             "fa2_fwd");
   for (int d : {64, 128, 192, 256}) {

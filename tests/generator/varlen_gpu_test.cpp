@@ -2,7 +2,7 @@
 // for decode batches, decode_fwd against the float64 CPU reference, sequence by sequence: ragged batches (lengths 0, 1, 17,
 // 1000 and 4097 in one batch), Nq != Nk per sequence (rows that see no key, sequences with no
 // key or no query), mixed prefill + decode batches (Nq = 1 beside long prefills), GQA 8:1 and
-// MQA, causal and not, both dtypes, head dims 64/128/256. Outputs are poisoned (NaN) before
+// MQA, causal and not, both dtypes, head dims 64/96/128/256. Outputs are poisoned (NaN) before
 // each run, so an unwritten row fails; rows past total_q are a canary that must stay poisoned
 // (no store past the packed tensor); lse [Hq, total_q] within 1e-3.
 #include <gtest/gtest.h>
@@ -73,8 +73,9 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
   const std::string mask = causal ? "_causal" : "_full";
-  const std::string hopper_alt = head_dim == 64    ? "d64_bm64_bn128_wg1_s2_p1_pp0_ov1"
-                                 : head_dim == 128 ? "d128_bm128_bn128_wg2_s2_p1_pp0_ov0"
+  const std::string d = "d" + std::to_string(head_dim);  // d96: d128's tiles on 96 columns
+  const std::string hopper_alt = head_dim == 64   ? "d64_bm64_bn128_wg1_s2_p1_pp0_ov1"
+                                 : head_dim <= 128 ? d + "_bm128_bn128_wg2_s2_p1_pp0_ov0"
                                                    : "d256_bm128_bn80_wg2_s2_p1_pp1_ov0";
   auto persistent = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_" + hopper_alt + mask);
   ASSERT_TRUE(persistent.ok()) << persistent.status().ToString();
@@ -85,7 +86,7 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   // once, a TMA store's after the next tile's first S): one and two consumer warpgroups.
   if (head_dim <= 128) {
     auto two_q = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_" +
-                                  (head_dim == 64 ? "d64_bm64_bn128_wg1_s2_p2_pp1_ov1" : "d128_bm128_bn128_wg2_s2_p2_pp1_ov1") +
+                                  (head_dim == 64 ? "d64_bm64_bn128_wg1_s2_p2_pp1_ov1" : d + "_bm128_bn128_wg2_s2_p2_pp1_ov1") +
                                   mask);
     ASSERT_TRUE(two_q.ok()) << two_q.status().ToString();
     variants.push_back(*two_q);
@@ -132,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(VarlenGpu, VarlenDecodeClasses,
                                             ::testing::Bool()));
 
 INSTANTIATE_TEST_SUITE_P(VarlenGpu, VarlenClasses,
-                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128, 256),
+                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 96, 128, 256),
                                             ::testing::Bool()));
 
 }  // namespace
