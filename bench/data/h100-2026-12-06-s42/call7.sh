@@ -3,10 +3,10 @@
 # persistent twin (p2: persistent, two Q buffers; p1 where a second Q tile does not fit: the bn96
 # tiles of d160 / d192 and the bn80 tiles of d224 / d256), by `flashtune bench --rounds 5`
 # (queued launches, checked against the reference, the variants' order alternating by round),
-# bf16, FA-2's grid shapes (B*N = 16k, H = 2048 // D) at N 512 / 2k / 8k / 16k, full and causal.
+# bf16, FA-2's grid shapes (B*N = 16k, H = 2048 // D) at N 512 / 2k / 16k (env NS), full and causal.
 # At d96 the tuner's pick from call 5 (192x80 three warpgroups p2) is timed beside them.
 # Asked by call 5's and 6's tunes: the d96 winners beat the class default (128x128 p0) by 1.04-
-# 1.22x, p2 winning at N 512-1k; the d128 default is the same tile. ~250 s, estimated.
+# 1.22x, p2 winning at N 512-1k; the d128 default is the same tile. ~200 s, estimated.
 # usage (GPU): PACK=.devcarry-B OUT=$OUT bash bench/data/h100-2026-12-06-s42/call7.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -23,7 +23,7 @@ for row in "${rows[@]}"; do
     mask=$([ $causal = 1 ] && echo causal || echo full)
     v="hopper_fwd_bf16_d${d}_${tile}_s2_p0_pp1_ov1_$mask,hopper_fwd_bf16_d${d}_${tile}_s2_p${tp}_pp1_ov1_$mask"
     [ "$extra" != - ] && v="$v,hopper_fwd_bf16_d${d}_${extra}_pp1_ov1_$mask"
-    for n in 512 2048 8192 16384; do
+    for n in ${NS:-512 2048 16384}; do
       timeout 60 $P/flashtune bench --dtype bf16 --head-dim $d --causal $causal --batch $((16384 / n)) \
         --seqlen-q $n --heads-q $((2048 / d)) --variant "$v" --rounds 5 >> "$OUT/bench.txt" 2>&1
       echo "exit $? d$d $mask N$n at $(( $(date +%s) - t0 )) s" >> "$OUT/bench.txt"
