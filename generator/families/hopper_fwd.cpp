@@ -12,6 +12,8 @@
 // sequence.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "flashtune/arch.h"
 #include "flashtune/problem_set.h"
@@ -80,7 +82,8 @@ class HopperFwd final : public Family {
   bool reads_seqlens_k() const override { return paged_; }
   const std::vector<ParamAxis>& axes() const override {
     // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
-    // and their neighbours; 16-key steps exist in `allowed` for hand-picked variants.
+    // and their neighbours, and d192's class default (128x96: InDefaultSpace keeps 96-key blocks
+    // to d192's tiles); 16-key steps exist in `allowed` for hand-picked variants.
     // hopper_paged also searches three K/V stages (d128 and up, two or more consumer warpgroups:
     // InDefaultSpace): on 16-key pages a block is 8 TMA boxes a chunk, and d128 128x128 took
     // 0.93-0.98 of the two-stage time with three (session 35), where dense tiles tie.
@@ -88,7 +91,7 @@ class HopperFwd final : public Family {
       return std::vector<ParamAxis>{
           {"bm", "block_m (bm)", {64, 128, 192}, {64, 128, 192}},
           {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
-           {64, 80, 112, 128, 176, 192}},
+           {64, 80, 96, 112, 128, 176, 192}},
           {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
           {"s", "stages (s)", {2, 3, 4}, std::move(stages)},
           // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
@@ -130,8 +133,11 @@ class HopperFwd final : public Family {
   // the time of p0 at d128 causal N 512-2k), the no-overlap tiles that buy a block per SM are
   // searched persistent (p2) as well.
   // Padded head dims (96, 160, 224) take their tile's rules (TileHeadDim).
+  // 96-key blocks only on d192's tiles (d160 and d192), whose class default they are: the
+  // untuned plan must be among the tuner's candidates (TheUntunedPlanIsAmongTheTunersCandidates).
   bool InDefaultSpace(const Variant& v) const override {
     const int d = TileHeadDim(v.head_dim);
+    if (v.Param("bn") == 96 && d != 192) return false;
     if (v.Param("wg") == 1 && d > 64) return false;
     // hopper_paged's three stages: measured at d128 with two warpgroups (d64 192x128 tied).
     if (v.Param("s") == 3 && (v.Param("wg") == 1 || d < 128)) return false;
@@ -156,7 +162,9 @@ class HopperFwd final : public Family {
 
   // Measured best tiles on the H200 (bench/hopper_probe, interleaved timing): d64 three
   // consumer warpgroups 192x128; d128 128x128 (causal 128x128, full 128x176 close); d256 128x80.
-  // Padded head dims (96, 160, 224) start from their tile's (TileHeadDim), unmeasured.
+  // Padded head dims (96, 160, 224) start from their tile's (TileHeadDim); tuned on an H100
+  // (session 42), d224's took 10 of 12 buckets, d160's lost 0-9% to the winners, and d96's long
+  // streams run another tile (DefaultFor).
   Variant Default(const ProblemClass& cls, const Target& target) const override {
     const int d = TileHeadDim(cls.head_dim);
     int wg = 2, bn = 128;
@@ -180,6 +188,27 @@ class HopperFwd final : public Family {
       if (CheckRules(three, target.max_smem_bytes).ok()) return three;
     }
     return v;
+  }
+
+  // An untuned dense call over a short K/V stream (at most kShortStreamKeys keys) runs its class
+  // default's persistent twin with two Q buffers (p2) where that fits: a tile of so few K/V
+  // blocks is mostly its prologue and epilogue, which the twin overlaps with the block's previous
+  // tile (its Q loads while that tile's O is stored). Measured on the class defaults (session 42,
+  // H100, `flashtune bench --rounds 5`; docs/perf-notes.md "hopper_fwd's untuned tile for short
+  // K/V streams"): 0.78-0.85x the time at N 512 (d64, d96, d128, full and causal); the tuners'
+  // logs read 0.84-0.91x at 1k and 0.94-0.96x at 2k. At 16k the twin ties full and costs 2-5%
+  // causal, so longer streams keep the class default. The padded-tile head dims whose twin does
+  // not fit (d160-d256's) keep theirs; pages and packed sequences (unmeasured) too.
+  // d96 past that runs 192x80 over three consumer warpgroups, persistent: the tuner's pick at
+  // every d96 bucket from 2k keys (1.05-1.13x the class default, session 42's call 5), and 0.915x
+  // (full) / 0.951x (causal) the class default's time at N 16k in call 7's rounds.
+  Variant DefaultFor(const Problem& problem, const Target& target) const override {
+    return ProblemTile(problem, target, nullptr).value_or(Default(ClassOf(problem), target));
+  }
+  std::string DefaultReason(const Problem& problem, const Target& target) const override {
+    std::string why;
+    ProblemTile(problem, target, &why);
+    return why;
   }
 
   std::string Prologue(const Variant& v) const override { return detail::HopperPrologue(ConfigOf(v), v.Uri()); }
@@ -222,6 +251,34 @@ class HopperFwd final : public Family {
   }
 
  private:
+  static constexpr int64_t kShortStreamKeys = 2048;
+
+  // The tile DefaultFor gives `problem` in place of its class default, else nothing; with `why`,
+  // the reason in a phrase (one home for DefaultFor and DefaultReason).
+  std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
+    if (paged_ || problem.layout != Layout::kDense) return std::nullopt;
+    Variant v = Default(ClassOf(problem), target);
+    const bool short_stream = problem.seqlen_k <= kShortStreamKeys;
+    if (!short_stream && problem.head_dim != 96) return std::nullopt;
+    if (!short_stream) {
+      v.SetParam("bm", 192);
+      v.SetParam("bn", 80);
+      v.SetParam("wg", 3);
+    }
+    if (v.Param("p") == 2) return std::nullopt;
+    v.SetParam("p", 2);
+    if (!CheckRules(v, target.max_smem_bytes).ok()) return std::nullopt;
+    if (why != nullptr)
+      *why = short_stream ? "a short K/V stream (" + std::to_string(problem.seqlen_k) + " keys, at most " +
+                                std::to_string(kShortStreamKeys) +
+                                "): the class default's persistent twin with two Q buffers, which overlaps a "
+                                "tile's prologue and epilogue with the block's previous tile"
+                          : "d96 over more than " + std::to_string(kShortStreamKeys) +
+                                " keys: 192x80 over three consumer warpgroups, persistent (measured ahead of the "
+                                "class default at every d96 shape from 2k keys)";
+    return v;
+  }
+
   bool paged_;
 };
 

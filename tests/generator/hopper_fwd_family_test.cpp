@@ -92,8 +92,11 @@ TEST(HopperFwdFamily, HopperPagedSearchesThreeStagesAtD128) {
   for (bool causal : {false, true}) {
     const std::vector<Variant> paged = HopperSpace(128, causal, {}, "hopper_paged");
     EXPECT_GT(CountWith(paged, "s", 3), 0);
-    for (const Variant& v : paged)
-      if (v.Param("s") == 3) EXPECT_GE(v.Param("wg"), 2) << v.Uri();
+    for (const Variant& v : paged) {
+      if (v.Param("s") == 3) {
+        EXPECT_GE(v.Param("wg"), 2) << v.Uri();
+      }
+    }
     EXPECT_EQ(CountWith(HopperSpace(64, causal, {}, "hopper_paged"), "s", 3), 0);
     EXPECT_EQ(CountWith(HopperSpace(128, causal), "s", 3), 0);
     const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
@@ -127,6 +130,57 @@ TEST(HopperFwdFamily, TwoQBuffersReplaceOneWhereTheyFit) {
       one.SetParam("p", 1);
       EXPECT_FALSE(has(d128, one.Uri())) << v.Uri();
     }
+  }
+}
+
+TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
+  const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
+  auto problem = [](int head_dim, bool causal, int64_t n, Layout layout = Layout::kDense) {
+    Problem p;
+    p.head_dim = head_dim;
+    p.causal = causal;
+    p.batch = 16384 / n;
+    p.seqlen_q = p.seqlen_k = n;
+    p.heads_q = p.heads_kv = 2048 / head_dim;
+    p.layout = layout;
+    return p;
+  };
+  const Family& fwd = *FindFamily("hopper_fwd");
+  for (bool causal : {false, true}) {
+    const std::string kind = causal ? "causal" : "full";
+    // Up to 2048 keys: the class default's tile, persistent with two Q buffers.
+    EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 512), sm90a).Uri(),
+              "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 2048), sm90a).Uri(),
+              "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 1024), sm90a).Uri(),
+              "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_" + kind);
+    EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 512), sm90a).Uri(),
+              "hopper_fwd_bf16_d96_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_NE(fwd.DefaultReason(problem(128, causal, 512), sm90a).find("short K/V stream (512 keys"), std::string::npos);
+    // d96 past it: 192x80 over three consumer warpgroups, persistent.
+    EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 4096), sm90a).Uri(),
+              "hopper_fwd_bf16_d96_bm192_bn80_wg3_s2_p2_pp1_ov1_" + kind);
+    EXPECT_NE(fwd.DefaultReason(problem(96, causal, 16384), sm90a).find("three consumer warpgroups"), std::string::npos);
+    // Past it, and where the twin does not fit (d160 to d256's tiles), the class default.
+    const ProblemClass d128{DType::kBF16, 128, causal};
+    EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 4096), sm90a).Uri(), fwd.Default(d128, sm90a).Uri());
+    EXPECT_EQ(fwd.Default(d128, sm90a).Param("p"), 0);
+    EXPECT_EQ(fwd.DefaultReason(problem(128, causal, 4096), sm90a), "");
+    for (int d : {160, 192, 224, 256}) {
+      const Problem p = problem(d, causal, 512);
+      EXPECT_EQ(fwd.DefaultFor(p, sm90a).Uri(), fwd.Default(ClassOf(p), sm90a).Uri()) << d;
+      EXPECT_EQ(fwd.DefaultReason(p, sm90a), "") << d;
+    }
+    // Unmeasured there: packed sequences on hopper_fwd, and hopper_paged.
+    const Problem varlen = problem(128, causal, 512, Layout::kVarlen);
+    EXPECT_EQ(fwd.DefaultFor(varlen, sm90a).Param("p"), 0);
+    const Problem paged = problem(128, causal, 512, Layout::kPaged);
+    EXPECT_EQ(FindFamily("hopper_paged")->DefaultFor(paged, sm90a).Param("p"), 0);
+    // What the runtime plans untuned goes through the same rule.
+    auto planned = DefaultVariantFor(problem(128, causal, 1024), sm90a.max_smem_bytes, "sm_90a");
+    ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+    EXPECT_EQ(planned->Param("p"), 2);
   }
 }
 

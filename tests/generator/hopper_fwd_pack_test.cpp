@@ -668,8 +668,9 @@ TEST(HopperPack, PagedTilesCompileWithAsynchronousWgmmas) {
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
     // The d128 default on pages (128x128, three stages): its producer's 24 registers hold the
     // block loop without spills.
-    if (c.head_dim == 128 && c.block_m == 128 && c.stages == 3)
+    if (c.head_dim == 128 && c.block_m == 128 && c.stages == 3) {
       EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
+    }
   }
 }
 

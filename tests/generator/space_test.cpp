@@ -219,6 +219,40 @@ TEST(DecodeSpace, PrefillFamiliesAreSearchedOnlyWhereNotMeasuredToLose) {
   EXPECT_TRUE(std::includes(serving.begin(), serving.end(), all.begin(), all.end()));
 }
 
+// The tuner measures the runtime's untuned plan among a problem's candidates, so that a tune
+// never crowns a tile slower than what the problem ran before it (tuner/problem_tuner.cpp's
+// UntunedPlan); a plan outside the space could not be measured. Every forward head dim, both
+// masks, dense and packed, short and long streams, prefill and decode shapes, on sm_90a and sm_80.
+TEST(Space, TheUntunedPlanIsAmongTheTunersCandidates) {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    const int64_t smem = MaxSharedMemoryForArch(arch);
+    for (int d : {64, 96, 128, 160, 192, 224, 256})
+      for (bool causal : {false, true})
+        for (Layout layout : {Layout::kDense, Layout::kVarlen, Layout::kPaged})
+          for (int64_t nq : {1, 512, 2048, 4096, 16384}) {
+            if (layout == Layout::kVarlen && nq == 1) continue;
+            Problem p;
+            p.head_dim = d;
+            p.causal = causal && nq > 1;
+            p.batch = std::max<int64_t>(1, 16384 / nq);
+            p.seqlen_q = nq;
+            p.seqlen_k = std::max<int64_t>(nq, 2048);
+            p.heads_q = 2048 / d;
+            p.heads_kv = nq == 1 ? 1 : p.heads_q;
+            p.layout = layout;
+            auto plan = DefaultVariantFor(p, smem, arch);
+            ASSERT_TRUE(plan.ok()) << p.ToString() << " " << arch << ": " << plan.status().ToString();
+            SpaceOptions o;
+            o.arch = arch;
+            o.max_smem_bytes = smem;
+            auto space = EnumerateSpaceFor(p, o);
+            ASSERT_TRUE(space.ok()) << p.ToString() << " " << arch << ": " << space.status().ToString();
+            EXPECT_NE(std::find(space->begin(), space->end(), *plan), space->end())
+                << p.ToString() << " on " << arch << ": untuned plan " << plan->Uri() << " is not searched";
+          }
+  }
+}
+
 TEST(Space, RespectsNarrowedOptions) {
   SpaceOptions o;
   o.values.push_back({"br", {128}});

@@ -373,10 +373,12 @@ TEST(HtmlReport, WinnersShowTheirRetimedFinalists) {
 // "not measured" where the search skipped it.
 TEST(HtmlReport, WinnersShowTheUntunedPlanAndTheGainOverIt) {
   std::string path = TempDir("report_untuned") + "/r.db";
-  const Problem p{DType::kBF16, 64, false, 4, 1024, 1024, 8, 8};
+  // Lengths past hopper_fwd's short-stream rule (DefaultFor: up to 2048 keys run the persistent
+  // twin), where one untuned tile serves them all.
+  const Problem p{DType::kBF16, 64, false, 4, 4096, 4096, 8, 8};
   Problem won = p, skipped = p;
-  won.seqlen_q = won.seqlen_k = 2048;
-  skipped.seqlen_q = skipped.seqlen_k = 4096;
+  won.seqlen_q = won.seqlen_k = 8192;
+  skipped.seqlen_q = skipped.seqlen_k = 16384;
   const Variant fa2 = Fa2Variant(DType::kBF16, 64, false, 128, 64, 4, 2);
   auto untuned = DefaultVariantForGpu(p, 9, 0);
   ASSERT_TRUE(untuned.ok()) << untuned.status().ToString();
