@@ -75,21 +75,6 @@ def parse_args(argv):
     return a
 
 
-def reference(q, k, v, causal):
-    """float64 softmax(Q K^T / sqrt(D)) V, one (batch, head) at a time; [B, N, H, D] in and out."""
-    import torch
-    B, N, H, D = q.shape
-    out = torch.empty(B, N, H, D, dtype=torch.float64, device=q.device)
-    mask = torch.ones(N, N, dtype=torch.bool, device=q.device).triu(1) if causal else None
-    for b in range(B):
-        for h in range(H):
-            s = q[b, :, h].double() @ k[b, :, h].double().T / math.sqrt(D)
-            if mask is not None:
-                s.masked_fill_(mask, -math.inf)
-            out[b, :, h] = torch.softmax(s, dim=-1) @ v[b, :, h].double()
-    return out
-
-
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     import torch
@@ -99,6 +84,8 @@ def main(argv=None):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import flashtune
     from flashtune import FlashtuneError, Problem, Runtime
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from kernel_probe import reference  # float64 attention on the GPU (needs torch: imported here)
 
     torch.zeros(1, device="cuda")  # torch's context current on this thread: flashtune launches there
     rt = Runtime(a.db)
@@ -117,7 +104,7 @@ def main(argv=None):
                     gen.manual_seed(seed)
                     q, k, v = (torch.randn(a.batch, n, a.heads, d, device="cuda", dtype=tdtype[dt], generator=gen)
                                for _ in range(3))
-                    ref = reference(q, k, v, causal)
+                    ref = reference(q, k, v, causal, 1 / math.sqrt(d))[0]
                     norm = ref.norm().item()
                     outs, errors, worst, plan = {}, {}, {}, ""
                     try:

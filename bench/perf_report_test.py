@@ -297,6 +297,23 @@ class MeasureOnFakes(unittest.TestCase):
         self.assertEqual((row["ok"], row["err"]), (False, 0.5))  # o = 1.5 against flash's 1.0: checked, failed
 
 
+class PerfReportWithoutGridRows(unittest.TestCase):
+    def test_the_table_is_written_and_the_plot_skipped_saying_why(self):
+        doc = fixture()
+        doc["rows"] = [r for r in doc["rows"] if not perf_report.is_grid(r)]  # B1 H32 N8192 alone
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "r.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            doc = perf_report.load_json(path)  # as --plot-only reads a report (None -> NaN)
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                table = perf_report.write_outputs(doc, out, "r")
+            self.assertIn("no plot: no row of FA-2's grid", said.getvalue())
+            self.assertFalse(os.path.exists(os.path.join(out, "r.png")))
+            self.assertTrue(os.path.exists(os.path.join(out, "r.csv")))
+        self.assertIn("8192", table)
+
+
 class PerfReportPlotOnly(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

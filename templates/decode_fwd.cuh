@@ -623,46 +623,32 @@ extern "C" __global__ void __launch_bounds__(ftd::kThreads) FT_KERNEL_NAME(const
     sG[r] = g;
     sI[r] = valid ? rg - g * Nq : 0;
   }
-  if constexpr (kOnePassMerge) {
-    // Every warp its own rows at once (the epilogue adds the warps' rows): one barrier, where
-    // turns cost a barrier a warp and kept the other warps idle.
-    float* sOw = sO + warp * kRows * kMergeStride;
+  // This warp's rescaled O rows into `rows` (kRows x kMergeStride floats): stored, or added to
+  // what the warps before it left there (`add`). Rows of a half with no valid row are never read.
+  auto put_rows = [&](float* rows, bool add) {
 #pragma unroll
     for (int mi = 0; mi < kRowTiles; ++mi)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
+        if (mi * 16 + 8 * r >= w.rows_valid) continue;
 #pragma unroll
         for (int dt = 0; dt < kDTiles; ++dt) {
-          float* dst = sOw + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
-          dst[0] = acc_o[mi][dt][2 * r] * scale[mi][r];
-          dst[1] = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
+          float* dst = rows + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
+          const float x0 = acc_o[mi][dt][2 * r] * scale[mi][r], x1 = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
+          dst[0] = add ? dst[0] + x0 : x0;
+          dst[1] = add ? dst[1] + x1 : x1;
         }
       }
+  };
+  if constexpr (kOnePassMerge) {
+    // Every warp its own rows at once (the epilogue adds the warps' rows): one barrier, where
+    // turns cost a barrier a warp and kept the other warps idle.
+    put_rows(sO + warp * kRows * kMergeStride, false);
     __syncthreads();
   } else {
 #pragma unroll 1
     for (int turn = 0; turn < kWarps; ++turn) {
-      if (warp == turn) {
-#pragma unroll
-        for (int mi = 0; mi < kRowTiles; ++mi)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            if (mi * 16 + 8 * r >= w.rows_valid) continue;  // a half with no valid row: never read
-#pragma unroll
-            for (int dt = 0; dt < kDTiles; ++dt) {
-              float* dst = sO + (mi * 16 + lane / 4 + r * 8) * kMergeStride + dt * 8 + 2 * (lane % 4);
-              const float x0 = acc_o[mi][dt][2 * r] * scale[mi][r], x1 = acc_o[mi][dt][2 * r + 1] * scale[mi][r];
-              if (turn == 0) {
-                dst[0] = x0;
-                dst[1] = x1;
-              } else {
-                dst[0] += x0;
-                dst[1] += x1;
-              }
-            }
-          }
-      }
+      if (warp == turn) put_rows(sO, turn != 0);
       __syncthreads();
     }
   }

@@ -259,8 +259,8 @@ class HopperFwd final : public Family {
     if (paged_ || problem.layout != Layout::kDense) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
     const bool short_stream = problem.seqlen_k <= kShortStreamKeys;
-    if (!short_stream && problem.head_dim != 96) return std::nullopt;
     if (!short_stream) {
+      if (problem.head_dim != 96) return std::nullopt;
       v.SetParam("bm", 192);
       v.SetParam("bn", 80);
       v.SetParam("wg", 3);
