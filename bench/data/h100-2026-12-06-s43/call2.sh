@@ -8,7 +8,8 @@
 # unchanged) and 256-key pages (the change), 3 rotated rounds. 3) compute-sanitizer racecheck and
 # memcheck on bf16 d64 full / causal and d128 full (~300 s in all).
 # NEW: main with the change; OLD: main before it (bench/pack_for_gpu.sh builds both packs).
-# usage (GPU): OLD=.devcarry-A NEW=.devcarry-B OUT=$OUT bash bench/data/h100-2026-12-06-s43/call2.sh
+# SANITIZE=0 leaves the sanitizers out (where little device time is left).
+# usage (GPU): OLD=.devcarry-A NEW=.devcarry-B [SANITIZE=0] OUT=$OUT bash bench/data/h100-2026-12-06-s43/call2.sh
 set -uo pipefail
 t0=$(date +%s)
 O=$(cd "${OLD:?}" && pwd) N=$(cd "${NEW:?}" && pwd)
@@ -31,7 +32,6 @@ timeout 240 python3 bench/decode_bench.py $N/libflashtune.so --baseline $O/libfl
   > "$OUT/d128/decode.txt" 2>&1
 echo "d128 A/B: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 python3 bench/decode_table.py "$OUT/d128/decode_bench.json" > "$OUT/d128-table.md" 2>&1
-sanitize racecheck
-sanitize memcheck
+if [ "${SANITIZE:-1}" = 1 ]; then sanitize racecheck; sanitize memcheck; fi
 cat "$OUT/gpu.txt" "$OUT/summary.txt"; grep -E "^\[  FAILED" "$OUT/tests.txt" | head; cat "$OUT/d128-table.md"
 bash bench/pack_out.sh "$OUT" gpu.txt summary.txt tests.txt d128-table.md
