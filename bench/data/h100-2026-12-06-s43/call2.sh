@@ -8,7 +8,7 @@
 # unchanged) and 256-key pages (the change), 3 rotated rounds. 3) compute-sanitizer racecheck and
 # memcheck on bf16 d64 full / causal and d128 full (~300 s in all).
 # NEW: main with the change; OLD: main before it (bench/pack_for_gpu.sh builds both packs).
-# SANITIZE=0 leaves the sanitizers out (where little device time is left).
+# SANITIZE=0 leaves the sanitizers out, BATCHES / KEYS narrow the A/B (where little device time is left).
 # usage (GPU): OLD=.devcarry-A NEW=.devcarry-B [SANITIZE=0] OUT=$OUT bash bench/data/h100-2026-12-06-s43/call2.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -28,7 +28,7 @@ timeout 120 $N/flashtune_gpu_tests \
 echo "decode GPU tests: exit $? at $(( $(date +%s) - t0 )) s; $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
 mkdir -p "$OUT/d128"
 timeout 240 python3 bench/decode_bench.py $N/libflashtune.so --baseline $O/libflashtune.so --out "$OUT/d128" \
-  --head-dim 128 --batches 1,8,64 --keys 2048,8192,32768 --layouts dense,paged16,paged256 --rounds 3 \
+  --head-dim 128 --batches ${BATCHES:-1,8,64} --keys ${KEYS:-2048,8192,32768} --layouts dense,paged16,paged256 --rounds 3 \
   > "$OUT/d128/decode.txt" 2>&1
 echo "d128 A/B: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 python3 bench/decode_table.py "$OUT/d128/decode_bench.json" > "$OUT/d128-table.md" 2>&1
