@@ -3,13 +3,15 @@
 # kBlockN keys or more), read one table entry a step and address the step as the dense path
 # does (one address, an add a chunk), instead of a table entry and a 64-bit page address per
 # 16-row group. 1) NEW's decode GPU tests (every class with 16-, 64- and 256-key pages, varlen
-# decode, the mixed batch). 2) bench/decode_bench.py untuned, NEW with OLD as --baseline, same run as SDPA: d128 B
-# 1/8/64 x 2k/8k/32k, dense (the same kernels: the run's noise), 16-key pages (the grouped path,
-# unchanged) and 256-key pages (the change), 3 rotated rounds. 3) compute-sanitizer racecheck and
-# memcheck on bf16 d64 full / causal and d128 full (~300 s in all).
-# NEW: main with the change; OLD: main before it (bench/pack_for_gpu.sh builds both packs).
-# SANITIZE=0 leaves the sanitizers out, BATCHES / KEYS narrow the A/B (where little device time is left).
-# usage (GPU): OLD=.devcarry-A NEW=.devcarry-B [SANITIZE=0] OUT=$OUT bash bench/data/h100-2026-12-06-s43/call2.sh
+# decode, the mixed batch). 2) bench/decode_bench.py untuned, NEW with OLD as --baseline, same
+# run as SDPA: d128 B 1/8/64 x 2k/8k/32k, dense (the same kernels: the run's noise), 16-key
+# pages (the grouped path, unchanged) and 256-key pages (the change), 3 rotated rounds.
+# 3) compute-sanitizer racecheck and memcheck on bf16 d64 full / causal and d128 full (~300 s
+# in all). SANITIZE=0 leaves the sanitizers out and BATCHES / KEYS narrow the A/B, where little
+# device time is left.
+# NEW: main with decode-whole-page-steps.patch; OLD: main (bench/pack_for_gpu.sh packs both).
+# usage (GPU): OLD=.devcarry-A NEW=.devcarry-B [SANITIZE=0] [BATCHES=1,8] [KEYS=2048,8192] \
+#   OUT=$OUT bash bench/data/h100-2026-12-06-s43/call2.sh
 set -uo pipefail
 t0=$(date +%s)
 O=$(cd "${OLD:?}" && pwd) N=$(cd "${NEW:?}" && pwd)
