@@ -188,7 +188,8 @@ int HopperRescaleThreshold(const HopperConfig& c) {
   // d64 128x128 p2 0.9-2.1% slower, one warpgroup -1.6% to +2.3%. The vote and the branch cost
   // about what the skipped multiplies save unless O is wide (d256: 128 a thread) or three
   // warpgroups share the SM's issue slots. d192 is unmeasured, so off; the padded head dims
-  // (96, 160, 224) follow their tile's (HopperTileHeadDim: the same O width), unmeasured.
+  // (96, 160, 224) follow their tile's (HopperTileHeadDim; O a quarter to an eighth narrower),
+  // unmeasured.
   const int d = HopperTileHeadDim(c);
   const bool three_wgs = c.consumer_wgs == 3 && (d == 64 || d == 128);
   return d == 256 || three_wgs ? 8 : 0;

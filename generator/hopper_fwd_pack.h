@@ -55,8 +55,9 @@ using HopperParams = ft_abi::HopperParams;
 
 // The head dim of the kernel's tiles: head_dim rounded up to a multiple of 64 (whole 128-byte
 // swizzle atoms). At 96, 160 and 224 the tensor maps describe the tensors' head_dim columns and
-// their boxes read the rest as zeros: S skips those k-steps, P V computes those columns (the
-// wgmma's N) and the O store drops them; shared memory and registers are the tile's.
+// their boxes read the rest as zeros: S skips those k-steps, P V and O run at head_dim columns
+// (the wgmma's N; the O store's box drops the rest); shared memory and the register budget are
+// the tile's.
 int HopperTileHeadDim(const HopperConfig& config);
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1

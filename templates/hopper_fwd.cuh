@@ -51,7 +51,7 @@
 // Parameters (ft_config): kBf16; kHeadDim (64, 128, 192, 256: a multiple of 64, one 128-byte
 // swizzle atom per 64 columns); kHeadDimData (the tensors' head dim: kHeadDim, or 96, 160 or 224
 // with kHeadDim the next multiple of 64: the maps' boxes read the missing columns as zeros, S
-// skips their k-steps, P V computes them and the O store drops them); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
+// skips their k-steps, P V runs at the data's width and the O store drops the rest); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
 // most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
 // kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
@@ -185,6 +185,9 @@ static_assert(kRescaleT >= 0 && kRescaleT <= 15, "P = exp2(s - m) < 2^T must fit
 constexpr int kRowsPerWarpgroup = 64;
 constexpr int kThreads = 128 * (kConsumerWarpgroups + 1);
 constexpr int kChunks = kHeadDim / 64;                  // 64-column, 128-byte-swizzled chunks
+// O's columns: P V runs at the tensors' head dim (a wgmma N of 96, 160 or 224 reads the last
+// chunk's first columns only), so a padded head dim neither multiplies nor keeps V's zero columns.
+constexpr int kHeadDimO = kHeadDimData;
 constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
 constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
@@ -285,11 +288,13 @@ __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_addr, u32
 
 // O[64 x D] += P[64 x kBlockN] V: kBlockN / 16 wgmmas, P from registers, V MN-major (its rows
 // are keys = the k dimension). Leading byte offset: the next 64 output columns (next chunk);
-// stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes.
-__device__ __forceinline__ void gemm_pv(float (&o)[kHeadDim / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
+// stride byte offset: the next 8 keys (1024 B). A 16-key k-step is 2048 bytes. At a padded head
+// dim, N = kHeadDimO ends inside the last chunk: the wgmma reads that chunk's first columns (the
+// swizzle is a function of the address, so part of an atom reads as the whole one would).
+__device__ __forceinline__ void gemm_pv(float (&o)[kHeadDimO / 2], const u32 (&p)[kBlockN / 16][4], u32 v_addr) {
   const u64 dv = make_desc(v_addr, kKVChunkBytes, 1024);
 #pragma unroll
-  for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDim>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
+  for (int kk = 0; kk < kBlockN / 16; ++kk) Wgmma<kHeadDimO>::rs(o, p[kk], dv + kk * 2048 / 16, 1);
 }
 
 // A tile's Q: kChunks boxes of 64 columns (rows `row` on, of head `head`, batch `tb`) into the
@@ -596,7 +601,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     u32 sQw = sQ + cw * kRowsPerWarpgroup * 128;
     const float scale_log2 = p.scale_log2;
 
-    float acc_o[kHeadDim / 2];
+    float acc_o[kHeadDimO / 2];
     float row_max[2];  // running max of scores, times scale*log2(e)
     float row_sum[2];  // this thread's share of the row sums
     int warp_row0 = 0;  // this warp's first query row in the current tile
@@ -682,7 +687,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     auto rescale_o = [&](const float (&correction)[2]) {
       if ((FT_HOPPER_LAZY_RESCALE || kRescaleT > 0) && !__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
-      for (int i = 0; i < kHeadDim / 8; ++i) {
+      for (int i = 0; i < kHeadDimO / 8; ++i) {
         acc_o[4 * i + 0] *= correction[0];
         acc_o[4 * i + 1] *= correction[0];
         acc_o[4 * i + 2] *= correction[1];
@@ -761,7 +766,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     // those into this warpgroup's rows of the tile's Q buffer (TMA 128-byte swizzle: 16-byte unit j
     // of row r sits at unit j ^ (r % 8)), then one TMA store per 64 columns.
     // lse: dense [B, Hq, Nq]; varlen [Hq, total_q].
-    auto pack_o = [&](const Tile& tile, u32 (&o_out)[kHeadDim / 4]) {
+    auto pack_o = [&](const Tile& tile, u32 (&o_out)[kHeadDimO / 4]) {
       const int row0 = tile.m0 + cw * kRowsPerWarpgroup + warp * 16;  // this warp's first row
       float* lse = p.lse == nullptr ? nullptr
                    : varlen       ? p.lse + (i64)tile.head * p.total_q + tile.q_row
@@ -776,17 +781,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
         if (lse != nullptr && t == 0 && row < tile.nq)
           lse[row] = sum > 0.f ? (row_max[r] + fast_log2(sum)) * 0.69314718055994531f : kNegInf;
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i)
+        for (int i = 0; i < kHeadDimO / 8; ++i)
           o_out[2 * i + r] = pack2(acc_o[4 * i + 2 * r] * inv, acc_o[4 * i + 2 * r + 1] * inv);
       }
     };
-    auto store_o = [&](const Tile& tile, int tile_no, const u32 (&o_in)[kHeadDim / 4]) {
+    auto store_o = [&](const Tile& tile, int tile_no, const u32 (&o_in)[kHeadDimO / 4]) {
       const u32 sQt = sQ + q_buf(tile_no) * kQBytes + cw * kRowsPerWarpgroup * 128;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int local_row = warp * 16 + g + 8 * r;  // within the warpgroup's 64 rows
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i) {
+        for (int i = 0; i < kHeadDimO / 8; ++i) {
           const u32 addr = sQt + (i / 8) * kQChunkBytes + local_row * 128 + (((i % 8) ^ (local_row % 8)) * 16) + t * 4;
           asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(o_in[2 * i + r]) : "memory");
         }
@@ -836,7 +841,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       if (__shfl_sync(0xffffffffu, cw, 0) > 0) {  // warp-uniform for ptxas, as below
         const u32 at = sMerge + (cw - 1) * kMergeWgBytes + wtid * 4;
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 2; ++i) st_shared_f32(at + i * 512, acc_o[i]);
+        for (int i = 0; i < kHeadDimO / 2; ++i) st_shared_f32(at + i * 512, acc_o[i]);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           st_shared_f32(at + (kHeadDim / 2 + r) * 512, row_max[r]);
@@ -862,7 +867,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           row_max[r] = m;
         }
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 2; ++i) {
+        for (int i = 0; i < kHeadDimO / 2; ++i) {
           const int r = (i % 4) / 2;
           acc_o[i] = acc_o[i] * own[r] + ld_shared_f32(at + i * 512) * other[r];
         }
@@ -901,7 +906,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       Nk = tile.nk;
       diag = tile.diag;
 #pragma unroll
-      for (int i = 0; i < kHeadDim / 2; ++i) acc_o[i] = 0.f;
+      for (int i = 0; i < kHeadDimO / 2; ++i) acc_o[i] = 0.f;
       row_max[0] = row_max[1] = kNegInf;
       row_sum[0] = row_sum[1] = 0.f;
 
@@ -985,7 +990,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       kv += n_blocks;  // both schedules: the ring's slots and phases run on into the next tile
       release_previous_q(tiles);  // (a tile without keys issued no wgmma)
       if (split) merge_split();
-      u32 o_packed[kHeadDim / 4];
+      u32 o_packed[kHeadDimO / 4];
       pack_o(tile, o_packed);
       store_o(tile, tiles, o_packed);
 

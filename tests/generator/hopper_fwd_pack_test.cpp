@@ -3,6 +3,7 @@
 #include "generator/hopper_fwd_pack.h"
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cstring>
 
@@ -86,6 +87,41 @@ TEST(HopperPack, PaddedHeadDimTilesCompileWithoutSpills) {
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+  }
+}
+
+// The PTX of a variant (NVRTC to compute_90a, no ptxas): what the template asks of the hardware,
+// before ptxas's choices. "" on any NVRTC failure (the test then fails on its expectations).
+std::string HopperPtx(const HopperConfig& c) {
+  const std::string source = HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh");
+  nvrtcProgram program;
+  if (nvrtcCreateProgram(&program, source.c_str(), HopperUri(c).c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return "";
+  const char* options[] = {"--gpu-architecture=compute_90a", "--std=c++17"};
+  std::string ptx;
+  size_t size = 0;
+  if (nvrtcCompileProgram(program, 2, options) == NVRTC_SUCCESS && nvrtcGetPTXSize(program, &size) == NVRTC_SUCCESS) {
+    ptx.resize(size);
+    if (nvrtcGetPTX(program, ptx.data()) != NVRTC_SUCCESS) ptx.clear();
+  }
+  nvrtcDestroyProgram(&program);
+  return ptx;
+}
+
+// A padded head dim's P V runs at the tensors' width: the wgmma's N is 96, 160 or 224 (O's
+// accumulators too), not the tile's 128, 192 or 256 (session 44: 2.5-5% faster, H100). S keeps
+// the K/V block's width (80 or 96 here, unlike either), so the PTX's shapes tell the GEMMs apart.
+TEST(HopperPack, PaddedHeadDimsRunPVAtTheDataWidth) {
+  struct Case { HopperConfig c; const char* pv; const char* padded; };
+  for (const Case& k : {Case{{DType::kBF16, 96, false, 128, 80, 2, 2}, "m64n96k16", "m64n128k16"},
+                        Case{{DType::kF16, 160, true, 128, 96, 2, 2}, "m64n160k16", "m64n192k16"},
+                        Case{{DType::kBF16, 224, false, 128, 80, 2, 2}, "m64n224k16", "m64n256k16"},
+                        Case{{DType::kBF16, 128, false, 128, 80, 2, 2}, "m64n128k16", "m64n96k16"}}) {
+    ASSERT_TRUE(CheckHopperConfig(k.c).ok()) << CheckHopperConfig(k.c).ToString();
+    const std::string ptx = HopperPtx(k.c);
+    ASSERT_FALSE(ptx.empty()) << HopperUri(k.c);
+    EXPECT_NE(ptx.find(k.pv), std::string::npos) << HopperUri(k.c) << ": no " << k.pv;
+    EXPECT_EQ(ptx.find(k.padded), std::string::npos) << HopperUri(k.c) << ": " << k.padded;
   }
 }
 
