@@ -190,7 +190,8 @@ class HopperFwd final : public Family {
     return v;
   }
 
-  // An untuned dense call over a short K/V stream (at most kShortStreamKeys keys) runs its class
+  // An untuned dense or packed call over a short K/V stream (at most kShortStreamKeys keys; a
+  // packed call's longest sequence) runs its class
   // default's persistent twin with two Q buffers (p2) where that fits: a tile of so few K/V
   // blocks is mostly its prologue and epilogue, which the twin overlaps with the block's previous
   // tile (its Q loads while that tile's O is stored). Measured on the class defaults (session 42,
@@ -198,7 +199,9 @@ class HopperFwd final : public Family {
   // K/V streams"): 0.78-0.85x the time at N 512 (d64, d96, d128, full and causal); the tuners'
   // logs read 0.84-0.91x at 1k and 0.94-0.96x at 2k. At 16k the twin ties full and costs 2-5%
   // causal, so longer streams keep the class default. The padded-tile head dims whose twin does
-  // not fit (d160-d256's) keep theirs; pages and packed sequences (unmeasured) too.
+  // not fit (d160-d256's) keep theirs; so do pages (unmeasured). Packed sequences read as dense
+  // do (session 44, H100, B sequences of N rows: 0.77-0.87x at N 512, 0.89-0.94x at 2k, 1.00-1.05x
+  // at 16k; d96's 192x80 0.90-0.92x at 16k), and f16 as bf16 (0.77-0.85x at N 512).
   // d96 past that runs 192x80 over three consumer warpgroups, persistent: the tuner's pick at
   // every d96 bucket from 2k keys (1.05-1.13x the class default, session 42's call 5), and 0.915x
   // (full) / 0.951x (causal) the class default's time at N 16k in call 7's rounds.
@@ -256,7 +259,7 @@ class HopperFwd final : public Family {
   // The tile DefaultFor gives `problem` in place of its class default, else nothing; with `why`,
   // the reason in a phrase (one home for DefaultFor and DefaultReason).
   std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
-    if (paged_ || problem.layout != Layout::kDense) return std::nullopt;
+    if (paged_ || problem.layout == Layout::kPaged) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
     const bool short_stream = problem.seqlen_k <= kShortStreamKeys;
     if (!short_stream) {

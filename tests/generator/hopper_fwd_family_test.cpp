@@ -172,9 +172,13 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
       EXPECT_EQ(fwd.DefaultFor(p, sm90a).Uri(), fwd.Default(ClassOf(p), sm90a).Uri()) << d;
       EXPECT_EQ(fwd.DefaultReason(p, sm90a), "") << d;
     }
-    // Unmeasured there: packed sequences on hopper_fwd, and hopper_paged.
-    const Problem varlen = problem(128, causal, 512, Layout::kVarlen);
-    EXPECT_EQ(fwd.DefaultFor(varlen, sm90a).Param("p"), 0);
+    // Packed sequences follow the same rule on their longest sequence (measured: session 44).
+    EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 512, Layout::kVarlen), sm90a).Uri(),
+              "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 8192, Layout::kVarlen), sm90a).Uri(),
+              "hopper_fwd_bf16_d96_bm192_bn80_wg3_s2_p2_pp1_ov1_" + kind);
+    EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 4096, Layout::kVarlen), sm90a).Uri(), fwd.Default(d128, sm90a).Uri());
+    // Unmeasured there: hopper_paged.
     const Problem paged = problem(128, causal, 512, Layout::kPaged);
     EXPECT_EQ(FindFamily("hopper_paged")->DefaultFor(paged, sm90a).Param("p"), 0);
     // What the runtime plans untuned goes through the same rule.
