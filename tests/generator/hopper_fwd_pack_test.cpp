@@ -109,7 +109,7 @@ std::string HopperPtx(const HopperConfig& c) {
 }
 
 // A padded head dim's P V runs at the tensors' width: the wgmma's N is 96, 160 or 224 (O's
-// accumulators too), not the tile's 128, 192 or 256 (session 44: 2.5-5% faster, H100). S keeps
+// accumulators too), not the tile's 128, 192 or 256 (session 44: 0.7-5% faster, H100). S keeps
 // the K/V block's width (80 or 96 here, unlike either), so the PTX's shapes tell the GEMMs apart.
 TEST(HopperPack, PaddedHeadDimsRunPVAtTheDataWidth) {
   struct Case { HopperConfig c; const char* pv; const char* padded; };
