@@ -272,8 +272,9 @@ class HopperFwd final : public Family {
     v.SetParam("p", 2);
     if (!CheckRules(v, target.max_smem_bytes).ok()) return std::nullopt;
     if (why != nullptr)
-      *why = short_stream ? "a short K/V stream (" + std::to_string(problem.seqlen_k) + " keys, at most " +
-                                std::to_string(kShortStreamKeys) +
+      *why = short_stream ? "a short K/V stream (" +
+                                std::string(problem.layout == Layout::kVarlen ? "the longest sequence's " : "") +
+                                std::to_string(problem.seqlen_k) + " keys, at most " + std::to_string(kShortStreamKeys) +
                                 "): the class default's persistent twin with two Q buffers, which overlaps a "
                                 "tile's prologue and epilogue with the block's previous tile"
                           : "d96 over more than " + std::to_string(kShortStreamKeys) +

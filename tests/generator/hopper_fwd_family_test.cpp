@@ -175,6 +175,9 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
     // Packed sequences follow the same rule on their longest sequence (measured: session 44).
     EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 512, Layout::kVarlen), sm90a).Uri(),
               "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_NE(fwd.DefaultReason(problem(128, causal, 512, Layout::kVarlen), sm90a)
+                  .find("short K/V stream (the longest sequence's 512 keys"),
+              std::string::npos);
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 8192, Layout::kVarlen), sm90a).Uri(),
               "hopper_fwd_bf16_d96_bm192_bn80_wg3_s2_p2_pp1_ov1_" + kind);
     EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 4096, Layout::kVarlen), sm90a).Uri(), fwd.Default(d128, sm90a).Uri());
