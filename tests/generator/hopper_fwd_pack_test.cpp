@@ -21,6 +21,11 @@ namespace {
 
 HopperConfig Default() { return HopperConfig{DType::kBF16, 128, false, 128, 128, 2, 2}; }
 
+// The variant's whole translation unit, as the generator emits it: its prologue and the template.
+std::string HopperSource(const HopperConfig& c) {
+  return HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh");
+}
+
 // Device-looking pointers: only their values matter to the pack.
 ForwardArgs Args(const HopperConfig& c, int64_t b, int64_t nq, int64_t nk, int64_t hq, int64_t hkv) {
   ForwardArgs a = ForwardArgs::Contiguous(Problem{c.dtype, c.head_dim, c.causal, b, nq, nk, hq, hkv});
@@ -82,7 +87,7 @@ TEST(HopperPack, PaddedHeadDimTilesCompileWithoutSpills) {
                                 HopperConfig{DType::kBF16, 224, false, 128, 80, 2, 2}}) {
     ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
     auto cubin = compiler.Compile(
-        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+        GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
@@ -93,7 +98,7 @@ TEST(HopperPack, PaddedHeadDimTilesCompileWithoutSpills) {
 // The PTX of a variant (NVRTC to compute_90a, no ptxas): what the template asks of the hardware,
 // before ptxas's choices. "" on any NVRTC failure (the test then fails on its expectations).
 std::string HopperPtx(const HopperConfig& c) {
-  const std::string source = HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh");
+  const std::string source = HopperSource(c);
   nvrtcProgram program;
   if (nvrtcCreateProgram(&program, source.c_str(), HopperUri(c).c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
     return "";
@@ -158,7 +163,7 @@ TEST(HopperPack, TwoQBufferTilesCompileWithoutSpills) {
                                 HopperConfig{DType::kBF16, 64, false, 192, 128, 3, 2, true, true, true, 2}}) {
     ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
     auto cubin = compiler.Compile(
-        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+        GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
@@ -419,7 +424,7 @@ TEST(HopperPack, ThreeBlocksPerSmCompileWithinTheirShare) {
   ASSERT_EQ(HopperBlocksPerSm(c), 3);
   Compiler compiler(Compiler::Options{"-", 1});
   auto cubin = compiler.Compile(
-      GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+      GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   // The launch bound: 65536 / (3 x 256 threads), rounded down to 8; the consumers' 136 after
   // setmaxnreg hold S, P and O without spilling.
@@ -442,7 +447,7 @@ TEST(HopperPack, NoOverlapTilesCompileAtTheirBlocksPerSm) {
     c.overlap = false;
     ASSERT_EQ(HopperBlocksPerSm(c), blocks) << bn;
     auto cubin = compiler.Compile(
-        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+        GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->resources.registers, registers) << bn;
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << bn;
@@ -464,7 +469,7 @@ TEST(HopperPack, OverlapTilesKeepTheirBlocksAndTheBlocksKnobRefusesPersistentVar
   c.persistent = true;
   Compiler compiler(Compiler::Options{"-", 1});
   CompileRequest r =
-      GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a");
+      GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a");
   r.options.push_back("-DFT_HOPPER_BLOCKS=3");
   auto persistent = compiler.Compile(r);
   ASSERT_FALSE(persistent.ok());
@@ -483,7 +488,7 @@ TEST(HopperPack, EveryKindOfTileCompilesWithoutSpilling) {
   HopperConfig two_q64 = {DType::kBF16, 64, false, 192, 128, 3, 2, true, true, true, 2};
   for (const HopperConfig& c : {one, persistent, HopperConfig{DType::kBF16, 256, true, 128, 80, 2, 2}, two_q, two_q64}) {
     auto cubin = compiler.Compile(
-        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+        GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->resources.spill_store_bytes, 0) << HopperUri(c);
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
@@ -499,7 +504,7 @@ TEST(HopperPack, PersistentVariantsKeepTheirWgmmasAsynchronous) {
   c.persistent = true;
   Compiler compiler(Compiler::Options{"-", 1});
   auto cubin = compiler.Compile(
-      GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+      GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
   ASSERT_TRUE(cubin.ok()) << cubin.status().ToString();
   EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
   EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
@@ -698,7 +703,7 @@ TEST(HopperPack, PagedTilesCompileWithAsynchronousWgmmas) {
   for (HopperConfig c : {two, three, one, wide, staged, staged3}) {
     c.paged = true;
     auto cubin = compiler.Compile(
-        GeneratedSourceRequest(HopperUri(c), HopperPrologue(c, HopperUri(c)) + *ExpandedTemplate("hopper_fwd.cuh"), "sm_90a"));
+        GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
     ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
