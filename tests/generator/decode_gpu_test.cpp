@@ -331,7 +331,7 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   const Family& hp = *FindFamily("hopper_paged");
   const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
   std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
-  hopper[1].SetParam("p", head_dim == 256 ? 1 : 2);
+  hopper[1].SetParam("p", head_dim >= 224 ? 1 : 2);  // d224 / d256: no p2 in their spaces
   hopper[1].SetParam("s", 2);
   Variant odd = hp.Default(cls, sm90a);
   odd.SetParam("bn", head_dim == 64 ? 96 : head_dim <= 128 ? 176 : 80);  // d96: d128's tiles
@@ -358,9 +358,11 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
                              dense_cases, [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
 }
 
-// d96: hopper_paged on d128's tiles, the tensors' 96 columns (the rest read as zeros).
+// d96 / d160 / d224: hopper_paged on the next whole 64-column chunks' tiles, P V at the tensors'
+// width (the padded columns of Q and K read as zeros).
 INSTANTIATE_TEST_SUITE_P(CachePrefillGpu, CachePrefillClasses,
-                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 96, 128, 256),
+                         ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16),
+                                            ::testing::Values(64, 96, 128, 160, 224, 256),
                                             ::testing::Bool()));
 
 INSTANTIATE_TEST_SUITE_P(DecodeGpu, DecodeClasses,
