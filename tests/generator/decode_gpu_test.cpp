@@ -324,8 +324,8 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
   if ((*gpu)->info.Arch() != "sm_90a") return;  // hopper_paged has no kernels elsewhere
   // hopper_paged: the class default (three stages at d128), its persistent twin (two stages),
-  // and a tile whose key block is not a power of two (TMA boxes of 16 rows at any page size;
-  // d64: 32-row boxes, 3 a block) and, at d64, one consumer warpgroup without the overlap; on
+  // and a second key block (up to d128 one that is not a power of two: TMA boxes of 16 rows at
+  // any page size; d64: 32-row boxes, 3 a block; past d128 the default's 80 are, so 64) and, at d64, one consumer warpgroup without the overlap; on
   // pages of 16, 32 and 256 keys (its TMA boxes need 16 or more: pages of 1 are fa2_paged's,
   // CanRun says).
   const Family& hp = *FindFamily("hopper_paged");
@@ -334,7 +334,8 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   hopper[1].SetParam("p", head_dim >= 224 ? 1 : 2);  // d224 / d256: no p2 in their spaces
   hopper[1].SetParam("s", 2);
   Variant odd = hp.Default(cls, sm90a);
-  odd.SetParam("bn", head_dim == 64 ? 96 : head_dim <= 128 ? 176 : 80);  // d96: d128's tiles
+  // d96: d128's tiles; past d128 the default's blocks are 80 keys already, so 64 for a second tile
+  odd.SetParam("bn", head_dim == 64 ? 96 : head_dim <= 128 ? 176 : 64);
   odd.SetParam("s", 2);
   hopper.push_back(odd);
   if (head_dim == 64) {
