@@ -325,9 +325,9 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   if ((*gpu)->info.Arch() != "sm_90a") return;  // hopper_paged has no kernels elsewhere
   // hopper_paged: the class default (three stages at d128), its persistent twin (two stages),
   // and a second key block (up to d128 one that is not a power of two: TMA boxes of 16 rows at
-  // any page size; d64: 32-row boxes, 3 a block; past d128 the default's 80 are, so 64) and, at d64, one consumer warpgroup without the overlap; on
-  // pages of 16, 32 and 256 keys (its TMA boxes need 16 or more: pages of 1 are fa2_paged's,
-  // CanRun says).
+  // any page size; d64: 32-row boxes, 3 a block; past d128 the default's 80 are, so 64) and, at
+  // d64, one consumer warpgroup without the overlap; on pages of 16, 32 and 256 keys (its TMA
+  // boxes need 16 or more: pages of 1 are fa2_paged's, CanRun says).
   const Family& hp = *FindFamily("hopper_paged");
   const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
   std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
