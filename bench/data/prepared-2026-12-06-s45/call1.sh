@@ -28,7 +28,7 @@ step() { echo "$1: exit $2 at $(( $(date +%s) - t0 )) s${3:+; $3}" | tee -a "$OU
 left() { local l=$(( ${LIMIT:-560} - ($(date +%s) - t0) - 10 )); [ $l -gt $1 ] && l=$1; [ $l -lt 5 ] && l=5; echo $l; }
 passed() { grep -E '^\[  (PASSED|FAILED) ' "$1" | tr '\n' ' '; }
 export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-s45-d96
-T='ForwardGpu.D96Three*:ForwardGpu.FourWarp*'
+T="${TESTS:-ForwardGpu.D96Three*:ForwardGpu.FourWarp*}"
 PACK=$D bash bench/data/h100-2026-12-06-s44/call7.sh > "$OUT/bench.txt" 2>&1
 step "d96 tiles bench" $?
 v() { echo "$1" | tr ',' '\n' | sed "s/^/hopper_fwd_bf16_d64_/; s/$/_$2/" | paste -sd,; }
