@@ -305,6 +305,30 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
     paged.push_back(Fa2Variant(dtype, head_dim, causal, v.Param("br"), v.Param("bc"), v.Param("w"), v.Param("s"), true));
   }
   for (const Variant& v : paged) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  // hopper_paged, checked before the GPU is asked for (a tile that does not fit fails on any
+  // machine): the class default (three stages at d128), its persistent twin (two stages), and a
+  // second key block (up to d128 one that is not a power of two: TMA boxes of 16 rows at any page
+  // size; d64: 32-row boxes, 3 a block; past d128 the default's 80 are, so 64) and, at d64, one
+  // consumer warpgroup without the overlap; on pages of 16, 32 and 256 keys (its TMA boxes need
+  // 16 or more: pages of 1 are fa2_paged's, CanRun says).
+  const Family& hp = *FindFamily("hopper_paged");
+  const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
+  std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
+  // Two Q buffers (p2) where they fit: not at d160 (its default's 96-key blocks) nor d224 / d256.
+  hopper[1].SetParam("s", 2);
+  hopper[1].SetParam("p", 2);
+  if (!CheckVariant(hopper[1]).ok()) hopper[1].SetParam("p", 1);
+  Variant odd = hp.Default(cls, sm90a);
+  // d96: d128's tiles; past d128 the default's blocks are 80 keys already, so 64 for a second tile
+  odd.SetParam("bn", head_dim == 64 ? 96 : head_dim <= 128 ? 176 : 64);
+  odd.SetParam("s", 2);
+  hopper.push_back(odd);
+  if (head_dim == 64) {
+    Variant one = hp.Default(cls, sm90a);
+    for (auto [name, value] : {std::pair{"bm", 64}, {"bn", 64}, {"wg", 1}, {"ov", 0}}) one.SetParam(name, value);
+    hopper.push_back(one);
+  }
+  for (const Variant& v : hopper) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto dense_kernels = testing::CompileAndLoad(**gpu, dense);
@@ -323,27 +347,6 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   testing::CheckEveryVariant(cls.ToString() + " paged prefill", paged, paged_kernels, paged_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
   if ((*gpu)->info.Arch() != "sm_90a") return;  // hopper_paged has no kernels elsewhere
-  // hopper_paged: the class default (three stages at d128), its persistent twin (two stages),
-  // and a second key block (up to d128 one that is not a power of two: TMA boxes of 16 rows at
-  // any page size; d64: 32-row boxes, 3 a block; past d128 the default's 80 are, so 64) and, at
-  // d64, one consumer warpgroup without the overlap; on pages of 16, 32 and 256 keys (its TMA
-  // boxes need 16 or more: pages of 1 are fa2_paged's, CanRun says).
-  const Family& hp = *FindFamily("hopper_paged");
-  const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
-  std::vector<Variant> hopper = {hp.Default(cls, sm90a), hp.Default(cls, sm90a)};
-  hopper[1].SetParam("p", head_dim >= 224 ? 1 : 2);  // d224 / d256: no p2 in their spaces
-  hopper[1].SetParam("s", 2);
-  Variant odd = hp.Default(cls, sm90a);
-  // d96: d128's tiles; past d128 the default's blocks are 80 keys already, so 64 for a second tile
-  odd.SetParam("bn", head_dim == 64 ? 96 : head_dim <= 128 ? 176 : 64);
-  odd.SetParam("s", 2);
-  hopper.push_back(odd);
-  if (head_dim == 64) {
-    Variant one = hp.Default(cls, sm90a);
-    for (auto [name, value] : {std::pair{"bm", 64}, {"bn", 64}, {"wg", 1}, {"ov", 0}}) one.SetParam(name, value);
-    hopper.push_back(one);
-  }
-  for (const Variant& v : hopper) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   auto hopper_kernels = testing::CompileAndLoad(**gpu, hopper);
   std::vector<DecodeCase> hopper_cases;
   hopper_cases.push_back(std::move(paged_cases[0]));
