@@ -159,7 +159,7 @@ int SplitN0(int block_n) { return (block_n / 2 + 15) / 16 * 16; }
 // C7602 ("insufficient registers (64)" at four blocks, "(80)" at three) though their accumulators
 // fit 104 and 136 (docs/perf-notes.md, session 15); S in halves (no overlap) fits them.
 bool AccumulatorsFit(const HopperConfig& c, int blocks) {
-  const int o = HopperTileHeadDim(c) / 2;
+  const int o = c.head_dim / 2;  // O at the tensors' width (the template's kHeadDimO)
   const int s_and_o = c.block_n / 2 + o;
   const int wgmma_s = !c.overlap && c.block_n >= 32 ? SplitN0(c.block_n) : c.block_n;
   return s_and_o + (c.overlap ? c.block_n / 4 : 0) <= ConsumerRegsAt(c, blocks) - 32 &&

@@ -244,8 +244,8 @@ static_assert(FT_HOPPER_BLOCKS == 0 || (!kPersistent && kConsumerWarpgroups == 1
 // keys rounded up to a whole wgmma k-step of K rows (16), so both halves are valid wgmma widths.
 constexpr int kSplitN0 = (kBlockN / 2 + 15) / 16 * 16;
 constexpr int kSplitN1 = kBlockN > kSplitN0 ? kBlockN - kSplitN0 : 16;  // (a valid width where unused)
-constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDim / 2 > kLaunchRegs;
-static_assert(!kSplitS || kSplitN0 / 2 + kHeadDim / 2 <= kLaunchRegs,
+constexpr bool kSplitS = !kOverlap && kMinBlocks > 1 && kBlockN >= 32 && kBlockN / 2 + kHeadDimO / 2 > kLaunchRegs;
+static_assert(!kSplitS || kSplitN0 / 2 + kHeadDimO / 2 <= kLaunchRegs,
               "S halves and O do not fit the launch bound's registers");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
 // (Ping-pong's issue turns keep the split tail's blocks in ring order: no split without them.)
@@ -253,7 +253,7 @@ static_assert(!kSplitTail || (kConsumerWarpgroups > 1 && kPingPong),
               "the split tail needs two or more consumer warpgroups taking ping-pong turns");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
-static_assert(kBlockN / 2 + kHeadDim / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,
+static_assert(kBlockN / 2 + kHeadDimO / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,
               "S, P and O accumulators do not fit the consumer's register budget");
 
 #include "ft_device.cuh"

@@ -133,11 +133,16 @@ class HopperFwd final : public Family {
   // the time of p0 at d128 causal N 512-2k), the no-overlap tiles that buy a block per SM are
   // searched persistent (p2) as well.
   // Padded head dims (96, 160, 224) take their tile's rules (TileHeadDim).
-  // 96-key blocks only on d192's tiles (d160 and d192), whose class default they are: the
-  // untuned plan must be among the tuner's candidates (TheUntunedPlanIsAmongTheTunersCandidates).
+  // 96-key blocks only on d192's tiles (d160 and d192), whose class default they are (the
+  // untuned plan must be among the tuner's candidates: TheUntunedPlanIsAmongTheTunersCandidates),
+  // and on hopper_fwd's d96 three-warpgroup tile: its O is 48 accumulators a thread (P V at the
+  // data's width), which leaves room for 96-key S and P (ptxas: 128 registers, no spill;
+  // hopper_paged's, with its page state, spills 56-68 bytes). The same accounting fits d160's
+  // three-warpgroup 192x64 with nothing to spare, and ptxas spills 56 bytes there: left out.
   bool InDefaultSpace(const Variant& v) const override {
     const int d = TileHeadDim(v.head_dim);
-    if (v.Param("bn") == 96 && d != 192) return false;
+    if (v.Param("bn") == 96 && d != 192 && !(v.head_dim == 96 && v.Param("wg") == 3 && !paged_)) return false;
+    if (v.head_dim == 160 && v.Param("wg") == 3) return false;
     if (v.Param("wg") == 1 && d > 64) return false;
     // hopper_paged's three stages: measured at d128 with two warpgroups (d64 192x128 tied).
     if (v.Param("s") == 3 && (v.Param("wg") == 1 || d < 128)) return false;
@@ -202,9 +207,10 @@ class HopperFwd final : public Family {
   // not fit (d160-d256's) keep theirs; so do pages (unmeasured). Packed sequences read as dense
   // do (session 44, H100, B sequences of N rows: 0.77-0.87x at N 512, 0.89-0.94x at 2k, 1.00-1.05x
   // at 16k; d96's 192x80 0.90-0.92x at 16k), and f16 as bf16 (0.77-0.85x at N 512).
-  // d96 past that runs 192x80 over three consumer warpgroups, persistent: the tuner's pick at
-  // every d96 bucket from 2k keys (1.05-1.13x the class default, session 42's call 5), and 0.915x
-  // (full) / 0.951x (causal) the class default's time at N 16k in call 7's rounds.
+  // d96 past that runs 192x96 over three consumer warpgroups, persistent. 192x80 was the tuner's
+  // pick at every d96 bucket from 2k keys (1.05-1.13x the class default, session 42's call 5);
+  // 192x96 (O at the data's width leaves its 96-key S room) took 0.983x / 0.990x 192x80's time
+  // at N 16k full / causal and 0.990x / 0.972x at 2k (session 47, H100, `flashtune bench --rounds 5`).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     return ProblemTile(problem, target, nullptr).value_or(Default(ClassOf(problem), target));
   }
@@ -265,7 +271,7 @@ class HopperFwd final : public Family {
     if (!short_stream) {
       if (problem.head_dim != 96) return std::nullopt;
       v.SetParam("bm", 192);
-      v.SetParam("bn", 80);
+      v.SetParam("bn", 96);
       v.SetParam("wg", 3);
     }
     if (v.Param("p") == 2) return std::nullopt;
@@ -278,8 +284,8 @@ class HopperFwd final : public Family {
                                 "): the class default's persistent twin with two Q buffers, which overlaps a "
                                 "tile's prologue and epilogue with the block's previous tile"
                           : "d96 over more than " + std::to_string(kShortStreamKeys) +
-                                " keys: 192x80 over three consumer warpgroups, persistent (measured ahead of the "
-                                "class default at every d96 shape from 2k keys)";
+                                " keys: 192x96 over three consumer warpgroups, persistent (measured ahead of the "
+                                "class default and of 192x80 at every d96 shape from 2k keys)";
     return v;
   }
 

@@ -120,6 +120,23 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
   }
 }
 
+// d96's three-warpgroup tile with 96-key blocks fits the consumers' registers only with O at the
+// data's 96 columns: both schedules, both dtypes, full and causal, on the float64 reference.
+TEST(ForwardGpu, D96ThreeWarpgroupTileMatchesTheReference) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
+  for (const std::string dtype : {"bf16", "f16"}) {
+    for (const std::string mask : {"full", "causal"}) {
+      for (const std::string p : {"p0", "p2"}) {
+        auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d96_bm192_bn96_wg3_s2_" + p + "_pp1_ov1_" + mask);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        CheckVariants(ClassOf(*v), {*v});
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ForwardGpu, FullSpace,
                          ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(64, 128),
                                             ::testing::Bool()));

@@ -74,14 +74,23 @@ TEST(HopperFwdFamily, PaddedHeadDimsTakeTheNextWholeChunksTiles) {
         Variant expected = family.Default(twin, Target{});
         expected.head_dim = data;
         EXPECT_EQ(family.Default(cls, Target{}), expected);
-        std::vector<std::string> space, twin_space;  // URIs with the tile's head dim
+        // The twin's space, and at d96 on hopper_fwd its three-warpgroup 96-key tiles besides
+        // (O's 48 accumulators leave room for them), URIs with the tile's head dim.
+        std::vector<std::string> space, twin_space;
         for (Variant v : HopperSpace(data, causal, {}, name)) {
+          if (v.head_dim == 96 && v.family == "hopper_fwd" && v.Param("bm") == 192 && v.Param("bn") == 96) {
+            EXPECT_EQ(v.Param("wg"), 3) << v.Uri();
+            EXPECT_TRUE(v.Param("p") == 0 || v.Param("p") == 2) << v.Uri();
+            continue;
+          }
           v.head_dim = tile;
           space.push_back(v.Uri());
         }
         for (const Variant& v : HopperSpace(tile, causal, {}, name)) twin_space.push_back(v.Uri());
         EXPECT_FALSE(space.empty());
         EXPECT_EQ(space, twin_space);
+        const int wide = CountWith(HopperSpace(data, causal, {}, name), "bn", 96) - CountWith(HopperSpace(tile, causal, {}, name), "bn", 96);
+        EXPECT_EQ(wide, data == 96 && std::string(name) == "hopper_fwd" ? 2 : 0);
       }
     }
     EXPECT_FALSE(family.Serves(ProblemClass{DType::kBF16, 32, false}, Target{}));
@@ -158,9 +167,9 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 512), sm90a).Uri(),
               "hopper_fwd_bf16_d96_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
     EXPECT_NE(fwd.DefaultReason(problem(128, causal, 512), sm90a).find("short K/V stream (512 keys"), std::string::npos);
-    // d96 past it: 192x80 over three consumer warpgroups, persistent.
+    // d96 past it: 192x96 over three consumer warpgroups, persistent.
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 4096), sm90a).Uri(),
-              "hopper_fwd_bf16_d96_bm192_bn80_wg3_s2_p2_pp1_ov1_" + kind);
+              "hopper_fwd_bf16_d96_bm192_bn96_wg3_s2_p2_pp1_ov1_" + kind);
     EXPECT_NE(fwd.DefaultReason(problem(96, causal, 16384), sm90a).find("three consumer warpgroups"), std::string::npos);
     // Past it, and where the twin does not fit (d160 to d256's tiles), the class default.
     const ProblemClass d128{DType::kBF16, 128, causal};
@@ -179,7 +188,7 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
                   .find("short K/V stream (the longest sequence's 512 keys"),
               std::string::npos);
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 8192, Layout::kVarlen), sm90a).Uri(),
-              "hopper_fwd_bf16_d96_bm192_bn80_wg3_s2_p2_pp1_ov1_" + kind);
+              "hopper_fwd_bf16_d96_bm192_bn96_wg3_s2_p2_pp1_ov1_" + kind);
     EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 4096, Layout::kVarlen), sm90a).Uri(), fwd.Default(d128, sm90a).Uri());
     // Unmeasured there: hopper_paged.
     const Problem paged = problem(128, causal, 512, Layout::kPaged);

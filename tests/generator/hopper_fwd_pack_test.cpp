@@ -84,7 +84,9 @@ TEST(HopperPack, PaddedHeadDimTilesCompileWithoutSpills) {
   for (const HopperConfig& c : {HopperConfig{DType::kBF16, 96, false, 128, 128, 2, 2},
                                 HopperConfig{DType::kF16, 96, true, 128, 128, 2, 2, true, true, true, 2},
                                 HopperConfig{DType::kBF16, 160, true, 128, 96, 2, 2},
-                                HopperConfig{DType::kBF16, 224, false, 128, 80, 2, 2}}) {
+                                HopperConfig{DType::kBF16, 224, false, 128, 80, 2, 2},
+                                // d96's three-warpgroup 96-key tile: O 48 wide leaves S and P room.
+                                HopperConfig{DType::kBF16, 96, true, 192, 96, 3, 2, true, true, true, 2}}) {
     ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
     auto cubin = compiler.Compile(
         GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
