@@ -195,8 +195,8 @@ class HopperFwd final : public Family {
     return v;
   }
 
-  // An untuned dense or packed call over a short K/V stream (at most kShortStreamKeys keys; a
-  // packed call's longest sequence) runs its class
+  // An untuned dense or packed call over a short K/V stream (at most kShortStreamKeys keys, d96
+  // kD96WideTileKeys; a packed call's longest sequence) runs its class
   // default's persistent twin with two Q buffers (p2) where that fits: a tile of so few K/V
   // blocks is mostly its prologue and epilogue, which the twin overlaps with the block's previous
   // tile (its Q loads while that tile's O is stored). Measured on the class defaults (session 42,
@@ -207,10 +207,12 @@ class HopperFwd final : public Family {
   // not fit (d160-d256's) keep theirs; so do pages (unmeasured). Packed sequences read as dense
   // do (session 44, H100, B sequences of N rows: 0.77-0.87x at N 512, 0.89-0.94x at 2k, 1.00-1.05x
   // at 16k; d96's 192x80 0.90-0.92x at 16k), and f16 as bf16 (0.77-0.85x at N 512).
-  // d96 past that runs 192x96 over three consumer warpgroups, persistent. 192x80 was the tuner's
-  // pick at every d96 bucket from 2k keys (1.05-1.13x the class default, session 42's call 5);
-  // 192x96 (O at the data's width leaves its 96-key S room) took 0.983x / 0.990x 192x80's time
-  // at N 16k full / causal and 0.990x / 0.972x at 2k (session 47, H100, `flashtune bench --rounds 5`).
+  // d96 past 1024 keys (kD96WideTileKeys) runs 192x96 over three consumer warpgroups, persistent.
+  // 192x80 was the tuner's pick at every d96 bucket from 2k keys, that is from 1025 (1.05-1.13x
+  // the class default, session 42's call 5), 128x128 p2 at 512 and 1k; 192x96 (O at the data's
+  // width leaves its 96-key S room) took 0.983x / 0.990x 192x80's time at N 16k full / causal,
+  // 0.990x / 0.972x at 2k, and 0.919x / 0.909x 128x128 p2's at 2k (session 47, H100, `flashtune
+  // bench --rounds 5`); at N 1900 192x64 over three took 0.95x 128x128 p2's, at N 1000 1.05x.
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     return ProblemTile(problem, target, nullptr).value_or(Default(ClassOf(problem), target));
   }
@@ -261,15 +263,17 @@ class HopperFwd final : public Family {
 
  private:
   static constexpr int64_t kShortStreamKeys = 2048;
+  static constexpr int64_t kD96WideTileKeys = 1024;
 
   // The tile DefaultFor gives `problem` in place of its class default, else nothing; with `why`,
   // the reason in a phrase (one home for DefaultFor and DefaultReason).
   std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
     if (paged_ || problem.layout == Layout::kPaged) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
-    const bool short_stream = problem.seqlen_k <= kShortStreamKeys;
+    const bool d96 = problem.head_dim == 96;
+    const bool short_stream = problem.seqlen_k <= (d96 ? kD96WideTileKeys : kShortStreamKeys);
     if (!short_stream) {
-      if (problem.head_dim != 96) return std::nullopt;
+      if (!d96) return std::nullopt;
       v.SetParam("bm", 192);
       v.SetParam("bn", 96);
       v.SetParam("wg", 3);
@@ -280,10 +284,11 @@ class HopperFwd final : public Family {
     if (why != nullptr)
       *why = short_stream ? "a short K/V stream (" +
                                 std::string(problem.layout == Layout::kVarlen ? "the longest sequence's " : "") +
-                                std::to_string(problem.seqlen_k) + " keys, at most " + std::to_string(kShortStreamKeys) +
+                                std::to_string(problem.seqlen_k) + " keys, at most " +
+                                std::to_string(d96 ? kD96WideTileKeys : kShortStreamKeys) +
                                 "): the class default's persistent twin with two Q buffers, which overlaps a "
                                 "tile's prologue and epilogue with the block's previous tile"
-                          : "d96 over more than " + std::to_string(kShortStreamKeys) +
+                          : "d96 over more than " + std::to_string(kD96WideTileKeys) +
                                 " keys: 192x96 over three consumer warpgroups, persistent (measured ahead of the "
                                 "class default and of 192x80 at every d96 shape from 2k keys)";
     return v;

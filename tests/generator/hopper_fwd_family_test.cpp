@@ -167,9 +167,13 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 512), sm90a).Uri(),
               "hopper_fwd_bf16_d96_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
     EXPECT_NE(fwd.DefaultReason(problem(128, causal, 512), sm90a).find("short K/V stream (512 keys"), std::string::npos);
-    // d96 past it: 192x96 over three consumer warpgroups, persistent.
-    EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 4096), sm90a).Uri(),
-              "hopper_fwd_bf16_d96_bm192_bn96_wg3_s2_p2_pp1_ov1_" + kind);
+    // d96 past 1024 keys (its tuned buckets' split): 192x96 over three consumer warpgroups, persistent.
+    EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 1024), sm90a).Uri(),
+              "hopper_fwd_bf16_d96_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    for (int64_t n : {1025, 2048, 4096})
+      EXPECT_EQ(fwd.DefaultFor(problem(96, causal, n), sm90a).Uri(),
+                "hopper_fwd_bf16_d96_bm192_bn96_wg3_s2_p2_pp1_ov1_" + kind) << n;
+    EXPECT_NE(fwd.DefaultReason(problem(96, causal, 2048), sm90a).find("d96 over more than 1024 keys"), std::string::npos);
     EXPECT_NE(fwd.DefaultReason(problem(96, causal, 16384), sm90a).find("three consumer warpgroups"), std::string::npos);
     // Past it, and where the twin does not fit (d160 to d256's tiles), the class default.
     const ProblemClass d128{DType::kBF16, 128, causal};
