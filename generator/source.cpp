@@ -91,7 +91,9 @@ int GeneratorRevision() {
   // Session 33 (3): fa2_fwd's prologue says kPagedKv (false; fa2_paged's true).
   // Session 34 (4): hopper_fwd's prologue says kPagedKv (false; hopper_paged's true).
   // Session 41 (5): hopper_fwd's prologue says kHeadDimData (the tensors' head dim; kHeadDim the tiles').
-  return 5;
+  // Session 47 (6): the padded head dims' register accounting at O's width (AccumulatorsFit;
+  // d96's 192x96 over three warpgroups searched).
+  return 6;
 }
 
 std::string TemplateHash() {
