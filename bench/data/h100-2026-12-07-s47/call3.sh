@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 47, call 3. On an H200: issue 13's forward grid on MAIN (session 43's call 1, ~9 min).
+# Session 47, call 3. On an H200: issue 13's forward grid at d128 on MAIN (session 27's call2.sh
+# with DIMS=128, tuned cold, within LIMIT).
 # On an H100, on WG4 (main + d64's 256-row tiles over four consumer warpgroups, allowed and not
 # searched, with the split tail only where kStages >= kConsumerWarpgroups - 1: call 1's hang):
 # 1) ForwardGpu.FourWarpgroupTilesMatchTheReference (two stages without the split tail, three
@@ -18,7 +19,7 @@ M=$(cd "${MAIN:?}" && pwd) W=$(cd "${WG4:?}" && pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit,temperature.gpu --format=csv > "$OUT/gpu.txt"
 cat "$OUT/gpu.txt"
 if grep -q H200 "$OUT/gpu.txt"; then
-  PACK=$M OUT=$OUT bash bench/data/h100-2026-12-06-s43/call1.sh
+  PACK=$M DIMS=128 LIMIT=$(( ${LIMIT:-540} - 10 )) OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
   exit
 fi
 step() { echo "$1: exit $2 at $(( $(date +%s) - t0 )) s${3:+; $3}" | tee -a "$OUT/summary.txt"; }

@@ -5,7 +5,8 @@
 # through that database (queued, 3 rounds, same run as SDPA; B1 H32 N8192 d128 too when DIMS has
 # 128). DIMS=64,256 measures the two head dims under the geomean target in session 20's grid.
 # PACK: a build of the commit under test (bench/pack_for_gpu.sh); the scripts are this checkout's.
-# usage (GPU): PACK=.devcarry-NAME [DIMS=64,128,256] OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
+# LIMIT: the call's seconds (default 580; session 47 added it for shorter calls).
+# usage (GPU): PACK=.devcarry-NAME [DIMS=64,128,256] [LIMIT=580] OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
 set -uo pipefail
 t0=$(date +%s)
 P=${PACK:?PACK=.devcarry-NAME}
@@ -24,7 +25,7 @@ if [ -z "$extra" ]; then  # B1 H32 N8192 d128 (hidden 4096): its own bucket, as 
     --decode none --operation fwd >> "$OUT/fwd/tune.log" 2>&1
   echo "tune B1 H32 N8192 d128: exit $? in $(( $(date +%s) - s )) s" >> "$OUT/summary.txt"
 fi
-left=$(( 580 - ($(date +%s) - t0) ))
+left=$(( ${LIMIT:-580} - ($(date +%s) - t0) ))
 timeout $left python3 bench/perf_report.py --lib $P/libflashtune.so --db "$OUT/fwd/fwd.db" --out "$OUT/fwd" \
   --head-dims $DIMS $extra --rounds 3 --time-limit-s $(( left - 20 )) > "$OUT/fwd/perf_report.txt" 2>&1
 echo "grid: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
