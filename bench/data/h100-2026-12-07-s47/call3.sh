@@ -12,6 +12,7 @@
 #    kernels but the named barriers' numbers (call 2 passed them on a build with the merge buffer
 #    packed, which main does not have);
 # 4) compute-sanitizer memcheck and racecheck on the test, in the time left.
+# FAST=1: the bench first, then the test in the time left; nothing else.
 # usage (GPU): MAIN=.devcarry-R WG4=.devcarry-W OUT=$OUT LIMIT=540 bash bench/data/h100-2026-12-07-s47/call3.sh
 set -uo pipefail
 t0=$(date +%s)
@@ -27,13 +28,17 @@ left() { local l=$(( ${LIMIT:-540} - ($(date +%s) - t0) - 10 )); [ $l -gt $1 ] &
 passed() { grep -E '^\[  (PASSED|FAILED) ' "$1" | tr '\n' ' '; }
 export LD_LIBRARY_PATH=$W:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-s47-wg4
 T=ForwardGpu.FourWarp*
-timeout $(left 200) $W/flashtune_gpu_tests --gtest_filter="$T" > "$OUT/tests.txt" 2>&1
-step "wg4 tests" $? "$(passed "$OUT/tests.txt")"
+tests() {
+  timeout $(left 200) $W/flashtune_gpu_tests --gtest_filter="$T" > "$OUT/tests.txt" 2>&1
+  step "wg4 tests" $? "$(passed "$OUT/tests.txt")"
+}
+[ "${FAST:-0}" = 1 ] || tests
 v() { echo "$1" | tr ',' '\n' | sed "s/^/hopper_fwd_bf16_d64_/; s/$/_$2/" | paste -sd,; }
 for shape in "0 512" "0 1024" "0 2048" "0 16384" "1 1024" "1 2048" "1 8192"; do
   set -- $shape
   m=$([ $1 = 1 ] && echo causal || echo full)
-  timeout 45 $W/flashtune bench --dtype bf16 --head-dim 64 --causal $1 --batch $((16384 / $2)) --seqlen-q $2 --heads-q 32 \
+  [ $(left 45) -lt 15 ] && break
+  timeout $(left 45) $W/flashtune bench --dtype bf16 --head-dim 64 --causal $1 --batch $((16384 / $2)) --seqlen-q $2 --heads-q 32 \
     --variant "$(v bm192_bn128_wg3_s2_p2_pp1_ov1,bm64_bn64_wg1_s2_p0_pp1_ov0,bm256_bn64_wg4_s2_p2_pp1_ov1,bm256_bn64_wg4_s3_p2_pp1_ov1,bm256_bn80_wg4_s2_p2_pp1_ov0,bm256_bn96_wg4_s2_p2_pp1_ov0 $m)" \
     --rounds 5 > "$OUT/bench-$m-$2.log" 2>&1
   echo "bench $m N $2: exit $? at $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
@@ -41,6 +46,7 @@ for shape in "0 512" "0 1024" "0 2048" "0 16384" "1 1024" "1 2048" "1 8192"; do
   rm -f "$OUT/bench-$m-$2.log"
 done
 step "bench" 0
+[ "${FAST:-0}" = 1 ] && { tests; cut -c1-100 "$OUT/bench.txt"; cat "$OUT/summary.txt"; exit; }
 C=CachePrefillGpu/CachePrefillClasses.VariantsMatchTheReference
 timeout $(left 150) $W/flashtune_gpu_tests --gtest_filter="$C/6:$C/7:$C/8:$C/9:$C/18:$C/19:$C/20:$C/21" > "$OUT/paged.txt" 2>&1
 step "hopper_paged d160/d224 tests" $? "$(passed "$OUT/paged.txt")"
