@@ -8,6 +8,10 @@
 # against the reference first), on the searched tiles whose last tile splits at the grid's shapes
 # (N % 192 in 1..64: N 1k, 4k, 16k): d64 192x128 wg3 p2 (the grid's tile) full and causal, bf16
 # and f16, and d128 192x80 wg3 p1 (split with one Q buffer). ~3 min.
+# SASS (CUDA 13.0, `flashtune compile --arch sm_90a`, cuobjdump), main / NOSPLIT: d64 full 3232 /
+# 2360 instructions, 36 / 24 HGMMA (the split tile's loop is a copy of its own), 128 registers
+# both; d64 causal 3976 / 3016, NOSPLIT spilling 8 bytes; d128 192x80 p1 3192 / 2240, NOSPLIT
+# spilling 8 bytes. So NOSPLIT is not free of its own cost: read its rows with that in mind.
 # usage (GPU): MAIN=.devcarry-R NOSPLIT=.devcarry-N OUT=$OUT bash bench/data/h100-2026-12-07-s47/call4.sh
 set -uo pipefail
 M=$(cd "${MAIN:?}" && pwd) N=$(cd "${NOSPLIT:?}" && pwd)
