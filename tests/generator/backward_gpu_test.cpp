@@ -190,6 +190,8 @@ void ExpectDeterministicVariants(Gpu& gpu, const std::vector<Variant>& variants,
 // shapes (plus N 4097 when `with_long` says so for the class, and `extra`).
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&),
                    const std::vector<Shape>& extra = {}) {
+  // Checked before the GPU is asked for: a tile that no longer fits fails on any machine.
+  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);

@@ -171,14 +171,16 @@ std::string RunDecode(Gpu& gpu, const ForwardKernel& kernel, DecodeCase& c) {
 // Compiles `variants` (dense K/V tiles) and each one's paged twin (kv1), and runs each tile on
 // every case of the class: the dense kernel on dense cases, its twin on paged ones.
 void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) {
-  auto gpu = testing::GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   std::vector<Variant> twins;
   for (Variant v : variants) {
     EXPECT_EQ(v.Param("kv"), 0) << v.Uri();
     v.SetParam("kv", 1);
     twins.push_back(v);
   }
+  // Checked before the GPU is asked for: a tile that no longer fits fails on any machine.
+  for (const Variant& v : twins) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  auto gpu = testing::GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
   auto paged_kernels = testing::CompileAndLoad(**gpu, twins);
   std::map<const ForwardKernel*, const ForwardKernel*> twin_of;

@@ -64,7 +64,10 @@ std::string RunAndCompare(Gpu& gpu, const ForwardKernel& kernel, Case& c) {
   return shape + why;
 }
 
+// Each variant is checked before the GPU is asked for, so a tile that no longer fits fails on
+// any machine, not only on the GPU one.
 void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
+  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
@@ -82,6 +85,15 @@ void CheckVariants(const ProblemClass& cls, std::vector<Variant> variants) {
   }
   testing::CheckEveryVariant(cls.ToString(), variants, kernels, cases,
                              [&](const ForwardKernel& k, std::unique_ptr<Case>& c) { return RunAndCompare(**gpu, k, *c); });
+}
+
+// Hand-picked hopper_fwd variants (checked by the caller before this asks for the GPU), each
+// against the reference on an sm_90a GPU; skipped elsewhere.
+void CheckOnHopper(const std::vector<Variant>& variants) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
+  for (const Variant& v : variants) CheckVariants(ClassOf(v), {v});
 }
 
 // The shapes here are prefill-sized (up to 4097 query rows): the families serving those.
@@ -102,9 +114,7 @@ TEST_P(FullSpace, EveryVariantMatchesTheReference) {
 // with the persistent scheduler, for each head dim the space serves; and persistent blocks with
 // two Q buffers at d128 and d64, with and without the overlapped schedule.
 TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
-  auto gpu = GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
+  std::vector<Variant> variants;
   for (bool causal : {false, true}) {
     const std::string mask = causal ? "causal" : "full";
     for (const std::string params : {"d64_bm192_bn112_wg3_s2_p1_pp0_ov0", "d64_bm128_bn128_wg2_s2_p0_pp1_ov0",
@@ -115,26 +125,28 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
                                      "d64_bm64_bn128_wg1_s2_p2_pp1_ov1", "d128_bm128_bn128_wg2_s2_p2_pp0_ov0"}) {
       auto v = Variant::FromUri("hopper_fwd_bf16_" + params + "_" + mask);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
-      CheckVariants(ClassOf(*v), {*v});
+      ASSERT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
+      variants.push_back(*v);
     }
   }
+  CheckOnHopper(variants);
 }
 
 // d96's three-warpgroup tile with 96-key blocks fits the consumers' registers only with O at the
 // data's 96 columns: both schedules, both dtypes, full and causal, on the float64 reference.
 TEST(ForwardGpu, D96ThreeWarpgroupTileMatchesTheReference) {
-  auto gpu = GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_fwd needs an sm_90a GPU, not " << (*gpu)->info.Arch();
+  std::vector<Variant> variants;
   for (const std::string dtype : {"bf16", "f16"}) {
     for (const std::string mask : {"full", "causal"}) {
       for (const std::string p : {"p0", "p2"}) {
         auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d96_bm192_bn96_wg3_s2_" + p + "_pp1_ov1_" + mask);
         ASSERT_TRUE(v.ok()) << v.status().ToString();
-        CheckVariants(ClassOf(*v), {*v});
+        ASSERT_TRUE(CheckVariant(*v).ok()) << CheckVariant(*v).ToString();
+        variants.push_back(*v);
       }
     }
   }
+  CheckOnHopper(variants);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardGpu, FullSpace,
