@@ -177,13 +177,26 @@ void ExpectCorrectAndBitIdenticalOverThreeRuns(Gpu& gpu, const ForwardKernel& ke
 void ExpectDeterministicVariants(Gpu& gpu, const std::vector<Variant>& variants, const std::vector<Shape>& shapes,
                                  uint64_t seed) {
   auto kernels = testing::CompileAndLoad(gpu, variants);
+  int checked = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
     const Variant& v = variants[i];
     SCOPED_TRACE(v.Uri());
     const Result<ForwardKernel>& kernel = kernels[i];
+    // As CheckEveryVariant: a tile this GPU's shared memory cannot hold (sm_80's 163 KB) is not
+    // for it; any other load error fails.
+    if (!kernel.ok() && kernel.status().code() == Code::kOutOfResources) continue;
     ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    ++checked;
     for (const Shape& shape : shapes) ExpectCorrectAndBitIdenticalOverThreeRuns(gpu, *kernel, ClassOf(v), shape, seed);
   }
+  std::printf("[ checked  ] deterministic: %d of %zu variants x %zu shapes, 3 runs each\n", checked, variants.size(),
+              shapes.size());
+}
+
+// Hand-built variants, checked before a test asks for the GPU (a tile that stops fitting fails
+// on any machine).
+void ExpectValid(const std::vector<Variant>& variants) {
+  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
 }
 
 // Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
@@ -256,9 +269,6 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 // Nq 40, and GQA 3:1 causal where the last key block sees one query block); the same tolerances
 // as fa2_bwd (P and dS are rounded to 16 bits before their GEMMs likewise).
 TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
-  auto gpu = GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   std::vector<Variant> all;
   for (DType dtype : {DType::kBF16, DType::kF16})
     for (int d : {64, 128})
@@ -271,6 +281,10 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
           ASSERT_TRUE(v.ok()) << v.status().ToString();
           all.push_back(*v);
         }
+  ExpectValid(all);
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   CheckVariants(all, [](const ProblemClass&) { return false; },
                 {Shape{1, 40, 300, 8, 1, false}, Shape{1, 100, 660, 6, 2, false}});
 }
@@ -282,9 +296,6 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
 // query block (each writer warp's steps cross heads); det 2 (descending turns, causal) likewise;
 // and both with dispatch groups (dg 2; dg 8: 12 key blocks in a group of 8 and one of 4).
 TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
-  auto gpu = GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   std::vector<Variant> variants;
   for (int d : {64, 128})
     for (const char* mode : {"det1_dg0_dqw0_full", "det1_dg0_dqw0_causal", "det2_dg0_dqw0_causal", "det1_dg2_dqw0_full",
@@ -293,14 +304,16 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);
     }
+  ExpectValid(variants);
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
   ExpectDeterministicVariants(
       **gpu, variants,
       {Shape{2, 1000, 1000, 4, 2, false}, Shape{1, 700, 1500, 8, 1, false}, Shape{1, 40, 300, 8, 1, false}}, 91);
 }
 
 TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
-  auto gpu = GetGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   // Every way of adding under the counter: a plain load and store (dqv 1), red.add.v2 (dqv 2,
   // whose order the counter alone must keep) and the staged tile's bulk reductions (dqs 1), in
   // both warp layouts (128 keys over 8 warps, d128: the defaults' tile); and d64's default tile
@@ -327,7 +340,11 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     v.SetParam("lay", m.layout);
     variants.push_back(v);
   }
-  // Many key blocks add into each dq row: the order matters for the bits.
+  ExpectValid(variants);
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
+  // Many key blocks add into each dq row: the order matters for the bits. (The staged tiles of
+  // the 128-key layout need more shared memory than sm_80's 163 KB: left out there.)
   ExpectDeterministicVariants(**gpu, variants, {Shape{2, 1000, 1000, 4, 2, false}}, 77);
 }
 
