@@ -343,8 +343,8 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   ExpectValid(variants);
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
-  // Many key blocks add into each dq row: the order matters for the bits. (The staged tiles of
-  // the 128-key layout need more shared memory than sm_80's 163 KB: left out there.)
+  // Many key blocks add into each dq row: the order matters for the bits. (The staged tiles in
+  // layout 2, dqs 1 lay 2, need more shared memory than sm_80's 163 KB: left out there.)
   ExpectDeterministicVariants(**gpu, variants, {Shape{2, 1000, 1000, 4, 2, false}}, 77);
 }
 
