@@ -26,6 +26,7 @@
 #include "flashtune/reference.h"
 #include "flashtune/space.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/variant_checks.h"
 
 namespace flashtune {
 namespace {
@@ -193,18 +194,11 @@ void ExpectDeterministicVariants(Gpu& gpu, const std::vector<Variant>& variants,
               shapes.size());
 }
 
-// Hand-built variants, checked before a test asks for the GPU (a tile that stops fitting fails
-// on any machine).
-void ExpectValid(const std::vector<Variant>& variants) {
-  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
-}
-
 // Compiles every variant at once (NVRTC in parallel), then checks each class's variants on its
 // shapes (plus N 4097 when `with_long` says so for the class, and `extra`).
 void CheckVariants(const std::vector<Variant>& variants, bool (*with_long)(const ProblemClass&),
                    const std::vector<Shape>& extra = {}) {
-  // Checked before the GPU is asked for: a tile that no longer fits fails on any machine.
-  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
@@ -281,7 +275,7 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
           ASSERT_TRUE(v.ok()) << v.status().ToString();
           all.push_back(*v);
         }
-  ExpectValid(all);
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(all));
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
@@ -304,7 +298,7 @@ TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       variants.push_back(*v);
     }
-  ExpectValid(variants);
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   if ((*gpu)->info.Arch() != "sm_90a") GTEST_SKIP() << "hopper_bwd needs sm_90a; the GPU is " << (*gpu)->info.Arch();
@@ -340,7 +334,7 @@ TEST(BackwardGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
     v.SetParam("lay", m.layout);
     variants.push_back(v);
   }
-  ExpectValid(variants);
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   auto gpu = GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   // Many key blocks add into each dq row: the order matters for the bits. (The staged tiles in

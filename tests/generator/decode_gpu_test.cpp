@@ -177,8 +177,7 @@ void CheckDecode(const ProblemClass& cls, const std::vector<Variant>& variants) 
     v.SetParam("kv", 1);
     twins.push_back(v);
   }
-  // Checked before the GPU is asked for: a tile that no longer fits fails on any machine.
-  for (const Variant& v : twins) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(twins));
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);
@@ -231,7 +230,7 @@ TEST_P(DecodeClasses, VariantsMatchTheReference) {
   if (std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.Uri() == paged_default.Uri(); }) ==
       variants.end())
     variants.push_back(paged_default);
-  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   CheckDecode(cls, variants);
 }
 
@@ -300,13 +299,13 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
                                 head_dim == 64    ? Fa2Variant(dtype, head_dim, causal, 128, 128, 8, 3)
                                 : head_dim == 128 ? Fa2Variant(dtype, head_dim, causal, 128, 128, 8, 2)
                                                   : Fa2Variant(dtype, head_dim, causal, 128, 64, 8, 2)};
-  for (const Variant& v : dense) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(dense));
   std::vector<Variant> paged;
   for (const Variant& v : dense) {
     ASSERT_EQ(v.family, "fa2_fwd");
     paged.push_back(Fa2Variant(dtype, head_dim, causal, v.Param("br"), v.Param("bc"), v.Param("w"), v.Param("s"), true));
   }
-  for (const Variant& v : paged) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(paged));
   // hopper_paged, checked before the GPU is asked for (a tile that does not fit fails on any
   // machine): the class default (three stages at d128), its persistent twin (two stages), and a
   // second key block (up to d128 one that is not a power of two: TMA boxes of 16 rows at any page
@@ -330,7 +329,7 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
     for (auto [name, value] : {std::pair{"bm", 64}, {"bn", 64}, {"wg", 1}, {"ov", 0}}) one.SetParam(name, value);
     hopper.push_back(one);
   }
-  for (const Variant& v : hopper) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(hopper));
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto dense_kernels = testing::CompileAndLoad(**gpu, dense);

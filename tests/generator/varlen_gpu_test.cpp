@@ -98,7 +98,7 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
     ASSERT_TRUE(split.ok()) << split.status().ToString();
     variants.push_back(*split);
   }
-  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   CheckVarlenClass(cls, variants);
 }
 
@@ -115,7 +115,7 @@ TEST_P(VarlenDecodeClasses, DecodeVariantsMatchTheReference) {
   std::vector<Variant> variants = {FindFamily("decode_fwd")->Default(cls, Target{}),
                                    DecodeVariant(dtype, head_dim, causal, 32, 1, 2, 2, 4)};
   if (head_dim <= 64) variants.push_back(DecodeVariant(dtype, head_dim, causal, 128, 4, 8, 2, 1));
-  for (const Variant& v : variants) ASSERT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   auto kernels = testing::CompileAndLoad(**gpu, variants);

@@ -3,7 +3,9 @@
 //
 // Contract: `kernels` is CompileAndLoad's answer for `variants` (same order); a variant whose
 // kernel does not fit this GPU (kOutOfResources) is left out, any other load error fails the
-// test. `run(kernel, case)` returns "" on a match, else why not. Header-only (gtest).
+// test. `run(kernel, case)` returns "" on a match, else why not. AssertValid checks hand-built
+// variants before a test asks for the GPU, so a tile that stops fitting fails on any machine
+// (CPU CI too), not only on the GPU one. Header-only (gtest).
 // Thread safety: none needed (one test thread).
 #pragma once
 
@@ -14,10 +16,20 @@
 #include <vector>
 
 #include "flashtune/kernel.h"
+#include "flashtune/space.h"
 #include "flashtune/status.h"
 #include "flashtune/variant.h"
 
 namespace flashtune::testing {
+
+// Every variant passes CheckVariant (the largest opt-in shared memory); call it as
+// ASSERT_NO_FATAL_FAILURE(AssertValid(...)) so a failure ends the caller too.
+inline void AssertValid(const std::vector<Variant>& variants) {
+  for (const Variant& v : variants) {
+    const Status valid = CheckVariant(v);
+    ASSERT_TRUE(valid.ok()) << valid.ToString();
+  }
+}
 
 template <typename Cases, typename Run>
 void CheckEveryVariant(const std::string& what, const std::vector<Variant>& variants,
