@@ -271,7 +271,8 @@ class HopperFwd final : public Family {
     if (paged_ || problem.layout == Layout::kPaged) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
     const bool d96 = problem.head_dim == 96;
-    const bool short_stream = problem.seqlen_k <= (d96 ? kD96WideTileKeys : kShortStreamKeys);
+    const int64_t short_keys = d96 ? kD96WideTileKeys : kShortStreamKeys;
+    const bool short_stream = problem.seqlen_k <= short_keys;
     if (!short_stream) {
       if (!d96) return std::nullopt;
       v.SetParam("bm", 192);
@@ -284,11 +285,10 @@ class HopperFwd final : public Family {
     if (why != nullptr)
       *why = short_stream ? "a short K/V stream (" +
                                 std::string(problem.layout == Layout::kVarlen ? "the longest sequence's " : "") +
-                                std::to_string(problem.seqlen_k) + " keys, at most " +
-                                std::to_string(d96 ? kD96WideTileKeys : kShortStreamKeys) +
+                                std::to_string(problem.seqlen_k) + " keys, at most " + std::to_string(short_keys) +
                                 "): the class default's persistent twin with two Q buffers, which overlaps a "
                                 "tile's prologue and epilogue with the block's previous tile"
-                          : "d96 over more than " + std::to_string(kD96WideTileKeys) +
+                          : "d96 over more than " + std::to_string(short_keys) +
                                 " keys: 192x96 over three consumer warpgroups, persistent (measured ahead of the "
                                 "class default and of 192x80 at every d96 shape from 2k keys)";
     return v;
