@@ -129,8 +129,12 @@ int64_t MergeBytes(const HopperConfig& c) {
 }
 }  // namespace
 
+// A split tile runs S for consumer_wgs blocks in a row (one a warpgroup, in turn order) before
+// the first warpgroup's P V frees a V slot, so the producer must have that many K blocks in
+// flight behind one V: stages >= consumer_wgs - 1, or the ring deadlocks (four warpgroups over two
+// stages hung on an H100, session 47).
 bool HopperSplitTail(const HopperConfig& c) {
-  return c.consumer_wgs > 1 && c.pingpong && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
+  return c.consumer_wgs > 1 && c.pingpong && c.stages >= c.consumer_wgs - 1 && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) { return BaseSmemBytes(c) + (HopperSplitTail(c) ? MergeBytes(c) : 0); }
@@ -191,7 +195,7 @@ int HopperRescaleThreshold(const HopperConfig& c) {
   // (96, 160, 224) follow their tile's (HopperTileHeadDim; O a quarter to an eighth narrower),
   // unmeasured.
   const int d = HopperTileHeadDim(c);
-  const bool three_wgs = c.consumer_wgs == 3 && (d == 64 || d == 128);
+  const bool three_wgs = c.consumer_wgs >= 3 && (d == 64 || d == 128);
   return d == 256 || three_wgs ? 8 : 0;
 }
 
@@ -200,8 +204,9 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
   if (c.head_dim % 32 != 0 || c.head_dim < 64 || c.head_dim > 256)
     return Invalid(uri + ": head_dim (" + std::to_string(c.head_dim) + ") must be 64, 96, 128, 160, 192, 224 or 256");
-  if (c.consumer_wgs < 1 || c.consumer_wgs > 3)
-    return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2 or 3");
+  if (c.consumer_wgs < 1 || c.consumer_wgs > (c.paged ? 3 : 4))
+    return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2, 3" +
+                   (c.paged ? " over pages" : " or 4"));
   if (c.block_m != kRowsPerWarpgroup * c.consumer_wgs)
     return Invalid(uri + ": block_m (" + std::to_string(c.block_m) + ") must be 64 * consumer_wgs (" +
                    std::to_string(kRowsPerWarpgroup * c.consumer_wgs) + ")");

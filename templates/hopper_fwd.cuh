@@ -53,7 +53,7 @@
 // with kHeadDim the next multiple of 64: the maps' boxes read the missing columns as zeros, S
 // skips their k-steps, P V runs at the data's width and the O store drops the rest); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
-// most 256); kConsumerWarpgroups 1..3; kStages 2..4; kCausal; kPersistent (a grid of at most
+// most 256); kConsumerWarpgroups 1..4 (4: not over pages); kStages 2..4; kCausal; kPersistent (a grid of at most
 // kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
 // or more consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below);
 // kBlocksPerSm (1, or 2-4 with one consumer warpgroup: the launch bounds, and so the registers
@@ -134,11 +134,11 @@ using FtHopperParams = ft_abi::HopperParams;
 // the tensor cores.
 // Named barriers: 0 = __syncthreads, 1 + cw = consumer warpgroup cw's epilogue,
 // kTurnBarrier + cw = "consumer warpgroup cw may issue" (its own 128 threads + the previous one's).
-constexpr int kTurnBarrier = 4;
+constexpr int kTurnBarrier = 5;  // after the four epilogue barriers
 // The split tail's hand-over (kSplitTail): the other warpgroups' partials are in the merge
 // buffer (kMergeFullBarrier), and the first warpgroup has read them (kMergeFreeBarrier).
-constexpr int kMergeFullBarrier = 7;
-constexpr int kMergeFreeBarrier = 8;
+constexpr int kMergeFullBarrier = 9;
+constexpr int kMergeFreeBarrier = 10;
 // FT_HOPPER_LAZY_RESCALE=1: skip the O rescale when no row of the warp moved its max (the
 // skipped multiplies would all be by exactly 1.0f: bit-identical results).
 #ifndef FT_HOPPER_LAZY_RESCALE
@@ -223,7 +223,8 @@ static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
               "head dim must be 64, 128, 192 or 256 (whole 64-column swizzle atoms)");
 static_assert(kHeadDimData % 32 == 0 && kHeadDimData <= kHeadDim && kHeadDimData > kHeadDim - 64,
               "the tensors' head dim must be a multiple of 32 within the last 64-column chunk of kHeadDim");
-static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 3, "consumer warpgroups must be 1, 2 or 3");
+static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 4, "consumer warpgroups must be 1, 2, 3 or 4");
+static_assert(!kPagedKv || kConsumerWarpgroups <= 3, "paged K/V: one, two or three consumer warpgroups");
 static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
               "block_m must be 64 * consumer warpgroups: each consumer warpgroup owns one 64-row wgmma tile");
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,
@@ -251,6 +252,8 @@ static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the templat
 // (Ping-pong's issue turns keep the split tail's blocks in ring order: no split without them.)
 static_assert(!kSplitTail || (kConsumerWarpgroups > 1 && kPingPong),
               "the split tail needs two or more consumer warpgroups taking ping-pong turns");
+static_assert(!kSplitTail || kStages >= kConsumerWarpgroups - 1,
+              "the split tail's S turns need kConsumerWarpgroups - 1 K blocks in flight (else the ring deadlocks)");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
 // With overlap, S of one block and P of the previous one are live together.
 static_assert(kBlockN / 2 + kHeadDimO / 2 + (kOverlap ? kBlockN / 4 : 0) <= kConsumerRegs - 32,

@@ -84,25 +84,23 @@ class HopperFwd final : public Family {
     // Searched: FA-3's tuned tiles as seeds (d64 192x128/192, d128 128x128/176, d256 128x80)
     // and their neighbours, and d192's class default (128x96: InDefaultSpace keeps 96-key blocks
     // to d192's tiles); 16-key steps exist in `allowed` for hand-picked variants.
-    // hopper_paged also searches three K/V stages (d128 and up, two or more consumer warpgroups:
-    // InDefaultSpace): on 16-key pages a block is 8 TMA boxes a chunk, and d128 128x128 took
-    // 0.93-0.98 of the two-stage time with three (session 35), where dense tiles tie.
-    static const auto axes_with = [](std::vector<int> stages) {
-      return std::vector<ParamAxis>{
-          {"bm", "block_m (bm)", {64, 128, 192}, {64, 128, 192}},
-          {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
-           {64, 80, 96, 112, 128, 176, 192}},
-          {"wg", "consumer warpgroups (wg)", {1, 2, 3}, {1, 2, 3}},
-          {"s", "stages (s)", {2, 3, 4}, std::move(stages)},
-          // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
-          // wherever it fits (InDefaultSpace).
-          {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
-          {"pp", "ping-pong (pp)", {0, 1}, {1}},
-          {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
-      };
+    // Three K/V stages (InDefaultSpace): hopper_paged's at d128 and up with two or more consumer
+    // warpgroups (on 16-key pages a block is 8 TMA boxes a chunk, and d128 128x128 took
+    // 0.93-0.98 of the two-stage time with three, session 35, where dense tiles tie); and d64's
+    // 256x64 over four warpgroups, whose split tail needs them.
+    static const std::vector<ParamAxis> kAxes = {
+        {"bm", "block_m (bm)", {64, 128, 192, 256}, {64, 128, 192, 256}},
+        {"bn", "block_n (bn)", {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
+         {64, 80, 96, 112, 128, 176, 192}},
+        {"wg", "consumer warpgroups (wg)", {1, 2, 3, 4}, {1, 2, 3, 4}},
+        {"s", "stages (s)", {2, 3, 4}, {2, 3}},
+        // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
+        // wherever it fits (InDefaultSpace).
+        {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
+        {"pp", "ping-pong (pp)", {0, 1}, {1}},
+        {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
     };
-    static const std::vector<ParamAxis> kAxes = axes_with({2}), kPagedAxes = axes_with({2, 3});
-    return paged_ ? kPagedAxes : kAxes;
+    return kAxes;
   }
 
   // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
@@ -144,8 +142,16 @@ class HopperFwd final : public Family {
     if (v.Param("bn") == 96 && d != 192 && !(v.head_dim == 96 && v.Param("wg") == 3 && !paged_)) return false;
     if (v.head_dim == 160 && v.Param("wg") == 3) return false;
     if (v.Param("wg") == 1 && d > 64) return false;
+    // Four consumer warpgroups: d64's 256x64 with three stages (its split tail), persistent with
+    // two Q buffers and the overlap. On an H100 (session 48) it took 0.94x 192x128 p2's time at
+    // full N 512, 0.92-0.96x at causal N 1k-2k, and tied or lost (to 1.06x at full N 2k)
+    // elsewhere; its two-stage twins (no split tail) and 80-96-key blocks without the overlap
+    // were slower everywhere.
+    if (v.Param("wg") == 4) {
+      return d == 64 && v.Param("bn") == 64 && v.Param("s") == 3 && v.Param("p") == 2 && v.Param("ov") == 1;
+    }
     // hopper_paged's three stages: measured at d128 with two warpgroups (d64 192x128 tied).
-    if (v.Param("s") == 3 && (v.Param("wg") == 1 || d < 128)) return false;
+    if (v.Param("s") == 3 && (!paged_ || v.Param("wg") == 1 || d < 128)) return false;
     if (v.Param("p") == 1) {
       detail::HopperConfig two = ConfigOf(v);
       two.q_buffers = 2;

@@ -14,6 +14,7 @@
 #include "flashtune/driver.h"
 #include "flashtune/kernel.h"
 #include "flashtune/reference.h"
+#include "flashtune/source.h"
 #include "flashtune/space.h"
 #include "tests/support/gpu_fixture.h"
 #include "tests/support/variant_checks.h"
@@ -139,6 +140,25 @@ TEST(ForwardGpu, D96ThreeWarpgroupTileMatchesTheReference) {
       for (const std::string p : {"p0", "p2"}) {
         auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d96_bm192_bn96_wg3_s2_" + p + "_pp1_ov1_" + mask);
         ASSERT_TRUE(v.ok()) << v.status().ToString();
+        variants.push_back(*v);
+      }
+    }
+  }
+  CheckOnHopper(variants);
+}
+
+// Four consumer warpgroups (256-row tiles, d64; s3 p2 searched): 64-key blocks with the overlap,
+// 80 and 96 without, both schedules where they differ, both dtypes, full and causal.
+TEST(ForwardGpu, FourWarpgroupTilesMatchTheReference) {
+  std::vector<Variant> variants;
+  for (const std::string dtype : {"bf16", "f16"}) {
+    for (const std::string mask : {"full", "causal"}) {
+      // (s3: the split tail, which needs three K stages with four warpgroups.)
+      for (const std::string params : {"bn64_wg4_s2_p0_pp1_ov1", "bn64_wg4_s2_p2_pp1_ov1", "bn80_wg4_s2_p2_pp1_ov0",
+                                       "bn96_wg4_s2_p2_pp1_ov0", "bn64_wg4_s3_p2_pp1_ov1"}) {
+        auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d64_bm256_" + params + "_" + mask);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        EXPECT_EQ(GeneratePrologue(*v).find("kSplitTail = true") != std::string::npos, v->Param("s") == 3) << v->Uri();
         variants.push_back(*v);
       }
     }

@@ -234,6 +234,16 @@ TEST(HopperPack, SplitTailWhereTheMergeBufferFits) {
   d128.q_buffers = 1;
   EXPECT_TRUE(HopperSplitTail(d128));
   EXPECT_LE(HopperSmemBytes(d128), 232448);
+
+  // Four warpgroups: a split tile's four S turns in a row need three K blocks in flight before
+  // the first P V frees a V slot, so two stages would deadlock the ring (they hung on an H100).
+  HopperConfig four = {DType::kBF16, 64, false, 256, 64, 4, 2, true, true, true, 2};
+  ASSERT_TRUE(CheckHopperConfig(four).ok()) << CheckHopperConfig(four).ToString();
+  EXPECT_FALSE(HopperSplitTail(four));
+  EXPECT_NE(HopperPrologue(four, HopperUri(four)).find("kSplitTail = false"), std::string::npos);
+  four.stages = 3;
+  ASSERT_TRUE(CheckHopperConfig(four).ok()) << CheckHopperConfig(four).ToString();
+  EXPECT_TRUE(HopperSplitTail(four));
 }
 
 // The packet's parameter bytes as the template's struct.
