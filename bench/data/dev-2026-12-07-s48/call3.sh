@@ -20,8 +20,10 @@ for mask in full causal; do
 done
 mkdir -p "$OUT/grid"
 PACK=$P DIMS=64 LIMIT=$(( ${LIMIT:-480} - ($(date +%s) - t0) )) OUT=$OUT/grid bash bench/data/h200-2026-12-05-s27/call2.sh
-$P/flashtune db list --db "$OUT/grid/fwd/fwd.db" > "$OUT/winners.txt" 2>&1
-# Each bucket's new tile beside the winner: its rank and time in the bucket's trials.
-$P/flashtune db export --db "$OUT/grid/fwd/fwd.db" --format csv > "$OUT/trials.csv" 2>&1
+# (call2.sh folded its database into grid/logs.tgz.) Each bucket's winner, and every trial: the
+# new tile's time beside the others'.
+db=/tmp/s48c3 && mkdir -p $db && tar xzf "$OUT/grid/logs.tgz" -C $db ./fwd/fwd.db
+$P/flashtune db list --db $db/fwd/fwd.db > "$OUT/winners.txt" 2>&1
+$P/flashtune db export --db $db/fwd/fwd.db --format csv > "$OUT/trials.csv" 2>&1
 bash bench/pack_out.sh "$OUT" sanitizers.txt winners.txt trials.csv grid/grid-table.txt grid/summary.txt grid/gpu.txt > /dev/null
 cat "$OUT/sanitizers.txt"
