@@ -4,10 +4,15 @@
 # (B1 Nq 300 Nk 333 Hq 2 Hkv 1, bf16: the last tile of 44 rows splits), full and causal (call 2's
 # racecheck of the whole GPU test ran past 170 s); 2) issue 13's forward grid at d64, tuned cold
 # (session 27's call2.sh with DIMS=64): which buckets the new tile wins, and the grid against SDPA.
+# On an H200: issue 13's whole forward grid instead (head dims 64, 128, 256), as call 1's.
 # usage (GPU): PACK=.devcarry-X OUT=$OUT [LIMIT=480] bash bench/data/dev-2026-12-07-s48/call3.sh
 set -uo pipefail
 t0=$(date +%s)
 P=$(cd "${PACK:?}" && pwd)
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  PACK=$P DIMS=64,128,256 LIMIT=${LIMIT:-570} OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
+  exit
+fi
 export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-s48c3
 for mask in full causal; do
   c=$([ $mask = causal ] && echo 1 || echo 0)
