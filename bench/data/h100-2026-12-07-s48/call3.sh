@@ -5,7 +5,7 @@
 # racecheck of the whole GPU test ran past 170 s); 2) issue 13's forward grid at d64, tuned cold
 # (session 27's call2.sh with DIMS=64): which buckets the new tile wins, and the grid against SDPA.
 # On an H200: issue 13's whole forward grid instead (head dims 64, 128, 256), as call 1's.
-# usage (GPU): PACK=.devcarry-X OUT=$OUT [LIMIT=480] bash bench/data/dev-2026-12-07-s48/call3.sh
+# usage (GPU): PACK=.devcarry-X OUT=$OUT [LIMIT=480] bash bench/data/h100-2026-12-07-s48/call3.sh
 set -uo pipefail
 t0=$(date +%s)
 P=$(cd "${PACK:?}" && pwd)

@@ -3,7 +3,7 @@
 # ForwardGpu.FourWarpgroupTilesMatchTheReference on WG4 (call 1 found 256x64 wg4 s3 p2 the fastest
 # tile at d64's short shapes); 2) session 47's call4.sh (the split tail against none), with WG4 as
 # MAIN: the patch changes no tile of call 4's (wg3 s2 keeps its split tail: 2 >= 3 - 1).
-# usage (GPU): WG4=.devcarry-W NOSPLIT=.devcarry-N OUT=$OUT bash bench/data/dev-2026-12-07-s48/call2.sh
+# usage (GPU): WG4=.devcarry-W NOSPLIT=.devcarry-N OUT=$OUT bash bench/data/h100-2026-12-07-s48/call2.sh
 set -uo pipefail
 t0=$(date +%s)
 W=$(cd "${WG4:?}" && pwd)
