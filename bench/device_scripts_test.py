@@ -70,7 +70,7 @@ class BenchAbSummary(unittest.TestCase):
         lines = summarise(self.write(log), "old", "new")
         self.assertEqual(len(lines), 2, lines)
         fields = lines[1].split()
-        self.assertEqual(fields[:5], ["B1", "x", "2048", "dense", "bn32_rm1_w2_s4_cs2"])
+        self.assertEqual(fields[:5], ["B1", "x", "2048", "dense:bf16", "bn32_rm1_w2_s4_cs2"])
         self.assertEqual(fields[5:7], ["10.0/12.0", "9.0/9.0"])
         self.assertAlmostEqual(float(fields[7]), 9.0 / 11.0, places=3)
 
@@ -85,9 +85,20 @@ class BenchAbSummary(unittest.TestCase):
             log += f"== pass 1 {build} B32 x 512 d64c1\n" + table([(causal, "wrong result", us)])
         lines = summarise(self.write(log), "a", "b")
         labels = sorted(line.split()[3] for line in lines[1:])
-        self.assertEqual(labels, ["d64c0", "dense", "paged"])  # the causal run failed: no ratio
+        self.assertEqual(labels, ["d64c0:bf16", "dense:bf16", "paged:bf16"])  # the causal run failed: no ratio
         for line in lines[1:]:
             self.assertAlmostEqual(float(line.split()[-1]), 0.5, places=3)
+
+    def test_one_header_over_both_dtypes_gives_a_row_to_each(self):
+        log = ""
+        for build, us in (("a", 20.0), ("b", 10.0)):
+            log += f"== pass 1 {build} B16 x 1024 d64c0\n" + table(
+                [("hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full", "ok", us)])
+            log += f"== pass 1 {build} B16 x 1024 d64c0\n" + table(
+                [("hopper_fwd_f16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full", "ok", 3 * us)])
+        lines = summarise(self.write(log), "a", "b")
+        self.assertEqual(sorted(line.split()[3] for line in lines[1:]), ["d64c0:bf16", "d64c0:f16"])
+        self.assertEqual(sorted(line.split()[5] for line in lines[1:]), ["20.0", "60.0"])  # not one mean of both
 
     def test_a_tile_run_by_one_build_only_gets_no_ratio(self):
         v = "decode_fwd_bf16_d128_bn32_rm1_w2_s2_cs4_kv0_full"
@@ -136,7 +147,7 @@ class TileAbScripts(unittest.TestCase):
             self.assertEqual(len(calls), 4)
             self.assertIn("--dtype f16 --head-dim 128 --causal 1 --batch 16 --seqlen-q 1024 --heads-q 16", calls[1])
             self.assertIn("--rounds 1", calls[1])
-        self.assertEqual(sorted(line.split()[3] for line in summary[1:]), ["d128c1", "d64c0"])
+        self.assertEqual(sorted(line.split()[3] for line in summary[1:]), ["d128c1:f16", "d64c0:bf16"])
         by_shape = {line.split()[0]: float(line.split()[-1]) for line in summary[1:]}
         self.assertAlmostEqual(by_shape["B32"], (8 + 32) / (10 + 32), places=3)
         self.assertAlmostEqual(by_shape["B16"], (8 + 16) / (10 + 16), places=3)
@@ -150,7 +161,7 @@ class TileAbScripts(unittest.TestCase):
         calls = self.calls(self.packs[0])
         self.assertIn("--batch 4 --seqlen-q 512 --seqlen-k 4096 --heads-q 32 --heads-kv 8 --layout paged", calls[0])
         self.assertEqual(sorted(line.split()[:4] for line in summary[1:]),
-                         [["B4", "x", "4096", "d128c0paged"]] * 2)  # a row per tile
+                         [["B4", "x", "4096", "d128c0paged:bf16"]] * 2)  # a row per tile
         self.assertEqual(sorted(line.split()[4] for line in summary[1:]),
                          ["bm128_bn128_wg2_s3_p0_pp1_ov1", "bm192_bn80_wg3_s3_p0_pp1_ov1"])
 
