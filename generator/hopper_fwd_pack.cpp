@@ -134,7 +134,8 @@ int64_t MergeBytes(const HopperConfig& c) {
 // flight behind one V: stages >= consumer_wgs - 1, or the ring deadlocks (four warpgroups over two
 // stages hung on an H100, session 47).
 bool HopperSplitTail(const HopperConfig& c) {
-  return c.consumer_wgs > 1 && c.pingpong && c.stages >= c.consumer_wgs - 1 && BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
+  return c.consumer_wgs > 1 && c.pingpong && c.stages >= c.consumer_wgs - 1 &&
+         BaseSmemBytes(c) + MergeBytes(c) <= FindGpuArch(9, 0)->max_smem_per_block_optin;
 }
 
 int64_t HopperSmemBytes(const HopperConfig& c) { return BaseSmemBytes(c) + (HopperSplitTail(c) ? MergeBytes(c) : 0); }
