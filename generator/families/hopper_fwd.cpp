@@ -219,6 +219,11 @@ class HopperFwd final : public Family {
   // width leaves its 96-key S room) took 0.983x / 0.990x 192x80's time at N 16k full / causal,
   // 0.990x / 0.972x at 2k, and 0.919x / 0.909x 128x128 p2's at 2k (session 47, H100, `flashtune
   // bench --rounds 5`); at N 1900 192x64 over three took 0.95x 128x128 p2's, at N 1000 1.05x.
+  // A dense d64 call over at most 1024 keys (causal: 4096) runs 256x64 over four consumer
+  // warpgroups with three stages, persistent: the tuner's pick at those buckets (session 48,
+  // H100, both dtypes: 0.93x the short-stream tile's time at full N 512, 0.99x at 1k, 1.03x at
+  // 2k; causal 0.92-0.94x at N 512, 0.95-0.97x at 1k-2k, and 0.97x the class default's at 4k).
+  // Packed sequences keep the short-stream rule (the four-warpgroup tile is unmeasured on them).
   Variant DefaultFor(const Problem& problem, const Target& target) const override {
     return ProblemTile(problem, target, nullptr).value_or(Default(ClassOf(problem), target));
   }
@@ -270,12 +275,27 @@ class HopperFwd final : public Family {
  private:
   static constexpr int64_t kShortStreamKeys = 2048;
   static constexpr int64_t kD96WideTileKeys = 1024;
+  static constexpr int64_t kD64FourWarpgroupKeys = 1024, kD64FourWarpgroupCausalKeys = 4096;
 
   // The tile DefaultFor gives `problem` in place of its class default, else nothing; with `why`,
   // the reason in a phrase (one home for DefaultFor and DefaultReason).
   std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
     if (paged_ || problem.layout == Layout::kPaged) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
+    if (problem.head_dim == 64 && problem.layout == Layout::kDense &&
+        problem.seqlen_k <= (problem.causal ? kD64FourWarpgroupCausalKeys : kD64FourWarpgroupKeys)) {
+      Variant four = v;
+      for (const auto& [name, value] : {std::pair{"bm", 256}, {"bn", 64}, {"wg", 4}, {"s", 3}, {"p", 2}, {"ov", 1}})
+        four.SetParam(name, value);
+      if (CheckRules(four, target.max_smem_bytes).ok()) {
+        if (why != nullptr)
+          *why = "a short d64 K/V stream (" + std::to_string(problem.seqlen_k) + " keys, at most " +
+                 std::to_string(problem.causal ? kD64FourWarpgroupCausalKeys : kD64FourWarpgroupKeys) +
+                 (problem.causal ? ", causal" : "") +
+                 "): 256x64 over four consumer warpgroups with three stages, persistent (the tuner's pick there)";
+        return four;
+      }
+    }
     const bool d96 = problem.head_dim == 96;
     const int64_t short_keys = d96 ? kD96WideTileKeys : kShortStreamKeys;
     const bool short_stream = problem.seqlen_k <= short_keys;

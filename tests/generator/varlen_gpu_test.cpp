@@ -67,7 +67,7 @@ class VarlenClasses : public ::testing::TestWithParam<std::tuple<DType, int, boo
 
 // Each family's default, a 64-row fa2_fwd tile, and the hopper_fwd persistent scheduler (a
 // block walks tiles past shorter sequences' ends) with one consumer warpgroup at d64 and without
-// overlap or ping-pong elsewhere, with two Q buffers at d64 and d128, and with three consumer
+// overlap or ping-pong elsewhere, with two Q buffers at d64 and d128, and with three and four consumer
 // warpgroups at d64 (the split tail).
 TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
@@ -93,10 +93,14 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   }
   // The split tail in the persistent rotated rounds: a sequence's own last tile of one live
   // warpgroup (1000 = 5 x 192 + 40 rows; 64 and 1 rows alone) deals its blocks to all three.
+  // And over four warpgroups with three stages (searched at d64; 4097 = 16 x 256 + 1 and 17
+  // rows split, 1000 = 3 x 256 + 232 does not).
   if (head_dim == 64) {
-    auto split = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + "_d64_bm192_bn128_wg3_s2_p2_pp1_ov1" + mask);
-    ASSERT_TRUE(split.ok()) << split.status().ToString();
-    variants.push_back(*split);
+    for (const char* tile : {"_d64_bm192_bn128_wg3_s2_p2_pp1_ov1", "_d64_bm256_bn64_wg4_s3_p2_pp1_ov1"}) {
+      auto split = Variant::FromUri("hopper_fwd_" + std::string(DTypeName(dtype)) + tile + mask);
+      ASSERT_TRUE(split.ok()) << split.status().ToString();
+      variants.push_back(*split);
+    }
   }
   ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   CheckVarlenClass(cls, variants);
