@@ -148,16 +148,19 @@ TEST(RuntimeGpu, TunedProblemRunsFromTheDatabase) {
   if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
   const std::string dir = TempDir("runtime_gpu_tuned");
   const std::string db = dir + "/t.db";
-  // $FLASHTUNE_CLI: the binary when the tests run outside their build tree (the GPU machine).
+  // The CLI: $FLASHTUNE_CLI, else the build tree's, else the one beside this binary (a
+  // bench/pack_for_gpu.sh folder on the GPU machine, where the build tree is not).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const char* cli_env = std::getenv("FLASHTUNE_CLI");
-  const std::string cli = cli_env != nullptr ? cli_env : FLASHTUNE_CLI_PATH;
+  std::string cli = cli_env != nullptr ? cli_env : FLASHTUNE_CLI_PATH;
+  if (cli_env == nullptr && !std::filesystem::exists(cli))
+    cli = (std::filesystem::path(self).parent_path() / "flashtune").string();
   ASSERT_EQ(RunShell("'" + cli + "' tune --db '" + db +
                      "' --dtypes bf16 --head-dims 64 --causal 0 --seqlens 256 --hidden 256 --tokens 512 > '" + dir +
                      "/tune.log' 2>&1"),
             0)
       << ReadFile(dir + "/tune.log");
   const std::string mark = dir + "/child.ok";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const int rc = RunShell("FT_RUNTIME_CHILD_DB='" + db + "' FT_RUNTIME_CHILD_MARK='" + mark + "' '" + self +
                           "' --gtest_filter=RuntimeGpuChild.TunedForwardWithoutNvrtc > '" + dir + "/child.log' 2>&1");
   EXPECT_EQ(rc, 0) << ReadFile(dir + "/child.log");
