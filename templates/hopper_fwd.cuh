@@ -252,6 +252,10 @@ static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the templat
 // (Ping-pong's issue turns keep the split tail's blocks in ring order: no split without them.)
 static_assert(!kSplitTail || (kConsumerWarpgroups > 1 && kPingPong),
               "the split tail needs two or more consumer warpgroups taking ping-pong turns");
+// Named barriers (16 in hardware): the epilogues', then the turns', then the merge's, apart.
+static_assert(1 + kConsumerWarpgroups <= kTurnBarrier && kTurnBarrier + kConsumerWarpgroups <= kMergeFullBarrier &&
+                  kMergeFreeBarrier < 16,
+              "the named barriers' numbers overlap or pass the 16 the hardware has");
 static_assert(!kSplitTail || kStages >= kConsumerWarpgroups - 1,
               "the split tail's S turns need kConsumerWarpgroups - 1 K blocks in flight (else the ring deadlocks)");
 static_assert(kSmemBytes <= 232448, "shared memory exceeds the largest opt-in limit (227 KB)");
