@@ -219,7 +219,7 @@ class HopperFwd final : public Family {
   // width leaves its 96-key S room) took 0.983x / 0.990x 192x80's time at N 16k full / causal,
   // 0.990x / 0.972x at 2k, and 0.919x / 0.909x 128x128 p2's at 2k (session 47, H100, `flashtune
   // bench --rounds 5`); at N 1900 192x64 over three took 0.95x 128x128 p2's, at N 1000 1.05x.
-  // A dense d64 call over at most 1024 keys (causal: 4096) runs 256x64 over four consumer
+  // A dense d64 call of at most 1024 keys (causal: 4096) runs 256x64 over four consumer
   // warpgroups with three stages, persistent: the tuner's pick at those buckets (session 48,
   // H100, both dtypes: 0.93x the short-stream tile's time at full N 512, 0.99x at 1k, 1.03x at
   // 2k; causal 0.92-0.94x at N 512, 0.95-0.97x at 1k-2k, and 0.97x the class default's at 4k).
