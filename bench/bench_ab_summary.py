@@ -4,8 +4,9 @@
 The input is the log a device call writes: each run preceded by a header line
 `== pass P BUILD B<batch> x <keys> LABEL` (LABEL: one word, e.g. the layout, or d64c1 for a
 prefill head dim and mask), then `flashtune bench`'s table. Prints, per shape, label:dtype (the
-variant's dtype, e.g. d64c0:bf16), and variant tile (the URI between the family's dtype/head-dim prefix and the K/V layout or mask
-suffix), each build's medians over the passes and new / old of their means.
+variant's dtype, e.g. d64c0:bf16) and variant tile (the URI between the family's dtype/head-dim
+prefix and the K/V layout or mask suffix), each build's medians over the passes and new / old of
+their means.
 
 usage: bench/bench_ab_summary.py BENCH_LOG OLD_BUILD NEW_BUILD
 """

@@ -131,19 +131,23 @@ TEST(ForwardGpu, HopperSwitchesOffMatchTheReference) {
   CheckOnHopper(variants);
 }
 
+// hopper_fwd_<dtype>_<tile>_<mask> for each of `tiles`, in bf16 and f16, full and causal.
+void AppendBothDtypesAndMasks(const std::vector<std::string>& tiles, std::vector<Variant>* out) {
+  for (const std::string dtype : {"bf16", "f16"})
+    for (const std::string mask : {"full", "causal"})
+      for (const std::string& tile : tiles) {
+        auto v = Variant::FromUri("hopper_fwd_" + dtype + "_" + tile + "_" + mask);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        out->push_back(*v);
+      }
+}
+
 // d96's three-warpgroup tile with 96-key blocks fits the consumers' registers only with O at the
 // data's 96 columns: both schedules, both dtypes, full and causal, on the float64 reference.
 TEST(ForwardGpu, D96ThreeWarpgroupTileMatchesTheReference) {
   std::vector<Variant> variants;
-  for (const std::string dtype : {"bf16", "f16"}) {
-    for (const std::string mask : {"full", "causal"}) {
-      for (const std::string p : {"p0", "p2"}) {
-        auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d96_bm192_bn96_wg3_s2_" + p + "_pp1_ov1_" + mask);
-        ASSERT_TRUE(v.ok()) << v.status().ToString();
-        variants.push_back(*v);
-      }
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      AppendBothDtypesAndMasks({"d96_bm192_bn96_wg3_s2_p0_pp1_ov1", "d96_bm192_bn96_wg3_s2_p2_pp1_ov1"}, &variants));
   CheckOnHopper(variants);
 }
 
@@ -151,18 +155,13 @@ TEST(ForwardGpu, D96ThreeWarpgroupTileMatchesTheReference) {
 // 80 and 96 without, both schedules where they differ, both dtypes, full and causal.
 TEST(ForwardGpu, FourWarpgroupTilesMatchTheReference) {
   std::vector<Variant> variants;
-  for (const std::string dtype : {"bf16", "f16"}) {
-    for (const std::string mask : {"full", "causal"}) {
-      // (s3: the split tail, which needs three K stages with four warpgroups.)
-      for (const std::string params : {"bn64_wg4_s2_p0_pp1_ov1", "bn64_wg4_s2_p2_pp1_ov1", "bn80_wg4_s2_p2_pp1_ov0",
-                                       "bn96_wg4_s2_p2_pp1_ov0", "bn64_wg4_s3_p2_pp1_ov1"}) {
-        auto v = Variant::FromUri("hopper_fwd_" + dtype + "_d64_bm256_" + params + "_" + mask);
-        ASSERT_TRUE(v.ok()) << v.status().ToString();
-        EXPECT_EQ(GeneratePrologue(*v).find("kSplitTail = true") != std::string::npos, v->Param("s") == 3) << v->Uri();
-        variants.push_back(*v);
-      }
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(AppendBothDtypesAndMasks(
+      {"d64_bm256_bn64_wg4_s2_p0_pp1_ov1", "d64_bm256_bn64_wg4_s2_p2_pp1_ov1", "d64_bm256_bn80_wg4_s2_p2_pp1_ov0",
+       "d64_bm256_bn96_wg4_s2_p2_pp1_ov0", "d64_bm256_bn64_wg4_s3_p2_pp1_ov1"},
+      &variants));
+  // s3 only: the split tail, which needs three K stages with four warpgroups.
+  for (const Variant& v : variants)
+    EXPECT_EQ(GeneratePrologue(v).find("kSplitTail = true") != std::string::npos, v.Param("s") == 3) << v.Uri();
   CheckOnHopper(variants);
 }
 

@@ -178,15 +178,13 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
               "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
     // d64, dense, up to 1024 keys (causal: 4096): 256x64 over four warpgroups with three stages.
     const std::string four = "hopper_fwd_bf16_d64_bm256_bn64_wg4_s3_p2_pp1_ov1_" + kind;
+    const std::string d64_default = fwd.Default(ProblemClass{DType::kBF16, 64, causal}, sm90a).Uri();
     for (int64_t n : {512, 1024}) EXPECT_EQ(fwd.DefaultFor(problem(64, causal, n), sm90a).Uri(), four) << n;
-    for (int64_t n : {2048, 4096})
-      EXPECT_EQ(fwd.DefaultFor(problem(64, causal, n), sm90a).Uri(),
-                causal ? four
-                       : n == 2048 ? "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full"
-                                   : fwd.Default(ProblemClass{DType::kBF16, 64, causal}, sm90a).Uri())
-          << n;
-    EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 8192), sm90a).Uri(),
-              fwd.Default(ProblemClass{DType::kBF16, 64, causal}, sm90a).Uri());
+    // Past 1024 keys a full call takes the short-stream rule, then the class default.
+    EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 2048), sm90a).Uri(),
+              causal ? four : "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_full");
+    EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 4096), sm90a).Uri(), causal ? four : d64_default);
+    EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 8192), sm90a).Uri(), d64_default);
     EXPECT_NE(fwd.DefaultReason(problem(64, causal, 1024), sm90a).find("four consumer warpgroups"), std::string::npos);
     // Packed d64 sequences keep the short-stream rule (the four-warpgroup tile is unmeasured there).
     EXPECT_EQ(fwd.DefaultFor(problem(64, causal, 1024, Layout::kVarlen), sm90a).Uri(),
