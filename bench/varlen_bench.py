@@ -6,6 +6,7 @@ batch, all in the same run.
 
 Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
  - ragged: B8 with lengths 512 1024 1536 2048 2560 3072 2304 3328 (16384 tokens), Nq = Nk;
+ - short:  B64 with lengths 64 + 37 i mod 900 (64 to 963, 32898 tokens), Nq = Nk;
  - equal:  B8 x 2048 as varlen, and the same as a dense [8, 2048, H, D] call (same tokens,
    same FLOPs: the varlen path's own cost);
  - mixed:  30 decode rows over 8192 keys each + 2 prefills of 4096 tokens (decodes first, as
@@ -38,6 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decode_bench import Runtime, bench, bench_graph  # noqa: E402  (same folder: one timing method)
 
 RAGGED = [512, 1024, 1536, 2048, 2560, 3072, 2304, 3328]
+# Many short sequences (an engine's prefill batch): 64 of 64-963 tokens, 32898 in all.
+SHORT = [64 + 37 * i % 900 for i in range(64)]
 
 
 def visible_pairs(nq, nk, causal):
@@ -223,11 +226,13 @@ def main():
     for causal in (() if a.mixed_only else (False, True)):
         mask = "causal" if causal else "full"
         ragged = Batch(rt, RAGGED, RAGGED, hq, hkv, d, causal, dev)
+        short = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev)
         equal = Batch(rt, [2048] * 8, [2048] * 8, hq, hkv, d, causal, dev)
         dense_call, dense_keep = dense_args(rt, 8, 2048, 2048, hq, hkv, d, causal, dev)
         qd = dense_keep[0].transpose(1, 2)
         kd, vd = dense_keep[1].transpose(1, 2), dense_keep[2].transpose(1, 2)
-        calls = {"ft varlen ragged": ragged.forward, "ft varlen 8x2048": equal.forward, "ft dense 8x2048": dense_call}
+        calls = {"ft varlen ragged": ragged.forward, "ft varlen short": short.forward, "ft varlen 8x2048": equal.forward,
+                 "ft dense 8x2048": dense_call}
         for name, backend in (("sdpa flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
                               ("sdpa cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
             def sdpa(backend=backend):
@@ -239,7 +244,7 @@ def main():
             except RuntimeError as e:
                 print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
         if varlen_attn is not None:
-            for tag, bt in (("ragged", ragged), ("8x2048", equal)):
+            for tag, bt in (("ragged", ragged), ("short", short), ("8x2048", equal)):
                 def tv(bt=bt):
                     return call_varlen_attn(varlen_attn, bt.q, bt.k, bt.v, bt.cu_q, bt.cu_k, max(bt.len_q),
                                             max(bt.len_k), causal)
@@ -248,9 +253,11 @@ def main():
                     calls["torch varlen_attn " + tag] = tv
                 except (RuntimeError, TypeError) as e:
                     print(f"  torch varlen_attn {tag}: {str(e).splitlines()[0]}", flush=True)
-        errors = {"ft varlen ragged": ragged.error_vs_sdpa(), "ft varlen 8x2048": equal.error_vs_sdpa()}
+        errors = {"ft varlen ragged": ragged.error_vs_sdpa(), "ft varlen short": short.error_vs_sdpa(),
+                  "ft varlen 8x2048": equal.error_vs_sdpa()}
         us = median_rounds(calls)
-        flops = {name: (ragged.flops if "ragged" in name else equal.flops) for name in calls}
+        flops = {name: (ragged.flops if "ragged" in name else short.flops if "short" in name else equal.flops)
+                 for name in calls}
         for name in calls:
             tf = flops[name] / (us[name] * 1e-6) / 1e12
             err = errors.get(name)
@@ -261,11 +268,13 @@ def main():
             results.append({"mask": mask, "call": name, "us": us[name], "tflops": tf, "flops": flops[name],
                             "rel_err": err[0] if err else None})
             print(line, flush=True)
-        ratio = (flops["ft varlen ragged"] / us["ft varlen ragged"]) / (flops["ft dense 8x2048"] / us["ft dense 8x2048"])
-        lines.append(f"{mask:6s} varlen ragged TFLOP/s / dense 8x2048 TFLOP/s = {ratio:.3f}; "
+        dense_rate = flops["ft dense 8x2048"] / us["ft dense 8x2048"]
+        ratio = flops["ft varlen ragged"] / us["ft varlen ragged"] / dense_rate
+        short_ratio = flops["ft varlen short"] / us["ft varlen short"] / dense_rate
+        lines.append(f"{mask:6s} varlen ragged TFLOP/s / dense 8x2048 TFLOP/s = {ratio:.3f}; short: {short_ratio:.3f}; "
                      f"varlen 8x2048 time / dense 8x2048 time = {us['ft varlen 8x2048'] / us['ft dense 8x2048']:.3f}")
         print(lines[-1], flush=True)
-        del ragged, equal, dense_keep, calls
+        del ragged, short, equal, dense_keep, calls
         torch.cuda.empty_cache()
 
     # Mixed prefill + decode: one varlen call against prefill + decode as two calls.
@@ -303,6 +312,7 @@ def main():
         del routed, mixed, paged_routed, paged, pre_keep, dec_keep, decode_only
         torch.cuda.empty_cache()
 
+    os.makedirs(a.out, exist_ok=True)
     json.dump({"note": varlen_note, "rows": results}, open(os.path.join(a.out, "varlen_bench.json"), "w"), indent=1)
     print(f"\n{varlen_note}\nbf16 Hq{hq} Hkv{hkv} d{d}; ragged lengths {RAGGED}")
     for line in lines:

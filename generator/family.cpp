@@ -222,7 +222,8 @@ std::vector<const Family*> FamiliesFor(const Problem& problem) {
 
 int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
   int64_t bytes = 0;
-  for (const Family* f : FamiliesFor(problem)) bytes = std::max(bytes, f->WorkspaceBytes(problem, sm_count));
+  for (const Family* f : FamiliesFor(problem))
+    bytes = std::max({bytes, f->WorkspaceBytes(problem, sm_count), f->WorkspaceWanted(problem)});
   if (problem.layout == Layout::kVarlen && problem.seqlen_q > kDecodeMaxQueries) {
     // A mixed call's decode part (MixedVarlenParts): a decode-sized varlen problem bounds it.
     Problem decode = problem;

@@ -122,6 +122,23 @@ class Family {
     (void)sm_count;
     return 0;
   }
+  // The variant that runs `problem` in `v`'s place: `v`, or a twin of the same tile compiled
+  // for the call's layout (hopper_fwd's p3 for packed sequences), with `why` (when not null)
+  // saying so. The planner applies it to whatever it picked: tuned winners were timed on dense
+  // tensors.
+  virtual Variant TwinFor(const Variant& v, const Problem& problem, std::string* why) const {
+    (void)problem;
+    (void)why;
+    return v;
+  }
+  // Workspace bytes that make a call of `problem` faster when the caller gives them, though it
+  // runs without (hopper_fwd's claimed tiles on packed sequences). WorkspaceBytes (the free
+  // function, Runtime::workspace_size) asks for them too; a call is refused only for less than
+  // the family's WorkspaceBytes.
+  virtual int64_t WorkspaceWanted(const Problem& problem) const {
+    (void)problem;
+    return 0;
+  }
   // Whether its kernels honour ForwardArgs::seqlens_k on the dense layout (per-sequence key
   // counts); a call with seqlens_k goes to another family otherwise.
   virtual bool reads_seqlens_k() const { return false; }

@@ -110,16 +110,19 @@ std::string HopperUri(const HopperConfig& c) {
   return std::string(c.paged ? "hopper_paged_" : "hopper_fwd_") + std::string(DTypeName(c.dtype)) + "_d" +
          std::to_string(c.head_dim) + "_bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_wg" +
          std::to_string(c.consumer_wgs) + "_s" + std::to_string(c.stages) + "_p" +
-         (c.persistent ? (c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
+         (c.persistent ? (c.claims ? "3" : c.q_buffers == 2 ? "2" : "1") : "0") + "_pp" + (c.pingpong ? "1" : "0") + "_ov" +
          (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
+
+bool HopperTileClaims(const HopperConfig& c) { return c.claims && c.persistent && c.q_buffers == 2 && !c.paged; }
 
 namespace {
 // Shared memory without the split tail's merge buffer.
 int64_t BaseSmemBytes(const HopperConfig& c) {
   const int64_t tile_q = int64_t(c.block_m) * HopperTileHeadDim(c) * 2;
   const int64_t tile_kv = int64_t(c.block_n) * HopperTileHeadDim(c) * 2;
-  const int64_t barriers = 2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0);
+  // (Claimed tiles, HopperTileClaims: two id-full and two id-empty barriers and two ids.)
+  const int64_t barriers = 2 * c.q_buffers + 4 * c.stages + (c.paged ? c.stages : 0) + (HopperTileClaims(c) ? 6 : 0);
   return 1024 + c.q_buffers * tile_q + 2 * c.stages * tile_kv + barriers * 8;
 }
 // The merge buffer: each consumer warpgroup but the first leaves O (head_dim / 2 floats a
@@ -148,11 +151,16 @@ int64_t HopperSmemPerSm() { return FindGpuArch(9, 0)->smem_per_sm; }
 
 // The register file (64K) split among `blocks` resident blocks: the launch bound gives each
 // thread floor(65536 / (blocks * threads)) registers, rounded down to 8; the producer
-// warpgroup keeps 24 and the consumers share the rest, at most 240 each (setmaxnreg's unit is 8).
+// warpgroup keeps 24 (claimed tiles: 32 where the consumers lose nothing by it) and the
+// consumers share the rest, at most 240 each (setmaxnreg's unit is 8).
 int LaunchRegsAt(const HopperConfig& c, int blocks) { return 65536 / (blocks * HopperThreads(c)) / 8 * 8; }
 int ConsumerRegsAt(const HopperConfig& c, int blocks) {
   const int threads = HopperThreads(c);
-  return std::min(240, (threads * LaunchRegsAt(c, blocks) - 128 * 24) / (128 * c.consumer_wgs) / 8 * 8);
+  auto with = [&](int producer) {
+    return std::min(240, (threads * LaunchRegsAt(c, blocks) - 128 * producer) / (128 * c.consumer_wgs) / 8 * 8);
+  };
+  // The template's kProducerRegs: claimed tiles keep 32 where the consumers lose nothing by it.
+  return HopperTileClaims(c) && with(32) == with(24) ? with(32) : with(24);
 }
 // Without the overlap, the template issues S in two wgmma halves where the whole S and O do not
 // fit the launch bound (kSplitS); the larger half is kSplitN0 keys, half the block rounded up to 16.
@@ -217,6 +225,8 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.q_buffers != 1 && !(c.q_buffers == 2 && c.persistent))
     return Invalid(uri + ": q_buffers (" + std::to_string(c.q_buffers) +
                    ") must be 1, or 2 with the persistent tile loop (a block of one tile has no next Q)");
+  if (c.claims && !(c.persistent && c.q_buffers == 2 && !c.paged))
+    return Invalid(uri + ": claimed tiles (p3) need the persistent loop with two Q buffers over dense or packed K/V");
   // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
   const int blocks = HopperBlocksPerSm(c);
   if (!AccumulatorsFit(c, blocks))
@@ -249,6 +259,7 @@ std::string HopperPrologue(const HopperConfig& c, const std::string& uri) {
       .Int("kRescaleThreshold", HopperRescaleThreshold(c))
       .Bool("kSplitTail", HopperSplitTail(c), "a one-warpgroup tile deals its K/V blocks to every warpgroup")
       .Bool("kPagedKv", c.paged, "K/V through the block table")
+      .Bool("kClaimTiles", HopperTileClaims(c), "tiles claimed from a counter at run time (packed sequences)")
       .Finish("hopper_fwd.cuh");
 }
 
@@ -267,6 +278,9 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
                    std::string(LayoutName(a.problem.layout)) + (c.paged ? " without seqlens_k" : ""));
   if (!c.paged && a.seqlens_k != nullptr)
     return Invalid(HopperUri(c) + " does not read per-sequence key counts (seqlens_k); hopper_paged does");
+  if (HopperTileClaims(c) && a.problem.layout != Layout::kVarlen)
+    return Invalid(HopperUri(c) + " claims its tiles at run time: it serves packed sequences (layout varlen); this "
+                   "call's layout is " + std::string(LayoutName(a.problem.layout)));
   return CheckTmaDescribable(a);
 }
 
@@ -353,6 +367,16 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   if (f.layout == Layout::kVarlen) {
     p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_k = a.varlen.total_k;
+    // Claimed tiles where the call gives the counter's workspace and its sequences differ in
+    // length (the sums say so: every one is at most the longest); else the static deal, which
+    // balances sequences of one length and keeps more of their K/V in L2 (call 3 of session 49:
+    // claims took d128 B8 x 2048 causal 2.6% longer).
+    const bool ragged = a.varlen.total_q != f.batch * f.seqlen_q || a.varlen.total_k != f.batch * f.seqlen_k;
+    if (HopperTileClaims(c) && ragged && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes) {
+      p.tile_counter = static_cast<unsigned*>(a.workspace);
+      out->zero = a.workspace;
+      out->zero_bytes = sizeof(unsigned);
+    }
   }
   if (paged) {
     p.seqlens_k = a.seqlens_k;

@@ -46,6 +46,9 @@ struct HopperConfig {
   bool overlap = true;      // S of block j+1 issued before P V of block j
   int q_buffers = 1;        // 2 (persistent only): the next tile's Q loads into a second buffer
   bool paged = false;       // K/V from a paged cache (the hopper_paged family; the template's kPagedKv)
+  // Tiles claimed at run time from a counter in the call's workspace (p3: persistent, two Q
+  // buffers, dense K/V; packed sequences only; the template's kClaimTiles, HopperTileClaims).
+  bool claims = false;
   bool operator==(const HopperConfig&) const = default;
 };
 
@@ -61,7 +64,8 @@ using HopperParams = ft_abi::HopperParams;
 int HopperTileHeadDim(const HopperConfig& config);
 
 // "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p0_pp1_ov1_causal" ("..._full" when not causal; p1
-// for a persistent variant, p2 for one with two Q buffers, pp0 without ping-pong, ov0 without
+// for a persistent variant, p2 for one with two Q buffers, p3 for p2 claiming its tiles at run
+// time (packed sequences), pp0 without ping-pong, ov0 without
 // intra-warpgroup overlap): the hopper_fwd family's variant URI; "hopper_paged_..." for a paged
 // config (the hopper_paged family: the same parameters).
 std::string HopperUri(const HopperConfig& config);
@@ -75,9 +79,20 @@ Status CheckHopperConfig(const HopperConfig& config, int64_t max_smem_bytes = 23
 // rest within 227 KB. (With the persistent rounds rotated so short tiles spread over the
 // blocks, it took d64 192x128 at N 1k to 0.95x the time; alone it bought nothing: session 31.)
 bool HopperSplitTail(const HopperConfig& config);
+// Whether the kernel takes its tiles from a counter at run time (config.claims, the template's
+// kTileClaims: p3), the counter in the call's workspace (kHopperClaimWorkspaceBytes), zeroed by
+// the launch; a call without that workspace, or whose sequences are all the longest, gets the
+// static deal. For packed sequences: their lengths are on the device, and the static deal, which
+// assumes every sequence is the longest, left the blocks that drew the long sequences' tiles
+// with up to 1.6x the mean work (ft_tile_schedule.cuh's claim_tile has the claims' order).
+bool HopperTileClaims(const HopperConfig& config);
+// The workspace a call with claimed tiles uses (Family::WorkspaceWanted): the counter, in a
+// 16-byte slot.
+constexpr int64_t kHopperClaimWorkspaceBytes = 16;
 // Dynamic shared memory the template needs (its kSmemBytes): 1 KB alignment slack, the Q
 // tile(s), `stages` K and V tiles, the split tail's merge buffer (HopperSplitTail), and the
-// mbarriers (2 per Q buffer + 4 * stages, + stages V "raw" barriers when paged).
+// mbarriers (2 per Q buffer + 4 * stages, + stages V "raw" barriers when paged, + 4 barriers
+// and 2 ids with claimed tiles).
 int64_t HopperSmemBytes(const HopperConfig& config);
 // Threads per block: 128 per consumer warpgroup plus a producer warpgroup.
 int HopperThreads(const HopperConfig& config);
@@ -87,8 +102,9 @@ int HopperThreads(const HopperConfig& config);
 // (104, 136), S and O fit the launch bound's registers (64, 80: what ptxas compiles the S
 // wgmma in), and that many blocks' shared memory fits an SM, else two.
 int HopperBlocksPerSm(const HopperConfig& config);
-// Registers per consumer thread after setmaxnreg (the producer keeps 24): 240 (two consumer
-// warpgroups), 160 (three), 232, 136 or 104 (one, at two, three or four blocks per SM).
+// Registers per consumer thread after setmaxnreg (the producer keeps 24; with claimed tiles 32
+// where the consumers lose nothing by it): 240 (two consumer warpgroups), 160 (three), 232, 136
+// or 104 (one, at two, three or four blocks per SM).
 int HopperConsumerRegs(const HopperConfig& config);
 // The template's kRescaleThreshold: 8 (a row's running max moves only by more than 2^8, so the
 // O rescale is skipped on almost every block) where it measured faster: d256, and three consumer

@@ -63,6 +63,10 @@ struct LaunchPacket {
   // LaunchStep::overlap; the kernel must begin with griddepcontrol.wait).
   bool overlap = false;
   uint32_t arg_bytes = 0;
+  // Device bytes set to zero on the stream just before the first kernel (a counter the
+  // kernel's blocks claim work from, in the call's workspace); none when zero_bytes is 0.
+  void* zero = nullptr;
+  uint32_t zero_bytes = 0;
   int tensor_maps = 0;
   TensorMapRequest maps[kMaxTensorMaps];
   int next_steps = 0;  // launches after the first, in order

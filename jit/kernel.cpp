@@ -1,5 +1,6 @@
 #include "flashtune/kernel.h"
 
+#include "jit/cuda_api.h"
 #include "jit/tensor_map_cache.h"
 
 namespace flashtune {
@@ -109,6 +110,13 @@ Status Kernel::Launch(LaunchPacket* packet, CUstream stream) const {
   }
   Status encoded = EncodeTensorMaps(function_.driver(), packet);
   if (!encoded.ok()) return encoded.WithVariant(name_);
+  if (packet->zero_bytes > 0) {
+    const Driver& driver = function_.driver();
+    Status zeroed = driver.Check(driver.api().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(packet->zero), 0,
+                                                              packet->zero_bytes, stream),
+                                 "cuMemsetD8Async (the kernel's work counter)");
+    if (!zeroed.ok()) return zeroed.WithVariant(name_);
+  }
   void* kernel_args[] = {packet->args};
   Status status = LaunchOne(function_, packet->grid, packet->block, packet->smem_bytes, packet->overlap, stream,
                             kernel_args);

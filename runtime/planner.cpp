@@ -80,6 +80,14 @@ Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
   Result<Plan> computed = Compute(device, problem, bucket, &logs);
   log_->Emit(logs);
   if (!computed.ok()) return computed;
+  if (auto family = FamilyOf(computed->variant); family.ok()) {
+    std::string why;
+    Variant twin = (*family)->TwinFor(computed->variant, problem, &why);
+    if (!why.empty() && (*family)->Check(twin, device.target().max_smem_bytes).ok()) {
+      computed->variant = std::move(twin);
+      computed->why += "; " + why;
+    }
+  }
   if (online_ != nullptr && computed->source != PlanSource::kExact)
     online_->Request(device.record, device.ordinal, problem);
   std::unique_lock lock(mutex_);

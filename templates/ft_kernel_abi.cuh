@@ -120,13 +120,19 @@ struct HopperParams {
   i64 block_table_stride;
   int block_shift;  // log2(block_size); 30 for a dense cache
   int box_shift;    // log2(rows of a K/V TMA box): min(block_size, the largest power of 2 dividing kBlockN)
+  // Packed sequences on persistent blocks with two Q buffers (the template's kTileClaims): a
+  // counter in the call's workspace, zeroed before the launch, from which the blocks claim
+  // their tiles in ft_sched::claim_tile's order. Null otherwise (tiles dealt statically: also a
+  // kTileClaims kernel, whose scheduler warp then hands over the static deal).
+  unsigned* tile_counter;
 };
-static_assert(sizeof(HopperParams) == 640, "HopperParams layout drifted");
+static_assert(sizeof(HopperParams) == 704, "HopperParams layout drifted");
 #ifndef __CUDACC_RTC__  // NVRTC has no offsetof; the host's check covers both sides
 static_assert(__builtin_offsetof(HopperParams, o) == 512 && __builtin_offsetof(HopperParams, batch) == 552 &&
                   __builtin_offsetof(HopperParams, scale_log2) == 572 &&
                   __builtin_offsetof(HopperParams, cu_seqlens_q) == 576 && __builtin_offsetof(HopperParams, total_q) == 592 &&
-                  __builtin_offsetof(HopperParams, seqlens_k) == 608 && __builtin_offsetof(HopperParams, box_shift) == 636,
+                  __builtin_offsetof(HopperParams, seqlens_k) == 608 && __builtin_offsetof(HopperParams, box_shift) == 636 &&
+                  __builtin_offsetof(HopperParams, tile_counter) == 640,
               "HopperParams layout drifted");
 #endif
 

@@ -72,6 +72,21 @@ FT_SCHED_FN int causal_pair_tile(int slot, int block, int blocks, int m, int row
   return row * m + (half == 0 ? m - 1 - i : i);
 }
 
+// The tile of claim `claim` (0, 1, ... m * rows - 1) when blocks claim their tiles at run time
+// from a counter (hopper_fwd on packed sequences: their lengths live on the device, so no static
+// deal can weigh them); the tile id row * m + query block. Causal: query block first, from the
+// last (the most keys, and held only by the longest sequences) down, across every (head, batch)
+// row: the expensive tiles are taken first and the cheap ones fill the end, which is what
+// longest-first list scheduling needs to keep every block busy to the last round. Not causal:
+// a row's tiles cost the same, so claims go row by row (tile id order), as the static deal's
+// rounds do: the blocks in flight share their rows' K/V in L2 (query block first over every row
+// took d64 B8 x 2048 4.7% longer, session 49).
+FT_SCHED_FN int claim_tile(int claim, int m, int rows, bool causal) {
+  if (!causal) return claim;
+  const int level = claim / rows;
+  return (claim - level * rows) * m + (m - 1 - level);
+}
+
 // The K/V blocks a forward tile visits: keys [0, tile_blocks * block_n) of a sequence of nq
 // queries and nk keys, for the tile's rows [m0, m0 + rows) (query i sees keys j <= i + diag when
 // causal). Rows at or past nq see nothing. The kernel visits them from the last to the first.

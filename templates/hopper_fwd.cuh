@@ -113,6 +113,7 @@ constexpr int kSmemBytes = 1024 + kQBuffers * kBlockM * kHeadDim * 2 + 2 * kStag
 constexpr int kBlocksPerSm = 1;
 constexpr int kRescaleThreshold = 0;
 constexpr bool kPagedKv = false;
+constexpr bool kClaimTiles = false;
 }  // namespace ft_config
 #endif
 
@@ -192,8 +193,19 @@ constexpr u32 kQBytes = kBlockM * kHeadDim * 2;
 constexpr u32 kKVBytes = kBlockN * kHeadDim * 2;        // one K (or V) buffer
 constexpr u32 kQChunkBytes = kBlockM * 128;
 constexpr u32 kKVChunkBytes = kBlockN * 128;
-// q_full, k/v full and empty per stage, q_empty (per Q buffer); paged: a V "raw" barrier per stage
-constexpr int kBarriers = 2 * kQBuffers + 4 * kStages + (kPagedKv ? kStages : 0);
+// Claimed tiles (kClaimTiles: persistent, two Q buffers, dense K/V; the p3 variants, which serve
+// packed sequences): the blocks take their tiles from a counter at run time
+// (HopperParams::tile_counter, in the call's workspace) in ft_sched::claim_tile's order, not by
+// the static deal, which assumes every sequence is the longest. A scheduler warp claims them and
+// hands each id to the loading thread and the consumers through a two-slot ring. A compile-time
+// switch: the static deal's arithmetic runs in uniform registers, but a tile id read from shared
+// memory moves the loading thread's tile arithmetic into ordinary ones, where it spills (12-48
+// bytes at 24 registers, 0-32 at 32), so the producer keeps 32 where the consumers lose nothing
+// by it (kProducerRegs).
+constexpr bool kTileClaims = kClaimTiles && kPersistent && kQBuffers == 2 && !kPagedKv;
+// q_full, k/v full and empty per stage, q_empty (per Q buffer); paged: a V "raw" barrier per
+// stage; claimed tiles: an id-full and an id-empty barrier and the id per ring slot
+constexpr int kBarriers = 2 * kQBuffers + 4 * kStages + (kPagedKv ? kStages : 0) + (kTileClaims ? 6 : 0);
 // The split tail's merge buffer: for each consumer warpgroup but the first, every thread's O
 // accumulators, row maxima and row sums (kMergeFloats floats), float k of thread t at k * 128 + t.
 constexpr int kMergeFloats = kHeadDim / 2 + 4;
@@ -212,11 +224,17 @@ constexpr int kLayoutBytes =
 #endif
 constexpr int kBlocksWanted = FT_HOPPER_BLOCKS > 0 ? FT_HOPPER_BLOCKS : kBlocksPerSm;
 constexpr int kMinBlocks = kBlocksWanted < FT_HOPPER_MAX_BLOCKS ? kBlocksWanted : FT_HOPPER_MAX_BLOCKS;
-constexpr int kProducerRegs = 24;
 constexpr int kLoadWarps = kStages % 3 == 0 ? 3 : 2;
 static_assert(kStages % kLoadWarps == 0 && kLoadWarps <= 3, "each stage loaded by one of warps 0, 2, 3");
 constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
-constexpr int kConsumerRegsUncapped = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
+// Consumer registers when the producer keeps 24 or 32 (setmaxnreg's unit is 8; at most 240).
+constexpr int kConsumerRegsAt24 = (kThreads * kLaunchRegs - 128 * 24) / (128 * kConsumerWarpgroups) / 8 * 8;
+constexpr int kConsumerRegsAt32 = (kThreads * kLaunchRegs - 128 * 32) / (128 * kConsumerWarpgroups) / 8 * 8;
+// Claimed tiles: 32 where that leaves the consumers as many (three and four warpgroups), else 24.
+constexpr bool kProducerAt32 =
+    kTileClaims && (kConsumerRegsAt32 == kConsumerRegsAt24 || (kConsumerRegsAt32 >= 240 && kConsumerRegsAt24 >= 240));
+constexpr int kProducerRegs = kProducerAt32 ? 32 : 24;
+constexpr int kConsumerRegsUncapped = kProducerAt32 ? kConsumerRegsAt32 : kConsumerRegsAt24;
 constexpr int kConsumerRegs = kConsumerRegsUncapped < 240 ? kConsumerRegsUncapped : 240;
 
 static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
@@ -309,6 +327,15 @@ __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDimO / 2], const u32 (&p
 __device__ __forceinline__ void load_q_tile(u32 dst, const FtTensorMap* map, int head, int row, int tb, u32 bar) {
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) tma_load_4d(dst + c * kQChunkBytes, map, c * 64, head, row, tb, bar);
+}
+
+__device__ __forceinline__ void st_shared_s32(u32 addr, int v) {
+  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_shared_s32(u32 addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 }  // namespace ft
 
@@ -434,6 +461,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   // Paged: how many rows of the tile's first visited block (its last) hold keys; where fewer
   // than kBlockN, the second producer warp zeroes the others in V.
   auto v_tail_rows = [&](int n_blocks, int nk) { return nk - (n_blocks - 1) * kBlockN; };
+  // Claimed tiles: ring slot b (tile number n uses slot n & 1, phase (n >> 1) & 1, as the Q
+  // buffers) holds the id the scheduler warp claimed; its full barrier completes when the id is
+  // there, its empty one when the loading thread and every consumer warp have read it.
+  auto id_full_bar = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + b); };
+  auto id_empty_bar = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + 2 + b); };
+  auto id_slot = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + 4 + b); };
 
   if (tid == 0) {
     for (int b = 0; b < kQBuffers; ++b) {
@@ -446,6 +479,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       mbar_init(bar_k_empty(s), 4 * kConsumerWarpgroups);  // one arrival per consumer warp
       mbar_init(bar_v_empty(s), 4 * kConsumerWarpgroups);
       if constexpr (kPagedKv) mbar_init(bar_v_raw(s), 1);
+    }
+    if constexpr (kTileClaims) {
+      for (int b = 0; b < 2; ++b) {
+        mbar_init(id_full_bar(b), 1);
+        mbar_init(id_empty_bar(b), 4 * kConsumerWarpgroups + 1);  // each consumer warp and the loading thread
+      }
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -473,7 +512,18 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       int slot = 0;   // next_tile's
       int kv = 0;     // K/V blocks issued so far: ring slot kv % kStages, phase (kv / kStages) & 1
       int tiles = 0;  // tiles of this block so far (q_empty phases)
-      for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
+      // Claimed tiles: tile number n's id from the scheduler warp (below).
+      auto producer_next = [&](int n) {
+        if constexpr (kTileClaims) {
+          mbar_wait(id_full_bar(n & 1), (u32)(n >> 1) & 1u);
+          const int t = ld_shared_s32(id_slot(n & 1));
+          mbar_arrive(id_empty_bar(n & 1));
+          return t;
+        } else {
+          return next_tile(slot);
+        }
+      };
+      for (int ti = producer_next(0); ti < num_tiles; ti = producer_next(tiles + 1), ++tiles) {
         const Tile tile = tile_at(ti);
         const int kv_head = tile.head / (p.heads_q / p.heads_kv);
         // Paged: this warp's blocks are those of its stages, from `first` on. The first warp
@@ -563,6 +613,31 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           mbar_wait(q_empty_bar(q_buf(tiles)), q_phase(tiles) ^ 1u);
           mbar_arrive(q_full_bar(q_buf(tiles)));
         }
+      }
+    } else if (kTileClaims && tid == 32) {
+      // Claimed tiles: the scheduler (the producer warpgroup's second warp, idle over dense
+      // K/V). It claims tiles from the counter, claims again at once past a tile beyond its
+      // sequence's end (a packed call's grid counts every sequence as the longest), and hands
+      // each id to the loading thread and the consumers, up to two tiles ahead; the last id it
+      // hands over is num_tiles. Without a counter (a call without the workspace, or one whose
+      // sequences are all the longest) it hands over the static deal's tiles.
+      const bool counter = p.tile_counter != nullptr;
+      int slot = 0;  // next_tile's
+      for (int n = 0;; ++n) {
+        int t = counter ? num_tiles : next_tile(slot);
+        if (counter) {
+          for (int c = int(atomicAdd(p.tile_counter, 1u)); c < num_tiles; c = int(atomicAdd(p.tile_counter, 1u))) {
+            t = ft_sched::claim_tile(c, m_blocks, p.heads_q * p.batch, kCausal);
+            i64 row0;
+            if (t % m_blocks * kBlockM < varlen_span(p.cu_seqlens_q, t / m_blocks / p.heads_q, Nq, p.total_q, &row0))
+              break;
+            t = num_tiles;
+          }
+        }
+        mbar_wait(id_empty_bar(n & 1), ((u32)(n >> 1) & 1u) ^ 1u);
+        st_shared_s32(id_slot(n & 1), t);
+        mbar_arrive(id_full_bar(n & 1));
+        if (t >= num_tiles) break;
       }
     } else if (kPagedKv && pwarp == 1) {
       // Paged: the zeroing warp. For each tile of this block whose last K/V block (its first
@@ -885,7 +960,19 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     int slot = 0;   // next_tile's
     int kv = 0;     // K/V blocks consumed so far (ring slot and phase, as in the producer)
     int tiles = 0;  // tiles of this block so far (q_full phase)
-    for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot), ++tiles) {
+    // Claimed tiles: tile number n's id from the scheduler warp (lane 0 reads it and the warp
+    // takes it by shuffle: ptxas then knows it warp-uniform, see C7520 below).
+    auto consumer_next = [&](int n) {
+      if constexpr (kTileClaims) {
+        mbar_wait(id_full_bar(n & 1), (u32)(n >> 1) & 1u);
+        const int t = __shfl_sync(0xffffffffu, lane == 0 ? ld_shared_s32(id_slot(n & 1)) : 0, 0);
+        if (lane == 0) mbar_arrive(id_empty_bar(n & 1));
+        return t;
+      } else {
+        return next_tile(slot);
+      }
+    };
+    for (int ti = consumer_next(0); ti < num_tiles; ti = consumer_next(tiles + 1), ++tiles) {
       const Tile tile = tile_at(ti);
       const bool split = split_tile(tile);  // all warpgroups work on the first one's rows
       // The blocks no row of this warpgroup sees are skipped (unseen_blocks; the producer

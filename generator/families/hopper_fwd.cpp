@@ -42,7 +42,8 @@ detail::HopperConfig ConfigOf(const Variant& v) {
   c.consumer_wgs = v.Param("wg");
   c.stages = v.Param("s");
   c.persistent = v.Param("p") != 0;
-  c.q_buffers = v.Param("p") == 2 ? 2 : 1;
+  c.q_buffers = v.Param("p") >= 2 ? 2 : 1;
+  c.claims = v.Param("p") == 3;
   c.pingpong = v.Param("pp") != 0;
   c.overlap = v.Param("ov") != 0;
   c.paged = v.family == "hopper_paged";
@@ -95,8 +96,9 @@ class HopperFwd final : public Family {
         {"wg", "consumer warpgroups (wg)", {1, 2, 3, 4}, {1, 2, 3, 4}},
         {"s", "stages (s)", {2, 3, 4}, {2, 3}},
         // 2: persistent with the next tile's Q in a second buffer; searched in place of 1
-        // wherever it fits (InDefaultSpace).
-        {"p", "persistent (p)", {0, 1, 2}, {0, 1, 2}},
+        // wherever it fits (InDefaultSpace). 3: 2 with tiles claimed at run time, which packed
+        // sequences run in place of 2 (TwinFor); the tuner times dense tensors.
+        {"p", "persistent (p)", {0, 1, 2, 3}, {0, 1, 2}},
         {"pp", "ping-pong (pp)", {0, 1}, {1}},
         {"ov", "intra-warpgroup overlap (ov)", {0, 1}, {0, 1}},
     };
@@ -251,6 +253,22 @@ class HopperFwd final : public Family {
     return s;
   }
 
+  // Packed sequences run a p2 tile as its p3 twin, which claims its tiles from a counter in the
+  // workspace (detail::HopperTileClaims) where the call gives one (else it deals them as p2
+  // does); hopper_paged's tiles walk the static deal.
+  int64_t WorkspaceWanted(const Problem& problem) const override {
+    return !paged_ && problem.layout == Layout::kVarlen ? detail::kHopperClaimWorkspaceBytes : 0;
+  }
+  Variant TwinFor(const Variant& v, const Problem& problem, std::string* why) const override {
+    if (paged_ || problem.layout != Layout::kVarlen || v.Param("p") != 2) return v;
+    Variant twin = v;
+    twin.SetParam("p", 3);
+    if (why != nullptr)
+      *why = "packed sequences run it as " + twin.Uri() +
+             ", which claims its tiles at run time: the static deal assumes every sequence is the longest";
+    return twin;
+  }
+
   void Pack(const Variant& v, const ForwardArgs& args, LaunchPacket* out) const override {
     detail::FillHopperPacket(ConfigOf(v), args, out->sm_count, out);
   }
@@ -258,7 +276,10 @@ class HopperFwd final : public Family {
   std::string Describe(const Variant& v) const override {
     return std::to_string(v.Param("bm")) + "x" + std::to_string(v.Param("bn")) + " wg" + std::to_string(v.Param("wg")) +
            " s" + std::to_string(v.Param("s")) +
-           (v.Param("p") == 2 ? " persistent, two Q buffers" : v.Param("p") ? " persistent" : "") +
+           (v.Param("p") == 3   ? " persistent, two Q buffers, tiles claimed at run time"
+            : v.Param("p") == 2 ? " persistent, two Q buffers"
+            : v.Param("p")      ? " persistent"
+                                : "") +
            (v.Param("pp") || v.Param("wg") < 2 ? "" : " no-pingpong") + (v.Param("ov") ? "" : " no-overlap") +
            (detail::HopperSplitTail(ConfigOf(v)) ? ", short last tiles split" : "") + (paged_ ? ", paged" : "");
   }

@@ -55,7 +55,10 @@
 // Workspace: a decode kernel that splits keys across thread blocks writes partial results to
 // `workspace`, which the caller owns (no allocation inside forward(), so a call can be
 // captured into a CUDA graph). Its size comes from WorkspaceBytes(problem, sm_count) or
-// Runtime::workspace_size; it may be null with size 0 when that says 0.
+// Runtime::workspace_size; it may be null with size 0 when that says 0. A packed prefill call
+// on sm_90a uses its first 16 bytes as the counter its blocks claim tiles from (zeroed on the
+// stream by the call; sequences of different lengths then keep every SM busy); without them it
+// runs on the static tile order.
 //
 // Thread safety: a plain value type.
 #pragma once

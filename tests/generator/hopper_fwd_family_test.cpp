@@ -229,6 +229,44 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
   }
 }
 
+// Packed calls run a p2 tile as its p3 twin (tiles claimed from the workspace's counter); every
+// other tile and layout runs as planned, and no space searches p3 (the tuner times dense
+// tensors). A packed call's workspace is asked to hold the counter (not required), on
+// hopper_fwd only.
+TEST(HopperFwdFamily, PackedCallsRunTwoQBufferTilesAsTheirClaimingTwins) {
+  Problem p{DType::kBF16, 64, true, 4, 2048, 2048, 32, 8};
+  const Family& fwd = *FindFamily("hopper_fwd");
+  const Family& paged = *FindFamily("hopper_paged");
+  auto tile = Variant::FromUri("hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_causal");
+  ASSERT_TRUE(tile.ok());
+  std::string why;
+  EXPECT_EQ(fwd.TwinFor(*tile, p, &why).Uri(), tile->Uri());
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(fwd.WorkspaceWanted(p), 0);
+  p.layout = Layout::kVarlen;
+  EXPECT_EQ(fwd.TwinFor(*tile, p, &why).Uri(), "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p3_pp1_ov1_causal");
+  EXPECT_NE(why.find("claims its tiles at run time"), std::string::npos) << why;
+  EXPECT_TRUE(fwd.Check(fwd.TwinFor(*tile, p, nullptr), 232448).ok());
+  EXPECT_EQ(fwd.WorkspaceWanted(p), 16);
+  EXPECT_EQ(fwd.WorkspaceBytes(p, 132), 0) << "a call without it deals its tiles statically";
+  EXPECT_GE(WorkspaceBytes(p, 132), 16) << "what the runtime asks for";
+  for (const char* other : {"hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p0_pp1_ov1_causal",
+                            "hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p1_pp1_ov1_causal"}) {
+    auto v = Variant::FromUri(other);
+    ASSERT_TRUE(v.ok()) << other;
+    why.clear();
+    EXPECT_EQ(fwd.TwinFor(*v, p, &why).Uri(), other);
+    EXPECT_EQ(why, "");
+  }
+  p.layout = Layout::kPaged;
+  auto over_pages = Variant::FromUri("hopper_paged_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_causal");
+  ASSERT_TRUE(over_pages.ok());
+  EXPECT_EQ(paged.TwinFor(*over_pages, p, nullptr).Uri(), over_pages->Uri());
+  EXPECT_EQ(paged.WorkspaceWanted(p), 0);
+  for (bool causal : {false, true})
+    for (int d : {64, 96, 128, 192}) EXPECT_EQ(CountWith(HopperSpace(d, causal), "p", 3), 0) << d;
+}
+
 TEST(HopperFwdFamily, SwitchesLeftOutOfTheSpaceStayAllowed) {
   const Family* hopper = FindFamily("hopper_fwd");
   ASSERT_NE(hopper, nullptr);

@@ -340,6 +340,95 @@ TEST(HopperPack, VarlenMapsThePackedRows) {
   EXPECT_EQ(p.o_stride[1], 8 * 128);
 }
 
+// p3: the p2 tile with its tiles claimed at run time. It serves packed calls only, with the
+// workspace's first word as the counter (zeroed by the launch) where the sequences differ in
+// length and the call gives the workspace (else the static deal, no counter), and its shared
+// memory has the tile ring's barriers.
+TEST(HopperPack, ClaimedTilesServePackedCallsFromTheWorkspaceCounter) {
+  HopperConfig two = Default();
+  two.persistent = true;
+  two.q_buffers = 2;
+  HopperConfig c = two;
+  c.claims = true;
+  ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+  EXPECT_EQ(HopperUri(c), "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p3_pp1_ov1_full");
+  EXPECT_TRUE(HopperTileClaims(c));
+  EXPECT_FALSE(HopperTileClaims(two));
+  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(two) + 6 * 8);
+  // The producer's 32 registers where the consumers lose none by it: three warpgroups (160
+  // either way), not two (232 against 240).
+  EXPECT_EQ(HopperConsumerRegs(two), 240);
+  EXPECT_EQ(HopperConsumerRegs(c), 240);
+  EXPECT_NE(HopperPrologue(c, HopperUri(c)).find("kClaimTiles = true"), std::string::npos);
+  EXPECT_NE(HopperPrologue(c, HopperUri(c)).find("kClaimTiles = true"), std::string::npos);
+  EXPECT_NE(HopperPrologue(two, HopperUri(two)).find("kClaimTiles = false"), std::string::npos);
+  HopperConfig one_q = c;
+  one_q.q_buffers = 1;
+  EXPECT_NE(CheckHopperConfig(one_q).message().find("claimed tiles (p3)"), std::string::npos)
+      << CheckHopperConfig(one_q).ToString();
+
+  ForwardArgs a = Args(c, 3, 1000, 1000, 8, 2);
+  LaunchPacket l;
+  Status dense = PackHopper(c, a, 132, &l);
+  EXPECT_NE(dense.message().find("serves packed sequences (layout varlen)"), std::string::npos) << dense.ToString();
+  a.problem.layout = Layout::kVarlen;
+  a.q_strides.batch = a.k_strides.batch = a.v_strides.batch = a.o_strides.batch = 0;
+  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  a.varlen.total_q = a.varlen.total_k = 1500;
+  LaunchPacket bare;
+  ASSERT_TRUE(PackHopper(c, a, 132, &bare).ok());  // no workspace: the static deal
+  EXPECT_EQ(ParamsOf(bare).tile_counter, nullptr);
+  EXPECT_EQ(bare.zero_bytes, 0u);
+  a.workspace = reinterpret_cast<void*>(uintptr_t(0x800000));
+  a.workspace_bytes = kHopperClaimWorkspaceBytes - 1;
+  ASSERT_TRUE(PackHopper(c, a, 132, &bare).ok());  // too little for the counter: the same
+  EXPECT_EQ(ParamsOf(bare).tile_counter, nullptr);
+  a.workspace_bytes = kHopperClaimWorkspaceBytes;
+  Status packed = PackHopper(c, a, 132, &l);
+  ASSERT_TRUE(packed.ok()) << packed.ToString();
+  EXPECT_EQ(static_cast<void*>(ParamsOf(l).tile_counter), a.workspace);
+  EXPECT_EQ(l.zero, a.workspace);
+  EXPECT_EQ(l.zero_bytes, 4u);
+  EXPECT_EQ(l.grid[0], 132u);
+  // Every sequence the longest (3 x 1000 rows): the static deal, which balances them.
+  a.varlen.total_q = a.varlen.total_k = 3000;
+  LaunchPacket equal;
+  ASSERT_TRUE(PackHopper(c, a, 132, &equal).ok());
+  EXPECT_EQ(ParamsOf(equal).tile_counter, nullptr);
+  EXPECT_EQ(equal.zero_bytes, 0u);
+  a.varlen.total_k = 2999;  // one key short somewhere: ragged
+  ASSERT_TRUE(PackHopper(c, a, 132, &equal).ok());
+  EXPECT_EQ(static_cast<void*>(ParamsOf(equal).tile_counter), a.workspace);
+  a.varlen.total_q = a.varlen.total_k = 1500;
+  // The p2 tile on the same packed call deals its tiles statically: no counter, nothing zeroed.
+  LaunchPacket static_deal;
+  ASSERT_TRUE(PackHopper(two, a, 132, &static_deal).ok());
+  EXPECT_EQ(ParamsOf(static_deal).tile_counter, nullptr);
+  EXPECT_EQ(static_deal.zero_bytes, 0u);
+}
+
+// The claimed-tile twins of the tiles packed calls run most (d64 192x128 and 256x64, d128
+// 128x128, d192 128x80; d256 has no two-Q-buffer tile, so no twin): no serialised wgmma, and at
+// most 20 bytes of spill, all in the producer's loading thread, whose tile arithmetic a run-time
+// tile id moves out of uniform registers (read in the SASS: the consumers, with p2's registers,
+// spill nothing).
+TEST(HopperPack, ClaimedTileTwinsKeepTheirWgmmasAsynchronous) {
+  Compiler compiler(Compiler::Options{"-", 1});
+  HopperConfig d64 = {DType::kBF16, 64, true, 192, 128, 3, 2, true, true, true, 2};
+  HopperConfig four = {DType::kBF16, 64, true, 256, 64, 4, 3, true, true, true, 2};
+  HopperConfig d128 = {DType::kBF16, 128, false, 128, 128, 2, 2, true, true, true, 2};
+  HopperConfig d192 = {DType::kBF16, 192, true, 128, 80, 2, 2, true, true, true, 2};
+  for (HopperConfig c : {d64, four, d128, d192}) {
+    c.claims = true;
+    ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+    auto cubin = compiler.Compile(GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
+    ASSERT_TRUE(cubin.ok()) << HopperUri(c) << ": " << cubin.status().ToString() << cubin.status().log();
+    EXPECT_LE(cubin->resources.spill_store_bytes, 20) << HopperUri(c);
+    EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
+    EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
+  }
+}
+
 TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
   HopperConfig c = Default();
   c.persistent = true;

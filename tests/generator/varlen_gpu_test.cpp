@@ -50,8 +50,9 @@ std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
   return cases;
 }
 
-// Compiles `variants` and runs each on every case of the class.
-void CheckVarlenClass(const ProblemClass& cls, const std::vector<Variant>& variants) {
+// Compiles `variants` and runs each on every case of the class; without `workspace`, with none
+// (a claimed-tile kernel then deals its tiles statically).
+void CheckVarlenClass(const ProblemClass& cls, const std::vector<Variant>& variants, bool workspace = true) {
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
   std::vector<Variant> runnable;
@@ -59,7 +60,12 @@ void CheckVarlenClass(const ProblemClass& cls, const std::vector<Variant>& varia
     if (v.family != "hopper_fwd" || (*gpu)->info.Arch() == "sm_90a") runnable.push_back(v);  // sm_90a only
   auto kernels = testing::CompileAndLoad(**gpu, runnable);
   std::vector<VarlenCase> cases = MakeCases(**gpu, cls);
-  testing::CheckEveryVariant(cls.ToString() + " varlen", runnable, kernels, cases,
+  for (VarlenCase& c : cases) {
+    if (workspace) continue;
+    c.device.workspace = nullptr;
+    c.device.workspace_bytes = 0;
+  }
+  testing::CheckEveryVariant(cls.ToString() + (workspace ? " varlen" : " varlen without workspace"), runnable, kernels, cases,
                              [&](const ForwardKernel& k, VarlenCase& c) { return RunVarlen(**gpu, k, c); });
 }
 
@@ -68,7 +74,7 @@ class VarlenClasses : public ::testing::TestWithParam<std::tuple<DType, int, boo
 // Each family's default, a 64-row fa2_fwd tile, and the hopper_fwd persistent scheduler (a
 // block walks tiles past shorter sequences' ends) with one consumer warpgroup at d64 and without
 // overlap or ping-pong elsewhere, with two Q buffers at d64 and d128, and with three and four consumer
-// warpgroups at d64 (the split tail).
+// warpgroups at d64 (the split tail); and each two-Q-buffer tile with its tiles claimed (p3).
 TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
@@ -102,8 +108,40 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
       variants.push_back(*split);
     }
   }
+  // Each two-Q-buffer tile's p3 twin, which packed calls run in its place: tiles claimed at run
+  // time from the workspace's counter, past the sequences' ends claimed again.
+  for (size_t i = 0, n = variants.size(); i < n; ++i) {
+    if (variants[i].family != "hopper_fwd" || variants[i].Param("p") != 2) continue;
+    Variant twin = variants[i];
+    twin.SetParam("p", 3);
+    variants.push_back(twin);
+  }
   ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
   CheckVarlenClass(cls, variants);
+}
+
+// The claimed-tile (p3) tiles packed calls run most and their statically dealt (p2) twins,
+// bf16, full and causal, with the workspace's counter and without it (the p3 kernel then hands
+// over the static deal), in a test small enough for compute-sanitizer's racecheck and synccheck
+// (--gtest_filter=VarlenGpu.ClaimedTiles*): what racecheck reports on one, it reports on the other.
+TEST(VarlenGpu, ClaimedTilesAndTheirStaticTwinsMatchTheReference) {
+  for (bool causal : {false, true})
+    for (int head_dim : {64, 128}) {
+      const std::string mask = causal ? "_causal" : "_full";
+      std::vector<Variant> variants;
+      for (const char* tile : {"hopper_fwd_bf16_d64_bm192_bn128_wg3_s2_p3_pp1_ov1", "hopper_fwd_bf16_d64_bm256_bn64_wg4_s3_p3_pp1_ov1",
+                               "hopper_fwd_bf16_d128_bm128_bn128_wg2_s2_p3_pp1_ov1"}) {
+        auto v = Variant::FromUri(tile + mask);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        if (v->head_dim != head_dim) continue;
+        variants.push_back(*v);
+        v->SetParam("p", 2);
+        variants.push_back(*v);
+      }
+      ASSERT_NO_FATAL_FAILURE(testing::AssertValid(variants));
+      CheckVarlenClass(ProblemClass{DType::kBF16, head_dim, causal}, variants);
+      CheckVarlenClass(ProblemClass{DType::kBF16, head_dim, causal}, variants, false);
+    }
 }
 
 // decode_fwd on varlen decode batches (at most 16 queries per sequence): ragged key counts

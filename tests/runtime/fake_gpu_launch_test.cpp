@@ -25,6 +25,7 @@
 #include "flashtune/runtime.h"
 #include "generator/families/decode_fwd.h"
 #include "generator/family.h"
+#include "generator/hopper_fwd_pack.h"
 #include "jit/cuda_api.h"
 #include "tests/support/allocation_counter.h"
 #include "tests/support/fake_gpu_record.h"
@@ -39,6 +40,7 @@ using flashtune::testing::TempDir;
 
 using Opened = flashtune::testing::FakeGpuRuntime;
 using flashtune::testing::FakeCallArgs;
+using detail::HopperParams;
 
 // What the library's own packing says the launch of `v` for `a` is, on the fake's device.
 LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
@@ -234,6 +236,61 @@ const int32_t* PackQueries(ForwardArgs& a, HostBuffers& b, std::initializer_list
   a.varlen.total_q = *(cu.end() - 1);
   a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
   return offsets;
+}
+
+// Packed prefill (layout varlen): the planned p2 tile runs as its p3 twin, which claims its
+// tiles from a counter in the call's workspace; the launch zeroes the counter first and hands
+// it to the kernel. Without enough workspace for it the call still runs, on the static deal.
+TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 3, 1000, 1000, 32, 8};
+  p.layout = Layout::kVarlen;
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->variant.family, "hopper_fwd") << plan->why;
+  EXPECT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
+  EXPECT_NE(plan->why.find("claims its tiles at run time"), std::string::npos) << plan->why;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  ASSERT_GE(a.workspace_bytes, 16);
+  auto* cu = static_cast<int32_t*>(b.Get(4 * sizeof(int32_t)));
+  const int32_t offsets[] = {0, 1000, 1017, 1517};
+  std::copy(std::begin(offsets), std::end(offsets), cu);
+  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = cu;
+  a.varlen.total_q = a.varlen.total_k = 1517;
+  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
+  a.k_strides = a.v_strides = Strides{0, 8 * 128, 128};
+  std::memset(a.workspace, 0xAB, size_t(a.workspace_bytes));
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const auto launches = fake.Launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel), plan->variant.Uri());
+  HopperParams k;
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(static_cast<void*>(k.tile_counter), a.workspace);
+  EXPECT_EQ(*static_cast<const uint32_t*>(a.workspace), 0u) << "the counter is zeroed before the launch";
+  EXPECT_EQ(static_cast<const unsigned char*>(a.workspace)[4], 0xAB) << "only the counter";
+  // A workspace short of the counter: the same kernel, no counter, the workspace left alone.
+  a.workspace_bytes = 8;
+  std::memset(a.workspace, 0xAB, 8);
+  fake.Reset();
+  s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(std::string(fake.Launches()[0].kernel), plan->variant.Uri());
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.tile_counter, nullptr);
+  EXPECT_EQ(static_cast<const unsigned char*>(a.workspace)[0], 0xAB);
+  // A dense call of the same shape keeps the p2 tile and its static deal: no counter.
+  Problem dense = p;
+  dense.layout = Layout::kDense;
+  auto dense_plan = r.rt->plan(dense);
+  ASSERT_TRUE(dense_plan.ok());
+  EXPECT_EQ(dense_plan->variant.Param("p"), 2) << dense_plan->variant.Uri();
 }
 
 // A paged call whose queries are packed (vLLM's varlen q over its cache): the paged decode
