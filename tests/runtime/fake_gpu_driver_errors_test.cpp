@@ -95,6 +95,37 @@ TEST(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
   EXPECT_EQ(fake.Launches().size(), 1u);
 }
 
+// A packed call whose tile counter the driver does not zero: the call names the memset and the
+// kernel, launches nothing (a kernel claiming from a stale counter would skip tiles), and the
+// next call runs.
+TEST(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 2, 500, 500, 8, 8};
+  p.layout = Layout::kVarlen;
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  auto* cu = static_cast<int32_t*>(b.Get(3 * sizeof(int32_t)));
+  cu[0] = 0, cu[1] = 500, cu[2] = 700;  // ragged: the counter is used
+  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = cu;
+  a.varlen.total_q = a.varlen.total_k = 700;
+  a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides{0, 8 * 128, 128};
+  fake.Reset();
+  fake.Fail("cuMemsetD8Async", 0, 1, kInvalidValue);
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cuMemsetD8Async"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA_ERROR_INVALID_VALUE"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find(plan->variant.Uri()), std::string::npos) << "names the kernel: " << s.ToString();
+  EXPECT_TRUE(fake.Launches().empty());
+  ASSERT_TRUE(r.rt->forward(a, nullptr).ok());
+  EXPECT_EQ(fake.Launches().size(), 1u);
+}
+
 // A kernel that faults is a kFault status naming it, not an abort.
 TEST(FakeGpuDriverErrors, AFaultIsAStatusNamingTheKernel) {
   FakeGpuRecord fake;
