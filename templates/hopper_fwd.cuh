@@ -228,14 +228,14 @@ constexpr int kLoadWarps = kStages % 3 == 0 ? 3 : 2;
 static_assert(kStages % kLoadWarps == 0 && kLoadWarps <= 3, "each stage loaded by one of warps 0, 2, 3");
 constexpr int kLaunchRegs = 65536 / (kMinBlocks * kThreads) / 8 * 8;
 // Consumer registers when the producer keeps 24 or 32 (setmaxnreg's unit is 8; at most 240).
-constexpr int kConsumerRegsAt24 = (kThreads * kLaunchRegs - 128 * 24) / (128 * kConsumerWarpgroups) / 8 * 8;
-constexpr int kConsumerRegsAt32 = (kThreads * kLaunchRegs - 128 * 32) / (128 * kConsumerWarpgroups) / 8 * 8;
+constexpr int kConsumerShareAt24 = (kThreads * kLaunchRegs - 128 * 24) / (128 * kConsumerWarpgroups) / 8 * 8;
+constexpr int kConsumerShareAt32 = (kThreads * kLaunchRegs - 128 * 32) / (128 * kConsumerWarpgroups) / 8 * 8;
+constexpr int kConsumerRegsAt24 = kConsumerShareAt24 < 240 ? kConsumerShareAt24 : 240;
+constexpr int kConsumerRegsAt32 = kConsumerShareAt32 < 240 ? kConsumerShareAt32 : 240;
 // Claimed tiles: 32 where that leaves the consumers as many (three and four warpgroups), else 24.
-constexpr bool kProducerAt32 =
-    kTileClaims && (kConsumerRegsAt32 == kConsumerRegsAt24 || (kConsumerRegsAt32 >= 240 && kConsumerRegsAt24 >= 240));
+constexpr bool kProducerAt32 = kTileClaims && kConsumerRegsAt32 == kConsumerRegsAt24;
 constexpr int kProducerRegs = kProducerAt32 ? 32 : 24;
-constexpr int kConsumerRegsUncapped = kProducerAt32 ? kConsumerRegsAt32 : kConsumerRegsAt24;
-constexpr int kConsumerRegs = kConsumerRegsUncapped < 240 ? kConsumerRegsUncapped : 240;
+constexpr int kConsumerRegs = kProducerAt32 ? kConsumerRegsAt32 : kConsumerRegsAt24;
 
 static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
               "head dim must be 64, 128, 192 or 256 (whole 64-column swizzle atoms)");
@@ -327,15 +327,6 @@ __device__ __forceinline__ void gemm_pv(float (&o)[kHeadDimO / 2], const u32 (&p
 __device__ __forceinline__ void load_q_tile(u32 dst, const FtTensorMap* map, int head, int row, int tb, u32 bar) {
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) tma_load_4d(dst + c * kQChunkBytes, map, c * 64, head, row, tb, bar);
-}
-
-__device__ __forceinline__ void st_shared_s32(u32 addr, int v) {
-  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-__device__ __forceinline__ int ld_shared_s32(u32 addr) {
-  int v;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
 }
 }  // namespace ft
 

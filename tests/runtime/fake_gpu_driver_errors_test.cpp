@@ -14,6 +14,7 @@ namespace {
 
 using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
+using flashtune::testing::PackSequences;
 using flashtune::testing::TempDir;
 
 constexpr int kNoBinaryForGpu = 209;           // CUDA_ERROR_NO_BINARY_FOR_GPU
@@ -109,11 +110,7 @@ TEST(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
   ASSERT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
-  auto* cu = static_cast<int32_t*>(b.Get(3 * sizeof(int32_t)));
-  cu[0] = 0, cu[1] = 500, cu[2] = 700;  // ragged: the counter is used
-  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = cu;
-  a.varlen.total_q = a.varlen.total_k = 700;
-  a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides{0, 8 * 128, 128};
+  PackSequences(a, b, {0, 500, 700});  // ragged: the counter is used
   fake.Reset();
   fake.Fail("cuMemsetD8Async", 0, 1, kInvalidValue);
   Status s = r.rt->forward(a, nullptr);

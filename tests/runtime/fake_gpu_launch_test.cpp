@@ -36,6 +36,8 @@ namespace {
 
 using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
+using flashtune::testing::PackQueries;
+using flashtune::testing::PackSequences;
 using flashtune::testing::TempDir;
 
 using Opened = flashtune::testing::FakeGpuRuntime;
@@ -227,17 +229,6 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
   }
 }
 
-// Packs a's queries (Hq 32, d128) as [total_q, Hq, D] rows by the offsets `cu` (copied into b):
-// vLLM's varlen q over its cache. Returns the device-side (here host) offsets.
-const int32_t* PackQueries(ForwardArgs& a, HostBuffers& b, std::initializer_list<int32_t> cu) {
-  auto* offsets = static_cast<int32_t*>(b.Get(cu.size() * sizeof(int32_t)));
-  std::copy(cu.begin(), cu.end(), offsets);
-  a.varlen.cu_seqlens_q = offsets;
-  a.varlen.total_q = *(cu.end() - 1);
-  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
-  return offsets;
-}
-
 // Packed prefill (layout varlen): the planned p2 tile runs as its p3 twin, which claims its
 // tiles from a counter in the call's workspace; the launch zeroes the counter first and hands
 // it to the kernel. Without enough workspace for it the call still runs, on the static deal.
@@ -255,13 +246,7 @@ TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
   ASSERT_GE(a.workspace_bytes, 16);
-  auto* cu = static_cast<int32_t*>(b.Get(4 * sizeof(int32_t)));
-  const int32_t offsets[] = {0, 1000, 1017, 1517};
-  std::copy(std::begin(offsets), std::end(offsets), cu);
-  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = cu;
-  a.varlen.total_q = a.varlen.total_k = 1517;
-  a.q_strides = a.o_strides = Strides{0, 32 * 128, 128};
-  a.k_strides = a.v_strides = Strides{0, 8 * 128, 128};
+  PackSequences(a, b, {0, 1000, 1017, 1517});
   std::memset(a.workspace, 0xAB, size_t(a.workspace_bytes));
   fake.Reset();
   Status s = r.rt->forward(a, nullptr);

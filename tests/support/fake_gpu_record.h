@@ -7,8 +7,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -117,6 +119,29 @@ inline ForwardArgs FakeCallArgs(const Problem& p, HostBuffers& b, int64_t worksp
     a.workspace_bytes = workspace_bytes;
   }
   return a;
+}
+
+// Packs a's queries as [total_q, Hq, D] rows by the offsets `cu` (copied into b): vLLM's varlen
+// q over its cache. Returns the device-side (here host) offsets.
+inline const int32_t* PackQueries(ForwardArgs& a, HostBuffers& b, std::initializer_list<int32_t> cu) {
+  auto* offsets = static_cast<int32_t*>(b.Get(cu.size() * sizeof(int32_t)));
+  std::copy(cu.begin(), cu.end(), offsets);
+  a.varlen.cu_seqlens_q = offsets;
+  a.varlen.total_q = *(cu.end() - 1);
+  const int64_t d = a.problem.head_dim;
+  a.q_strides = a.o_strides = Strides{0, a.problem.heads_q * d, d};
+  return offsets;
+}
+
+// Makes `a` a packed (varlen) call whose sequences have the same query and key rows, by the
+// offsets `cu`: q, k, v and o as [total, H, D] rows. Returns the offsets.
+inline const int32_t* PackSequences(ForwardArgs& a, HostBuffers& b, std::initializer_list<int32_t> cu) {
+  const int32_t* offsets = PackQueries(a, b, cu);
+  a.varlen.cu_seqlens_k = offsets;
+  a.varlen.total_k = a.varlen.total_q;
+  const int64_t d = a.problem.head_dim;
+  a.k_strides = a.v_strides = Strides{0, a.problem.heads_kv * d, d};
+  return offsets;
 }
 
 // A runtime on no database (heuristic plans) in a fresh folder, with device 0 current; the
