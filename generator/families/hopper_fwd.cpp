@@ -304,13 +304,15 @@ class HopperFwd final : public Family {
     if (paged_ || problem.layout == Layout::kPaged) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
     const int64_t four_keys = problem.causal ? kD64FourWarpgroupCausalKeys : kD64FourWarpgroupKeys;
-    if (problem.head_dim == 64 && problem.layout == Layout::kDense && problem.seqlen_k <= four_keys) {
+    if (problem.head_dim == 64 && problem.seqlen_k <= four_keys) {
       Variant four = v;
       for (const auto& [name, value] : {std::pair{"bm", 256}, {"bn", 64}, {"wg", 4}, {"s", 3}, {"p", 2}, {"ov", 1}})
         four.SetParam(name, value);
       if (CheckRules(four, target.max_smem_bytes).ok()) {
         if (why != nullptr)
-          *why = "a short d64 K/V stream (" + std::to_string(problem.seqlen_k) + " keys, at most " +
+          *why = "a short d64 K/V stream (" +
+                 std::string(problem.layout == Layout::kVarlen ? "the longest sequence's " : "") +
+                 std::to_string(problem.seqlen_k) + " keys, at most " +
                  std::to_string(four_keys) + (problem.causal ? ", causal" : "") +
                  "): 256x64 over four consumer warpgroups with three stages, persistent (the tuner's pick there)";
         return four;
