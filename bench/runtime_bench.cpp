@@ -144,6 +144,40 @@ void BM_ForwardWarmDenseCacheWithLengths(benchmark::State& state) {
 }
 BENCHMARK(BM_ForwardWarmDenseCacheWithLengths);
 
+// A warm packed call: SmallArgs's shape as two sequences of 256 and 128 tokens (cu_seqlens at 5
+// MB of the buffer: zeros, so every tile is past its sequence's end and the kernel does almost
+// nothing; the host path is the same). Arg 1 passes the workspace, whose tile counter forward()
+// zeroes on the stream before the launch (a packed hopper_fwd call claims its tiles: a memset
+// and a launch); arg 0 passes none (the static deal: one launch). The difference is the memset.
+void BM_ForwardWarmPackedHostOverhead(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  ForwardArgs a = SmallArgs(g);
+  a.problem.layout = Layout::kVarlen;
+  a.q_strides = a.k_strides = a.v_strides = a.o_strides = Strides{0, 4 * 64, 64};
+  char* base = reinterpret_cast<char*>(g.buffer->get());
+  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20));
+  a.varlen.total_q = a.varlen.total_k = 256 + 128;
+  // The size a caller asks for (it covers leading decode sequences too: megabytes), in a
+  // buffer of its own.
+  auto ws = (*rt)->workspace_size(a.problem);
+  if (!ws.ok()) return state.SkipWithError(ws.status().ToString().c_str());
+  auto ws_buffer = DeviceBuffer::Allocate(*g.context, *ws);
+  if (!ws_buffer.ok()) return state.SkipWithError(ws_buffer.status().ToString().c_str());
+  if (state.range(0) != 0) {
+    a.workspace = reinterpret_cast<void*>(ws_buffer->get());
+    a.workspace_bytes = *ws;
+  }
+  if (!(*rt)->forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  auto plan = (*rt)->plan(a.problem);
+  if (plan.ok()) state.SetLabel(plan->variant.Uri());
+  TimeLaunches(state, g, [&] { return (*rt)->forward(a, g.stream->get()); });
+}
+BENCHMARK(BM_ForwardWarmPackedHostOverhead)->Arg(0)->Arg(1);
+
 // A warm paged decode call (split kernel + combine: two launches), B1 Nk 1024 Hq 32 Hkv 8 d128
 // on 16-key pages, inside the 8 MB buffer: k and v pools at 0 and 2 MB, q and o at 4 MB, the
 // table and key lengths at 5 MB (zero: page 0, empty sequences), the workspace at 6 MB.
