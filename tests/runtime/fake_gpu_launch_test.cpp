@@ -634,6 +634,57 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
   }
 }
 
+// A packed call that claims its tiles, captured: the counter's memset is recorded into the graph
+// ahead of the kernel (the capture runs neither), and every replay zeroes the counter before its
+// launch, so a graph replayed after the kernel left the counter at its tile count claims afresh.
+TEST(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok());
+  auto ctx = Context::Primary(**driver, 0);
+  ASSERT_TRUE(ctx.ok());
+  auto stream = Stream::Create(*ctx);
+  ASSERT_TRUE(stream.ok());
+  const auto& api = (*driver)->api();
+  Problem p{DType::kBF16, 128, true, 3, 1000, 1000, 32, 8};
+  p.layout = Layout::kVarlen;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  PackSequences(a, b, {0, 1000, 1017, 1517});
+  ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up
+  auto* counter = static_cast<uint32_t*>(a.workspace);
+  *counter = 77;  // what a kernel leaves behind: tiles claimed
+  fake.Reset();
+  ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  Status s = r.rt->forward(a, stream->get());
+  CUgraph graph = nullptr;
+  ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS) << "forward() broke the capture";
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(*counter, 77u) << "a capture runs nothing";
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  for (int replay = 0; replay < 2; ++replay) {
+    *counter = 77;
+    ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+    EXPECT_EQ(*counter, 0u) << "replay " << replay;
+  }
+  const auto launches = fake.Launches();
+  const auto memsets = fake.Memsets();
+  ASSERT_EQ(launches.size(), 3u);  // captured, then two replays
+  ASSERT_EQ(memsets.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(launches[i].captured, i == 0 ? 1 : 2);
+    EXPECT_EQ(memsets[i].captured, i == 0 ? 1 : 2);
+    EXPECT_EQ(memsets[i].launches_before, i) << "each memset runs ahead of its kernel";
+    EXPECT_EQ(memsets[i].address, reinterpret_cast<uintptr_t>(a.workspace));
+    EXPECT_EQ(memsets[i].value, 0);
+    EXPECT_GE(memsets[i].bytes, 4u);
+    EXPECT_LE(memsets[i].bytes, 16u) << "the counter alone";
+  }
+}
+
 // The backward pass: its family's three kernels of one module in order (the preprocess, then
 // "<uri>_main" and "<uri>_convert"), the deterministic mode another variant; a missing
 // gradient or a short workspace launches nothing.

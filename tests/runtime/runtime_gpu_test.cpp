@@ -348,6 +348,65 @@ TEST(RuntimeGpu, PagedCallWithPackedQueriesMatchesTheReference) {
   }
 }
 
+// A packed call whose plan claims its tiles (on sm_90a: a p3 tile, its counter in the workspace),
+// captured into a CUDA graph and replayed three times: each replay must zero the counter before
+// its kernel (the last one left it at the tile count, past which blocks claim nothing and write
+// no row), so every replay reproduces the eager call bit for bit on poisoned outputs and matches
+// the float64 reference.
+TEST(RuntimeGpu, PackedCallsReplayedFromAGraphClaimTheirTilesAfresh) {
+  auto gpu = GetGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << gpu.status().ToString();
+  auto driver = Driver::Load();
+  ASSERT_TRUE(driver.ok());
+  const detail::CudaApi& api = (*driver)->api();
+  RuntimeOptions options;
+  options.db_path = TempDir("runtime_gpu_packed_graph") + "/absent.db";
+  auto rt = Runtime::Open(options);
+  ASSERT_TRUE(rt.ok());
+  auto stream = Stream::Create(*(*gpu)->context);
+  ASSERT_TRUE(stream.ok());
+  for (bool causal : {false, true}) {
+    // At most 2000 keys a sequence: the untuned d128 plan is the persistent two-Q-buffer tile,
+    // which a packed call runs claimed.
+    VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, 128, causal}, 8, 2, {0, 1, 17, 1000, 2000, 300},
+                                  {0, 1, 17, 1000, 2000, 300}, 7000 + causal);
+    ASSERT_GE(c.device.workspace_bytes, 16);
+    auto plan = (*rt)->plan(c.device.problem);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    if ((*gpu)->info.Arch() == "sm_90a") {
+      EXPECT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
+    }
+    const size_t o_bytes = size_t(c.device.varlen.total_q * c.device.problem.heads_q * 128 * 2);
+    auto read_o = [&] {
+      std::vector<uint16_t> o(o_bytes / 2);
+      EXPECT_TRUE(c.o().CopyToHost(o.data(), o_bytes).ok());
+      return o;
+    };
+    ASSERT_TRUE(PoisonVarlen(c));
+    Status s = (*rt)->forward(c.device, stream->get());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(stream->Synchronize().ok());
+    ASSERT_EQ(CheckVarlen(c), "") << "eager, causal " << causal;
+    const std::vector<uint16_t> eager = read_o();
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    Status captured = (*rt)->forward(c.device, stream->get());
+    ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS);
+    ASSERT_TRUE(captured.ok()) << captured.ToString();
+    ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    for (int replay = 0; replay < 3; ++replay) {
+      ASSERT_TRUE(PoisonVarlen(c));
+      ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+      ASSERT_TRUE(stream->Synchronize().ok());
+      EXPECT_EQ(CheckVarlen(c), "") << "replay " << replay << ", causal " << causal;
+      EXPECT_TRUE(read_o() == eager) << "replay " << replay << ", causal " << causal;
+    }
+    api.cuGraphExecDestroy(exec);
+    api.cuGraphDestroy(graph);
+  }
+}
+
 // On sm_90a the untuned plan is hopper_fwd; a call whose strides TMA cannot describe (K and V
 // broadcast over their heads with a zero head stride) is served by fa2_fwd instead, said once,
 // and still matches the reference.

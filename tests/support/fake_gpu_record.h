@@ -33,6 +33,11 @@ class FakeGpuRecord {
     for (size_t i = 0; i < out.size(); ++i) Fn<int(int, FtFakeLaunch*)>("ft_fake_launch_at")(int(i), &out[i]);
     return out;
   }
+  std::vector<FtFakeMemset> Memsets() const {
+    std::vector<FtFakeMemset> out(size_t(Fn<int()>("ft_fake_memset_count")()));
+    for (size_t i = 0; i < out.size(); ++i) Fn<int(int, FtFakeMemset*)>("ft_fake_memset_at")(int(i), &out[i]);
+    return out;
+  }
   std::vector<FtFakeTensorMap> TensorMaps() const {
     std::vector<FtFakeTensorMap> out(size_t(Fn<int()>("ft_fake_tensor_map_count")()));
     for (size_t i = 0; i < out.size(); ++i)
