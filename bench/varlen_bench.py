@@ -7,6 +7,10 @@ batch, all in the same run.
 Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
  - ragged: B8 with lengths 512 1024 1536 2048 2560 3072 2304 3328 (16384 tokens), Nq = Nk;
  - short:  B64 with lengths 64 + 37 i mod 900 (64 to 963, 32898 tokens), Nq = Nk;
+ - tiny:   B4 with lengths 200 64 130 17 (a call of a few microseconds);
+ - short and tiny again without the workspace ("static"): a packed hopper_fwd call then deals
+   its tiles statically instead of claiming them from the workspace's counter (no memset before
+   the launch): claims against the static deal, and the memset's cost, in one run;
  - equal:  B8 x 2048 as varlen, and the same as a dense [8, 2048, H, D] call (same tokens,
    same FLOPs: the varlen path's own cost);
  - mixed:  30 decode rows over 8192 keys each + 2 prefills of 4096 tokens (decodes first, as
@@ -41,6 +45,7 @@ from decode_bench import Runtime, bench, bench_graph  # noqa: E402  (same folder
 RAGGED = [512, 1024, 1536, 2048, 2560, 3072, 2304, 3328]
 # Many short sequences (an engine's prefill batch): 64 of 64-963 tokens, 32898 in all.
 SHORT = [64 + 37 * i % 900 for i in range(64)]
+TINY = [200, 64, 130, 17]
 
 
 def visible_pairs(nq, nk, causal):
@@ -94,7 +99,7 @@ def median_rounds(calls, rounds=3):
 class Batch:
     """Packed q/k/v of one varlen batch, its cu_seqlens and flashtune args for it."""
 
-    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=0, block_size=0):
+    def __init__(self, rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=0, block_size=0, workspace=True):
         self.len_q, self.len_k, self.causal = len_q, len_k, causal
         self.cu_q = torch.tensor([0] + list(itertools.accumulate(len_q)), device=dev, dtype=torch.int32)
         self.cu_k = torch.tensor([0] + list(itertools.accumulate(len_k)), device=dev, dtype=torch.int32)
@@ -138,7 +143,8 @@ class Batch:
                 v_strides=(0,) + self.v.stride()[:2], cu_seqlens_k=self.cu_k.data_ptr(), total_k=tk, **common)
         ws_bytes = rt.workspace_size(self.args)
         self.ws = torch.empty(max(ws_bytes, 16), device=dev, dtype=torch.uint8)
-        self.args.workspace, self.args.workspace_bytes = self.ws.data_ptr(), ws_bytes
+        if workspace:
+            self.args.workspace, self.args.workspace_bytes = self.ws.data_ptr(), ws_bytes
         self.ref = ctypes.byref(self.args)
         self.rt = rt
         self.flops = sum(4 * hq * d * visible_pairs(a, b, causal) for a, b in zip(len_q, len_k))
@@ -227,11 +233,16 @@ def main():
         mask = "causal" if causal else "full"
         ragged = Batch(rt, RAGGED, RAGGED, hq, hkv, d, causal, dev)
         short = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev)
+        short_static = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev, workspace=False)
+        tiny = Batch(rt, TINY, TINY, hq, hkv, d, causal, dev)
+        tiny_static = Batch(rt, TINY, TINY, hq, hkv, d, causal, dev, workspace=False)
         equal = Batch(rt, [2048] * 8, [2048] * 8, hq, hkv, d, causal, dev)
         dense_call, dense_keep = dense_args(rt, 8, 2048, 2048, hq, hkv, d, causal, dev)
         qd = dense_keep[0].transpose(1, 2)
         kd, vd = dense_keep[1].transpose(1, 2), dense_keep[2].transpose(1, 2)
-        calls = {"ft varlen ragged": ragged.forward, "ft varlen short": short.forward, "ft varlen 8x2048": equal.forward,
+        calls = {"ft varlen ragged": ragged.forward, "ft varlen short": short.forward,
+                 "ft varlen short static": short_static.forward, "ft varlen tiny": tiny.forward,
+                 "ft varlen tiny static": tiny_static.forward, "ft varlen 8x2048": equal.forward,
                  "ft dense 8x2048": dense_call}
         for name, backend in (("sdpa flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
                               ("sdpa cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
@@ -254,9 +265,11 @@ def main():
                 except (RuntimeError, TypeError) as e:
                     print(f"  torch varlen_attn {tag}: {str(e).splitlines()[0]}", flush=True)
         errors = {"ft varlen ragged": ragged.error_vs_sdpa(), "ft varlen short": short.error_vs_sdpa(),
-                  "ft varlen 8x2048": equal.error_vs_sdpa()}
+                  "ft varlen short static": short_static.error_vs_sdpa(), "ft varlen tiny": tiny.error_vs_sdpa(),
+                  "ft varlen tiny static": tiny_static.error_vs_sdpa(), "ft varlen 8x2048": equal.error_vs_sdpa()}
         us = median_rounds(calls)
-        flops = {name: (ragged.flops if "ragged" in name else short.flops if "short" in name else equal.flops)
+        flops = {name: (ragged.flops if "ragged" in name else short.flops if "short" in name
+                        else tiny.flops if "tiny" in name else equal.flops)
                  for name in calls}
         for name in calls:
             tf = flops[name] / (us[name] * 1e-6) / 1e12
@@ -274,7 +287,12 @@ def main():
         lines.append(f"{mask:6s} varlen ragged TFLOP/s / dense 8x2048 TFLOP/s = {ratio:.3f}; short: {short_ratio:.3f}; "
                      f"varlen 8x2048 time / dense 8x2048 time = {us['ft varlen 8x2048'] / us['ft dense 8x2048']:.3f}")
         print(lines[-1], flush=True)
-        del ragged, short, equal, dense_keep, calls
+        lines.append(f"{mask:6s} claimed / static time: short "
+                     f"{us['ft varlen short'] / us['ft varlen short static']:.3f}, tiny "
+                     f"{us['ft varlen tiny'] / us['ft varlen tiny static']:.3f} "
+                     f"({us['ft varlen tiny'] - us['ft varlen tiny static']:+.1f} us)")
+        print(lines[-1], flush=True)
+        del ragged, short, short_static, tiny, tiny_static, equal, dense_keep, calls
         torch.cuda.empty_cache()
 
     # Mixed prefill + decode: one varlen call against prefill + decode as two calls.
