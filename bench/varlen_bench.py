@@ -26,7 +26,12 @@ three interleaved rounds) and TFLOP/s of the attention actually computed (4 * Hq
 against SDPA flash run per sequence (relative L2 error), and its lse rows of sequences with no
 key are -inf.
 
+With --sizes only: the first B sequences of the short batch (B = 2 ... 64) with the tile counter
+and without the workspace, for each LIB given (one library after another, every batch of a
+mask timed in one interleaved set of rounds): where claiming tiles starts to pay for its memset.
+
 usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--mixed-only]
+       varlen_bench.py LIBFLASHTUNE [LIBFLASHTUNE ...] --sizes [--out DIR]
 """
 import argparse
 import ctypes
@@ -212,19 +217,94 @@ def dense_args(rt, B, nq, nk, hq, hkv, d, causal, dev, layout="dense"):
     return call, keep
 
 
+SIZES = (2, 4, 8, 16, 32, 64)
+
+
+class LibRuntime:
+    """Batch's runtime interface over one more libflashtune loaded by path (the package serves one
+    library a process); its argument structs are the package's (the same C ABI)."""
+
+    def __init__(self, lib_path, capi, db=None):
+        self.capi = capi
+        self.lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_LOCAL)
+        self.lib.ft_last_error.restype = ctypes.c_char_p
+        self.lib.ft_runtime_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.ft_forward_ex.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.ft_workspace_size.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
+        self.handle = ctypes.c_void_p()
+        self.check(self.lib.ft_runtime_open(db.encode() if db else None, ctypes.byref(self.handle)), "ft_runtime_open")
+        self.forward_ex_fn = self.lib.ft_forward_ex
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: {self.lib.ft_last_error().decode()}")
+
+    def workspace_size(self, args):
+        size = ctypes.c_int64()
+        self.check(self.lib.ft_workspace_size(self.handle, ctypes.byref(args), ctypes.byref(size)), "ft_workspace_size")
+        return size.value
+
+
+def sizes(a, dev):
+    """Claimed against static by batch size, every library's calls of a mask in one interleaved
+    set of rounds (--sizes)."""
+    hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
+    libs = [os.path.abspath(lib) for lib in a.lib]
+    first = Runtime(libs[0], a.db or None)
+    runtimes = {lib: first if i == 0 else LibRuntime(lib, first.capi, a.db or None) for i, lib in enumerate(libs)}
+    label = {lib: os.path.basename(os.path.dirname(lib)) for lib in libs}
+    rows = []
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        calls, keep = {}, []
+        for lib in libs:
+            for b in SIZES:
+                for ws in (True, False):
+                    bt = Batch(runtimes[lib], SHORT[:b], SHORT[:b], hq, hkv, d, causal, dev, workspace=ws)
+                    err = bt.error_vs_sdpa()
+                    if not err[0] < 2e-2 or not err[1]:
+                        print(f"{label[lib]} {mask} B{b} {'claimed' if ws else 'static'}: error {err[0]:.1e}, "
+                              f"lse ok {err[1]}")
+                        return 1
+                    calls[(lib, b, ws)] = bt.forward
+                    keep.append(bt)
+        us = median_rounds(calls)
+        for lib in libs:
+            for b in SIZES:
+                c, st = us[(lib, b, True)], us[(lib, b, False)]
+                line = (f"{label[lib]:14s} {mask:6s} B{b:<3d} {sum(SHORT[:b]):6d} tokens  claimed {c:8.1f} us  "
+                        f"static {st:8.1f} us  claimed / static {c / st:.3f} ({c - st:+.1f} us)")
+                rows.append(line)
+                print(line, flush=True)
+        del calls, keep
+        torch.cuda.empty_cache()
+    print(f"\nbf16 Hq{hq} Hkv{hkv} d{d}; the first B sequences of the short batch (all checked against SDPA)")
+    for line in rows:
+        print(line)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"varlen_sizes_d{d}.txt"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("lib")
+    ap.add_argument("lib", nargs="+")
     ap.add_argument("--db", default="")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--heads-q", type=int, default=32)
     ap.add_argument("--heads-kv", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--mixed-only", action="store_true", help="only the mixed prefill + decode shapes")
+    ap.add_argument("--sizes", action="store_true", help="only claims against the static deal by batch size")
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    rt = Runtime(os.path.abspath(a.lib), a.db or None)
+    if a.sizes:
+        return sizes(a, dev)
+    if len(a.lib) > 1:
+        ap.error("several libraries only with --sizes")
+    rt = Runtime(os.path.abspath(a.lib[0]), a.db or None)
     hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
     varlen_attn, varlen_note = varlen_attn_fn()
     print(varlen_note, flush=True)
