@@ -116,6 +116,11 @@ std::string HopperUri(const HopperConfig& c) {
 
 bool HopperTileClaims(const HopperConfig& c) { return c.claims && c.persistent && c.q_buffers == 2 && !c.paged; }
 
+bool HopperClaimsRepay(const HopperConfig& c, int64_t total_q, int64_t batch, int64_t heads_q, int64_t blocks) {
+  const int64_t tiles = (total_q + batch * (c.block_m - 1)) / c.block_m * heads_q;
+  return tiles >= kHopperClaimMinTilesPerBlock * std::max<int64_t>(blocks, 1);
+}
+
 namespace {
 // Shared memory without the split tail's merge buffer.
 int64_t BaseSmemBytes(const HopperConfig& c) {
@@ -367,12 +372,13 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   if (f.layout == Layout::kVarlen) {
     p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_k = a.varlen.total_k;
-    // Claimed tiles where the call gives the counter's workspace and its sequences differ in
-    // length (the sums say so: every one is at most the longest); else the static deal, which
-    // balances sequences of one length and keeps more of their K/V in L2 (call 3 of session 49:
-    // claims took d128 B8 x 2048 causal 2.6% longer).
+    // Claimed tiles where the call gives the counter's workspace, its sequences differ in
+    // length (the sums say so: every one is at most the longest) and it has tiles enough to
+    // repay the memset; else the static deal, which balances sequences of one length and keeps
+    // more of their K/V in L2 (call 3 of session 49: claims took d128 B8 x 2048 causal 2.6% longer).
     const bool ragged = a.varlen.total_q != f.batch * f.seqlen_q || a.varlen.total_k != f.batch * f.seqlen_k;
-    if (HopperTileClaims(c) && ragged && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes) {
+    if (HopperTileClaims(c) && ragged && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes &&
+        HopperClaimsRepay(c, a.varlen.total_q, f.batch, f.heads_q, out->grid[0])) {
       p.tile_counter = static_cast<unsigned*>(a.workspace);
       out->zero = a.workspace;
       out->zero_bytes = sizeof(unsigned);

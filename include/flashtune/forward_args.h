@@ -57,8 +57,9 @@
 // captured into a CUDA graph). Its size comes from WorkspaceBytes(problem, sm_count) or
 // Runtime::workspace_size; it may be null with size 0 when that says 0. A packed prefill call
 // on sm_90a uses its first 16 bytes as the counter its blocks claim tiles from (zeroed on the
-// stream by the call; sequences of different lengths then keep every SM busy); without them it
-// runs on the static tile order.
+// stream by the call; sequences of different lengths then keep every SM busy); without them, or
+// in a call of too few tiles to repay that memset (about 2 us of GPU time), it runs on the
+// static tile order.
 //
 // Thread safety: a plain value type.
 #pragma once

@@ -342,8 +342,8 @@ TEST(HopperPack, VarlenMapsThePackedRows) {
 
 // p3: the p2 tile with its tiles claimed at run time. It serves packed calls only, with the
 // workspace's first word as the counter (zeroed by the launch) where the sequences differ in
-// length and the call gives the workspace (else the static deal, no counter), and its shared
-// memory has the tile ring's barriers.
+// length, the call gives the workspace and has tiles enough (else the static deal, no counter),
+// and its shared memory has the tile ring's barriers.
 TEST(HopperPack, ClaimedTilesServePackedCallsFromTheWorkspaceCounter) {
   HopperConfig two = Default();
   two.persistent = true;
@@ -367,7 +367,7 @@ TEST(HopperPack, ClaimedTilesServePackedCallsFromTheWorkspaceCounter) {
   EXPECT_NE(CheckHopperConfig(one_q).message().find("claimed tiles (p3)"), std::string::npos)
       << CheckHopperConfig(one_q).ToString();
 
-  ForwardArgs a = Args(c, 3, 1000, 1000, 8, 2);
+  ForwardArgs a = Args(c, 3, 1000, 1000, 96, 8);  // 1500 rows: 14 x 96 tiles at most, 10 a block
   LaunchPacket l;
   Status dense = PackHopper(c, a, 132, &l);
   EXPECT_NE(dense.message().find("serves packed sequences (layout varlen)"), std::string::npos) << dense.ToString();
@@ -405,6 +405,45 @@ TEST(HopperPack, ClaimedTilesServePackedCallsFromTheWorkspaceCounter) {
   ASSERT_TRUE(PackHopper(two, a, 132, &static_deal).ok());
   EXPECT_EQ(ParamsOf(static_deal).tile_counter, nullptr);
   EXPECT_EQ(static_deal.zero_bytes, 0u);
+}
+
+// A packed call too small to repay the counter's memset (about 2 us of the GPU's timeline) deals
+// its tiles statically: under kHopperClaimMinTilesPerBlock tiles a block of the persistent grid,
+// counting ceil(rows / block_m) tiles a sequence and head. Measured (session 50, H100, bf16 Hq 32
+// d128 128x128): the first 8 sequences of varlen_bench's short batch (1548 rows, at most 4.9 tiles
+// a block) ran 1.09x / 0.97x the static deal's time claimed (full / causal), the first 16 (5464
+// rows, 14.2) 0.89x / 0.80x.
+TEST(HopperPack, SmallPackedCallsDealTheirTilesStatically) {
+  HopperConfig c = Default();
+  c.persistent = true;
+  c.q_buffers = 2;
+  c.claims = true;
+  EXPECT_FALSE(HopperClaimsRepay(c, 1548, 8, 32, 132));   // (1548 + 8 x 127) / 128 = 20 rows of tiles: 640
+  EXPECT_TRUE(HopperClaimsRepay(c, 5464, 16, 32, 132));   // 58 x 32 = 1856 >= 8 x 132
+  EXPECT_FALSE(HopperClaimsRepay(c, 4096, 1, 32, 132));   // 32 x 32 = 1024: one row of tiles short
+  EXPECT_TRUE(HopperClaimsRepay(c, 4097, 1, 32, 132));    // 33 x 32 = 1056: exactly 8 a block
+  EXPECT_TRUE(HopperClaimsRepay(c, 4097, 1, 32, 0));      // (a grid of at least one block)
+  HopperConfig wide = c;  // 256-row tiles (d64's four warpgroups) count half as many
+  wide.block_m = 256;
+  EXPECT_FALSE(HopperClaimsRepay(wide, 4097, 1, 32, 132));
+  EXPECT_TRUE(HopperClaimsRepay(wide, 5464, 16, 32, 132));  // (5464 + 16 x 255) / 256 = 37: 1184
+  // Through the packing: the short batch's first 8 sequences without the counter, 16 with it.
+  ForwardArgs a = Args(c, 8, 963, 963, 32, 8);
+  a.problem.layout = Layout::kVarlen;
+  a.q_strides.batch = a.k_strides.batch = a.v_strides.batch = a.o_strides.batch = 0;
+  a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  a.varlen.total_q = a.varlen.total_k = 1548;
+  a.workspace = reinterpret_cast<void*>(uintptr_t(0x800000));
+  a.workspace_bytes = kHopperClaimWorkspaceBytes;
+  LaunchPacket l;
+  ASSERT_TRUE(PackHopper(c, a, 132, &l).ok());
+  EXPECT_EQ(ParamsOf(l).tile_counter, nullptr);
+  EXPECT_EQ(l.zero_bytes, 0u);
+  a.problem.batch = 16;
+  a.varlen.total_q = a.varlen.total_k = 5464;
+  ASSERT_TRUE(PackHopper(c, a, 132, &l).ok());
+  EXPECT_EQ(static_cast<void*>(ParamsOf(l).tile_counter), a.workspace);
+  EXPECT_EQ(l.zero_bytes, 4u);
 }
 
 // The claimed-tile twins of the tiles packed calls run most (d64 192x128 and 256x64, d128

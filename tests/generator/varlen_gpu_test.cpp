@@ -39,7 +39,9 @@ std::string RunVarlen(Gpu& gpu, const ForwardKernel& kernel, VarlenCase& c) {
 // The cases of one class: ragged (0, 1, 17, 1000, 4097; Nq = Nk per sequence; two query heads
 // on one K/V head, so the 4097-row reference stays cheap), Nq != Nk per sequence with GQA 8:1
 // (a sequence with no query, one with no key, rows before the causal diagonal that see no
-// key), and a mixed prefill + decode batch with MQA.
+// key), a mixed prefill + decode batch with MQA, and (the last) 48 short sequences (0 to 299
+// rows) over 32 query heads, GQA 8:1: the one with tiles enough for a p3 kernel to claim them
+// (HopperClaimsRepay; on the others it deals them statically).
 std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
   std::vector<VarlenCase> cases;
   uint64_t seed = 900 + uint64_t(cls.head_dim) + (cls.causal ? 7 : 0) + (cls.dtype == DType::kBF16 ? 3 : 0);
@@ -47,6 +49,9 @@ std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
   cases.push_back(MakeVarlenCase(gpu, cls, 2, 1, ragged, ragged, seed += 10));
   cases.push_back(MakeVarlenCase(gpu, cls, 16, 2, {17, 1000, 0, 5, 300, 129}, {1000, 17, 33, 0, 1, 129}, seed += 10));
   cases.push_back(MakeVarlenCase(gpu, cls, 8, 1, {1, 1, 700, 1, 64, 1, 16}, {4097, 33, 700, 1, 1000, 0, 16}, seed += 10));
+  std::vector<int32_t> short_lengths(48);
+  for (size_t i = 0; i < short_lengths.size(); ++i) short_lengths[i] = int32_t(i * 37 % 300);
+  cases.push_back(MakeVarlenCase(gpu, cls, 32, 4, short_lengths, short_lengths, seed += 10));
   return cases;
 }
 
@@ -64,6 +69,17 @@ void CheckVarlenClass(const ProblemClass& cls, const std::vector<Variant>& varia
     if (workspace) continue;
     c.device.workspace = nullptr;
     c.device.workspace_bytes = 0;
+  }
+  // A p3 kernel claims its tiles on the short sequences (the last case), given the workspace,
+  // and deals them statically on the others (too few tiles to repay the counter's memset).
+  for (const Variant& v : runnable) {
+    if (v.family != "hopper_fwd" || v.Param("p") != 3) continue;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      LaunchPacket packet;
+      packet.sm_count = (*gpu)->info.sm_count;
+      FindFamily("hopper_fwd")->Pack(v, cases[i].device, &packet);
+      EXPECT_EQ(packet.zero_bytes > 0, workspace && i + 1 == cases.size()) << v.Uri() << ", case " << i;
+    }
   }
   testing::CheckEveryVariant(cls.ToString() + (workspace ? " varlen" : " varlen without workspace"), runnable, kernels, cases,
                              [&](const ForwardKernel& k, VarlenCase& c) { return RunVarlen(**gpu, k, c); });

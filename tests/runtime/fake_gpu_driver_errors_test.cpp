@@ -103,14 +103,14 @@ TEST(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
   FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
-  Problem p{DType::kBF16, 128, true, 2, 500, 500, 8, 8};
+  Problem p{DType::kBF16, 128, true, 2, 2000, 2000, 64, 8};
   p.layout = Layout::kVarlen;
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
-  PackSequences(a, b, {0, 500, 700});  // ragged: the counter is used
+  PackSequences(a, b, {0, 2000, 2700});  // ragged, 23 x 64 tiles at most: the counter is used
   fake.Reset();
   fake.Fail("cuMemsetD8Async", 0, 1, kInvalidValue);
   Status s = r.rt->forward(a, nullptr);

@@ -236,7 +236,7 @@ TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
   FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
-  Problem p{DType::kBF16, 128, true, 3, 1000, 1000, 32, 8};
+  Problem p{DType::kBF16, 128, true, 3, 2000, 2000, 32, 8};
   p.layout = Layout::kVarlen;
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -246,7 +246,7 @@ TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
   ASSERT_GE(a.workspace_bytes, 16);
-  PackSequences(a, b, {0, 1000, 1017, 1517});
+  PackSequences(a, b, {0, 2000, 2017, 4017});  // 34 x 32 tiles at most: enough to claim
   std::memset(a.workspace, 0xAB, size_t(a.workspace_bytes));
   fake.Reset();
   Status s = r.rt->forward(a, nullptr);
@@ -648,11 +648,11 @@ TEST(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
   auto stream = Stream::Create(*ctx);
   ASSERT_TRUE(stream.ok());
   const auto& api = (*driver)->api();
-  Problem p{DType::kBF16, 128, true, 3, 1000, 1000, 32, 8};
+  Problem p{DType::kBF16, 128, true, 3, 2000, 2000, 32, 8};
   p.layout = Layout::kVarlen;
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
-  PackSequences(a, b, {0, 1000, 1017, 1517});
+  PackSequences(a, b, {0, 2000, 2017, 4017});  // 34 x 32 tiles at most: enough to claim
   ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up
   auto* counter = static_cast<uint32_t*>(a.workspace);
   *counter = 77;  // what a kernel leaves behind: tiles claimed

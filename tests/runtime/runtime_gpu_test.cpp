@@ -17,6 +17,7 @@
 #include "flashtune/compiler.h"
 #include "flashtune/driver.h"
 #include "flashtune/reference.h"
+#include "generator/family.h"
 #include "jit/cuda_api.h"
 #include "tests/support/allocation_counter.h"
 #include "tests/support/gpu_fixture.h"
@@ -365,16 +366,22 @@ TEST(RuntimeGpu, PackedCallsReplayedFromAGraphClaimTheirTilesAfresh) {
   ASSERT_TRUE(rt.ok());
   auto stream = Stream::Create(*(*gpu)->context);
   ASSERT_TRUE(stream.ok());
+  // 48 sequences of 0 to 299 tokens over 32 query heads: a short K/V stream, so the untuned d128
+  // plan is the persistent two-Q-buffer tile, which a packed call runs claimed, with tiles
+  // enough to use the counter (HopperClaimsRepay).
+  std::vector<int32_t> lengths(48);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = int32_t(i * 37 % 300);
   for (bool causal : {false, true}) {
-    // At most 2000 keys a sequence: the untuned d128 plan is the persistent two-Q-buffer tile,
-    // which a packed call runs claimed.
-    VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, 128, causal}, 8, 2, {0, 1, 17, 1000, 2000, 300},
-                                  {0, 1, 17, 1000, 2000, 300}, 7000 + causal);
+    VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, 128, causal}, 32, 4, lengths, lengths, 7000 + causal);
     ASSERT_GE(c.device.workspace_bytes, 16);
     auto plan = (*rt)->plan(c.device.problem);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     if ((*gpu)->info.Arch() == "sm_90a") {
       EXPECT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
+      LaunchPacket packet;
+      packet.sm_count = (*gpu)->info.sm_count;
+      FindFamily(plan->variant.family)->Pack(plan->variant, c.device, &packet);
+      EXPECT_GT(packet.zero_bytes, 0u) << "the call claims its tiles";
     }
     const size_t o_bytes = size_t(c.device.varlen.total_q * c.device.problem.heads_q * 128 * 2);
     auto read_o = [&] {
