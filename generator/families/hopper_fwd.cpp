@@ -267,7 +267,8 @@ class HopperFwd final : public Family {
     twin.SetParam("p", 3);
     if (why != nullptr)
       *why = "packed sequences run it as " + twin.Uri() +
-             ", which claims its tiles at run time: the static deal assumes every sequence is the longest";
+             ", which claims its tiles at run time in a call of 8 tiles a block or more: the static deal "
+             "assumes every sequence is the longest";
     return twin;
   }
 
