@@ -95,7 +95,7 @@ TEST_P(VarlenClasses, VariantsMatchTheReference) {
   const auto [dtype, head_dim, causal] = GetParam();
   const ProblemClass cls{dtype, head_dim, causal};
   const std::string mask = causal ? "_causal" : "_full";
-  const std::string d = "d" + std::to_string(head_dim);  // d96: d128's tiles on 96 columns
+  const std::string d = std::string("d").append(std::to_string(head_dim));  // d96: d128's tiles on 96 columns
   const std::string hopper_alt = head_dim == 64   ? "d64_bm64_bn128_wg1_s2_p1_pp0_ov1"
                                  : head_dim <= 128 ? d + "_bm128_bn128_wg2_s2_p1_pp0_ov0"
                                                    : "d256_bm128_bn80_wg2_s2_p1_pp1_ov0";
