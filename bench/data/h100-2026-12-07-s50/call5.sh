@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 50, call 5. On an H200: issue 13's forward grid on MAIN (session 27's call2.sh, head
-# dims 64, 128 and 256, tuned cold, within LIMIT). On an H100: the size rule for claims
+# dims 64 and 256, the two under the geomean target on the last H200 grid, session 20; tuned
+# cold, within LIMIT). On an H100: the size rule for claims
 # (HopperClaimsRepay) on MAIN: VarlenGpu* (each class's cases now with 48 short sequences over 32
 # heads, the one case a p3 kernel claims) and RuntimeGpu.PackedCalls* / RuntimeGpu.Varlen*, then
 # `bench/varlen_bench.py --sizes` at d128 (claimed against static: from B16 on claimed, below it
@@ -12,7 +13,7 @@ LIMIT=${LIMIT:-400}
 left() { echo $(( LIMIT - ($(date +%s) - t0) )); }
 N=$(cd "${MAIN:?}" && pwd)
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  PACK=$N DIMS=64,128,256 LIMIT=$LIMIT OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
+  PACK=$N DIMS=64,256 LIMIT=$LIMIT OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
   exit
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt"
