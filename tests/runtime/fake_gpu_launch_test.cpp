@@ -14,6 +14,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -594,35 +595,59 @@ TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
   }
 }
 
-// A warm call captured in global mode (the strictest: any allocation or synchronisation in the
-// process breaks it) records its launches into the graph, and the graph replays them.
+// A stream on device 0 (the fake H200) and the driver's table, to capture calls into graphs.
+struct CaptureStream {
+  Driver* driver = nullptr;
+  std::optional<Context> ctx;
+  std::optional<Stream> stream;
+  CaptureStream() {
+    auto d = Driver::Load();
+    if (!d.ok()) return;
+    driver = *d;
+    auto c = Context::Primary(*driver, 0);
+    if (!c.ok()) return;
+    ctx.emplace(std::move(*c));
+    auto s = Stream::Create(*ctx);
+    if (s.ok()) stream.emplace(std::move(*s));
+  }
+  bool ok() const { return stream.has_value(); }
+  const detail::CudaApi& api() const { return driver->api(); }
+  // `a`'s forward() captured in global mode (the strictest: any allocation or synchronisation in
+  // the process breaks it) into an instantiated graph; nullptr, with a test failure, where the
+  // capture or the call failed.
+  CUgraphExec Capture(Runtime& rt, const ForwardArgs& a) const {
+    if (api().cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS) {
+      ADD_FAILURE() << "cuStreamBeginCapture failed";
+      return nullptr;
+    }
+    const Status s = rt.forward(a, stream->get());
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    if (api().cuStreamEndCapture(stream->get(), &graph) != CUDA_SUCCESS) ADD_FAILURE() << "forward() broke the capture";
+    else if (!s.ok()) ADD_FAILURE() << s.ToString();
+    else if (api().cuGraphInstantiate(&exec, graph, 0) != CUDA_SUCCESS) ADD_FAILURE() << "cuGraphInstantiate failed";
+    return exec;
+  }
+};
+
+// A warm call captured records its launches into the graph, and the graph replays them.
 TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
   FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
-  auto driver = Driver::Load();
-  ASSERT_TRUE(driver.ok());
-  auto ctx = Context::Primary(**driver, 0);
-  ASSERT_TRUE(ctx.ok());
-  auto stream = Stream::Create(*ctx);
-  ASSERT_TRUE(stream.ok());
-  const auto& api = (*driver)->api();
+  CaptureStream cs;
+  ASSERT_TRUE(cs.ok());
   Problem dec{DType::kBF16, 128, false, 4, 1, 8192, 32, 8};
   dec.layout = Layout::kPaged;
   const Problem pre{DType::kBF16, 128, true, 1, 2048, 2048, 8, 8};
   for (const Problem& p : {pre, dec}) {
     HostBuffers b;
     const ForwardArgs a = r.ArgsFor(p, b);
-    ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up: compile, load, encode
+    ASSERT_TRUE(r.rt->forward(a, cs.stream->get()).ok());  // warm-up: compile, load, encode
     fake.Reset();
-    ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    Status s = r.rt->forward(a, stream->get());
-    CUgraph graph = nullptr;
-    ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS) << "forward() broke the capture";
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    CUgraphExec exec = nullptr;
-    ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+    CUgraphExec exec = cs.Capture(*r.rt, a);
+    ASSERT_NE(exec, nullptr);
+    ASSERT_EQ(cs.api().cuGraphLaunch(exec, cs.stream->get()), CUDA_SUCCESS);
     const auto launches = fake.Launches();
     const size_t n = p.layout == Layout::kPaged ? 2 : 1;
     ASSERT_EQ(launches.size(), 2 * n) << p.ToString();
@@ -641,33 +666,23 @@ TEST(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
   FakeGpuRecord fake;
   Opened r;
   ASSERT_NE(r.rt, nullptr);
-  auto driver = Driver::Load();
-  ASSERT_TRUE(driver.ok());
-  auto ctx = Context::Primary(**driver, 0);
-  ASSERT_TRUE(ctx.ok());
-  auto stream = Stream::Create(*ctx);
-  ASSERT_TRUE(stream.ok());
-  const auto& api = (*driver)->api();
+  CaptureStream cs;
+  ASSERT_TRUE(cs.ok());
   Problem p{DType::kBF16, 128, true, 3, 2000, 2000, 32, 8};
   p.layout = Layout::kVarlen;
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
   PackSequences(a, b, {0, 2000, 2017, 4017});  // 34 x 32 tiles at most: enough to claim
-  ASSERT_TRUE(r.rt->forward(a, stream->get()).ok());  // warm-up
+  ASSERT_TRUE(r.rt->forward(a, cs.stream->get()).ok());  // warm-up
   auto* counter = static_cast<uint32_t*>(a.workspace);
   *counter = 77;  // what a kernel leaves behind: tiles claimed
   fake.Reset();
-  ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  Status s = r.rt->forward(a, stream->get());
-  CUgraph graph = nullptr;
-  ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS) << "forward() broke the capture";
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  CUgraphExec exec = cs.Capture(*r.rt, a);
+  ASSERT_NE(exec, nullptr);
   EXPECT_EQ(*counter, 77u) << "a capture runs nothing";
-  CUgraphExec exec = nullptr;
-  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
   for (int replay = 0; replay < 2; ++replay) {
     *counter = 77;
-    ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
+    ASSERT_EQ(cs.api().cuGraphLaunch(exec, cs.stream->get()), CUDA_SUCCESS);
     EXPECT_EQ(*counter, 0u) << "replay " << replay;
   }
   const auto launches = fake.Launches();
