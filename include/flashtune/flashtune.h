@@ -193,8 +193,10 @@ int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream);
 
 /* ft_forward for every layout (dense, paged, varlen) and for decode (few query rows), whose
  * split-key kernels write partials into args->workspace (a varlen prefill on sm_90a keeps its
- * tile counter there; without the workspace, or in a small call, it runs on the static tile order). Same contract as ft_forward: nothing
- * is launched on bad input, no allocation, no synchronisation, capturable once warm. */
+ * tile counter there; without the workspace, or in a small call, it runs on the static tile
+ * order). Calls that may run at once, on different streams, each need a workspace of their own.
+ * Same contract as ft_forward: nothing is launched on bad input, no allocation, no
+ * synchronisation, capturable once warm. */
 int ft_forward_ex(ft_runtime* runtime, const ft_attention_args* args, void* stream);
 
 /* Workspace bytes ft_forward_ex needs for args' problem and layout (pointers are not read) on

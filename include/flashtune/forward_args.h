@@ -59,7 +59,8 @@
 // on sm_90a uses its first 16 bytes as the counter its blocks claim tiles from (zeroed on the
 // stream by the call; sequences of different lengths then keep every SM busy); without them, or
 // in a call of too few tiles to repay that memset (about 2 us of GPU time), it runs on the
-// static tile order.
+// static tile order. A workspace serves one call at a time: calls that may run at once (on
+// different streams) each need their own, or blocks of one claim the other's tiles.
 //
 // Thread safety: a plain value type.
 #pragma once
