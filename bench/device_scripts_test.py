@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CPU tests of the scripts device calls are built from (no GPU): the two-build A/B tools
 (bench/bench_ab_summary.py, and bench/decode_tile_ab.sh / bench/forward_tile_ab.sh driven against
-stand-in packs whose `flashtune bench` prints the real table format) and bench/pack_out.sh.
+stand-in packs whose `flashtune bench` prints the real table format), bench/pack_out.sh and
+bench/device_call.sh (with a stand-in nvidia-smi).
 Run by ctest (label cpu) or by hand."""
 import os
 import subprocess
@@ -210,6 +211,72 @@ class PackOut(unittest.TestCase):
                 names = {os.path.normpath(m.name) for m in tar.getmembers() if m.isfile()}
                 self.assertEqual(names, set(files))
                 self.assertEqual(tar.extractfile("./a/b/c/deep.log").read(), b"d")
+
+
+class DeviceCall(unittest.TestCase):
+    """bench/device_call.sh, sourced by a call script: on an H200 the forward grid runs in the
+    script's place (within what is left of LIMIT), elsewhere the script goes on with its clock."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.bin = os.path.join(self.tmp.name, "bin")
+        self.out = os.path.join(self.tmp.name, "out")
+        os.mkdir(self.bin)
+        os.mkdir(self.out)
+        # nvidia-smi answering for $FAKE_GPU; the grid a stub that records what it was given.
+        self.write(os.path.join(self.bin, "nvidia-smi"),
+                   '#!/bin/sh\ncase "$*" in *noheader*) echo "$FAKE_GPU" ;; *) echo "name"; echo "$FAKE_GPU, 580.1, 1980 MHz, 35" ;; esac\n')
+        self.grid = os.path.join(self.tmp.name, "grid.sh")
+        self.write(self.grid, 'echo "PACK=$PACK DIMS=$DIMS LIMIT=$LIMIT OUT=$OUT" > "$OUT/grid.txt"\nexit 7\n')
+        self.script = os.path.join(self.tmp.name, "call.sh")
+        self.write(self.script, f'source {os.path.join(HERE, "device_call.sh")} 300\n'
+                   'h200_grid /packs/.devcarry-N 64,256\ncard_line\necho "left $(left) of $LIMIT"\n')
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    @staticmethod
+    def write(path, text):
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+
+    def run_call(self, gpu, **env):
+        environ = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], FAKE_GPU=gpu, OUT=self.out,
+                       FT_H200_GRID=self.grid)
+        environ.pop("LIMIT", None)
+        environ.update(env)
+        return subprocess.run(["bash", self.script], capture_output=True, text=True, env=environ)
+
+    def test_on_an_h200_the_grid_runs_in_the_scripts_place(self):
+        r = self.run_call("NVIDIA H200")
+        self.assertEqual(r.returncode, 7, r.stderr)  # the grid's status
+        self.assertNotIn("left", r.stdout)
+        with open(os.path.join(self.out, "grid.txt")) as f:
+            fields = dict(kv.split("=", 1) for kv in f.read().split())
+        self.assertEqual((fields["PACK"], fields["DIMS"], fields["OUT"]), ("/packs/.devcarry-N", "64,256", self.out))
+        self.assertTrue(295 <= int(fields["LIMIT"]) <= 300, fields)
+
+    def test_elsewhere_the_script_goes_on_with_its_clock_and_the_cards_line(self):
+        r = self.run_call("NVIDIA H100 80GB HBM3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "grid.txt")))
+        words = r.stdout.split()
+        self.assertEqual((words[0], words[2], words[3]), ("left", "of", "300"))
+        self.assertTrue(295 <= int(words[1]) <= 300, r.stdout)
+        with open(os.path.join(self.out, "gpu.txt")) as f:
+            self.assertIn("NVIDIA H100 80GB HBM3, 580.1", f.read())
+
+    def test_limit_from_the_environment_wins_over_the_default(self):
+        r = self.run_call("NVIDIA H100 80GB HBM3", LIMIT="90")
+        self.assertIn(" of 90", r.stdout)
+
+    def test_a_call_without_out_is_refused(self):
+        environ = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], FAKE_GPU="NVIDIA H200")
+        environ.pop("OUT", None)
+        r = subprocess.run(["bash", self.script], capture_output=True, text=True, env=environ)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("OUT", r.stderr)
 
 
 if __name__ == "__main__":

@@ -2,18 +2,13 @@
 # Session 50, call 6. On an H200: issue 13's forward grid at head dim 64 on MAIN (session 27's
 # call2.sh, tuned cold, within LIMIT: what the session's budget left fits). On an H100:
 # compute-sanitizer memcheck and synccheck of VarlenGpu.ClaimedTiles* on MAIN (the p3 kernels
-# and their p2 twins; the short-sequence case is the one they claim on).
+# and their p2 twins; the short-sequence case is the one they claim on). Not run in session 50
+# (no machine could be started for what its budget left).
 # usage (GPU): MAIN=.devcarry-N OUT=$OUT [LIMIT=340] bash bench/data/h100-2026-12-07-s50/call6.sh
-set -uo pipefail
-t0=$(date +%s)
-LIMIT=${LIMIT:-340}
-left() { echo $(( LIMIT - ($(date +%s) - t0) )); }
+source bench/device_call.sh 340
 N=$(cd "${MAIN:?}" && pwd)
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  PACK=$N DIMS=64 LIMIT=$LIMIT OUT=$OUT bash bench/data/h200-2026-12-05-s27/call2.sh
-  exit
-fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt"
+h200_grid "$N" 64
+card_line
 for tool in memcheck synccheck; do
   [ "$(left)" -lt 30 ] && break
   LD_LIBRARY_PATH=$N:/usr/local/cuda/lib64 FLASHTUNE_CACHE_DIR=/tmp/ftc-main timeout $(( $(left) - 5 )) \
