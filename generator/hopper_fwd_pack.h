@@ -91,7 +91,7 @@ bool HopperTileClaims(const HopperConfig& config);
 // persistent grid of `blocks`, has enough tiles for claims to beat the static deal: at least
 // kHopperClaimMinTilesPerBlock a block, counting ceil(rows / block_m) tiles a sequence and head
 // (an upper bound; the lengths are on the device). The memset before the kernel costs about 2 us
-// of the GPU's timeline; claims took 1.0-1.4x the static deal's time at 2-8 short sequences (at
+// of the GPU's timeline; claims took 0.97-1.40x the static deal's time at 2-8 short sequences (at
 // most 4.9 tiles a block) and 0.80-0.98x from 16 (9-14 tiles a block) on (session 50, H100).
 inline constexpr int64_t kHopperClaimMinTilesPerBlock = 8;
 bool HopperClaimsRepay(const HopperConfig& config, int64_t total_q, int64_t batch, int64_t heads_q, int64_t blocks);
