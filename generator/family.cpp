@@ -284,7 +284,11 @@ Status PackValidatedForward(const Variant& v, const ForwardArgs& args, LaunchPac
         .WithVariant(v.Uri());
   Status can = (*f)->CanRun(v, args);
   if (!can.ok()) return can.WithVariant(v.Uri());
+  // What a family sets only for some calls starts cleared, so a reused packet carries nothing
+  // of an earlier call (a memset of its workspace above all).
   out->next_steps = 0;
+  out->zero = nullptr;
+  out->zero_bytes = 0;
   (*f)->Pack(v, args, out);
   return Status::Ok();
 }

@@ -148,7 +148,7 @@ TEST(Family, UrisRoundTripAndAreValidatedByTheirFamily) {
   EXPECT_EQ(source->text.rfind("// toy prologue for toy_fwd_f16_d64_bm192_bn128_causal\n", 0), 0u);
 }
 
-TEST(Family, PackingChecksTheClassAndTheFamilysOwnLimits) {
+TEST(Family, PackingChecksTheClassAndTheFamilysOwnLimitsOnAFreshPacket) {
   Toy();
   const int values[] = {128, 64};
   const Variant v = Toy().MakeVariant(ProblemClass{DType::kBF16, 64, false}, values);
@@ -159,6 +159,16 @@ TEST(Family, PackingChecksTheClassAndTheFamilysOwnLimits) {
   ASSERT_TRUE(PackForward(v, a, &p).ok());
   EXPECT_EQ(p.grid[0], 3u);
   EXPECT_EQ(p.block[0], 160u);
+  // A packet reused from an earlier call carries none of its memset or further kernels.
+  LaunchPacket reused;
+  unsigned counter = 7;
+  reused.zero = &counter;
+  reused.zero_bytes = sizeof counter;
+  reused.next_steps = 1;
+  ASSERT_TRUE(PackForward(v, a, &reused).ok());
+  EXPECT_EQ(reused.zero, nullptr);
+  EXPECT_EQ(reused.zero_bytes, 0u);
+  EXPECT_EQ(reused.next_steps, 0);
   a.q_strides.seq = 72;  // the toy family refuses; the reason comes back for a fallback
   Status s = PackForward(v, a, &p);
   EXPECT_EQ(s.code(), Code::kUnsupported);
