@@ -11,6 +11,8 @@ Shapes (bf16, Hq 32, Hkv 8, d 128 by default), each causal and not:
  - short and tiny again without the workspace ("static"): a packed hopper_fwd call then deals
    its tiles statically instead of claiming them from the workspace's counter (no memset before
    the launch): claims against the static deal, and the memset's cost, in one run;
+ - paged16 short: the short batch's keys on shuffled 16-key pages, its queries packed (an
+   engine's prefill of new prompts into its cache), with the workspace and without;
  - equal:  B8 x 2048 as varlen, and the same as a dense [8, 2048, H, D] call (same tokens,
    same FLOPs: the varlen path's own cost);
  - mixed:  30 decode rows over 8192 keys each + 2 prefills of 4096 tokens (decodes first, as
@@ -316,13 +318,16 @@ def main():
         short_static = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev, workspace=False)
         tiny = Batch(rt, TINY, TINY, hq, hkv, d, causal, dev)
         tiny_static = Batch(rt, TINY, TINY, hq, hkv, d, causal, dev, workspace=False)
+        paged_short = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev, block_size=16)
+        paged_short_static = Batch(rt, SHORT, SHORT, hq, hkv, d, causal, dev, block_size=16, workspace=False)
         equal = Batch(rt, [2048] * 8, [2048] * 8, hq, hkv, d, causal, dev)
         dense_call, dense_keep = dense_args(rt, 8, 2048, 2048, hq, hkv, d, causal, dev)
         qd = dense_keep[0].transpose(1, 2)
         kd, vd = dense_keep[1].transpose(1, 2), dense_keep[2].transpose(1, 2)
         calls = {"ft varlen ragged": ragged.forward, "ft varlen short": short.forward,
                  "ft varlen short static": short_static.forward, "ft varlen tiny": tiny.forward,
-                 "ft varlen tiny static": tiny_static.forward, "ft varlen 8x2048": equal.forward,
+                 "ft varlen tiny static": tiny_static.forward, "ft paged16 short": paged_short.forward,
+                 "ft paged16 short static": paged_short_static.forward, "ft varlen 8x2048": equal.forward,
                  "ft dense 8x2048": dense_call}
         for name, backend in (("sdpa flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
                               ("sdpa cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
@@ -346,7 +351,9 @@ def main():
                     print(f"  torch varlen_attn {tag}: {str(e).splitlines()[0]}", flush=True)
         errors = {"ft varlen ragged": ragged.error_vs_sdpa(), "ft varlen short": short.error_vs_sdpa(),
                   "ft varlen short static": short_static.error_vs_sdpa(), "ft varlen tiny": tiny.error_vs_sdpa(),
-                  "ft varlen tiny static": tiny_static.error_vs_sdpa(), "ft varlen 8x2048": equal.error_vs_sdpa()}
+                  "ft varlen tiny static": tiny_static.error_vs_sdpa(), "ft paged16 short": paged_short.error_vs_sdpa(),
+                  "ft paged16 short static": paged_short_static.error_vs_sdpa(),
+                  "ft varlen 8x2048": equal.error_vs_sdpa()}
         us = median_rounds(calls)
         flops = {name: (ragged.flops if "ragged" in name else short.flops if "short" in name
                         else tiny.flops if "tiny" in name else equal.flops)
@@ -370,9 +377,11 @@ def main():
         lines.append(f"{mask:6s} claimed / static time: short "
                      f"{us['ft varlen short'] / us['ft varlen short static']:.3f}, tiny "
                      f"{us['ft varlen tiny'] / us['ft varlen tiny static']:.3f} "
-                     f"({us['ft varlen tiny'] - us['ft varlen tiny static']:+.1f} us)")
+                     f"({us['ft varlen tiny'] - us['ft varlen tiny static']:+.1f} us), paged16 short "
+                     f"{us['ft paged16 short'] / us['ft paged16 short static']:.3f}; paged16 / varlen short "
+                     f"{us['ft paged16 short'] / us['ft varlen short']:.3f}")
         print(lines[-1], flush=True)
-        del ragged, short, short_static, tiny, tiny_static, equal, dense_keep, calls
+        del ragged, short, short_static, tiny, tiny_static, paged_short, paged_short_static, equal, dense_keep, calls
         torch.cuda.empty_cache()
 
     # Mixed prefill + decode: one varlen call against prefill + decode as two calls.
