@@ -5,7 +5,9 @@
 # prefill, open"). On an H100: the cache-prefill GPU tests on PAGED (every hopper_paged class
 # with the p3 twin; the 24-sequence, 64-head case is the one it claims on, which the test
 # asserts) and RuntimeGpu.Paged*, then synccheck and racecheck of one class (bf16 d128 causal).
-# On an H200: issue 13's forward grid on PAGED instead (all three head dims).
+# The patch also plans a short paged K/V stream (at most 2048 keys) on the class default's p2
+# twin, run claimed: call8.sh measures that against main. On an H200: issue 13's forward grid on
+# PAGED instead (all three head dims).
 # usage (GPU): PAGED=.devcarry-P OUT=$OUT [LIMIT=560] bash bench/data/h100-2026-12-07-s50/call7.sh
 #   (the pack: main + paged-claims.patch, built with its GPU tests: bash bench/pack_for_gpu.sh)
 source bench/device_call.sh 560
