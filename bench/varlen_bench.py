@@ -29,8 +29,8 @@ against SDPA flash run per sequence (relative L2 error), and its lse rows of seq
 key are -inf.
 
 With --sizes only: the first B sequences of the short batch (B = 2 ... 64) with the tile counter
-and without the workspace, for each LIB given (one library after another, every batch of a
-mask timed in one interleaved set of rounds): where claiming tiles starts to pay for its memset.
+and without the workspace, for each LIB given (every library's calls of a mask timed in one
+interleaved set of rounds): where claiming tiles starts to pay for its memset.
 
 usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--mixed-only]
        varlen_bench.py LIBFLASHTUNE [LIBFLASHTUNE ...] --sizes [--out DIR]
