@@ -49,8 +49,7 @@ std::vector<VarlenCase> MakeCases(Gpu& gpu, const ProblemClass& cls) {
   cases.push_back(MakeVarlenCase(gpu, cls, 2, 1, ragged, ragged, seed += 10));
   cases.push_back(MakeVarlenCase(gpu, cls, 16, 2, {17, 1000, 0, 5, 300, 129}, {1000, 17, 33, 0, 1, 129}, seed += 10));
   cases.push_back(MakeVarlenCase(gpu, cls, 8, 1, {1, 1, 700, 1, 64, 1, 16}, {4097, 33, 700, 1, 1000, 0, 16}, seed += 10));
-  std::vector<int32_t> short_lengths(48);
-  for (size_t i = 0; i < short_lengths.size(); ++i) short_lengths[i] = int32_t(i * 37 % 300);
+  const std::vector<int32_t> short_lengths = testing::ShortSequenceLengths();
   cases.push_back(MakeVarlenCase(gpu, cls, 32, 4, short_lengths, short_lengths, seed += 10));
   return cases;
 }

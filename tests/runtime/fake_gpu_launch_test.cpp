@@ -30,6 +30,7 @@
 #include "jit/cuda_api.h"
 #include "tests/support/allocation_counter.h"
 #include "tests/support/fake_gpu_record.h"
+#include "tests/support/graph_capture.h"
 #include "tests/support/temp_dir.h"
 
 namespace flashtune {
@@ -38,6 +39,7 @@ namespace {
 using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
 using flashtune::testing::PackQueries;
+using flashtune::testing::CaptureForward;
 using flashtune::testing::PackSequences;
 using flashtune::testing::TempDir;
 
@@ -612,22 +614,7 @@ struct CaptureStream {
   }
   bool ok() const { return stream.has_value(); }
   const detail::CudaApi& api() const { return driver->api(); }
-  // `a`'s forward() captured in global mode (the strictest: any allocation or synchronisation in
-  // the process breaks it) into an instantiated graph; nullptr, with a test failure, where the
-  // capture or the call failed.
-  CUgraphExec Capture(Runtime& rt, const ForwardArgs& a) const {
-    if (api().cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS) {
-      ADD_FAILURE() << "cuStreamBeginCapture failed";
-      return nullptr;
-    }
-    const Status s = rt.forward(a, stream->get());
-    CUgraph graph = nullptr;
-    CUgraphExec exec = nullptr;
-    if (api().cuStreamEndCapture(stream->get(), &graph) != CUDA_SUCCESS) ADD_FAILURE() << "forward() broke the capture";
-    else if (!s.ok()) ADD_FAILURE() << s.ToString();
-    else if (api().cuGraphInstantiate(&exec, graph, 0) != CUDA_SUCCESS) ADD_FAILURE() << "cuGraphInstantiate failed";
-    return exec;
-  }
+  CUgraphExec Capture(Runtime& rt, const ForwardArgs& a) const { return CaptureForward(api(), rt, a, stream->get()); }
 };
 
 // A warm call captured records its launches into the graph, and the graph replays them.

@@ -21,6 +21,7 @@
 #include "jit/cuda_api.h"
 #include "tests/support/allocation_counter.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/graph_capture.h"
 #include "tests/support/replay_fixture.h"
 #include "tests/support/varlen_case.h"
 
@@ -126,19 +127,13 @@ TEST(RuntimeGpuChild, TunedForwardWithoutNvrtc) {
   // Graph capture and replay: same output, bit for bit.
   const detail::CudaApi& api = (*driver)->api();
   ASSERT_TRUE(a->buffers[3].Memset(0).ok());
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  Status captured = (*rt)->forward(a->dev, stream->get());
-  ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS);
-  ASSERT_TRUE(captured.ok()) << captured.ToString();
-  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  CUgraphExec exec = CaptureForward(api, **rt, a->dev, stream->get());
+  ASSERT_NE(exec, nullptr);
   EXPECT_EQ(a->ReadO(), std::vector<uint16_t>(first.size(), 0)) << "capture must not run the kernel";
   ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
   ASSERT_TRUE(stream->Synchronize().ok());
   EXPECT_EQ(a->ReadO(), first);
   api.cuGraphExecDestroy(exec);
-  api.cuGraphDestroy(graph);
   EXPECT_EQ(Compiler::NvrtcCallCount(), 0u);
   EXPECT_TRUE(warnings.empty()) << warnings[0];
   if (!::testing::Test::HasFailure()) std::ofstream(mark) << "ok error=" << error << "\n";
@@ -369,8 +364,7 @@ TEST(RuntimeGpu, PackedCallsReplayedFromAGraphClaimTheirTilesAfresh) {
   // 48 sequences of 0 to 299 tokens over 32 query heads: a short K/V stream, so the untuned d128
   // plan is the persistent two-Q-buffer tile, which a packed call runs claimed, with tiles
   // enough to use the counter (HopperClaimsRepay).
-  std::vector<int32_t> lengths(48);
-  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = int32_t(i * 37 % 300);
+  const std::vector<int32_t> lengths = ShortSequenceLengths();
   for (bool causal : {false, true}) {
     VarlenCase c = MakeVarlenCase(**gpu, ProblemClass{DType::kBF16, 128, causal}, 32, 4, lengths, lengths, 7000 + causal);
     ASSERT_GE(c.device.workspace_bytes, 16);
@@ -395,13 +389,8 @@ TEST(RuntimeGpu, PackedCallsReplayedFromAGraphClaimTheirTilesAfresh) {
     ASSERT_TRUE(stream->Synchronize().ok());
     ASSERT_EQ(CheckVarlen(c), "") << "eager, causal " << causal;
     const std::vector<uint16_t> eager = read_o();
-    CUgraph graph = nullptr;
-    CUgraphExec exec = nullptr;
-    ASSERT_EQ(api.cuStreamBeginCapture(stream->get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    Status captured = (*rt)->forward(c.device, stream->get());
-    ASSERT_EQ(api.cuStreamEndCapture(stream->get(), &graph), CUDA_SUCCESS);
-    ASSERT_TRUE(captured.ok()) << captured.ToString();
-    ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    CUgraphExec exec = CaptureForward(api, **rt, c.device, stream->get());
+    ASSERT_NE(exec, nullptr);
     for (int replay = 0; replay < 3; ++replay) {
       ASSERT_TRUE(PoisonVarlen(c));
       ASSERT_EQ(api.cuGraphLaunch(exec, stream->get()), CUDA_SUCCESS);
@@ -410,7 +399,6 @@ TEST(RuntimeGpu, PackedCallsReplayedFromAGraphClaimTheirTilesAfresh) {
       EXPECT_TRUE(read_o() == eager) << "replay " << replay << ", causal " << causal;
     }
     api.cuGraphExecDestroy(exec);
-    api.cuGraphDestroy(graph);
   }
 }
 

@@ -86,6 +86,12 @@ VarlenCase MakeVarlenCase(Gpu& gpu, const ProblemClass& cls, int64_t hq, int64_t
   return c;
 }
 
+std::vector<int32_t> ShortSequenceLengths() {
+  std::vector<int32_t> lengths(48);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = int32_t(i * 37 % 300);
+  return lengths;
+}
+
 bool PoisonVarlen(VarlenCase& c) { return c.o().Memset(0xFF).ok() && c.lse().Memset(0xFF).ok(); }
 
 std::string CheckVarlen(VarlenCase& c) {

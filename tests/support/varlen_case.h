@@ -39,6 +39,11 @@ struct VarlenCase {
 VarlenCase MakeVarlenCase(Gpu& gpu, const ProblemClass& cls, int64_t hq, int64_t hkv, const std::vector<int32_t>& len_q,
                           const std::vector<int32_t>& len_k, uint64_t seed);
 
+// 48 sequence lengths of 0 to 299 (37 i mod 300): over 32 query heads, the packed batch with
+// tiles enough for a p3 kernel to claim them (HopperClaimsRepay), where smaller cases get the
+// static deal.
+std::vector<int32_t> ShortSequenceLengths();
+
 // o (with its canary rows) and lse filled with 0xFF bytes; false when a memset failed.
 bool PoisonVarlen(VarlenCase& c);
 
