@@ -114,7 +114,7 @@ std::string HopperUri(const HopperConfig& c) {
          (c.overlap ? "1" : "0") + (c.causal ? "_causal" : "_full");
 }
 
-bool HopperTileClaims(const HopperConfig& c) { return c.claims && c.persistent && c.q_buffers == 2 && !c.paged; }
+bool HopperTileClaims(const HopperConfig& c) { return c.claims && c.persistent && c.q_buffers == 2; }
 
 bool HopperClaimsRepay(const HopperConfig& c, int64_t total_q, int64_t batch, int64_t heads_q, int64_t blocks) {
   const int64_t tiles = (total_q + batch * (c.block_m - 1)) / c.block_m * heads_q;
@@ -230,8 +230,8 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.q_buffers != 1 && !(c.q_buffers == 2 && c.persistent))
     return Invalid(uri + ": q_buffers (" + std::to_string(c.q_buffers) +
                    ") must be 1, or 2 with the persistent tile loop (a block of one tile has no next Q)");
-  if (c.claims && !(c.persistent && c.q_buffers == 2 && !c.paged))
-    return Invalid(uri + ": claimed tiles (p3) need the persistent loop with two Q buffers over dense or packed K/V");
+  if (c.claims && !(c.persistent && c.q_buffers == 2))
+    return Invalid(uri + ": claimed tiles (p3) need the persistent loop with two Q buffers");
   // The consumer's accumulators (S, P, O) must fit its register budget (the template asserts it).
   const int blocks = HopperBlocksPerSm(c);
   if (!AccumulatorsFit(c, blocks))
@@ -283,7 +283,7 @@ Status CanServe(const HopperConfig& c, const ForwardArgs& a) {
                    std::string(LayoutName(a.problem.layout)) + (c.paged ? " without seqlens_k" : ""));
   if (!c.paged && a.seqlens_k != nullptr)
     return Invalid(HopperUri(c) + " does not read per-sequence key counts (seqlens_k); hopper_paged does");
-  if (HopperTileClaims(c) && a.problem.layout != Layout::kVarlen)
+  if (HopperTileClaims(c) && !c.paged && a.problem.layout != Layout::kVarlen)
     return Invalid(HopperUri(c) + " claims its tiles at run time: it serves packed sequences (layout varlen); this "
                    "call's layout is " + std::string(LayoutName(a.problem.layout)));
   return CheckTmaDescribable(a);
@@ -383,6 +383,15 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
       out->zero = a.workspace;
       out->zero_bytes = sizeof(unsigned);
     }
+  }
+  // Keys on pages (or a dense cache with lengths): their counts are on the device, so whether
+  // the sequences differ is unknown here; claims wherever the tiles repay the memset.
+  if (c.paged && HopperTileClaims(c) && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes &&
+      HopperClaimsRepay(c, PackedQueries(a) ? a.varlen.total_q : f.batch * f.seqlen_q, f.batch, f.heads_q,
+                        out->grid[0])) {
+    p.tile_counter = static_cast<unsigned*>(a.workspace);
+    out->zero = a.workspace;
+    out->zero_bytes = sizeof(unsigned);
   }
   if (paged) {
     p.seqlens_k = a.seqlens_k;

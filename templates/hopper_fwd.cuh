@@ -202,7 +202,9 @@ constexpr u32 kKVChunkBytes = kBlockN * 128;
 // memory moves the loading thread's tile arithmetic into ordinary ones, where it spills (12-48
 // bytes at 24 registers, 0-32 at 32), so the producer keeps 32 where the consumers lose nothing
 // by it (kProducerRegs).
-constexpr bool kTileClaims = kClaimTiles && kPersistent && kQBuffers == 2 && !kPagedKv;
+// Paged K/V (several producer warps walk the tiles): the zeroing warp claims them, publishing
+// tile n before it zeroes tile n-1's V tail, and each load warp reads the ids.
+constexpr bool kTileClaims = kClaimTiles && kPersistent && kQBuffers == 2;
 // q_full, k/v full and empty per stage, q_empty (per Q buffer); paged: a V "raw" barrier per
 // stage; claimed tiles: an id-full and an id-empty barrier and the id per ring slot
 constexpr int kBarriers = 2 * kQBuffers + 4 * kStages + (kPagedKv ? kStages : 0) + (kTileClaims ? 6 : 0);
@@ -455,9 +457,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
   // Claimed tiles: ring slot b (tile number n uses slot n & 1, phase (n >> 1) & 1, as the Q
   // buffers) holds the id the scheduler warp claimed; its full barrier completes when the id is
   // there, its empty one when the loading thread and every consumer warp have read it.
-  auto id_full_bar = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + b); };
-  auto id_empty_bar = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + 2 + b); };
-  auto id_slot = [&](int b) { return bars + 8u * (2 * kQBuffers + 4 * kStages + 4 + b); };
+  // (After the paged raw barriers.)
+  constexpr int kIdBase = 2 * kQBuffers + 4 * kStages + (kPagedKv ? kStages : 0);
+  auto id_full_bar = [&](int b) { return bars + 8u * (kIdBase + b); };
+  auto id_empty_bar = [&](int b) { return bars + 8u * (kIdBase + 2 + b); };
+  auto id_slot = [&](int b) { return bars + 8u * (kIdBase + 4 + b); };
 
   if (tid == 0) {
     for (int b = 0; b < kQBuffers; ++b) {
@@ -474,7 +478,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     if constexpr (kTileClaims) {
       for (int b = 0; b < 2; ++b) {
         mbar_init(id_full_bar(b), 1);
-        mbar_init(id_empty_bar(b), 4 * kConsumerWarpgroups + 1);  // each consumer warp and the loading thread
+        // each consumer warp and the loading thread (paged: each load warp)
+        mbar_init(id_empty_bar(b), 4 * kConsumerWarpgroups + (kPagedKv ? kLoadWarps : 1));
       }
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -494,6 +499,26 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
     const int lw = pwarp == 0 ? 0 : pwarp - 1;  // loading warps 0, 2, 3 (the second zeroes)
     const bool leader = !kPagedKv || lane == 0;
     const bool loads_q = !kPagedKv || lw == 0;
+    // Claimed tiles (the scheduler's): the next tile id, claimed from the counter (again at once
+    // past a tile beyond its sequence's end: a packed call's grid counts every sequence as the
+    // longest), or the static deal's without a counter (a call without the workspace, or one too
+    // small or of equal lengths); then its hand-over through ring slot n & 1, up to two tiles
+    // ahead of its readers. The last id handed over is num_tiles.
+    auto claim_next = [&](int& slot) {
+      if (p.tile_counter == nullptr) return next_tile(slot);
+      for (int c = int(atomicAdd(p.tile_counter, 1u)); c < num_tiles; c = int(atomicAdd(p.tile_counter, 1u))) {
+        const int t = ft_sched::claim_tile(c, m_blocks, p.heads_q * p.batch, kCausal);
+        if (kPagedKv && !varlen) return t;  // queries [B, Nq]: every query block holds rows
+        i64 row0;
+        if (t % m_blocks * kBlockM < varlen_span(p.cu_seqlens_q, t / m_blocks / p.heads_q, Nq, p.total_q, &row0)) return t;
+      }
+      return num_tiles;
+    };
+    auto publish_id = [&](int n, int t) {
+      mbar_wait(id_empty_bar(n & 1), ((u32)(n >> 1) & 1u) ^ 1u);
+      st_shared_s32(id_slot(n & 1), t);
+      mbar_arrive(id_full_bar(n & 1));
+    };
     if (kPagedKv ? pwarp != 1 && lw < kLoadWarps : tid == 0) {
       if (leader) {
         prefetch_tensormap(&p.tmap_q);
@@ -505,7 +530,12 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       int tiles = 0;  // tiles of this block so far (q_empty phases)
       // Claimed tiles: tile number n's id from the scheduler warp (below).
       auto producer_next = [&](int n) {
-        if constexpr (kTileClaims) {
+        if constexpr (kTileClaims && kPagedKv) {  // the whole load warp
+          mbar_wait(id_full_bar(n & 1), (u32)(n >> 1) & 1u);
+          const int t = __shfl_sync(0xffffffffu, lane == 0 ? ld_shared_s32(id_slot(n & 1)) : 0, 0);
+          if (lane == 0) mbar_arrive(id_empty_bar(n & 1));
+          return t;
+        } else if constexpr (kTileClaims) {
           mbar_wait(id_full_bar(n & 1), (u32)(n >> 1) & 1u);
           const int t = ld_shared_s32(id_slot(n & 1));
           mbar_arrive(id_empty_bar(n & 1));
@@ -605,29 +635,13 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           mbar_arrive(q_full_bar(q_buf(tiles)));
         }
       }
-    } else if (kTileClaims && tid == 32) {
-      // Claimed tiles: the scheduler (the producer warpgroup's second warp, idle over dense
-      // K/V). It claims tiles from the counter, claims again at once past a tile beyond its
-      // sequence's end (a packed call's grid counts every sequence as the longest), and hands
-      // each id to the loading thread and the consumers, up to two tiles ahead; the last id it
-      // hands over is num_tiles. Without a counter (a call without the workspace, or one whose
-      // sequences are all the longest) it hands over the static deal's tiles.
-      const bool counter = p.tile_counter != nullptr;
+    } else if (kTileClaims && !kPagedKv && tid == 32) {
+      // Claimed tiles, dense K/V: the scheduler is the producer warpgroup's second warp (idle
+      // there), one thread, handing each id to the loading thread and the consumers.
       int slot = 0;  // next_tile's
       for (int n = 0;; ++n) {
-        int t = counter ? num_tiles : next_tile(slot);
-        if (counter) {
-          for (int c = int(atomicAdd(p.tile_counter, 1u)); c < num_tiles; c = int(atomicAdd(p.tile_counter, 1u))) {
-            t = ft_sched::claim_tile(c, m_blocks, p.heads_q * p.batch, kCausal);
-            i64 row0;
-            if (t % m_blocks * kBlockM < varlen_span(p.cu_seqlens_q, t / m_blocks / p.heads_q, Nq, p.total_q, &row0))
-              break;
-            t = num_tiles;
-          }
-        }
-        mbar_wait(id_empty_bar(n & 1), ((u32)(n >> 1) & 1u) ^ 1u);
-        st_shared_s32(id_slot(n & 1), t);
-        mbar_arrive(id_full_bar(n & 1));
+        const int t = claim_next(slot);
+        publish_id(n, t);
         if (t >= num_tiles) break;
       }
     } else if (kPagedKv && pwarp == 1) {
@@ -639,7 +653,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
       int slot = 0;
       int kv = 0;
       u32 raw_phases = 0;  // bit s: the parity of stage s's next raw phase
-      for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot)) {
+      auto zero_tail = [&](int ti) {
         const Tile tile = tile_at(ti);
         const int rows = tile.n_blocks > 0 ? v_tail_rows(tile.n_blocks, tile.nk) : kBlockN;
         if (rows < kBlockN) {
@@ -659,6 +673,25 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, ft::kMinBlocks)
           if (lane == 0) mbar_arrive(bar_v_full(s));
         }
         kv += tile.n_blocks;
+      };
+      if constexpr (kTileClaims) {
+        // Claimed tiles: this warp is the scheduler too. Lane 0 claims and publishes tile n, then
+        // the warp zeroes tile n-1's tail: publishing n waits only on the readers of tile n-2,
+        // and zeroing n-1 only on its first V block, which the load warps issue once they have
+        // read n-1, so nothing waits in a circle.
+        for (int n = 0, prev = num_tiles;; ++n) {
+          int t = 0;
+          if (lane == 0) {
+            t = claim_next(slot);
+            publish_id(n, t);
+          }
+          t = __shfl_sync(0xffffffffu, t, 0);
+          if (prev < num_tiles) zero_tail(prev);
+          if (t >= num_tiles) break;
+          prev = t;
+        }
+      } else {
+        for (int ti = next_tile(slot); ti < num_tiles; ti = next_tile(slot)) zero_tail(ti);
       }
     }
   } else {

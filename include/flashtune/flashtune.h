@@ -192,9 +192,9 @@ void ft_runtime_close(ft_runtime* runtime);
 int ft_forward(ft_runtime* runtime, const ft_forward_args* args, void* stream);
 
 /* ft_forward for every layout (dense, paged, varlen) and for decode (few query rows), whose
- * split-key kernels write partials into args->workspace (a varlen prefill on sm_90a keeps its
- * tile counter there; without the workspace, or in a small call, it runs on the static tile
- * order). Calls that may run at once, on different streams, each need a workspace of their own.
+ * split-key kernels write partials into args->workspace (a varlen or paged prefill on sm_90a
+ * keeps its tile counter there; without the workspace, or in a small call, it runs on the static
+ * tile order). Calls that may run at once, on different streams, each need a workspace of their own.
  * Same contract as ft_forward: nothing is launched on bad input, no allocation, no
  * synchronisation, capturable once warm. */
 int ft_forward_ex(ft_runtime* runtime, const ft_attention_args* args, void* stream);

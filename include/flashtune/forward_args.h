@@ -55,11 +55,11 @@
 // Workspace: a decode kernel that splits keys across thread blocks writes partial results to
 // `workspace`, which the caller owns (no allocation inside forward(), so a call can be
 // captured into a CUDA graph). Its size comes from WorkspaceBytes(problem, sm_count) or
-// Runtime::workspace_size; it may be null with size 0 when that says 0. A packed prefill call
-// on sm_90a uses its first 16 bytes as the counter its blocks claim tiles from (zeroed on the
-// stream by the call; sequences of different lengths then keep every SM busy); without them, or
-// in a call of too few tiles to repay that memset (about 2 us of GPU time), it runs on the
-// static tile order. A workspace serves one call at a time: calls that may run at once (on
+// Runtime::workspace_size; it may be null with size 0 when that says 0. A packed or paged
+// prefill call on sm_90a uses its first 16 bytes as the counter its blocks claim tiles from
+// (zeroed on the stream by the call; sequences of different lengths then keep every SM busy);
+// without them, or in a call of too few tiles to repay that memset (about 2 us of GPU time), it
+// runs on the static tile order. A workspace serves one call at a time: calls that may run at once (on
 // different streams) each need their own, or blocks of one claim the other's tiles.
 //
 // Thread safety: a plain value type.

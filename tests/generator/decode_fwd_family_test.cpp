@@ -63,9 +63,10 @@ TEST(DecodeFwdFamily, LongStreamsKeepTheClassDefaultAndPagedPrefillGoesToThePref
   EXPECT_EQ(DefaultUri(Decode(1, 32769)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(8, 8192)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv0_full");
   EXPECT_EQ(DefaultUri(Decode(64, 2048, 128, Layout::kPaged)), "decode_fwd_bf16_d128_bn64_rm1_w4_s3_cs2_kv1_full");
-  // Paged prefill (more than 16 queries) is a prefill tile over pages: hopper_paged's on sm_90a,
-  // fa2_paged's elsewhere.
-  EXPECT_EQ(DefaultUri(Decode(1, 2048, 128, Layout::kPaged, 17)), "hopper_paged_bf16_d128_bm128_bn128_wg2_s3_p0_pp1_ov1_full");
+  // Paged prefill (more than 16 queries) is a prefill tile over pages: hopper_paged's on sm_90a
+  // (over a short K/V stream its persistent twin with two Q buffers), fa2_paged's elsewhere.
+  EXPECT_EQ(DefaultUri(Decode(1, 2048, 128, Layout::kPaged, 17)), "hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_full");
+  EXPECT_EQ(DefaultUri(Decode(1, 4096, 128, Layout::kPaged, 17)), "hopper_paged_bf16_d128_bm128_bn128_wg2_s3_p0_pp1_ov1_full");
   auto sm80 = DefaultVariantFor(Decode(1, 2048, 128, Layout::kPaged, 17), MaxSharedMemoryForArch("sm_80"), "sm_80");
   ASSERT_TRUE(sm80.ok()) << sm80.status().ToString();
   EXPECT_EQ(sm80->Uri(), "fa2_paged_bf16_d128_br128_bc64_w4_s2_full");

@@ -329,6 +329,12 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
     for (auto [name, value] : {std::pair{"bm", 64}, {"bn", 64}, {"wg", 1}, {"ov", 0}}) one.SetParam(name, value);
     hopper.push_back(one);
   }
+  // The two-Q-buffer tile's claiming twin (p3), which a paged call runs in its place.
+  if (hopper[1].Param("p") == 2) {
+    Variant twin = hopper[1];
+    twin.SetParam("p", 3);
+    hopper.push_back(twin);
+  }
   ASSERT_NO_FATAL_FAILURE(testing::AssertValid(hopper));
   auto gpu = testing::GetGpu();
   if (!gpu.ok()) GTEST_SKIP() << "no GPU to run on: " << gpu.status().ToString();
@@ -353,6 +359,18 @@ TEST_P(CachePrefillClasses, VariantsMatchTheReference) {
   hopper_cases.push_back(std::move(paged_cases[0]));
   hopper_cases.push_back(std::move(paged_cases[1]));
   hopper_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 200, 8, 8, {333, 64, 1}, 32, seed += 10));
+  // 24 sequences of 64 new tokens over 0 to 1000 keys and 64 query heads: the case with tiles
+  // enough for the p3 twin to claim them (on the others it deals them statically).
+  std::vector<int32_t> many(24);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = int32_t(i * 211 % 1001);
+  hopper_cases.push_back(MakeDecodeCase(**gpu, dtype, head_dim, causal, 64, 64, 8, many, 16, seed += 10));
+  for (const Variant& v : hopper)
+    for (size_t i = 0; i < hopper_cases.size(); ++i) {
+      LaunchPacket packet;
+      packet.sm_count = (*gpu)->info.sm_count;
+      hp.Pack(v, hopper_cases[i].device, &packet);
+      EXPECT_EQ(packet.zero_bytes > 0, v.Param("p") == 3 && i + 1 == hopper_cases.size()) << v.Uri() << ", case " << i;
+    }
   testing::CheckEveryVariant(cls.ToString() + " hopper_paged", hopper, hopper_kernels, hopper_cases,
                              [&](const ForwardKernel& k, DecodeCase& c) { return RunDecode(**gpu, k, c); });
   // The same kernels on a dense cache with lengths (one page a sequence, no table), as forward()

@@ -223,9 +223,14 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
     EXPECT_EQ(fwd.DefaultFor(problem(96, causal, 8192, Layout::kVarlen), sm90a).Uri(),
               "hopper_fwd_bf16_d96_bm192_bn96_wg3_s2_p2_pp1_ov1_" + kind);
     EXPECT_EQ(fwd.DefaultFor(problem(128, causal, 4096, Layout::kVarlen), sm90a).Uri(), fwd.Default(d128, sm90a).Uri());
-    // Unmeasured there: hopper_paged.
+    // hopper_paged over a short stream: the default's persistent twin (two stages where the
+    // default has three), which a paged call runs claimed; past it the class default.
+    const Family& hp = *FindFamily("hopper_paged");
     const Problem paged = problem(128, causal, 512, Layout::kPaged);
-    EXPECT_EQ(FindFamily("hopper_paged")->DefaultFor(paged, sm90a).Param("p"), 0);
+    EXPECT_EQ(hp.DefaultFor(paged, sm90a).Uri(), "hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p2_pp1_ov1_" + kind);
+    EXPECT_NE(hp.DefaultReason(paged, sm90a).find("a short paged K/V stream"), std::string::npos);
+    EXPECT_EQ(hp.DefaultFor(problem(128, causal, 4096, Layout::kPaged), sm90a).Uri(),
+              hp.Default(ClassOf(paged), sm90a).Uri());
     // What the runtime plans untuned goes through the same rule.
     auto planned = DefaultVariantFor(problem(128, causal, 1024), sm90a.max_smem_bytes, "sm_90a");
     ASSERT_TRUE(planned.ok()) << planned.status().ToString();
@@ -262,9 +267,19 @@ TEST(HopperFwdFamily, PackedCallsRunTwoQBufferTilesAsTheirClaimingTwins) {
     EXPECT_EQ(fwd.TwinFor(*v, p, &why).Uri(), other);
     EXPECT_EQ(why, "");
   }
+  // A paged cache: hopper_paged's p2 tiles run claimed too (the keys' counts are on the device);
+  // hopper_fwd, which does not serve pages, keeps its tile and asks nothing.
   p.layout = Layout::kPaged;
   auto over_pages = Variant::FromUri("hopper_paged_bf16_d64_bm192_bn128_wg3_s2_p2_pp1_ov1_causal");
   ASSERT_TRUE(over_pages.ok());
+  why.clear();
+  EXPECT_EQ(paged.TwinFor(*over_pages, p, &why).Uri(), "hopper_paged_bf16_d64_bm192_bn128_wg3_s2_p3_pp1_ov1_causal");
+  EXPECT_NE(why.find("a paged cache runs it as"), std::string::npos) << why;
+  EXPECT_TRUE(paged.Check(paged.TwinFor(*over_pages, p, nullptr), 232448).ok());
+  EXPECT_EQ(paged.WorkspaceWanted(p), 16);
+  EXPECT_EQ(fwd.WorkspaceWanted(p), 0);
+  EXPECT_EQ(fwd.TwinFor(*tile, p, nullptr).Uri(), tile->Uri());
+  p.layout = Layout::kVarlen;  // packed K/V: hopper_paged does not serve them
   EXPECT_EQ(paged.TwinFor(*over_pages, p, nullptr).Uri(), over_pages->Uri());
   EXPECT_EQ(paged.WorkspaceWanted(p), 0);
   for (bool causal : {false, true})

@@ -466,6 +466,20 @@ TEST(HopperPack, ClaimedTileTwinsKeepTheirWgmmasAsynchronous) {
     EXPECT_EQ(cubin->log.find("C7520"), std::string::npos) << cubin->log;
     EXPECT_EQ(cubin->log.find("C7515"), std::string::npos) << cubin->log;
   }
+  // hopper_paged's twins (the paged producer spills already at p2: 48-120 bytes, all in its
+  // warps; the twins no more than their p2 tiles).
+  for (HopperConfig c : {d64, d128}) {
+    c.paged = true;
+    HopperConfig twin = c;
+    twin.claims = true;
+    ASSERT_TRUE(CheckHopperConfig(twin).ok()) << CheckHopperConfig(twin).ToString();
+    auto p2 = compiler.Compile(GeneratedSourceRequest(HopperUri(c), HopperSource(c), "sm_90a"));
+    auto p3 = compiler.Compile(GeneratedSourceRequest(HopperUri(twin), HopperSource(twin), "sm_90a"));
+    ASSERT_TRUE(p2.ok() && p3.ok()) << HopperUri(twin);
+    EXPECT_LE(p3->resources.spill_store_bytes, p2->resources.spill_store_bytes) << HopperUri(twin);
+    EXPECT_EQ(p3->log.find("C7520"), std::string::npos) << p3->log;
+    EXPECT_EQ(p3->log.find("C7515"), std::string::npos) << p3->log;
+  }
 }
 
 TEST(HopperPack, PersistentGridIsAtMostOneBlockPerSm) {
@@ -756,6 +770,55 @@ TEST(HopperPack, PagedCallsMapThePoolInBoxesWithinAPage) {
   EXPECT_EQ(p.cu_seqlens_q, a.varlen.cu_seqlens_q);
   EXPECT_EQ(p.total_q, 700);
   EXPECT_EQ(p.cu_seqlens_k, nullptr);
+}
+
+// hopper_paged's p3: the keys' counts are on the device, so a paged call (or a dense cache with
+// lengths) claims its tiles wherever it gives the workspace and has tiles enough, whether its
+// queries are packed or not; the ring's barriers come after the raw ones (48 bytes more).
+TEST(HopperPack, ClaimedTilesServePagedCachesFromTheWorkspaceCounter) {
+  HopperConfig two = Default();
+  two.paged = true;
+  two.persistent = true;
+  two.q_buffers = 2;
+  HopperConfig c = two;
+  c.claims = true;
+  ASSERT_TRUE(CheckHopperConfig(c).ok()) << CheckHopperConfig(c).ToString();
+  EXPECT_TRUE(HopperTileClaims(c));
+  EXPECT_EQ(HopperUri(c), "hopper_paged_bf16_d128_bm128_bn128_wg2_s2_p3_pp1_ov1_full");
+  EXPECT_EQ(HopperSmemBytes(c), HopperSmemBytes(two) + 6 * 8);
+  ForwardArgs a = PagedArgs(c, 16, 300, 4096);  // 3 sequences of 300 queries over 8 heads: 3 x 3 x 8 tiles
+  LaunchPacket bare;
+  ASSERT_TRUE(PackHopper(c, a, 132, &bare).ok());
+  EXPECT_EQ(ParamsOf(bare).tile_counter, nullptr) << "no workspace";
+  a.workspace = reinterpret_cast<void*>(uintptr_t(0x800000));
+  a.workspace_bytes = kHopperClaimWorkspaceBytes;
+  LaunchPacket small;
+  ASSERT_TRUE(PackHopper(c, a, 132, &small).ok());
+  EXPECT_EQ(ParamsOf(small).tile_counter, nullptr) << "72 tiles on 72 blocks: nothing to balance";
+  EXPECT_EQ(small.zero_bytes, 0u);
+  LaunchPacket l;
+  a.problem.heads_q = 128;  // 3 x 3 x 128 = 1152 tiles on 132 blocks: 8.7 a block
+  a.problem.heads_kv = 16;
+  a.q_strides = a.o_strides = Strides::Contiguous(300, 128, 128);
+  a.k_strides = a.v_strides = Strides{16 * 16 * 128, 16 * 128, 128};
+  Status packed = PackHopper(c, a, 132, &l);
+  ASSERT_TRUE(packed.ok()) << packed.ToString();
+  EXPECT_EQ(static_cast<void*>(ParamsOf(l).tile_counter), a.workspace);
+  EXPECT_EQ(l.zero, a.workspace);
+  EXPECT_EQ(l.zero_bytes, 4u);
+  // The p2 tile on the same call deals statically.
+  LaunchPacket static_deal;
+  ASSERT_TRUE(PackHopper(two, a, 132, &static_deal).ok());
+  EXPECT_EQ(ParamsOf(static_deal).tile_counter, nullptr);
+  EXPECT_EQ(static_deal.zero_bytes, 0u);
+  // A dense cache with lengths (one page a sequence) claims the same way.
+  ForwardArgs dense = Args(c, 3, 300, 1000, 128, 16);
+  dense.seqlens_k = reinterpret_cast<const int32_t*>(uintptr_t(0x600000));
+  dense.workspace = a.workspace;
+  dense.workspace_bytes = a.workspace_bytes;
+  LaunchPacket cache;
+  ASSERT_TRUE(PackHopper(c, dense, 132, &cache).ok());
+  EXPECT_EQ(static_cast<void*>(ParamsOf(cache).tile_counter), dense.workspace);
 }
 
 // A dense cache with per-sequence lengths (flash_attn_with_kvcache's cache_seqlens) on the
