@@ -417,6 +417,81 @@ TEST(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
   EXPECT_EQ(std::string(launches[0].kernel).rfind("fa2_paged_", 0), 0u) << launches[0].kernel;
 }
 
+// Prefill over pages of a short K/V stream: the untuned plan is the class default's p2 twin run
+// as its p3 twin, which claims its tiles from a counter in the workspace (the keys' counts are on
+// the device, so any paged call may be ragged); the launch zeroes the counter ahead of the kernel.
+// Without the workspace, or in a call of too few tiles, the same kernel deals them statically; a
+// longer stream keeps the class default (one tile a block, dealt by the hardware).
+TEST(FakeGpuLaunch, PagedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
+  FakeGpuRecord fake;
+  Opened r;
+  ASSERT_NE(r.rt, nullptr);
+  Problem p{DType::kBF16, 128, true, 24, 300, 2048, 32, 8};  // 80 x 32 tiles of 128 rows at most
+  p.layout = Layout::kPaged;
+  auto plan = r.rt->plan(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->variant.family, "hopper_paged") << plan->why;
+  EXPECT_EQ(plan->variant.Param("p"), 3) << plan->variant.Uri();
+  EXPECT_NE(plan->why.find("a short paged K/V stream"), std::string::npos) << plan->why;
+  EXPECT_NE(plan->why.find("a paged cache runs it as"), std::string::npos) << plan->why;
+  HostBuffers b;
+  ForwardArgs a = r.ArgsFor(p, b);
+  ASSERT_GE(a.workspace_bytes, 16);
+  std::memset(a.workspace, 0xAB, size_t(a.workspace_bytes));
+  fake.Reset();
+  Status s = r.rt->forward(a, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto launches = fake.Launches();
+  auto memsets = fake.Memsets();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(std::string(launches[0].kernel), plan->variant.Uri());
+  ASSERT_EQ(memsets.size(), 1u);
+  EXPECT_EQ(memsets[0].launches_before, 0) << "the counter is zeroed ahead of the kernel";
+  EXPECT_EQ(memsets[0].address, reinterpret_cast<uintptr_t>(a.workspace));
+  HopperParams k;
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(static_cast<void*>(k.tile_counter), a.workspace);
+  EXPECT_EQ(k.block_table, a.paged.block_table);
+  EXPECT_EQ(*static_cast<const uint32_t*>(a.workspace), 0u);
+  EXPECT_EQ(static_cast<const unsigned char*>(a.workspace)[4], 0xAB) << "only the counter";
+  // No workspace: the same kernel, no counter, no memset.
+  ForwardArgs bare = a;
+  bare.workspace = nullptr;
+  bare.workspace_bytes = 0;
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(bare, nullptr).ok());
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(std::string(fake.Launches()[0].kernel), plan->variant.Uri());
+  EXPECT_TRUE(fake.Memsets().empty());
+  ASSERT_EQ(fake.Params(0, &k, sizeof k), int(sizeof k));
+  EXPECT_EQ(k.tile_counter, nullptr);
+  // Two sequences: too few tiles to repay the memset, so the same kernel deals them statically.
+  Problem few = p;
+  few.batch = 2;
+  HostBuffers few_buffers;
+  ForwardArgs small = r.ArgsFor(few, few_buffers);
+  ASSERT_GE(small.workspace_bytes, 16);
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(small, nullptr).ok());
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(std::string(fake.Launches()[0].kernel), plan->variant.Uri());
+  EXPECT_TRUE(fake.Memsets().empty());
+  // A longer stream: the class default, persistent or not as the class says, never claimed.
+  Problem longer = p;
+  longer.seqlen_k = 4096;
+  auto long_plan = r.rt->plan(longer);
+  ASSERT_TRUE(long_plan.ok()) << long_plan.status().ToString();
+  EXPECT_EQ(long_plan->why.find("a short paged K/V stream"), std::string::npos) << long_plan->why;
+  EXPECT_NE(long_plan->variant.Param("p"), 3) << long_plan->variant.Uri();
+  HostBuffers long_buffers;
+  ForwardArgs la = r.ArgsFor(longer, long_buffers);
+  fake.Reset();
+  ASSERT_TRUE(r.rt->forward(la, nullptr).ok());
+  ASSERT_EQ(fake.Launches().size(), 1u);
+  EXPECT_EQ(std::string(fake.Launches()[0].kernel), long_plan->variant.Uri());
+  EXPECT_TRUE(fake.Memsets().empty());
+}
+
 // A dense cache with per-sequence lengths and more than 16 queries (flash_attn_with_kvcache's
 // cache_seqlens, prefill over a cache): forward() launches hopper_paged, the planned hopper_fwd
 // tile reading the lengths, through maps of the dense cache {D, Hkv, Nk, B} and no table; the
