@@ -238,6 +238,52 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
   }
 }
 
+// Every hopper_paged class over a short paged stream: the untuned tile is a valid variant, either
+// the class default's persistent two-Q-buffer twin (said so, and run claimed) or, where that
+// does not fit in shared memory, the class default itself (said nothing of); past 2048 keys the
+// class default always.
+TEST(HopperFwdFamily, ShortPagedStreamsTakeTheDefaultsTwinWhereItFits) {
+  const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
+  const Family& hp = *FindFamily("hopper_paged");
+  int twins = 0, defaults = 0;
+  for (DType dtype : {DType::kBF16, DType::kF16})
+    for (int d : {64, 96, 128, 160, 192, 224, 256})
+      for (bool causal : {false, true}) {
+        Problem p;
+        p.dtype = dtype;
+        p.head_dim = d;
+        p.causal = causal;
+        p.batch = 64;
+        p.seqlen_q = 300;
+        p.seqlen_k = 2048;
+        p.heads_q = 32;
+        p.heads_kv = 8;
+        p.layout = Layout::kPaged;
+        const Variant def = hp.Default(ClassOf(p), sm90a);
+        const Variant v = hp.DefaultFor(p, sm90a);
+        EXPECT_TRUE(hp.Check(v, sm90a.max_smem_bytes).ok()) << v.Uri();
+        const std::string why = hp.DefaultReason(p, sm90a);
+        if (v.Uri() == def.Uri()) {
+          ++defaults;
+          EXPECT_EQ(why, "") << v.Uri();
+        } else {
+          ++twins;
+          Variant expected = def;
+          expected.SetParam("p", 2);
+          if (!hp.Check(expected, sm90a.max_smem_bytes).ok()) expected.SetParam("s", 2);
+          EXPECT_EQ(v.Uri(), expected.Uri());
+          EXPECT_NE(why.find("a short paged K/V stream (the longest sequence's 2048 keys"), std::string::npos) << why;
+          std::string twin_why;
+          EXPECT_EQ(hp.TwinFor(v, p, &twin_why).Param("p"), 3) << v.Uri();
+        }
+        Problem longer = p;
+        longer.seqlen_k = 2049;
+        EXPECT_EQ(hp.DefaultFor(longer, sm90a).Uri(), def.Uri());
+      }
+  EXPECT_EQ(twins, 12) << "d64, d96 and d128 (both dtypes, causal or not): the twin fits";
+  EXPECT_EQ(defaults, 16) << "d160 to d256: a second Q buffer does not fit beside their stages";
+}
+
 // Packed calls run a p2 tile as its p3 twin (tiles claimed from the workspace's counter); every
 // other tile and layout runs as planned, and no space searches p3 (the tuner times dense
 // tensors). A packed call's workspace is asked to hold the counter (not required), on
