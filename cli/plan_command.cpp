@@ -92,7 +92,7 @@ int RunPlan(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout << "flashtune plan: show which kernel the runtime would launch for a shape, and why\n"
                  "(exact tuned bucket, nearest tuned bucket, a neighbouring class's winner, or the built-in\n"
-                 "heuristic).\n\n"
+                 "heuristic), and the workspace bytes such a call must be given.\n\n"
                  "Device: --device-uuid/--gpu-name pick a GPU recorded in the database; otherwise this\n"
                  "machine's GPU 0; without a GPU, the database's only GPU model when there is exactly one;\n"
                  "otherwise the heuristic alone.\n\n"
@@ -185,6 +185,13 @@ int RunPlan(const std::vector<std::string>& args) {
     return plan.status().code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   const Plan& p = *plan;
+  // What the call's caller-owned workspace must hold (decode's partials, the backward pass's
+  // scratch, a packed or paged prefill's tile counter): the number forward() checks against.
+  auto workspace = (*runtime)->workspace_size(problem);
+  if (!workspace.ok()) {
+    std::fprintf(stderr, "flashtune plan: %s\n", workspace.status().ToString().c_str());
+    return kExitFailure;
+  }
   const std::optional<TrialRecord> measured =
       db_exists ? WinnerMeasurement(options.db_path, p) : std::nullopt;
   if (vm.count("json")) {
@@ -195,7 +202,8 @@ int RunPlan(const std::vector<std::string>& args) {
       << ",\"tuned_problem\":" << (p.tuned_problem ? ProblemJson(*p.tuned_problem) : "null")
       << ",\"tuned_median_us\":" << (p.tuned_median_us > 0 ? std::to_string(p.tuned_median_us) : "null")
       << ",\"distance\":" << p.distance << ",\"device\":" << (p.device_name.empty() ? "null" : JsonString(p.device_name))
-      << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why) << ",\"resources\":";
+      << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why)
+      << ",\"workspace_bytes\":" << *workspace << ",\"resources\":";
     if (measured)
       o << "{\"registers\":" << measured->registers << ",\"smem_bytes\":" << measured->smem_bytes
         << ",\"spill_bytes\":" << measured->spill_bytes << "}";
@@ -219,6 +227,12 @@ int RunPlan(const std::vector<std::string>& args) {
     std::printf("kernel:   %d registers per thread, %d B shared memory, %d B spill stores + loads\n",
                 measured->registers, measured->smem_bytes, measured->spill_bytes);
   std::printf("why:      %s\n", p.why.c_str());
+  if (*workspace > 0)
+    std::printf("workspace: %lld bytes, caller-owned (Runtime::workspace_size, ft_workspace_size: sized for the planned "
+                "GPU's SMs, 132 when none)\n",
+                static_cast<long long>(*workspace));
+  else
+    std::printf("workspace: none needed\n");
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "flashtune/forward_args.h"
 #include "tests/runtime/tuned_db.h"
 #include "tests/support/replay_fixture.h"
 
@@ -95,6 +96,35 @@ TEST(PlanCli, LayoutsPlanToTheFamiliesThatReadThem) {
   CliRun bad = Plan("--dtype bf16 --head-dim 128 --seqlen-q 64 --heads-q 8 --layout ragged", cwd);
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("--layout"), std::string::npos) << bad.err;
+}
+
+// The workspace line: the bytes a call must be given, as Runtime::workspace_size answers
+// (decode's partials, a paged prefill's tile counter and a mixed batch's decode part), or none.
+TEST(PlanCli, SaysTheWorkspaceACallMustBeGiven) {
+  const std::string cwd = TempDir("plan_cli_workspace");
+  CliRun dense = Plan("--dtype bf16 --head-dim 128 --batch 8 --seqlen-q 2048 --heads-q 32 --heads-kv 8", cwd);
+  EXPECT_EQ(dense.rc, 0) << dense.err;
+  EXPECT_NE(dense.out.find("workspace: none needed"), std::string::npos) << dense.out;
+  struct Case {
+    std::string args;
+    Problem problem;
+  } cases[] = {
+      {"--batch 8 --seqlen-q 1 --seqlen-k 8192 --layout paged", {DType::kBF16, 128, false, 8, 1, 8192, 32, 8}},
+      {"--batch 64 --seqlen-q 300 --seqlen-k 2048 --layout paged --causal", {DType::kBF16, 128, true, 64, 300, 2048, 32, 8}},
+      {"--batch 2 --seqlen-q 2048 --operation bwd", {DType::kBF16, 128, false, 2, 2048, 2048, 32, 8, Operation::kBackward}},
+  };
+  cases[0].problem.layout = cases[1].problem.layout = Layout::kPaged;
+  for (const Case& c : cases) {
+    const int64_t want = WorkspaceBytes(c.problem, 0);  // no GPU: planned for 132 SMs
+    ASSERT_GT(want, 0) << c.args;
+    CliRun text = Plan("--dtype bf16 --head-dim 128 --heads-q 32 --heads-kv 8 " + c.args, cwd);
+    EXPECT_EQ(text.rc, 0) << text.err;
+    EXPECT_NE(text.out.find("workspace: " + std::to_string(want) + " bytes, caller-owned"), std::string::npos)
+        << c.args << "\n" << text.out;
+    CliRun json = Plan("--dtype bf16 --head-dim 128 --heads-q 32 --heads-kv 8 " + c.args + " --json", cwd);
+    EXPECT_EQ(json.rc, 0) << json.err;
+    EXPECT_NE(json.out.find("\"workspace_bytes\":" + std::to_string(want) + ","), std::string::npos) << json.out;
+  }
 }
 
 TEST(PlanCli, BackwardPlansTheBackwardFamily) {
