@@ -32,8 +32,14 @@ With --sizes only: the first B sequences of the short batch (B = 2 ... 64) with 
 and without the workspace, for each LIB given (every library's calls of a mask timed in one
 interleaved set of rounds): where claiming tiles starts to pay for its memset.
 
+With --paged only: the short batch packed ("varlen short") and on shuffled 16-key pages
+("paged16 short"), and the ragged batch on 16-key pages ("paged16 ragged"), each with the
+workspace, for each LIB given, timed in one interleaved set of rounds a mask: an A/B of paged
+prefill builds in one process.
+
 usage: varlen_bench.py LIBFLASHTUNE [--db DB] [--out DIR] [--mixed-only]
        varlen_bench.py LIBFLASHTUNE [LIBFLASHTUNE ...] --sizes [--out DIR]
+       varlen_bench.py LIBFLASHTUNE [LIBFLASHTUNE ...] --paged [--out DIR]
 """
 import argparse
 import ctypes
@@ -251,10 +257,7 @@ def sizes(a, dev):
     """Claimed against static by batch size, every library's calls of a mask in one interleaved
     set of rounds (--sizes)."""
     hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
-    libs = [os.path.abspath(lib) for lib in a.lib]
-    first = Runtime(libs[0], a.db or None)
-    runtimes = {lib: first if i == 0 else LibRuntime(lib, first.capi, a.db or None) for i, lib in enumerate(libs)}
-    label = {lib: os.path.basename(os.path.dirname(lib)) for lib in libs}
+    libs, runtimes, label = lib_runtimes(a)
     rows = []
     for causal in (False, True):
         mask = "causal" if causal else "full"
@@ -289,6 +292,54 @@ def sizes(a, dev):
     return 0
 
 
+def lib_runtimes(a):
+    """{path: runtime} for each LIB (the first through the package, the others by path) and
+    {path: label} (the library's folder name)."""
+    libs = [os.path.abspath(lib) for lib in a.lib]
+    first = Runtime(libs[0], a.db or None)
+    runtimes = {lib: first if i == 0 else LibRuntime(lib, first.capi, a.db or None) for i, lib in enumerate(libs)}
+    return libs, runtimes, {lib: os.path.basename(os.path.dirname(lib)) for lib in libs}
+
+
+PAGED_SHAPES = (("varlen short", SHORT, 0), ("paged16 short", SHORT, 16), ("paged16 ragged", RAGGED, 16))
+
+
+def paged(a, dev):
+    """Paged prefill A/B (--paged): each library's packed and paged batches of a mask in one
+    interleaved set of rounds, every output checked against SDPA first."""
+    hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
+    libs, runtimes, label = lib_runtimes(a)
+    rows = []
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        calls, keep = {}, []
+        for lib in libs:
+            for name, lens, block in PAGED_SHAPES:
+                bt = Batch(runtimes[lib], lens, lens, hq, hkv, d, causal, dev, block_size=block)
+                err = bt.error_vs_sdpa()
+                if not err[0] < 2e-2 or not err[1]:
+                    print(f"{label[lib]} {mask} {name}: error {err[0]:.1e}, lse ok {err[1]}")
+                    return 1
+                calls[(lib, name)] = bt.forward
+                keep.append(bt)
+        us = median_rounds(calls)
+        for lib in libs:
+            for name, _, _ in PAGED_SHAPES:
+                t, base = us[(lib, name)], us[(libs[0], name)]
+                line = f"{label[lib]:14s} {mask:6s} {name:15s} {t:8.1f} us  / {label[libs[0]]} {t / base:.3f}"
+                rows.append(line)
+                print(line, flush=True)
+        del calls, keep
+        torch.cuda.empty_cache()
+    print(f"\nbf16 Hq{hq} Hkv{hkv} d{d}; 16-key shuffled pages (all checked against SDPA)")
+    for line in rows:
+        print(line)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"varlen_paged_d{d}.txt"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("lib", nargs="+")
@@ -299,13 +350,18 @@ def main():
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--mixed-only", action="store_true", help="only the mixed prefill + decode shapes")
     ap.add_argument("--sizes", action="store_true", help="only claims against the static deal by batch size")
+    ap.add_argument("--paged", action="store_true", help="only the paged prefill A/B (packed and paged batches)")
     a = ap.parse_args()
+    if a.sizes and a.paged:
+        ap.error("--sizes and --paged exclude each other")
     torch.manual_seed(0)
     dev = torch.device("cuda")
     if a.sizes:
         return sizes(a, dev)
+    if a.paged:
+        return paged(a, dev)
     if len(a.lib) > 1:
-        ap.error("several libraries only with --sizes")
+        ap.error("several libraries only with --sizes or --paged")
     rt = Runtime(os.path.abspath(a.lib[0]), a.db or None)
     hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
     varlen_attn, varlen_note = varlen_attn_fn()
