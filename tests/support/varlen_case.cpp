@@ -38,9 +38,10 @@ VarlenCase MakeVarlenCase(Gpu& gpu, const ProblemClass& cls, int64_t hq, int64_t
   a.varlen.total_q = total_q;
   a.varlen.total_k = total_k;
   c.name = p.ToString() + " q lengths";
-  for (int32_t n : len_q) c.name += " " + std::to_string(n);
+  // (Appended in two steps: GCC 12 warns -Wrestrict, falsely, on `" " + std::to_string(n)`.)
+  for (int32_t n : len_q) c.name.append(" ").append(std::to_string(n));
   c.name += ", k lengths";
-  for (int32_t n : len_k) c.name += " " + std::to_string(n);
+  for (int32_t n : len_k) c.name.append(" ").append(std::to_string(n));
   EXPECT_TRUE(CheckCuSeqlensHost("cu_seqlens_q", c.cu_q, B, max_q, total_q).ok());
   EXPECT_TRUE(CheckCuSeqlensHost("cu_seqlens_k", c.cu_k, B, max_k, total_k).ok());
   c.q.resize(size_t(total_q * hq * d));
