@@ -206,6 +206,48 @@ void BM_DecodeForwardWarmHostOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeForwardWarmHostOverhead);
 
+// A warm paged prefill call (hopper_paged on sm_90a): B64 Nq 17 over at most 1024 keys a sequence,
+// Hq 16 Hkv 2 d128, on 16-key pages: a short paged stream, planned on the claiming twin, with
+// tiles enough to claim (72 x 16 tiles on 132 SMs). The pools (256 pages each) in the shared
+// buffer at 0 and 2 MB, the table and key lengths at 5 MB (zero: empty sequences, so the kernel
+// only writes o = 0), q, o and lse in a buffer of their own. Arg 1 passes the workspace (a
+// memset of the tile counter and a launch), arg 0 none (the static deal: one launch).
+void BM_PagedPrefillForwardWarmHostOverhead(benchmark::State& state) {
+  Gpu& g = TheGpu();
+  if (!g.error.empty()) return state.SkipWithError(("no GPU: " + g.error).c_str());
+  auto rt = OpenQuietRuntime();
+  if (!rt.ok()) return state.SkipWithError(rt.status().ToString().c_str());
+  Problem p{DType::kBF16, 128, false, 64, 17, 1024, 16, 2};
+  p.layout = Layout::kPaged;
+  ForwardArgs a = ForwardArgs::Contiguous(p, 16);
+  char* base = reinterpret_cast<char*>(g.buffer->get());
+  a.k = base;
+  a.v = base + (2 << 20);
+  a.paged.num_blocks = (2 << 20) / (16 * 2 * 128 * 2);
+  a.paged.block_table = reinterpret_cast<const int32_t*>(base + (5 << 20));
+  a.seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20) + (64 << 10));
+  auto qo = DeviceBuffer::Allocate(*g.context, 10 << 20);
+  if (!qo.ok()) return state.SkipWithError(qo.status().ToString().c_str());
+  char* qo_base = reinterpret_cast<char*>(qo->get());
+  a.q = qo_base;
+  a.o = qo_base + (9 << 19);  // q is 64 x 17 x 16 x 128 x 2 bytes: 4.25 MB
+  a.lse = reinterpret_cast<float*>(qo_base + (9 << 20));
+  auto ws = (*rt)->workspace_size(p);
+  if (!ws.ok()) return state.SkipWithError(ws.status().ToString().c_str());
+  auto ws_buffer = DeviceBuffer::Allocate(*g.context, *ws);
+  if (!ws_buffer.ok()) return state.SkipWithError(ws_buffer.status().ToString().c_str());
+  if (state.range(0) != 0) {
+    a.workspace = reinterpret_cast<void*>(ws_buffer->get());
+    a.workspace_bytes = *ws;
+  }
+  if (!(*rt)->forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  auto plan = (*rt)->plan(a);
+  if (plan.ok()) state.SetLabel(plan->variant.Uri());
+  TimeLaunches(state, g, [&] { return (*rt)->forward(a, g.stream->get()); });
+}
+BENCHMARK(BM_PagedPrefillForwardWarmHostOverhead)->Arg(0)->Arg(1);
+
 // The runtime's plan for SmallArgs, for the benchmarks that bypass forward().
 struct PlannedCall {
   ForwardArgs args;
