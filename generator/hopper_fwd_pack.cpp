@@ -372,23 +372,19 @@ void FillHopperPacket(const HopperConfig& c, const ForwardArgs& a, int sm_count,
   if (f.layout == Layout::kVarlen) {
     p.cu_seqlens_k = a.varlen.cu_seqlens_k;
     p.total_k = a.varlen.total_k;
-    // Claimed tiles where the call gives the counter's workspace, its sequences differ in
-    // length (the sums say so: every one is at most the longest) and it has tiles enough to
-    // repay the memset; else the static deal, which balances sequences of one length and keeps
-    // more of their K/V in L2 (call 3 of session 49: claims took d128 B8 x 2048 causal 2.6% longer).
-    const bool ragged = a.varlen.total_q != f.batch * f.seqlen_q || a.varlen.total_k != f.batch * f.seqlen_k;
-    if (HopperTileClaims(c) && ragged && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes &&
-        HopperClaimsRepay(c, a.varlen.total_q, f.batch, f.heads_q, out->grid[0])) {
-      p.tile_counter = static_cast<unsigned*>(a.workspace);
-      out->zero = a.workspace;
-      out->zero_bytes = sizeof(unsigned);
-    }
   }
-  // Keys on pages (or a dense cache with lengths): their counts are on the device, so whether
-  // the sequences differ is unknown here; claims wherever the tiles repay the memset.
-  if (c.paged && HopperTileClaims(c) && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes &&
-      HopperClaimsRepay(c, PackedQueries(a) ? a.varlen.total_q : f.batch * f.seqlen_q, f.batch, f.heads_q,
-                        out->grid[0])) {
+  // Claimed tiles where the call gives the counter's workspace, its sequences may differ in
+  // length and it has tiles enough to repay the memset; else the static deal, which balances
+  // sequences of one length and keeps more of their K/V in L2 (call 3 of session 49: claims took
+  // d128 B8 x 2048 causal 2.6% longer). Packed K/V: the sums say whether they differ (every one
+  // is at most the longest). Keys on pages (or a dense cache with lengths): their counts are on
+  // the device, so they may.
+  const bool may_differ =
+      c.paged || (f.layout == Layout::kVarlen &&
+                  (a.varlen.total_q != f.batch * f.seqlen_q || a.varlen.total_k != f.batch * f.seqlen_k));
+  const int64_t rows = PackedQueries(a) ? a.varlen.total_q : f.batch * f.seqlen_q;
+  if (HopperTileClaims(c) && may_differ && a.workspace != nullptr && a.workspace_bytes >= kHopperClaimWorkspaceBytes &&
+      HopperClaimsRepay(c, rows, f.batch, f.heads_q, out->grid[0])) {
     p.tile_counter = static_cast<unsigned*>(a.workspace);
     out->zero = a.workspace;
     out->zero_bytes = sizeof(unsigned);
