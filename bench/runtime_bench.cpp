@@ -144,6 +144,36 @@ void BM_ForwardWarmDenseCacheWithLengths(benchmark::State& state) {
 }
 BENCHMARK(BM_ForwardWarmDenseCacheWithLengths);
 
+// Times warm forward() calls of `a` after one untimed call, labelled with the planned kernel:
+// with the workspace the runtime asks for (arg 1; in a buffer of its own: for packed and paged
+// prefill it covers a mixed call's decode part too, megabytes) or without it (arg 0). For calls
+// whose tile counter the workspace holds, the difference is its memset.
+void TimeWarmForwardWithWorkspaceArg(benchmark::State& state, Gpu& g, Runtime& rt, ForwardArgs a) {
+  auto ws = rt.workspace_size(a.problem);
+  if (!ws.ok()) return state.SkipWithError(ws.status().ToString().c_str());
+  auto ws_buffer = DeviceBuffer::Allocate(*g.context, *ws);
+  if (!ws_buffer.ok()) return state.SkipWithError(ws_buffer.status().ToString().c_str());
+  if (state.range(0) != 0) {
+    a.workspace = reinterpret_cast<void*>(ws_buffer->get());
+    a.workspace_bytes = *ws;
+  }
+  if (!rt.forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
+  (void)g.stream->Synchronize();
+  auto plan = rt.plan(a);
+  if (plan.ok()) state.SetLabel(plan->variant.Uri());
+  TimeLaunches(state, g, [&] { return rt.forward(a, g.stream->get()); });
+}
+
+// The paged K/V cache of the 8 MB buffer's layout: k and v pools at 0 and 2 MB, the table and
+// key lengths at 5 MB (zero: page 0, empty sequences).
+void PlacePagedCache(const Gpu& g, ForwardArgs& a) {
+  char* base = reinterpret_cast<char*>(g.buffer->get());
+  a.k = base;
+  a.v = base + (2 << 20);
+  a.paged.block_table = reinterpret_cast<const int32_t*>(base + (5 << 20));
+  a.seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20) + (64 << 10));
+}
+
 // A warm packed call: SmallArgs's shape as two sequences of 256 and 128 tokens (cu_seqlens at 5
 // MB of the buffer: zeros, so every tile is past its sequence's end and the kernel does almost
 // nothing; the host path is the same). Arg 1 passes the workspace, whose tile counter forward()
@@ -160,21 +190,7 @@ void BM_ForwardWarmPackedHostOverhead(benchmark::State& state) {
   char* base = reinterpret_cast<char*>(g.buffer->get());
   a.varlen.cu_seqlens_q = a.varlen.cu_seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20));
   a.varlen.total_q = a.varlen.total_k = 256 + 128;
-  // The size a caller asks for (it covers leading decode sequences too: megabytes), in a
-  // buffer of its own.
-  auto ws = (*rt)->workspace_size(a.problem);
-  if (!ws.ok()) return state.SkipWithError(ws.status().ToString().c_str());
-  auto ws_buffer = DeviceBuffer::Allocate(*g.context, *ws);
-  if (!ws_buffer.ok()) return state.SkipWithError(ws_buffer.status().ToString().c_str());
-  if (state.range(0) != 0) {
-    a.workspace = reinterpret_cast<void*>(ws_buffer->get());
-    a.workspace_bytes = *ws;
-  }
-  if (!(*rt)->forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
-  (void)g.stream->Synchronize();
-  auto plan = (*rt)->plan(a.problem);
-  if (plan.ok()) state.SetLabel(plan->variant.Uri());
-  TimeLaunches(state, g, [&] { return (*rt)->forward(a, g.stream->get()); });
+  TimeWarmForwardWithWorkspaceArg(state, g, **rt, a);
 }
 BENCHMARK(BM_ForwardWarmPackedHostOverhead)->Arg(0)->Arg(1);
 
@@ -189,13 +205,10 @@ void BM_DecodeForwardWarmHostOverhead(benchmark::State& state) {
   Problem p{DType::kBF16, 128, false, 1, 1, 1024, 32, 8};
   p.layout = Layout::kPaged;
   ForwardArgs a = ForwardArgs::Contiguous(p, 16);
+  PlacePagedCache(g, a);
   char* base = reinterpret_cast<char*>(g.buffer->get());
-  a.k = base;
-  a.v = base + (2 << 20);
   a.q = base + (4 << 20);
   a.o = base + (4 << 20) + (64 << 10);
-  a.paged.block_table = reinterpret_cast<const int32_t*>(base + (5 << 20));
-  a.seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20) + (64 << 10));
   auto ws = (*rt)->workspace_size(p);
   if (!ws.ok() || *ws > (2 << 20)) return state.SkipWithError("the workspace does not fit the buffer");
   a.workspace = base + (6 << 20);
@@ -220,31 +233,15 @@ void BM_PagedPrefillForwardWarmHostOverhead(benchmark::State& state) {
   Problem p{DType::kBF16, 128, false, 64, 17, 1024, 16, 2};
   p.layout = Layout::kPaged;
   ForwardArgs a = ForwardArgs::Contiguous(p, 16);
-  char* base = reinterpret_cast<char*>(g.buffer->get());
-  a.k = base;
-  a.v = base + (2 << 20);
+  PlacePagedCache(g, a);
   a.paged.num_blocks = (2 << 20) / (16 * 2 * 128 * 2);
-  a.paged.block_table = reinterpret_cast<const int32_t*>(base + (5 << 20));
-  a.seqlens_k = reinterpret_cast<const int32_t*>(base + (5 << 20) + (64 << 10));
   auto qo = DeviceBuffer::Allocate(*g.context, 10 << 20);
   if (!qo.ok()) return state.SkipWithError(qo.status().ToString().c_str());
   char* qo_base = reinterpret_cast<char*>(qo->get());
   a.q = qo_base;
   a.o = qo_base + (9 << 19);  // q is 64 x 17 x 16 x 128 x 2 bytes: 4.25 MB
   a.lse = reinterpret_cast<float*>(qo_base + (9 << 20));
-  auto ws = (*rt)->workspace_size(p);
-  if (!ws.ok()) return state.SkipWithError(ws.status().ToString().c_str());
-  auto ws_buffer = DeviceBuffer::Allocate(*g.context, *ws);
-  if (!ws_buffer.ok()) return state.SkipWithError(ws_buffer.status().ToString().c_str());
-  if (state.range(0) != 0) {
-    a.workspace = reinterpret_cast<void*>(ws_buffer->get());
-    a.workspace_bytes = *ws;
-  }
-  if (!(*rt)->forward(a, g.stream->get()).ok()) return state.SkipWithError("warm-up forward failed");
-  (void)g.stream->Synchronize();
-  auto plan = (*rt)->plan(a);
-  if (plan.ok()) state.SetLabel(plan->variant.Uri());
-  TimeLaunches(state, g, [&] { return (*rt)->forward(a, g.stream->get()); });
+  TimeWarmForwardWithWorkspaceArg(state, g, **rt, a);
 }
 BENCHMARK(BM_PagedPrefillForwardWarmHostOverhead)->Arg(0)->Arg(1);
 
