@@ -253,45 +253,6 @@ class LibRuntime:
         return size.value
 
 
-def sizes(a, dev):
-    """Claimed against static by batch size, every library's calls of a mask in one interleaved
-    set of rounds (--sizes)."""
-    hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
-    libs, runtimes, label = lib_runtimes(a)
-    rows = []
-    for causal in (False, True):
-        mask = "causal" if causal else "full"
-        calls, keep = {}, []
-        for lib in libs:
-            for b in SIZES:
-                for ws in (True, False):
-                    bt = Batch(runtimes[lib], SHORT[:b], SHORT[:b], hq, hkv, d, causal, dev, workspace=ws)
-                    err = bt.error_vs_sdpa()
-                    if not err[0] < 2e-2 or not err[1]:
-                        print(f"{label[lib]} {mask} B{b} {'claimed' if ws else 'static'}: error {err[0]:.1e}, "
-                              f"lse ok {err[1]}")
-                        return 1
-                    calls[(lib, b, ws)] = bt.forward
-                    keep.append(bt)
-        us = median_rounds(calls)
-        for lib in libs:
-            for b in SIZES:
-                c, st = us[(lib, b, True)], us[(lib, b, False)]
-                line = (f"{label[lib]:14s} {mask:6s} B{b:<3d} {sum(SHORT[:b]):6d} tokens  claimed {c:8.1f} us  "
-                        f"static {st:8.1f} us  claimed / static {c / st:.3f} ({c - st:+.1f} us)")
-                rows.append(line)
-                print(line, flush=True)
-        del calls, keep
-        torch.cuda.empty_cache()
-    print(f"\nbf16 Hq{hq} Hkv{hkv} d{d}; the first B sequences of the short batch (all checked against SDPA)")
-    for line in rows:
-        print(line)
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"varlen_sizes_d{d}.txt"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    return 0
-
-
 def lib_runtimes(a):
     """{path: runtime} for each LIB (the first through the package, the others by path) and
     {path: label} (the library's folder name)."""
@@ -301,12 +262,11 @@ def lib_runtimes(a):
     return libs, runtimes, {lib: os.path.basename(os.path.dirname(lib)) for lib in libs}
 
 
-PAGED_SHAPES = (("varlen short", SHORT, 0), ("paged16 short", SHORT, 16), ("paged16 ragged", RAGGED, 16))
-
-
-def paged(a, dev):
-    """Paged prefill A/B (--paged): each library's packed and paged batches of a mask in one
-    interleaved set of rounds, every output checked against SDPA first."""
+def interleaved(a, dev, cases, report, title, file_name):
+    """Every library's `cases` (key, name, lengths, Batch keyword arguments) of a mask, each
+    output checked against SDPA first, timed in one interleaved set of rounds; `report(mask, us,
+    libs, label)` gives the mask's lines from the medians, keyed (lib, key). Prints them and
+    writes them to OUT/file_name; 1 (and nothing timed) on a wrong output."""
     hq, hkv, d = a.heads_q, a.heads_kv, a.head_dim
     libs, runtimes, label = lib_runtimes(a)
     rows = []
@@ -314,30 +274,59 @@ def paged(a, dev):
         mask = "causal" if causal else "full"
         calls, keep = {}, []
         for lib in libs:
-            for name, lens, block in PAGED_SHAPES:
-                bt = Batch(runtimes[lib], lens, lens, hq, hkv, d, causal, dev, block_size=block)
+            for key, name, lens, kwargs in cases:
+                bt = Batch(runtimes[lib], lens, lens, hq, hkv, d, causal, dev, **kwargs)
                 err = bt.error_vs_sdpa()
                 if not err[0] < 2e-2 or not err[1]:
                     print(f"{label[lib]} {mask} {name}: error {err[0]:.1e}, lse ok {err[1]}")
                     return 1
-                calls[(lib, name)] = bt.forward
+                calls[(lib, key)] = bt.forward
                 keep.append(bt)
         us = median_rounds(calls)
-        for lib in libs:
-            for name, _, _ in PAGED_SHAPES:
-                t, base = us[(lib, name)], us[(libs[0], name)]
-                line = f"{label[lib]:14s} {mask:6s} {name:15s} {t:8.1f} us  / {label[libs[0]]} {t / base:.3f}"
-                rows.append(line)
-                print(line, flush=True)
+        for line in report(mask, us, libs, label):
+            rows.append(line)
+            print(line, flush=True)
         del calls, keep
         torch.cuda.empty_cache()
-    print(f"\nbf16 Hq{hq} Hkv{hkv} d{d}; 16-key shuffled pages (all checked against SDPA)")
+    print(f"\nbf16 Hq{hq} Hkv{hkv} d{d}; {title} (all checked against SDPA)")
     for line in rows:
         print(line)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"varlen_paged_d{d}.txt"), "w") as f:
+    with open(os.path.join(a.out, file_name), "w") as f:
         f.write("\n".join(rows) + "\n")
     return 0
+
+
+def sizes(a, dev):
+    """Claimed against static by batch size, every library's calls of a mask in one interleaved
+    set of rounds (--sizes)."""
+    cases = [((b, ws), f"B{b} {'claimed' if ws else 'static'}", SHORT[:b], {"workspace": ws})
+             for b in SIZES for ws in (True, False)]
+
+    def report(mask, us, libs, label):
+        for lib in libs:
+            for b in SIZES:
+                c, st = us[(lib, (b, True))], us[(lib, (b, False))]
+                yield (f"{label[lib]:14s} {mask:6s} B{b:<3d} {sum(SHORT[:b]):6d} tokens  claimed {c:8.1f} us  "
+                       f"static {st:8.1f} us  claimed / static {c / st:.3f} ({c - st:+.1f} us)")
+    return interleaved(a, dev, cases, report, "the first B sequences of the short batch",
+                       f"varlen_sizes_d{a.head_dim}.txt")
+
+
+PAGED_SHAPES = (("varlen short", SHORT, 0), ("paged16 short", SHORT, 16), ("paged16 ragged", RAGGED, 16))
+
+
+def paged(a, dev):
+    """Paged prefill A/B (--paged): each library's packed and paged batches of a mask in one
+    interleaved set of rounds, every output checked against SDPA first."""
+    cases = [(name, name, lens, {"block_size": block}) for name, lens, block in PAGED_SHAPES]
+
+    def report(mask, us, libs, label):
+        for lib in libs:
+            for name, _, _ in PAGED_SHAPES:
+                t, base = us[(lib, name)], us[(libs[0], name)]
+                yield f"{label[lib]:14s} {mask:6s} {name:15s} {t:8.1f} us  / {label[libs[0]]} {t / base:.3f}"
+    return interleaved(a, dev, cases, report, "16-key shuffled pages", f"varlen_paged_d{a.head_dim}.txt")
 
 
 def main():
