@@ -437,7 +437,7 @@ def main():
         routed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=30)
         mixed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev)
         paged_routed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, decode_seqs=30, block_size=16)
-        paged = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, block_size=16)
+        paged_mixed = Batch(rt, len_q, len_k, hq, hkv, d, causal, dev, block_size=16)
         pre_call, pre_keep = dense_args(rt, 2, 4096, 4096, hq, hkv, d, causal, dev)
         dec_call, dec_keep = dense_args(rt, 30, 1, 8192, hq, hkv, d, causal, dev)
         decode_only = Batch(rt, [1] * 30, [8192] * 30, hq, hkv, d, causal, dev)
@@ -446,11 +446,11 @@ def main():
             pre_call()
             dec_call()
         calls = {"ft varlen mixed routed": routed.forward, "ft varlen mixed": mixed.forward,
-                 "ft paged16 mixed routed": paged_routed.forward, "ft paged16 mixed": paged.forward,
+                 "ft paged16 mixed routed": paged_routed.forward, "ft paged16 mixed": paged_mixed.forward,
                  "ft prefill+decode": split, "ft dense prefill B2": pre_call,
                  "ft dense decode B30": dec_call, "ft varlen decode B30": decode_only.forward}
         errors = {"ft varlen mixed routed": routed.error_vs_sdpa(), "ft varlen mixed": mixed.error_vs_sdpa(),
-                  "ft paged16 mixed routed": paged_routed.error_vs_sdpa(), "ft paged16 mixed": paged.error_vs_sdpa(),
+                  "ft paged16 mixed routed": paged_routed.error_vs_sdpa(), "ft paged16 mixed": paged_mixed.error_vs_sdpa(),
                   "ft varlen decode B30": decode_only.error_vs_sdpa()}
         us = median_rounds(calls)
         for name in calls:
@@ -461,7 +461,7 @@ def main():
             lines.append(line)
             results.append({"mask": mask, "call": name, "us": us[name], "rel_err": err[0] if err else None})
             print(line, flush=True)
-        del routed, mixed, paged_routed, paged, pre_keep, dec_keep, decode_only
+        del routed, mixed, paged_routed, paged_mixed, pre_keep, dec_keep, decode_only
         torch.cuda.empty_cache()
 
     os.makedirs(a.out, exist_ok=True)

@@ -44,7 +44,8 @@ VarlenCase MakeVarlenCase(Gpu& gpu, const ProblemClass& cls, int64_t hq, int64_t
 // static deal.
 std::vector<int32_t> ShortSequenceLengths();
 
-// o (with its canary rows) and lse filled with 0xFF bytes; false when a memset failed.
+// o (with its canary rows) and lse filled with 0xFF bytes; false when a memset failed or the
+// case has no device buffers (an upload failed).
 bool PoisonVarlen(VarlenCase& c);
 
 // "" when o and lse match the reference and the canary rows are untouched, else why not.
