@@ -218,9 +218,8 @@ Status CheckHopperConfig(const HopperConfig& c, int64_t max_smem_bytes) {
   if (c.dtype != DType::kBF16 && c.dtype != DType::kF16) return Invalid(uri + ": dtype must be f16 or bf16");
   if (c.head_dim % 32 != 0 || c.head_dim < 64 || c.head_dim > 256)
     return Invalid(uri + ": head_dim (" + std::to_string(c.head_dim) + ") must be 64, 96, 128, 160, 192, 224 or 256");
-  if (c.consumer_wgs < 1 || c.consumer_wgs > (c.paged ? 3 : 4))
-    return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2, 3" +
-                   (c.paged ? " over pages" : " or 4"));
+  if (c.consumer_wgs < 1 || c.consumer_wgs > 4)
+    return Invalid(uri + ": consumer_wgs (" + std::to_string(c.consumer_wgs) + ") must be 1, 2, 3 or 4");
   if (c.block_m != kRowsPerWarpgroup * c.consumer_wgs)
     return Invalid(uri + ": block_m (" + std::to_string(c.block_m) + ") must be 64 * consumer_wgs (" +
                    std::to_string(kRowsPerWarpgroup * c.consumer_wgs) + ")");

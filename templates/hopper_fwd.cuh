@@ -53,7 +53,7 @@
 // with kHeadDim the next multiple of 64: the maps' boxes read the missing columns as zeros, S
 // skips their k-steps, P V runs at the data's width and the O store drops the rest); kBlockM = query rows per thread block = 64 * kConsumerWarpgroups
 // (each consumer warpgroup owns 64 rows); kBlockN = keys per K/V block (multiple of 16, at
-// most 256); kConsumerWarpgroups 1..4 (4: not over pages); kStages 2..4; kCausal; kPersistent (a grid of at most
+// most 256); kConsumerWarpgroups 1..4; kStages 2..4; kCausal; kPersistent (a grid of at most
 // kBlocksPerSm blocks per SM, each looping over tiles; the host sizes the grid); kPingPong (two
 // or more consumer warpgroups only); kOverlap; kSmemBytes (checked against the layout below);
 // kBlocksPerSm (1, or 2-4 with one consumer warpgroup: the launch bounds, and so the registers
@@ -244,7 +244,6 @@ static_assert(kHeadDim % 64 == 0 && kHeadDim >= 64 && kHeadDim <= 256,
 static_assert(kHeadDimData % 32 == 0 && kHeadDimData <= kHeadDim && kHeadDimData > kHeadDim - 64,
               "the tensors' head dim must be a multiple of 32 within the last 64-column chunk of kHeadDim");
 static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 4, "consumer warpgroups must be 1, 2, 3 or 4");
-static_assert(!kPagedKv || kConsumerWarpgroups <= 3, "paged K/V: one, two or three consumer warpgroups");
 static_assert(kBlockM == kRowsPerWarpgroup * kConsumerWarpgroups,
               "block_m must be 64 * consumer warpgroups: each consumer warpgroup owns one 64-row wgmma tile");
 static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256,

@@ -301,13 +301,35 @@ class HopperFwd final : public Family {
   static constexpr int64_t kD96WideTileKeys = 1024;
   static constexpr int64_t kD64FourWarpgroupKeys = 1024, kD64FourWarpgroupCausalKeys = 4096;
 
-  // hopper_paged over a short K/V stream (a paged call, at most kShortStreamKeys keys): the class
-  // default's persistent twin with two Q buffers (two stages where the default has three), as
-  // hopper_fwd's short-stream rule, run claimed (TwinFor): 64 short sequences on 16-key pages
-  // ran 0.84-0.88x the class default's time (H100, bf16, d64 and d128; varlen_bench.py's paged16
-  // short batch).
+  // d64 over a short K/V stream (at most kD64FourWarpgroupKeys keys, causal
+  // kD64FourWarpgroupCausalKeys): 256x64 over four consumer warpgroups with three stages,
+  // persistent with two Q buffers, on dense, packed and paged K/V alike; else nothing.
+  std::optional<Variant> D64FourWarpgroupTile(const Problem& problem, const Target& target, std::string* why) const {
+    const int64_t four_keys = problem.causal ? kD64FourWarpgroupCausalKeys : kD64FourWarpgroupKeys;
+    if (problem.head_dim != 64 || problem.seqlen_k > four_keys) return std::nullopt;
+    Variant four = Default(ClassOf(problem), target);
+    for (const auto& [name, value] : {std::pair{"bm", 256}, {"bn", 64}, {"wg", 4}, {"s", 3}, {"p", 2}, {"ov", 1}})
+      four.SetParam(name, value);
+    if (!CheckRules(four, target.max_smem_bytes).ok()) return std::nullopt;
+    if (why != nullptr)
+      *why = "a short d64 K/V stream (" +
+             std::string(problem.layout != Layout::kDense ? "the longest sequence's " : "") +
+             std::to_string(problem.seqlen_k) + " keys, at most " + std::to_string(four_keys) +
+             (problem.causal ? ", causal" : "") +
+             "): 256x64 over four consumer warpgroups with three stages, persistent (" +
+             (problem.layout == Layout::kPaged ? "as dense and packed calls run it" : "the tuner's pick there") + ")";
+    return four;
+  }
+
+  // hopper_paged over a short K/V stream (a paged call, at most kShortStreamKeys keys): d64's
+  // four-warpgroup tile where it applies, else the class default's persistent twin with two Q
+  // buffers (two stages where the default has three), as hopper_fwd's short-stream rule; both
+  // run claimed (TwinFor). The twin: 64 short sequences on 16-key pages ran 0.84-0.88x the class
+  // default's time (H100, bf16, d64 and d128; varlen_bench.py's paged16 short batch).
   std::optional<Variant> PagedShortStreamTile(const Problem& problem, const Target& target, std::string* why) const {
-    if (problem.layout != Layout::kPaged || problem.seqlen_k > kShortStreamKeys) return std::nullopt;
+    if (problem.layout != Layout::kPaged) return std::nullopt;
+    if (auto four = D64FourWarpgroupTile(problem, target, why)) return four;
+    if (problem.seqlen_k > kShortStreamKeys) return std::nullopt;
     Variant v = Default(ClassOf(problem), target);
     v.SetParam("p", 2);
     if (!CheckRules(v, target.max_smem_bytes).ok()) v.SetParam("s", 2);
@@ -324,22 +346,8 @@ class HopperFwd final : public Family {
   std::optional<Variant> ProblemTile(const Problem& problem, const Target& target, std::string* why) const {
     if (paged_) return PagedShortStreamTile(problem, target, why);
     if (problem.layout == Layout::kPaged) return std::nullopt;
+    if (auto four = D64FourWarpgroupTile(problem, target, why)) return four;
     Variant v = Default(ClassOf(problem), target);
-    const int64_t four_keys = problem.causal ? kD64FourWarpgroupCausalKeys : kD64FourWarpgroupKeys;
-    if (problem.head_dim == 64 && problem.seqlen_k <= four_keys) {
-      Variant four = v;
-      for (const auto& [name, value] : {std::pair{"bm", 256}, {"bn", 64}, {"wg", 4}, {"s", 3}, {"p", 2}, {"ov", 1}})
-        four.SetParam(name, value);
-      if (CheckRules(four, target.max_smem_bytes).ok()) {
-        if (why != nullptr)
-          *why = "a short d64 K/V stream (" +
-                 std::string(problem.layout == Layout::kVarlen ? "the longest sequence's " : "") +
-                 std::to_string(problem.seqlen_k) + " keys, at most " +
-                 std::to_string(four_keys) + (problem.causal ? ", causal" : "") +
-                 "): 256x64 over four consumer warpgroups with three stages, persistent (the tuner's pick there)";
-        return four;
-      }
-    }
     const bool d96 = problem.head_dim == 96;
     const int64_t short_keys = d96 ? kD96WideTileKeys : kShortStreamKeys;
     const bool short_stream = problem.seqlen_k <= short_keys;

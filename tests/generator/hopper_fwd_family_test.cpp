@@ -54,7 +54,8 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
     EXPECT_EQ(CountWith(HopperSpace(256, causal), "wg", 1), 0);
     // Four consumer warpgroups: d64's 256x64 with three stages (its split tail), p2 and the
     // overlap, the one three-stage tile hopper_fwd searches; its two-stage twins lost everywhere
-    // on an H100 (session 48). Nowhere else: not at d128 or d256, nor over pages.
+    // on an H100 (session 48). Over pages the same one (a short paged d64 stream's untuned
+    // tile); nowhere else: not at d128 or d256.
     std::vector<std::string> four, three_stages;
     for (const Variant& v : d64) {
       if (v.Param("wg") == 4) four.push_back(v.Uri());
@@ -63,7 +64,10 @@ TEST(HopperFwdFamily, DefaultSpaceSearchesWhatMeasurementsShowedCanWin) {
     EXPECT_EQ(four, (std::vector<std::string>{"hopper_fwd_bf16_d64_bm256_bn64_wg4_s3_p2_pp1_ov1_" + kind}));
     EXPECT_EQ(three_stages, four);
     for (int d : {96, 128, 256}) EXPECT_EQ(CountWith(HopperSpace(d, causal), "wg", 4), 0) << d;
-    EXPECT_EQ(CountWith(HopperSpace(64, causal, {}, "hopper_paged"), "wg", 4), 0);
+    std::vector<std::string> paged_four;
+    for (const Variant& v : HopperSpace(64, causal, {}, "hopper_paged"))
+      if (v.Param("wg") == 4) paged_four.push_back(v.Uri());
+    EXPECT_EQ(paged_four, (std::vector<std::string>{"hopper_paged_bf16_d64_bm256_bn64_wg4_s3_p2_pp1_ov1_" + kind}));
   }
 }
 
@@ -120,7 +124,8 @@ TEST(HopperFwdFamily, HopperPagedSearchesThreeStagesAtD128) {
         EXPECT_GE(v.Param("wg"), 2) << v.Uri();
       }
     }
-    EXPECT_EQ(CountWith(HopperSpace(64, causal, {}, "hopper_paged"), "s", 3), 0);
+    // d64 over pages: three stages only in the four-warpgroup tile (whose split tail needs them).
+    EXPECT_EQ(CountWith(HopperSpace(64, causal, {}, "hopper_paged"), "s", 3), 1);
     EXPECT_EQ(CountWith(HopperSpace(128, causal), "s", 3), 0);
     const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
     const ProblemClass cls{DType::kBF16, 128, causal};
@@ -241,7 +246,8 @@ TEST(HopperFwdFamily, UntunedTileFollowsTheKeyStreamsLength) {
 // Every hopper_paged class over a short paged stream: the untuned tile is a valid variant, either
 // the class default's persistent two-Q-buffer twin (said so, and run claimed) or, where that
 // does not fit in shared memory, the class default itself (said nothing of); past 2048 keys the
-// class default always.
+// class default always. d64 up to 1024 keys (causal 4096) takes the four-warpgroup tile, as
+// dense and packed calls do.
 TEST(HopperFwdFamily, ShortPagedStreamsTakeTheDefaultsTwinWhereItFits) {
   const Target sm90a{"sm_90a", MaxSharedMemoryForArch("sm_90a")};
   const Family& hp = *FindFamily("hopper_paged");
@@ -260,6 +266,17 @@ TEST(HopperFwdFamily, ShortPagedStreamsTakeTheDefaultsTwinWhereItFits) {
         p.heads_kv = 8;
         p.layout = Layout::kPaged;
         const Variant def = hp.Default(ClassOf(p), sm90a);
+        if (d == 64) {
+          Problem four = p;
+          four.seqlen_k = causal ? 4096 : 1024;
+          EXPECT_EQ(hp.DefaultFor(four, sm90a).Uri(), std::string("hopper_paged_") + (dtype == DType::kBF16 ? "bf16" : "f16") +
+                                                           "_d64_bm256_bn64_wg4_s3_p2_pp1_ov1_" + (causal ? "causal" : "full"));
+          EXPECT_NE(hp.DefaultReason(four, sm90a).find("as dense and packed calls run it"), std::string::npos);
+          EXPECT_EQ(hp.TwinFor(hp.DefaultFor(four, sm90a), four, nullptr).Param("p"), 3);
+          four.seqlen_k += 1;
+          EXPECT_EQ(hp.DefaultFor(four, sm90a).Param("wg"), 3) << "past it: the twin (full) or the class default";
+          if (causal) continue;  // 2048 keys, causal: the four-warpgroup tile again
+        }
         const Variant v = hp.DefaultFor(p, sm90a);
         EXPECT_TRUE(hp.Check(v, sm90a.max_smem_bytes).ok()) << v.Uri();
         const std::string why = hp.DefaultReason(p, sm90a);
@@ -280,7 +297,7 @@ TEST(HopperFwdFamily, ShortPagedStreamsTakeTheDefaultsTwinWhereItFits) {
         longer.seqlen_k = 2049;
         EXPECT_EQ(hp.DefaultFor(longer, sm90a).Uri(), def.Uri());
       }
-  EXPECT_EQ(twins, 12) << "d64, d96 and d128 (both dtypes, causal or not): the twin fits";
+  EXPECT_EQ(twins, 10) << "d64 full, d96 and d128 (both dtypes, causal or not): the twin fits";
   EXPECT_EQ(defaults, 16) << "d160 to d256: a second Q buffer does not fit beside their stages";
 }
 
