@@ -4,7 +4,7 @@
 # backends, the runtime from Python and its micro-benchmark, and compute-sanitizer on one
 # variant per head dim. Full logs go to $OUT (or ./gpu-round); short tables are printed last.
 #
-# usage: [STEPS="tests alone tune rerun twice budgeted extra runtime compare sanitize"] bench/gpu_round.sh BIN_DIR [DB]
+# usage: [STEPS="tests tune rerun twice budgeted extra runtime compare sanitize"] bench/gpu_round.sh BIN_DIR [DB]
 #   BIN_DIR holds flashtune, flashtune_gpu_tests (and optionally libflashtune.so and
 #   flashtune_runtime_bench) built on the development machine: bench/pack_for_gpu.sh makes it.
 #   With DB, the tuning database of an earlier round is reused (copied).
@@ -43,22 +43,13 @@ summary=()
 
 "$FT" info > "$OUT/tune.log" 2>&1  # $OUT brings back at most 8 files: logs are grouped
 
-# 1. GPU tests (kernel vs the float64 reference over the space; driver layer; runtime if built).
-# Each ALONE test runs in a process of its own (as under ctest): the fault test poisons its
-# process's context, and a tuner's GPU worker is forked, which CUDA allows only from a process
-# that has not initialised CUDA yet. Step "alone" runs only those.
-ALONE="DriverGpu.IllegalAddressIsAFault TuneGpu.PlantedFaultIsRecordedAndTheRunGoesOn TuneGpu.PlantedWrongAndFaultingHopperVariantsNeverWin"
-if want tests || want alone; then
+# 1. GPU tests (kernel vs the float64 reference over the space; driver layer; runtime if built),
+#    in one process: the fault test faults in a child process of its own, and the tuner's
+#    tests exec FLASHTUNE_WORKER as their worker (CUDA does not survive a fork once initialised).
+if want tests; then
   start=$(date +%s)
-  if want tests; then
-    timeout "$STEP_S" "$BIN/flashtune_gpu_tests" --gtest_filter="-${ALONE// /:}" >> "$OUT/gpu_tests.log" 2>&1
-    summary+=("gpu tests: exit $?")
-  fi
-  for t in $ALONE; do
-    timeout 120 "$BIN/flashtune_gpu_tests" --gtest_filter="$t" >> "$OUT/gpu_tests.log" 2>&1
-    summary+=("gpu test $t (own process): exit $?")
-  done
-  summary+=("gpu tests: $(( $(date +%s) - start )) s")
+  timeout "$STEP_S" "$BIN/flashtune_gpu_tests" >> "$OUT/gpu_tests.log" 2>&1
+  summary+=("gpu tests: exit $? in $(( $(date +%s) - start )) s")
 fi
 
 # 2. Tune the default set (bf16/f16 x d64/d128 x causal/not x N 512..16k), cold cache, timed;
