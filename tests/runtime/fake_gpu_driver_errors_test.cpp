@@ -7,27 +7,21 @@
 
 #include "flashtune/runtime.h"
 #include "tests/support/fake_gpu_record.h"
-#include "tests/support/temp_dir.h"
 
 namespace flashtune {
 namespace {
 
-using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
 using flashtune::testing::PackSequences;
-using flashtune::testing::TempDir;
 
 constexpr int kNoBinaryForGpu = 209;           // CUDA_ERROR_NO_BINARY_FOR_GPU
 constexpr int kInvalidValue = 1;               // CUDA_ERROR_INVALID_VALUE
 constexpr int kLaunchOutOfResources = 701;     // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 constexpr int kIllegalAddress = 700;           // CUDA_ERROR_ILLEGAL_ADDRESS
 
-using Opened = flashtune::testing::FakeGpuRuntime;
+class FakeGpuDriverErrors : public flashtune::testing::FakeGpuTest {};
 
-TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) {
   const Problem p{DType::kBF16, 64, true, 1, 333, 333, 4, 4};
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
@@ -50,10 +44,7 @@ TEST(FakeGpuDriverErrors, AModuleThatDoesNotLoadIsAnErrorAndTheNextCallLoadsIt) 
 
 // The split kernel launches, its combine is refused: the call reports the combine, and the
 // next call launches both.
-TEST(FakeGpuDriverErrors, ARefusedSecondLaunchNamesItsKernel) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuDriverErrors, ARefusedSecondLaunchNamesItsKernel) {
   Problem p{DType::kBF16, 128, false, 1, 1, 8192, 32, 8};
   p.layout = Layout::kPaged;
   HostBuffers b;
@@ -75,10 +66,7 @@ TEST(FakeGpuDriverErrors, ARefusedSecondLaunchNamesItsKernel) {
 // A tensor map the driver refuses: the call says which map and why, and launches nothing. The
 // buffers are never freed and the shape is this test's own, so no map of the process's cache
 // can answer for them.
-TEST(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
   const Problem p{DType::kBF16, 128, false, 1, 777, 777, 4, 4};
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
@@ -99,10 +87,7 @@ TEST(FakeGpuDriverErrors, ATensorMapTheDriverRefusesLaunchesNothing) {
 // A packed call whose tile counter the driver does not zero: the call names the memset and the
 // kernel, launches nothing (a kernel claiming from a stale counter would skip tiles), and the
 // next call runs.
-TEST(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
   Problem p{DType::kBF16, 128, true, 2, 2000, 2000, 64, 8};
   p.layout = Layout::kVarlen;
   auto plan = r.rt->plan(p);
@@ -124,10 +109,7 @@ TEST(FakeGpuDriverErrors, ACounterTheDriverDoesNotZeroLaunchesNothing) {
 }
 
 // A kernel that faults is a kFault status naming it, not an abort.
-TEST(FakeGpuDriverErrors, AFaultIsAStatusNamingTheKernel) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuDriverErrors, AFaultIsAStatusNamingTheKernel) {
   const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());

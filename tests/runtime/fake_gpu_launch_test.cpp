@@ -31,21 +31,19 @@
 #include "tests/support/allocation_counter.h"
 #include "tests/support/fake_gpu_record.h"
 #include "tests/support/graph_capture.h"
-#include "tests/support/temp_dir.h"
 
 namespace flashtune {
 namespace {
 
-using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
 using flashtune::testing::PackQueries;
 using flashtune::testing::CaptureForward;
 using flashtune::testing::PackSequences;
-using flashtune::testing::TempDir;
 
-using Opened = flashtune::testing::FakeGpuRuntime;
 using flashtune::testing::FakeCallArgs;
 using detail::HopperParams;
+
+class FakeGpuLaunch : public flashtune::testing::FakeGpuTest {};
 
 // What the library's own packing says the launch of `v` for `a` is, on the fake's device.
 LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
@@ -57,7 +55,7 @@ LaunchPacket Packed(const Variant& v, const ForwardArgs& a) {
   return packet;
 }
 
-TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
+TEST_F(FakeGpuLaunch, TheFakeIsTheDriver) {
   auto driver = Driver::Load();
   ASSERT_TRUE(driver.ok()) << driver.status().ToString();
   auto info = (*driver)->Device(0);
@@ -81,10 +79,7 @@ TEST(FakeGpuLaunch, TheFakeIsTheDriver) {
 
 // A prefill call on sm_90a: one launch of the planned hopper_fwd kernel, as the family packs
 // it, through tensor maps of the call's own tensors (head dim innermost, rows H * D apart).
-TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors) {
   const Problem p{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
   auto plan = r.rt->plan(p);
   ASSERT_TRUE(plan.ok());
@@ -137,10 +132,7 @@ TEST(FakeGpuLaunch, PrefillLaunchesThePlannedKernelThroughMapsOfTheCallsTensors)
 // Two devices of different architectures in one process (the fake's H200 and A100): a call
 // runs on the device of the current context, with kernels planned for and compiled to that
 // device's arch (the fake refuses an sm_90a cubin on the A100), each context with its own loads.
-TEST(FakeGpuLaunch, EachDeviceRunsKernelsOfItsOwnArch) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, EachDeviceRunsKernelsOfItsOwnArch) {
   auto driver = Driver::Load();
   ASSERT_TRUE(driver.ok());
   ASSERT_EQ((*driver)->device_count(), 2);
@@ -175,10 +167,7 @@ TEST(FakeGpuLaunch, EachDeviceRunsKernelsOfItsOwnArch) {
 
 // Decode: the split kernel compiled for the call's K/V layout, then its combine; both
 // programmatic dependents on sm_90 (each waits for the kernel before it on the stream).
-TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
   for (Layout layout : {Layout::kDense, Layout::kPaged}) {
     Problem p{DType::kBF16, 128, false, 2, 1, 8192, 32, 8};
     p.layout = layout;
@@ -235,10 +224,7 @@ TEST(FakeGpuLaunch, DecodeLaunchesTheKernelOfItsLayoutThenTheCombine) {
 // Packed prefill (layout varlen): the planned p2 tile runs as its p3 twin, which claims its
 // tiles from a counter in the call's workspace; the launch zeroes the counter first and hands
 // it to the kernel. Without enough workspace for it the call still runs, on the static deal.
-TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
   Problem p{DType::kBF16, 128, true, 3, 2000, 2000, 32, 8};
   p.layout = Layout::kVarlen;
   auto plan = r.rt->plan(p);
@@ -283,10 +269,7 @@ TEST(FakeGpuLaunch, PackedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
 
 // A paged call whose queries are packed (vLLM's varlen q over its cache): the paged decode
 // kernel, given the query offsets; q, o and lse as packed rows.
-TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
   Problem p{DType::kBF16, 128, true, 3, 4, 4096, 32, 8};  // up to 4 new tokens a sequence
   p.layout = Layout::kPaged;
   HostBuffers b;
@@ -320,10 +303,7 @@ TEST(FakeGpuLaunch, PagedCallWithPackedQueriesPassesTheQueryOffsets) {
 // the decode sequences on decode_fwd's paged kernel (and its combine), then the rest on
 // hopper_paged from table row, length and query offset decode_seqs on; without decode_seqs one
 // hopper_paged launch serves every sequence.
-TEST(FakeGpuLaunch, AMixedBatchOverPagesRunsItsDecodeSequencesOnTheDecodeKernel) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, AMixedBatchOverPagesRunsItsDecodeSequencesOnTheDecodeKernel) {
   Problem p{DType::kBF16, 128, true, 4, 300, 4096, 32, 8};
   p.layout = Layout::kPaged;
   HostBuffers b;
@@ -365,10 +345,7 @@ TEST(FakeGpuLaunch, AMixedBatchOverPagesRunsItsDecodeSequencesOnTheDecodeKernel)
 // the page pools (head dim innermost, a page's rows Hkv * D apart, pages block_size rows apart)
 // in boxes within one page, with the table and the lengths in its parameters. Pages of 8 keys,
 // which its boxes do not read, launch fa2_paged instead.
-TEST(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
   Problem p{DType::kBF16, 128, true, 3, 300, 4096, 32, 8};
   p.layout = Layout::kPaged;
   HostBuffers b;
@@ -422,10 +399,7 @@ TEST(FakeGpuLaunch, PagedPrefillLaunchesHopperPagedThroughMapsOfThePagePools) {
 // the device, so any paged call may be ragged); the launch zeroes the counter ahead of the kernel.
 // Without the workspace, or in a call of too few tiles, the same kernel deals them statically; a
 // longer stream keeps the class default (one tile a block, dealt by the hardware).
-TEST(FakeGpuLaunch, PagedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, PagedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
   Problem p{DType::kBF16, 128, true, 24, 300, 2048, 32, 8};  // 80 x 32 tiles of 128 rows at most
   p.layout = Layout::kPaged;
   auto plan = r.rt->plan(p);
@@ -496,10 +470,7 @@ TEST(FakeGpuLaunch, PagedPrefillClaimsItsTilesFromTheZeroedWorkspaceCounter) {
 // cache_seqlens, prefill over a cache): forward() launches hopper_paged, the planned hopper_fwd
 // tile reading the lengths, through maps of the dense cache {D, Hkv, Nk, B} and no table; the
 // same call without lengths launches hopper_fwd.
-TEST(FakeGpuLaunch, ADenseCacheWithLengthsLaunchesHopperPagedOnePageASequence) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, ADenseCacheWithLengthsLaunchesHopperPagedOnePageASequence) {
   const Problem p{DType::kBF16, 128, true, 3, 300, 4096, 32, 8};
   HostBuffers b;
   ForwardArgs a = r.ArgsFor(p, b);
@@ -543,10 +514,7 @@ TEST(FakeGpuLaunch, ADenseCacheWithLengthsLaunchesHopperPagedOnePageASequence) {
 }
 
 // Nothing launched or loaded for a call the host can refuse; the error names the argument.
-TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
   Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
   dec.layout = Layout::kPaged;
   auto ws = r.rt->workspace_size(dec);
@@ -581,10 +549,7 @@ TEST(FakeGpuLaunch, RefusedCallsLaunchAndLoadNothing) {
 
 // K and V sharing one head (head stride 0): TMA cannot describe it, so the call falls back to
 // fa2_fwd, says so once, and keeps launching it.
-TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
   const Problem p{DType::kBF16, 128, false, 1, 300, 300, 4, 2};
   HostBuffers b;
   ForwardArgs a = FakeCallArgs(p, b, 0);
@@ -606,10 +571,7 @@ TEST(FakeGpuLaunch, StridesTmaCannotDescribeFallBackToFa2) {
 // Eight threads, none with a current context, calling one runtime for four buckets at once
 // (every first call of a bucket races the others through the cold path): every call succeeds
 // and launches its own bucket's planned kernel, in device 0's primary context, loaded once.
-TEST(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
   const Problem problems[4] = {{DType::kBF16, 128, false, 1, 512, 512, 8, 8},
                                {DType::kBF16, 128, true, 1, 2048, 2048, 8, 8},
                                {DType::kF16, 64, false, 2, 1024, 1024, 4, 4},
@@ -647,10 +609,7 @@ TEST(FakeGpuLaunch, ThreadsRacingThroughTheColdPathEachLaunchTheirPlan) {
 
 // Warm calls allocate nothing on the calling thread, prefill and paged decode alike, whether
 // the tensors repeat or alternate between two sets.
-TEST(FakeGpuLaunch, WarmForwardAllocatesNothing) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, WarmForwardAllocatesNothing) {
   Problem dec{DType::kBF16, 128, false, 2, 1, 4096, 32, 8};
   dec.layout = Layout::kPaged;
   const Problem pre{DType::kBF16, 128, false, 2, 1000, 1000, 8, 2};
@@ -693,10 +652,7 @@ struct CaptureStream {
 };
 
 // A warm call captured records its launches into the graph, and the graph replays them.
-TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
   CaptureStream cs;
   ASSERT_TRUE(cs.ok());
   Problem dec{DType::kBF16, 128, false, 4, 1, 8192, 32, 8};
@@ -724,10 +680,7 @@ TEST(FakeGpuLaunch, AWarmCallCapturesIntoAGraphThatReplaysIt) {
 // A packed call that claims its tiles, captured: the counter's memset is recorded into the graph
 // ahead of the kernel (the capture runs neither), and every replay zeroes the counter before its
 // launch, so a graph replayed after the kernel left the counter at its tile count claims afresh.
-TEST(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
   CaptureStream cs;
   ASSERT_TRUE(cs.ok());
   Problem p{DType::kBF16, 128, true, 3, 2000, 2000, 32, 8};
@@ -765,10 +718,7 @@ TEST(FakeGpuLaunch, ACapturedPackedCallZeroesItsTileCounterOnEveryReplay) {
 // The backward pass: its family's three kernels of one module in order (the preprocess, then
 // "<uri>_main" and "<uri>_convert"), the deterministic mode another variant; a missing
 // gradient or a short workspace launches nothing.
-TEST(FakeGpuLaunch, BackwardLaunchesItsThreeKernelsInOrder) {
-  FakeGpuRecord fake;
-  Opened r;
-  ASSERT_NE(r.rt, nullptr);
+TEST_F(FakeGpuLaunch, BackwardLaunchesItsThreeKernelsInOrder) {
   const Problem p{DType::kBF16, 128, true, 2, 1024, 1024, 8, 2};
   HostBuffers b;
   BackwardArgs a = BackwardArgs::Contiguous(p);

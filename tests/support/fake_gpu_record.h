@@ -174,4 +174,13 @@ struct FakeGpuRuntime {
   }
 };
 
+// A test on the recording fake with a runtime open on it (`fake` and `r`, as the tests name
+// them): fails at SetUp when the runtime does not open.
+class FakeGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(r.rt, nullptr); }
+  FakeGpuRecord fake;
+  FakeGpuRuntime r;  // after `fake`: the runtime opens the object fake reads
+};
+
 }  // namespace flashtune::testing
