@@ -184,8 +184,6 @@ TEST_F(DriverGpu, WrongArchCubinIsADriverErrorNamingTheCall) {
       << module.status().ToString();
 }
 
-// Last: a fault poisons the primary context for the rest of this process (ctest runs each
-// test in its own process).
 // The fault is provoked in a child process (a death test, which re-runs this test from its
 // start): an illegal address leaves the process's CUDA context unusable for good, so in one
 // process running the whole binary every GPU test after this one would fail on it.

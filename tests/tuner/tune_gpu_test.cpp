@@ -113,8 +113,8 @@ bool NoGpu(const Status& status) {
          status.message().find("forked from the tuning process") == std::string::npos;
 }
 
-// No CUDA call may happen in this process before the measurers fork their worker (CUDA does
-// not survive fork()), so whether there is a GPU is asked of the worker itself.
+// Whether there is a GPU is asked of the worker itself: where it is forked (no CLI to exec), no
+// CUDA call may happen in this process before it starts (CUDA does not survive fork()).
 TEST(TuneGpu, PlantedFaultIsRecordedAndTheRunGoesOn) {
   const Problem problem{DType::kBF16, 64, false, 2, 1000, 1000, 4, 4};
   // The families that serve this prefill shape (the class's space starts with decode_fwd's).
