@@ -192,6 +192,8 @@ int RunPlan(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flashtune plan: %s\n", workspace.status().ToString().c_str());
     return kExitFailure;
   }
+  // What it holds, part by part, for the same device's SMs (0 when none: 132, as workspace_size).
+  const std::string use = WorkspaceUse(problem, (*runtime)->device().sm_count);
   const std::optional<TrialRecord> measured =
       db_exists ? WinnerMeasurement(options.db_path, p) : std::nullopt;
   if (vm.count("json")) {
@@ -203,7 +205,8 @@ int RunPlan(const std::vector<std::string>& args) {
       << ",\"tuned_median_us\":" << (p.tuned_median_us > 0 ? std::to_string(p.tuned_median_us) : "null")
       << ",\"distance\":" << p.distance << ",\"device\":" << (p.device_name.empty() ? "null" : JsonString(p.device_name))
       << ",\"database\":" << JsonString(options.db_path) << ",\"why\":" << JsonString(p.why)
-      << ",\"workspace_bytes\":" << *workspace << ",\"resources\":";
+      << ",\"workspace_bytes\":" << *workspace
+      << ",\"workspace_use\":" << (use.empty() ? "null" : JsonString(use)) << ",\"resources\":";
     if (measured)
       o << "{\"registers\":" << measured->registers << ",\"smem_bytes\":" << measured->smem_bytes
         << ",\"spill_bytes\":" << measured->spill_bytes << "}";
@@ -229,8 +232,9 @@ int RunPlan(const std::vector<std::string>& args) {
   std::printf("why:      %s\n", p.why.c_str());
   if (*workspace > 0)
     std::printf("workspace: %lld bytes, caller-owned (Runtime::workspace_size, ft_workspace_size: sized for the planned "
-                "GPU's SMs, 132 when none)\n",
-                static_cast<long long>(*workspace));
+                "GPU's SMs, 132 when none)\n"
+                "           holds %s\n",
+                static_cast<long long>(*workspace), use.c_str());
   else
     std::printf("workspace: none needed\n");
   return kExitOk;

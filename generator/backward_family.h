@@ -21,6 +21,9 @@ class BackwardFamily : public Family {
     (void)sm_count;
     return ServesOperation(problem) ? BackwardWorkspaceBytes(problem) : 0;
   }
+  std::string_view workspace_use() const final {
+    return "the fp32 dq accumulator, rowsum(d_o * o) and the dq ordering counters";
+  }
 };
 
 }  // namespace flashtune

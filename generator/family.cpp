@@ -220,6 +220,37 @@ std::vector<const Family*> FamiliesFor(const Problem& problem) {
   return out;
 }
 
+std::string WorkspaceUse(const Problem& problem, int sm_count) {
+  // The parts WorkspaceBytes takes the largest of (the same walk), each "family: use, N bytes";
+  // families whose part reads the same are named together.
+  std::vector<std::pair<std::string, std::string>> parts;  // (families, use and bytes)
+  auto add = [&](std::string who, std::string_view use, int64_t bytes) {
+    std::string what = std::string(use);
+    what += ", " + std::to_string(bytes) + " bytes";
+    for (auto& [names, same] : parts)
+      if (same == what) return void(names += ", " + who);
+    parts.emplace_back(std::move(who), std::move(what));
+  };
+  for (const Family* f : FamiliesFor(problem))
+    if (const int64_t bytes = std::max(f->WorkspaceBytes(problem, sm_count), f->WorkspaceWanted(problem)); bytes > 0)
+      add(std::string(f->name()), f->workspace_use(), bytes);
+  const bool packed_queries =
+      (problem.layout == Layout::kVarlen || problem.layout == Layout::kPaged) && problem.seqlen_q > kDecodeMaxQueries;
+  if (problem.layout == Layout::kVarlen && packed_queries) {
+    Problem decode = problem;  // as WorkspaceBytes bounds a mixed call's decode part
+    decode.seqlen_q = kDecodeMaxQueries;
+    for (const Family* f : FamiliesFor(decode))
+      if (const int64_t bytes = f->WorkspaceBytes(decode, sm_count); bytes > 0)
+        add(std::string(f->name()) + " (a mixed batch's decode sequences)", f->workspace_use(), bytes);
+  }
+  std::string out;
+  for (const auto& [names, what] : parts) out += (out.empty() ? "" : "; ") + names + ": " + what;
+  if (parts.size() > 1) out = "the largest of these (a call's launches run in turn and share it): " + out;
+  if (problem.layout == Layout::kPaged && packed_queries && parts.size() > 1)
+    out += ". Over pages the decode kernel's part covers a mixed batch's decode sequences (varlen.decode_seqs)";
+  return out;
+}
+
 int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
   int64_t bytes = 0;
   for (const Family* f : FamiliesFor(problem))

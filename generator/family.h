@@ -139,6 +139,9 @@ class Family {
     (void)problem;
     return 0;
   }
+  // What the family's workspace holds, as a noun phrase ("split-KV partial results ..."), for
+  // WorkspaceUse; "" for a family that asks for none.
+  virtual std::string_view workspace_use() const { return {}; }
   // Whether its kernels honour ForwardArgs::seqlens_k on the dense layout (per-sequence key
   // counts); a call with seqlens_k goes to another family otherwise.
   virtual bool reads_seqlens_k() const { return false; }

@@ -168,6 +168,9 @@ class DecodeFwd final : public Family {
   // leading part of the batch with up to 16 query rows per sequence (a mixed call of packed
   // queries runs that part here; MixedVarlenParts): with more than one split, splits * blocks
   // <= 4 blocks per SM * sms, and a block holds <= 64 rows.
+  std::string_view workspace_use() const override {
+    return "the split-KV partial results (o and lse of each key split, merged by the combine kernel)";
+  }
   int64_t WorkspaceBytes(const Problem& p, int sm_count) const override {
     const int64_t row_bytes = int64_t(p.head_dim + 1) * 4;
     int64_t leading = 0;  // the rows of a mixed call's decode part

@@ -258,6 +258,9 @@ class HopperFwd final : public Family {
   // Packed sequences (hopper_fwd) and paged caches (hopper_paged) run a p2 tile as its p3 twin,
   // which claims its tiles from a counter in the workspace (detail::HopperTileClaims) where the
   // call gives one and has tiles enough (else it deals them as p2 does).
+  std::string_view workspace_use() const override {
+    return "the tile counter that claims tiles at run time (a call without it deals them statically)";
+  }
   int64_t WorkspaceWanted(const Problem& problem) const override {
     return problem.layout == (paged_ ? Layout::kPaged : Layout::kVarlen) ? detail::kHopperClaimWorkspaceBytes : 0;
   }

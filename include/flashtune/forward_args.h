@@ -66,6 +66,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "flashtune/export.h"
@@ -140,6 +141,10 @@ struct ForwardArgs {
 // not depend on which variant is tuned; for varlen and paged past 16 queries, also what their
 // leading decode sequences may need on the decode kernel (any decode_seqs). 0 when no kernel splits the problem's keys.
 int64_t WorkspaceBytes(const Problem& problem, int sm_count);
+// What that workspace holds, for a person: each family's part with its bytes (the workspace is
+// the largest of them), or "" when WorkspaceBytes is 0. E.g. a paged prefill problem: its tile
+// counter, and the split-KV partials of a mixed batch's decode sequences.
+std::string WorkspaceUse(const Problem& problem, int sm_count);
 
 // The launches of one call. A mixed call of packed queries (varlen, or paged with cu_seqlens_q;
 // decode_seqs > 0, problem.seqlen_q > 16) is two: its decode sequences [0, decode_seqs) as a

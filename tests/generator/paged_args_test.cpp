@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "flashtune/backward_args.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/problem_set.h"
 #include "flashtune/space.h"
@@ -427,6 +428,41 @@ TEST(WorkspaceArgs, VarlenAndPagedWorkspacesCoverAnyDecodePart) {
         EXPECT_LE(decode->WorkspaceBytes(part, 132), bytes) << LayoutName(layout);
       }
   }
+}
+
+// WorkspaceUse says what WorkspaceBytes sized, part by part: the largest part's bytes are the
+// workspace's; families with the same part are named together; none when nothing needs any.
+TEST(WorkspaceArgs, TheUseNamesEachPartWithItsBytes) {
+  auto has = [](const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; };
+  Problem paged{DType::kBF16, 128, true, 64, 1000, 1000, 32, 8};
+  paged.layout = Layout::kPaged;
+  const std::string over_pages = WorkspaceUse(paged, 132);
+  EXPECT_TRUE(has(over_pages, "the largest of these")) << over_pages;
+  EXPECT_TRUE(has(over_pages, "hopper_paged: the tile counter that claims tiles at run time")) << over_pages;
+  EXPECT_TRUE(has(over_pages, "tiles at run time (a call without it deals them statically), 16 bytes")) << over_pages;
+  EXPECT_TRUE(has(over_pages, "decode_fwd: the split-KV partial results")) << over_pages;
+  EXPECT_TRUE(has(over_pages, ", " + std::to_string(WorkspaceBytes(paged, 132)) + " bytes")) << over_pages;
+  EXPECT_TRUE(has(over_pages, "a mixed batch's decode sequences (varlen.decode_seqs)")) << over_pages;
+  Problem packed = paged;
+  packed.layout = Layout::kVarlen;
+  const std::string varlen = WorkspaceUse(packed, 132);
+  EXPECT_TRUE(has(varlen, "hopper_fwd: the tile counter")) << varlen;
+  EXPECT_TRUE(has(varlen, "decode_fwd (a mixed batch's decode sequences): the split-KV partial results (o and lse of "
+                          "each key split, merged by the combine kernel), " +
+                              std::to_string(WorkspaceBytes(packed, 132)) + " bytes"))
+      << varlen;
+  // A decode step: one part, the workspace's bytes; fewer SMs, fewer splits.
+  const Problem decode = DecodeProblem(Layout::kDense);
+  EXPECT_EQ(WorkspaceUse(decode, 132), "decode_fwd: the split-KV partial results (o and lse of each key split, merged "
+                                       "by the combine kernel), " + std::to_string(WorkspaceBytes(decode, 132)) + " bytes");
+  EXPECT_TRUE(has(WorkspaceUse(decode, 16), std::to_string(WorkspaceBytes(decode, 16)) + " bytes"));
+  // The backward pass: both families' one part, named together.
+  Problem bwd{DType::kBF16, 128, false, 2, 2048, 2048, 32, 8, Operation::kBackward};
+  EXPECT_TRUE(has(WorkspaceUse(bwd, 132), "hopper_bwd, fa2_bwd: the fp32 dq accumulator")) << WorkspaceUse(bwd, 132);
+  EXPECT_TRUE(has(WorkspaceUse(bwd, 132), std::to_string(BackwardWorkspaceBytes(bwd)) + " bytes"));
+  // Dense prefill needs none.
+  ASSERT_EQ(WorkspaceBytes(Problem{DType::kBF16, 128, false, 8, 2048, 2048, 32, 8}, 132), 0);
+  EXPECT_EQ(WorkspaceUse(Problem{DType::kBF16, 128, false, 8, 2048, 2048, 32, 8}, 132), "");
 }
 
 TEST(WorkspaceArgs, SizeAndPointerAreChecked) {

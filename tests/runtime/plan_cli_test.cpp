@@ -105,6 +105,7 @@ TEST(PlanCli, SaysTheWorkspaceACallMustBeGiven) {
   CliRun dense = Plan("--dtype bf16 --head-dim 128 --batch 8 --seqlen-q 2048 --heads-q 32 --heads-kv 8", cwd);
   EXPECT_EQ(dense.rc, 0) << dense.err;
   EXPECT_NE(dense.out.find("workspace: none needed"), std::string::npos) << dense.out;
+  EXPECT_EQ(dense.out.find("holds"), std::string::npos) << dense.out;
   struct Case {
     std::string args;
     Problem problem;
@@ -121,9 +122,13 @@ TEST(PlanCli, SaysTheWorkspaceACallMustBeGiven) {
     EXPECT_EQ(text.rc, 0) << text.err;
     EXPECT_NE(text.out.find("workspace: " + std::to_string(want) + " bytes, caller-owned"), std::string::npos)
         << c.args << "\n" << text.out;
+    const std::string use = WorkspaceUse(c.problem, 0);  // what it holds, part by part
+    ASSERT_FALSE(use.empty()) << c.args;
+    EXPECT_NE(text.out.find("\n           holds " + use + "\n"), std::string::npos) << c.args << "\n" << text.out;
     CliRun json = Plan("--dtype bf16 --head-dim 128 --heads-q 32 --heads-kv 8 " + c.args + " --json", cwd);
     EXPECT_EQ(json.rc, 0) << json.err;
-    EXPECT_NE(json.out.find("\"workspace_bytes\":" + std::to_string(want) + ","), std::string::npos) << json.out;
+    EXPECT_NE(json.out.find("\"workspace_bytes\":" + std::to_string(want) + ",\"workspace_use\":\""), std::string::npos)
+        << json.out;
   }
 }
 
