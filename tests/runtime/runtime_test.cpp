@@ -92,6 +92,21 @@ TEST_F(RuntimeLookup, UntunedBucketOfATunedClassUsesTheNearest) {
   EXPECT_EQ(logged.warnings(), 0);
 }
 
+// `p`'s bucket won by its class default in `db`, as the build of toolchain `old` would record it.
+void RecordWinnerOf(const std::string& db, const Problem& p, const ToolchainInfo& old) {
+  auto opened = Database::Open(db);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(old);
+  TrialRecord t;
+  t.problem = p;
+  t.variant = DefaultVariant(ClassOf(p));
+  t.source_hash = "src-old";
+  t.median_us = 100;
+  t.reps = 20;
+  ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
+  ASSERT_TRUE((*opened)->SetWinner(dev, tc, p, t.variant, t.source_hash, 100, 1).ok());
+}
+
 // A bucket whose only winner was tuned by another build (other templates) is planned around like
 // an untuned one, and the plan names that build instead of calling the bucket untuned; a bucket
 // nobody tuned says nothing of the kind.
@@ -100,19 +115,7 @@ TEST(RuntimeStaleWinner, PlanNamesTheBuildThatTunedTheBucket) {
   const Problem p{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};  // bucket 12: not in the tuned set
   ToolchainInfo old = CurrentToolchain();
   old.template_hash = "0123456789abcdef0123";
-  {
-    auto opened = Database::Open(db);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(old);
-    TrialRecord t;
-    t.problem = p;
-    t.variant = DefaultVariant(ClassOf(p));
-    t.source_hash = "src-old";
-    t.median_us = 100;
-    t.reps = 20;
-    ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
-    ASSERT_TRUE((*opened)->SetWinner(dev, tc, p, t.variant, t.source_hash, 100, 1).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(RecordWinnerOf(db, p, old));
   Logged logged;
   auto rt = OpenOn(db, TunedDevice(), &logged);
   auto plan = rt->plan(p);
@@ -138,19 +141,7 @@ TEST(RuntimeStaleWinner, HeuristicPlanNamesTheBuildThatTunedTheBucket) {
   const Problem p{DType::kBF16, 128, false, 4, 4096, 4096, 16, 16};
   ToolchainInfo old = CurrentToolchain();
   old.template_hash = "fedcba9876543210fedc";
-  {
-    auto opened = Database::Open(db);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    const int64_t dev = *(*opened)->UpsertDevice(TunedDevice()), tc = *(*opened)->UpsertToolchain(old);
-    TrialRecord t;
-    t.problem = p;
-    t.variant = DefaultVariant(ClassOf(p));
-    t.source_hash = "src-old";
-    t.median_us = 100;
-    t.reps = 20;
-    ASSERT_TRUE((*opened)->RecordTrial(dev, tc, t).ok());
-    ASSERT_TRUE((*opened)->SetWinner(dev, tc, p, t.variant, t.source_hash, 100, 1).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(RecordWinnerOf(db, p, old));
   Logged logged;
   auto rt = OpenOn(db, TunedDevice(), &logged);
   auto plan = rt->plan(p);
