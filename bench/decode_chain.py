@@ -178,7 +178,7 @@ def main(argv=None):
                 chained(f"B{B} x {nk} sdpa {system}", system, sdpa, copies)
             except RuntimeError as e:
                 print(f"B{B} x {nk} sdpa {system}: {str(e).splitlines()[0]}", flush=True)
-        del q, o, kvs
+        q = o = kvs = None  # freed (the timed calls named them)
         torch.cuda.empty_cache()
     if a.json:
         with open(a.json, "w") as f:

@@ -12,7 +12,6 @@ database for flashtune's plans (default: none, the untuned plan); DECODE_PROFILE
 dense-lens passes every sequence's length in memory (seqlens_k), pagedN puts the keys on N-key
 pages in shuffled order (as bench/decode_bench.py does).
 """
-import ctypes
 import os
 import sys
 

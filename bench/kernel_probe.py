@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import sys
 import time
 
 import torch
@@ -223,7 +222,7 @@ def main():
                         with torch.nn.attention.sdpa_kernel(backend):
                             ms = bench(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal))
                         row[name] = flops / ms / 1e9
-                    except Exception as e:  # a backend may not support a shape
+                    except Exception:  # a backend may not support a shape
                         row[name] = float("nan")
                 with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
                     ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
@@ -246,7 +245,7 @@ def main():
                                   for tag, (tf, uri) in best.items())
                 print(f"{row['dtype']:8s} d{d:3d} {'causal' if causal else 'full  '} B{B:2d} N{N:5d} H{H:2d} "
                       f"flash {row['flash']:6.1f} cudnn {row['cudnn']:6.1f}  {cells}", flush=True)
-                del q, k, v, o, lse
+                q = k = v = o = lse = None  # freed (the timed lambdas named them)
     json.dump(results, open(os.path.join(a.out, "probe_results.json"), "w"), indent=1)
 
 

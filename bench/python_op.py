@@ -318,7 +318,7 @@ def grid(dev, reps):
                 record("grid", f"bf16 d{D} N{N} B{B} H{H} {'causal' if causal else 'full'}", err <= 2e-2,
                        f"TFLOP/s flashtune {tf['flashtune']:.0f} flash {tf['flash']:.0f} cudnn {tf['cudnn']:.0f}; "
                        f"rel L2 vs SDPA {err:.1e}; {plan.variant_uri} ({plan.source_name})")
-                del q, k, v, qt, kt, vt, outs
+                q = k = v = qt = kt = vt = outs = None  # freed (the timed calls named them)
     return rows
 
 

@@ -9,6 +9,7 @@ FT_PACKAGES=(build-essential cmake ninja-build libsqlite3-dev libssl-dev
              libboost-program-options-dev libgtest-dev libbenchmark-dev
              chromium fonts-dejavu-core  # the browser test of `flashtune db report --html`
              python3-matplotlib          # bench/perf_report.py --plot-only and its test
+             python3-pyflakes            # the Python files' static check (ctest pyflakes_python)
              python3-venv)               # the Python package's install test (tests/python/install_test.sh)
 
 ft_log() { echo "flashtune setup: $*" >&2; }

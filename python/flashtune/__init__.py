@@ -16,6 +16,8 @@ a ValueError), with the library's message naming the argument.
 
 Thread safety: every function may be called from many threads.
 """
+import importlib
+
 from ._capi import FlashtuneError, InvalidArgument, library_path
 from ._cli import cli_path, main, tune
 from ._runtime import Plan, Problem, Runtime, default_runtime, plan
@@ -39,11 +41,10 @@ def __getattr__(name):
     # The torch calls and __version__ load torch / the library only when first asked for (PEP 562).
     if name in _TORCH_CALLS:
         try:
-            import torch  # noqa: F401
+            importlib.import_module("torch")
         except ImportError as e:
             raise ImportError(f"flashtune.{name} needs PyTorch ({e}); install torch, or use "
                               "flashtune.plan / flashtune.Runtime, which do not") from None
-        import importlib
         fn = getattr(importlib.import_module(_TORCH_CALLS[name], __name__), name)
         globals()[name] = fn
         return fn
