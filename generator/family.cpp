@@ -220,47 +220,65 @@ std::vector<const Family*> FamiliesFor(const Problem& problem) {
   return out;
 }
 
-std::string WorkspaceUse(const Problem& problem, int sm_count) {
-  // The parts WorkspaceBytes takes the largest of (the same walk), each "family: use, N bytes";
-  // families whose part reads the same are named together.
-  std::vector<std::pair<std::string, std::string>> parts;  // (families, use and bytes)
-  auto add = [&](std::string who, std::string_view use, int64_t bytes) {
-    std::string what = std::string(use);
-    what += ", " + std::to_string(bytes) + " bytes";
-    for (auto& [names, same] : parts)
-      if (same == what) return void(names += ", " + who);
-    parts.emplace_back(std::move(who), std::move(what));
-  };
+namespace {
+
+// One part of a call's workspace: what `family` asks for (its WorkspaceBytes, or the bytes it
+// wants, WorkspaceWanted), for the problem itself or, `mixed`, for a mixed call's decode part.
+struct WorkspacePart {
+  const Family* family;
+  int64_t bytes;
+  bool mixed;
+};
+
+// The parts a call of `problem` may use, the workspace being the largest: each family serving
+// it, and for a varlen call past 16 queries a mixed call's decode part (MixedVarlenParts), which
+// a decode-sized varlen problem bounds.
+std::vector<WorkspacePart> WorkspaceParts(const Problem& problem, int sm_count) {
+  std::vector<WorkspacePart> parts;
   for (const Family* f : FamiliesFor(problem))
     if (const int64_t bytes = std::max(f->WorkspaceBytes(problem, sm_count), f->WorkspaceWanted(problem)); bytes > 0)
-      add(std::string(f->name()), f->workspace_use(), bytes);
-  const bool packed_queries =
-      (problem.layout == Layout::kVarlen || problem.layout == Layout::kPaged) && problem.seqlen_q > kDecodeMaxQueries;
-  if (problem.layout == Layout::kVarlen && packed_queries) {
-    Problem decode = problem;  // as WorkspaceBytes bounds a mixed call's decode part
+      parts.push_back({f, bytes, false});
+  if (problem.layout == Layout::kVarlen && problem.seqlen_q > kDecodeMaxQueries) {
+    Problem decode = problem;
     decode.seqlen_q = kDecodeMaxQueries;
-    for (const Family* f : FamiliesFor(decode))
-      if (const int64_t bytes = f->WorkspaceBytes(decode, sm_count); bytes > 0)
-        add(std::string(f->name()) + " (a mixed batch's decode sequences)", f->workspace_use(), bytes);
+    for (const WorkspacePart& part : WorkspaceParts(decode, sm_count)) parts.push_back({part.family, part.bytes, true});
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::string WorkspaceUse(const Problem& problem, int sm_count) {
+  // Each part as "family: use, N bytes"; families whose part reads the same are named together,
+  // and a mixed call's decode part that repeats a part of the call's own adds nothing.
+  std::vector<std::pair<std::string, std::string>> lines;  // (families, use and bytes)
+  const std::vector<WorkspacePart> parts = WorkspaceParts(problem, sm_count);
+  for (const WorkspacePart& part : parts) {
+    const bool repeated = part.mixed && std::any_of(parts.begin(), parts.end(), [&](const WorkspacePart& own) {
+                            return !own.mixed && own.family == part.family && own.bytes == part.bytes;
+                          });
+    if (repeated) continue;
+    std::string who(part.family->name());
+    if (part.mixed) who += " (a mixed batch's decode sequences)";
+    std::string what(part.family->workspace_use());
+    what += ", " + std::to_string(part.bytes) + " bytes";
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const auto& line) { return line.second == what; });
+    if (same != lines.end())
+      same->first += ", " + who;
+    else
+      lines.emplace_back(std::move(who), std::move(what));
   }
   std::string out;
-  for (const auto& [names, what] : parts) out += (out.empty() ? "" : "; ") + names + ": " + what;
-  if (parts.size() > 1) out = "the largest of these (a call's launches run in turn and share it): " + out;
-  if (problem.layout == Layout::kPaged && packed_queries && parts.size() > 1)
+  for (const auto& [names, what] : lines) out += (out.empty() ? "" : "; ") + names + ": " + what;
+  if (lines.size() > 1) out = "the largest of these (a call's launches run in turn and share it): " + out;
+  if (problem.layout == Layout::kPaged && problem.seqlen_q > kDecodeMaxQueries && lines.size() > 1)
     out += ". Over pages the decode kernel's part covers a mixed batch's decode sequences (varlen.decode_seqs)";
   return out;
 }
 
 int64_t WorkspaceBytes(const Problem& problem, int sm_count) {
   int64_t bytes = 0;
-  for (const Family* f : FamiliesFor(problem))
-    bytes = std::max({bytes, f->WorkspaceBytes(problem, sm_count), f->WorkspaceWanted(problem)});
-  if (problem.layout == Layout::kVarlen && problem.seqlen_q > kDecodeMaxQueries) {
-    // A mixed call's decode part (MixedVarlenParts): a decode-sized varlen problem bounds it.
-    Problem decode = problem;
-    decode.seqlen_q = kDecodeMaxQueries;
-    bytes = std::max(bytes, WorkspaceBytes(decode, sm_count));
-  }
+  for (const WorkspacePart& part : WorkspaceParts(problem, sm_count)) bytes = std::max(bytes, part.bytes);
   return bytes;
 }
 
