@@ -23,6 +23,7 @@
 #include "tests/support/gpu_fixture.h"
 #include "tests/support/graph_capture.h"
 #include "tests/support/replay_fixture.h"
+#include "tests/support/test_cli.h"
 #include "tests/support/varlen_case.h"
 
 namespace flashtune {
@@ -144,13 +145,8 @@ TEST(RuntimeGpu, TunedProblemRunsFromTheDatabase) {
   if (!driver.ok()) GTEST_SKIP() << "needs a CUDA GPU: " << driver.status().message();
   const std::string dir = TempDir("runtime_gpu_tuned");
   const std::string db = dir + "/t.db";
-  // The CLI: $FLASHTUNE_CLI, else the build tree's, else the one beside this binary (a
-  // bench/pack_for_gpu.sh folder on the GPU machine, where the build tree is not).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const char* cli_env = std::getenv("FLASHTUNE_CLI");
-  std::string cli = cli_env != nullptr ? cli_env : FLASHTUNE_CLI_PATH;
-  if (cli_env == nullptr && !std::filesystem::exists(cli))
-    cli = (std::filesystem::path(self).parent_path() / "flashtune").string();
+  const std::string cli = testing::GpuTestCli();
   ASSERT_EQ(RunShell("'" + cli + "' tune --db '" + db +
                      "' --dtypes bf16 --head-dims 64 --causal 0 --seqlens 256 --hidden 256 --tokens 512 > '" + dir +
                      "/tune.log' 2>&1"),

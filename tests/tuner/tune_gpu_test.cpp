@@ -16,6 +16,7 @@
 #include "flashtune/tuner.h"
 #include "generator/families/decode_fwd.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_cli.h"
 
 namespace flashtune {
 namespace {
@@ -80,28 +81,15 @@ std::map<std::string, std::string> TuneAndReadStatuses(const Problem& problem, c
   return SearchStatuses(db_path, problem);
 }
 
-// The flashtune CLI beside this test binary or one folder up (a pack of binaries copied to a GPU
-// machine, bench/pack_for_gpu.sh; the build tree), or "" when there is none. Without
-// $FLASHTUNE_WORKER the measurer looks for this build tree's CLI, absent from such a pack, and
-// would then fork this process, which CUDA does not survive once it is initialised here.
-std::string NearbyCli() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  std::string dir(self, size_t(n));
-  dir.erase(dir.rfind('/'));
-  for (const std::string& path : {dir + "/flashtune", dir + "/../flashtune"})
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  return "";
-}
-
 // The GPU measurers for device 0, each URI in `planted` compiled from the source given with it
-// instead of its generated one.
+// instead of its generated one. Without $FLASHTUNE_WORKER the worker is the test's CLI where
+// there is one (GpuTestCli: on a GPU machine's pack the measurer's default, the build tree's
+// CLI, is absent, and it would fork this process, which CUDA does not survive once initialised).
 Result<std::vector<std::unique_ptr<Measurer>>> PlantedMeasurers(std::map<std::string, std::string> planted) {
   GpuMeasurerOptions options;
   options.source_overrides = std::move(planted);
   if (const char* env = std::getenv("FLASHTUNE_WORKER"); env == nullptr || *env == '\0')
-    options.worker_executable = NearbyCli();
+    if (const std::string cli = testing::GpuTestCli(); ::access(cli.c_str(), X_OK) == 0) options.worker_executable = cli;
   return MakeGpuMeasurers({0}, options);
 }
 
