@@ -220,6 +220,38 @@ std::vector<const Family*> FamiliesFor(const Problem& problem) {
   return out;
 }
 
+std::string NeedsWgmma(const Target& target) {
+  auto arch = ParseGpuArch(target.arch);
+  if (!arch.ok()) return arch.status().message();
+  if (arch->wgmma && target.arch.ends_with('a')) return "";
+  return "needs wgmma and setmaxnreg, which only sm_90a has; this target is " + target.arch;
+}
+
+std::string NeedsCpAsync(const Target& target) {
+  auto arch = ParseGpuArch(target.arch);
+  if (!arch.ok()) return arch.status().message();
+  if (arch->cp_async) return "";
+  return "needs cp.async (sm_80 on); this target is " + target.arch;
+}
+
+std::string PassedOver(const Problem& problem, const Target& target, std::string_view chosen) {
+  const ProblemClass cls = ClassOf(problem);
+  std::vector<std::pair<std::string, std::string>> reasons;  // (why, the families it holds for)
+  for (const Family* f : FamiliesFor(problem)) {
+    if (f->name() == chosen) break;
+    const std::string why = f->Unserved(cls, target);
+    if (why.empty()) continue;
+    auto same = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
+    if (same == reasons.end())
+      reasons.emplace_back(why, std::string(f->name()));
+    else
+      same->second += " and " + std::string(f->name());
+  }
+  std::string out;
+  for (const auto& [why, names] : reasons) out += (out.empty() ? "" : "; ") + names + ": " + why;
+  return out;
+}
+
 namespace {
 
 // One part of a call's workspace: what `family` asks for (its WorkspaceBytes, or the bytes it

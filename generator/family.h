@@ -154,8 +154,11 @@ class Family {
   // the parallelism knob) and the second the key tile; the budgeted search relies on it.
   virtual const std::vector<ParamAxis>& axes() const = 0;
 
-  // Whether the family has kernels for `cls` on `target` at all (its space is empty otherwise).
-  virtual bool Serves(const ProblemClass& cls, const Target& target) const = 0;
+  // Why the family has no kernels for `cls` on `target` (its space is empty then), in a phrase
+  // for a plan's `why` ("head dims 64 and 128 only"); empty when it has.
+  virtual std::string Unserved(const ProblemClass& cls, const Target& target) const = 0;
+  // Whether the family has kernels for `cls` on `target` at all.
+  bool Serves(const ProblemClass& cls, const Target& target) const { return Unserved(cls, target).empty(); }
   // Dynamic shared memory the variant's kernel needs, in bytes.
   virtual int64_t SharedMemoryBytes(const Variant& v) const = 0;
   // Threads per block.
@@ -283,6 +286,18 @@ int ThreadsPerBlock(const Variant& v);
 
 // The families that can serve `problem` (PreferenceFor >= 0), most preferred first.
 std::vector<const Family*> FamiliesFor(const Problem& problem);
+
+// What families' Unserved say of an arch: empty when `target` has wgmma and setmaxnreg (an
+// arch-specific "a" target of a wgmma GPU: sm_90a), or cp.async (sm_80 on); else a phrase
+// naming the target ("needs wgmma and setmaxnreg, which sm_90a has; this target is sm_90").
+std::string NeedsWgmma(const Target& target);
+std::string NeedsCpAsync(const Target& target);
+
+// Why each family `problem` prefers over `chosen` (FamiliesFor's order) has no kernels for it on
+// `target` ("hopper_bwd: head dims 64 and 128 only"; families with one reason named together,
+// reasons joined by "; "); empty when none was passed over. What a plan that runs `chosen`
+// says about the families it passed over.
+std::string PassedOver(const Problem& problem, const Target& target, std::string_view chosen);
 
 // The families the tuner searches for `problem` on `target`: those of FamiliesFor that serve the
 // class there and are SearchedFor it, in its order; only those among them that are searched

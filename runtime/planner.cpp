@@ -206,6 +206,8 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
   const std::string reason = family.ok() ? (*family)->DefaultReason(problem, target) : std::string();
   if (!reason.empty()) plan.why += " (" + reason + ")";
+  const std::string passed = PassedOver(problem, target, plan.variant.family);
+  if (!passed.empty()) plan.why += "; not " + passed;
   return plan;
 }
 

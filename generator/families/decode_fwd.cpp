@@ -186,10 +186,9 @@ class DecodeFwd final : public Family {
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
-    auto arch = ParseGpuArch(target.arch);
-    return arch.ok() && arch->cp_async;
+    return NeedsCpAsync(target);
   }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {

@@ -94,9 +94,9 @@ class Fa2Bwd final : public BackwardFamily {
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
-    auto arch = ParseGpuArch(target.arch);
-    return cls.operation == Operation::kBackward && arch.ok() && arch->cp_async;
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+    if (cls.operation != Operation::kBackward) return "computes the backward pass only";
+    return NeedsCpAsync(target);
   }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {

@@ -64,10 +64,9 @@ class Fa2Fwd final : public Family {
   bool reads_seqlens_k() const override { return true; }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
-    auto arch = ParseGpuArch(target.arch);
-    return arch.ok() && arch->cp_async;
+    return NeedsCpAsync(target);
   }
 
   int64_t SharedMemoryBytes(const Variant& v) const override {

@@ -69,10 +69,11 @@ class HopperBwd final : public BackwardFamily {
   }
 
   // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs.
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
-    auto arch = ParseGpuArch(target.arch);
-    return cls.operation == Operation::kBackward && arch.ok() && arch->wgmma && target.arch.ends_with('a') &&
-           (cls.head_dim == 64 || cls.head_dim == 128);
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+    if (cls.operation != Operation::kBackward) return "computes the backward pass only";
+    if (std::string arch = NeedsWgmma(target); !arch.empty()) return arch;
+    if (cls.head_dim != 64 && cls.head_dim != 128) return "head dims 64 and 128 only";
+    return "";
   }
   int preference() const override { return 10; }
 

@@ -108,13 +108,14 @@ class HopperFwd final : public Family {
   // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
   bool reads_varlen() const override { return !paged_; }
 
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
     // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs. Head dims
     // 96, 160 and 224 run on the next multiple of 64 (detail::HopperTileHeadDim); 32 would
     // waste half its GEMMs and is left to fa2_fwd.
-    auto arch = ParseGpuArch(target.arch);
-    return arch.ok() && arch->wgmma && target.arch.ends_with('a') && cls.head_dim % 32 == 0 && cls.head_dim >= 64 &&
-           cls.head_dim <= 256;
+    if (std::string arch = NeedsWgmma(target); !arch.empty()) return arch;
+    if (cls.head_dim % 32 != 0 || cls.head_dim < 64 || cls.head_dim > 256)
+      return "head dims 64 to 256 in steps of 32 only (at 32 half of each wgmma would multiply padding)";
+    return "";
   }
   // One consumer warpgroup (two blocks per SM; three with 64-80-key tiles, HopperBlocksPerSm)
   // won at d64 for N <= 1k and causal (bench/data/h200-2026-12-01-hopper2, -hopper3); at d128

@@ -33,8 +33,9 @@ class ToyFamily final : public Family {
                                                  {"bn", "block_n (bn)", {64, 128}, {64, 128}}};
     return kAxes;
   }
-  bool Serves(const ProblemClass& cls, const Target& target) const override {
-    return target.arch == "sm_90" && cls.head_dim <= 128;
+  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+    if (target.arch != "sm_90") return "sm_90 only";
+    return cls.head_dim <= 128 ? "" : "head dims up to 128 only";
   }
   int64_t SharedMemoryBytes(const Variant& v) const override {
     return int64_t(v.Param("bm") + 2 * v.Param("bn")) * v.head_dim * 2;
@@ -129,6 +130,31 @@ TEST(Family, FamiliesServingAreMostPreferredFirst) {
             (std::vector<std::string>{"fa2_fwd", "fa2_paged", "decode_fwd"}));
   EXPECT_EQ(names(FamiliesServing(ProblemClass{DType::kF16, 96, true}, Target{"sm_90a", kDefaultMaxSmemBytes})),
             (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "hopper_paged", "decode_fwd"}));
+}
+
+// What an untuned plan says of the families it passed over: each more preferred family with no
+// kernels for the problem on the target, with its reason; families sharing one named together.
+TEST(Family, PassedOverNamesEachPreferredFamilyThatDoesNotServeAndWhy) {
+  Toy();
+  const Problem d128{DType::kBF16, 128, false, 2, 2048, 2048, 16, 16};
+  const Target ampere{"sm_80", MaxSharedMemoryForArch("sm_80")};
+  const std::string on_ampere = PassedOver(d128, ampere, "fa2_fwd");
+  EXPECT_NE(on_ampere.find("hopper_fwd and hopper_paged: needs wgmma and setmaxnreg, which only sm_90a has; this "
+                           "target is sm_80"),
+            std::string::npos)
+      << on_ampere;
+  EXPECT_NE(on_ampere.find("toy_fwd: sm_90 only"), std::string::npos) << on_ampere;
+  // The most preferred family chosen, or every family before the chosen one serving: nothing.
+  EXPECT_EQ(PassedOver(d128, Target{"sm_90a", kDefaultMaxSmemBytes}, "hopper_fwd"), "");
+  EXPECT_EQ(PassedOver(d128, Target{"sm_90", kDefaultMaxSmemBytes}, "toy_fwd"),
+            "hopper_fwd and hopper_paged: needs wgmma and setmaxnreg, which only sm_90a has; this target is sm_90");
+  Problem bwd = d128;
+  bwd.head_dim = 96;
+  bwd.operation = Operation::kBackward;
+  EXPECT_EQ(PassedOver(bwd, Target{"sm_90a", kDefaultMaxSmemBytes}, "fa2_bwd"), "hopper_bwd: head dims 64 and 128 only");
+  EXPECT_EQ(NeedsCpAsync(ampere), "");
+  EXPECT_EQ(NeedsWgmma(Target{"sm_90a", kDefaultMaxSmemBytes}), "");
+  EXPECT_NE(NeedsWgmma(Target{"sm_12", kDefaultMaxSmemBytes}).find("sm_12"), std::string::npos);  // unknown target
 }
 
 TEST(Family, UrisRoundTripAndAreValidatedByTheirFamily) {

@@ -68,6 +68,12 @@ TEST(HopperBwdFamily, ServesBackwardD64AndD128OnSm90aOnly) {
   }
   for (int d : {32, 96, 192, 256}) EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
   EXPECT_FALSE(f.Serves(ProblemClass{DType::kBF16, 128, false}, Target{"sm_90a"}));  // the forward pass
+  // Each refusal says why, for a plan that passes the family over.
+  EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 96, false), Target{"sm_90a"}), "head dims 64 and 128 only");
+  EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 128, false), Target{"sm_90"}),
+            "needs wgmma and setmaxnreg, which only sm_90a has; this target is sm_90");
+  EXPECT_EQ(f.Unserved(ProblemClass{DType::kBF16, 128, false}, Target{"sm_90a"}), "computes the backward pass only");
+  EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 128, false), Target{"sm_90a"}), "");
 }
 
 // Searched beside fa2_bwd and the untuned choice where it serves (1.40-1.45x fa2_bwd's default at

@@ -365,6 +365,28 @@ TEST_F(RuntimeLookup, UntunedClassWithNoNeighbourUsesTheHeuristic) {
   EXPECT_EQ(logged.warnings(), 0) << "the device is tuned, just not this class or one next to it";
 }
 
+// An untuned plan on a family other than the most preferred says why each family passed over
+// has no kernels for the class (the d32 forward and the d96 backward leave Hopper's families).
+TEST_F(RuntimeLookup, UntunedPlanSaysWhyThePreferredFamiliesDoNotServe) {
+  Logged logged;
+  auto rt = OpenOn(*db_, TunedDevice(), &logged);
+  auto d32 = rt->plan(Problem{DType::kBF16, 32, true, 2, 1024, 1024, 8, 8});
+  ASSERT_TRUE(d32.ok()) << d32.status().ToString();
+  EXPECT_EQ(d32->variant.family, "fa2_fwd");
+  EXPECT_NE(d32->why.find("; not hopper_fwd and hopper_paged: head dims 64 to 256 in steps of 32 only"),
+            std::string::npos)
+      << d32->why;
+  auto d96 = rt->plan(Problem{DType::kBF16, 96, false, 2, 2048, 2048, 16, 16, Operation::kBackward});
+  ASSERT_TRUE(d96.ok()) << d96.status().ToString();
+  EXPECT_EQ(d96->variant.family, "fa2_bwd");
+  EXPECT_NE(d96->why.find("; not hopper_bwd: head dims 64 and 128 only"), std::string::npos) << d96->why;
+  // The most preferred family serving: nothing passed over, nothing said.
+  auto d128 = rt->plan(Problem{DType::kBF16, 128, false, 2, 2048, 2048, 16, 16, Operation::kBackward});
+  ASSERT_TRUE(d128.ok()) << d128.status().ToString();
+  EXPECT_EQ(d128->variant.family, "hopper_bwd");
+  EXPECT_EQ(d128->why.find("; not "), std::string::npos) << d128->why;
+}
+
 // The untuned decode tile depends on the K/V stream's size, and the plan says so.
 TEST_F(RuntimeLookup, UntunedDecodePlanSaysWhenItsTileIsForAShortStream) {
   Logged logged;
