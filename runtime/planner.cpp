@@ -88,6 +88,10 @@ Result<Plan> Planner::PlanOn(DeviceState& device, const Problem& problem) {
       computed->why += "; " + why;
     }
   }
+  // Tuned or not, a plan on a family other than the most preferred says why those before it
+  // have no kernels for the call (the tuner searched only the families that have).
+  const std::string passed = PassedOver(problem, device.target(), computed->variant.family);
+  if (!passed.empty()) computed->why += "; not " + passed;
   if (online_ != nullptr && computed->source != PlanSource::kExact)
     online_->Request(device.record, device.ordinal, problem);
   std::unique_lock lock(mutex_);
@@ -206,8 +210,6 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
              target.arch + ", fitted to " + std::to_string(target.max_smem_bytes) + " bytes of shared memory";
   const std::string reason = family.ok() ? (*family)->DefaultReason(problem, target) : std::string();
   if (!reason.empty()) plan.why += " (" + reason + ")";
-  const std::string passed = PassedOver(problem, target, plan.variant.family);
-  if (!passed.empty()) plan.why += "; not " + passed;
   return plan;
 }
 

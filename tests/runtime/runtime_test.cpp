@@ -387,6 +387,21 @@ TEST_F(RuntimeLookup, UntunedPlanSaysWhyThePreferredFamiliesDoNotServe) {
   EXPECT_EQ(d128->why.find("; not "), std::string::npos) << d128->why;
 }
 
+// A tuned plan says it too: the tuner searched only the families with kernels for the class.
+TEST(RuntimeTunedPlan, SaysWhyThePreferredFamiliesDoNotServe) {
+  const std::string db = TempDir("runtime_passed_over") + "/tuned.db";
+  const Problem d96{DType::kBF16, 96, false, 2, 2048, 2048, 16, 16, Operation::kBackward};
+  ASSERT_NO_FATAL_FAILURE(RecordWinnerOf(db, d96, CurrentToolchain()));
+  Logged logged;
+  auto rt = OpenOn(db, TunedDevice(), &logged);
+  auto plan = rt->plan(d96);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->source, PlanSource::kExact) << plan->why;
+  EXPECT_EQ(plan->variant.family, "fa2_bwd");
+  EXPECT_NE(plan->why.find("tuned winner of bucket "), std::string::npos) << plan->why;
+  EXPECT_NE(plan->why.find("; not hopper_bwd: head dims 64 and 128 only"), std::string::npos) << plan->why;
+}
+
 // The untuned decode tile depends on the K/V stream's size, and the plan says so.
 TEST_F(RuntimeLookup, UntunedDecodePlanSaysWhenItsTileIsForAShortStream) {
   Logged logged;
