@@ -289,7 +289,7 @@ std::vector<const Family*> FamiliesFor(const Problem& problem);
 
 // What families' Unserved say of an arch: empty when `target` has wgmma and setmaxnreg (an
 // arch-specific "a" target of a wgmma GPU: sm_90a), or cp.async (sm_80 on); else a phrase
-// naming the target ("needs wgmma and setmaxnreg, which sm_90a has; this target is sm_90").
+// naming the target ("needs wgmma and setmaxnreg, which only sm_90a has; this target is sm_90").
 std::string NeedsWgmma(const Target& target);
 std::string NeedsCpAsync(const Target& target);
 
