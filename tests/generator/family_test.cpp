@@ -132,7 +132,7 @@ TEST(Family, FamiliesServingAreMostPreferredFirst) {
             (std::vector<std::string>{"hopper_fwd", "fa2_fwd", "fa2_paged", "hopper_paged", "decode_fwd"}));
 }
 
-// What an untuned plan says of the families it passed over: each more preferred family with no
+// What a plan says of the families it passed over: each more preferred family with no
 // kernels for the problem on the target, with its reason; families sharing one named together.
 TEST(Family, PassedOverNamesEachPreferredFamilyThatDoesNotServeAndWhy) {
   Toy();
