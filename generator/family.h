@@ -155,7 +155,7 @@ class Family {
   virtual const std::vector<ParamAxis>& axes() const = 0;
 
   // Why the family has no kernels for `cls` on `target` (its space is empty then), in a phrase
-  // for a plan's `why` ("head dims 64 and 128 only"); empty when it has.
+  // for a plan's `why` ("head dims 64, 96 and 128 only"); empty when it has.
   virtual std::string Unserved(const ProblemClass& cls, const Target& target) const = 0;
   // Whether the family has kernels for `cls` on `target` at all.
   bool Serves(const ProblemClass& cls, const Target& target) const { return Unserved(cls, target).empty(); }
@@ -294,7 +294,7 @@ std::string NeedsWgmma(const Target& target);
 std::string NeedsCpAsync(const Target& target);
 
 // Why each family `problem` prefers over `chosen` (FamiliesFor's order) has no kernels for it on
-// `target` ("hopper_bwd: head dims 64 and 128 only"; families with one reason named together,
+// `target` ("hopper_bwd: head dims 64, 96 and 128 only"; families with one reason named together,
 // reasons joined by "; "); empty when none was passed over. What a plan that runs `chosen`
 // says about the families it passed over.
 std::string PassedOver(const Problem& problem, const Target& target, std::string_view chosen);

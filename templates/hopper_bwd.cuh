@@ -60,7 +60,10 @@
 // waves start a fresh chain. The price: fewer blocks of one head share its Q / d_o / dQ tiles
 // in L2. Still a block waits only for blocks dispatched before it.
 //
-// Parameters (ft_config): kBf16; kHeadDim (64 or 128); kBlockN (128); kBlockM (64); kCausal;
+// Parameters (ft_config): kBf16; kHeadDim (the tiles' head dim: 64 or 128); kHeadDimData (the
+// tensors': kHeadDim, or 96 on d128's tiles: the maps' boxes read columns 96 .. 127 as zeros, so
+// S, dP and the wgmma products are those of the data, and dQ, dK and dV columns past 96 are
+// zeros, never stored; the dq accumulator and the dQ tile rows are at the data's width); kBlockN (128); kBlockM (64); kCausal;
 // kDeterministic; kTurnsDescending; kDispatchGroup; kDqWriter (dQ tiles added by the writer
 // warps: deterministic mode, or dqw1 without turns); kSmemBytes (checked against the layout below). No toolkit header: inline PTX only; the
 // generator prepends the prologue and inlines ft_kernel_abi.cuh, ft_device.cuh and ft_hopper.cuh.
@@ -75,6 +78,7 @@
 namespace ft_config {
 constexpr bool kBf16 = true;
 constexpr int kHeadDim = 128;
+constexpr int kHeadDimData = 128;
 constexpr int kBlockN = 128;
 constexpr int kBlockM = 64;
 constexpr bool kCausal = false;
@@ -83,7 +87,7 @@ constexpr bool kTurnsDescending = false;
 constexpr int kDispatchGroup = 0;
 constexpr bool kDqWriter = false;
 constexpr int kSmemBytes = 1024 + 2 * kBlockN * kHeadDim * 2 + 4 * kBlockM * kHeadDim * 2 + kBlockN * kBlockM * 2 +
-                           (kDqWriter ? 2 : 1) * 64 * (kHeadDim + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
+                           (kDqWriter ? 2 : 1) * 64 * (kHeadDimData + (kDeterministic ? 0 : 8)) * 4 + 4 * kBlockM * 4 + 5 * 8;
 }  // namespace ft_config
 #endif
 
@@ -126,7 +130,9 @@ constexpr int kDqCols = kHeadDim / 2;  // per consumer
 // the consumers a few integer instructions per store, which made the default (dqw 1) 3% slower
 // at d128 (session 17).
 constexpr bool kDqSwizzled = kDeterministic;
-constexpr u32 kDqRowBytes = (kHeadDim + (kDqSwizzled ? 0 : 8)) * 4;
+// Rows at the data's width (kHeadDimData): the swizzle permutes units within aligned groups of 8
+// (128 bytes), so a 96-column row's 24 units stay within the row.
+constexpr u32 kDqRowBytes = (kHeadDimData + (kDqSwizzled ? 0 : 8)) * 4;
 constexpr u32 kDqBufBytes = 64 * kDqRowBytes;  // one step's tile
 // With the dQ writer: a buffer per writer warp, filled by the consumers in turn. Two; three (a
 // third turn held at once in deterministic mode at d64, whose steps are shorter than a turn's
@@ -149,6 +155,8 @@ constexpr int kConsumerRegs = 240;  // (384 * 168 - 128 * 24) / 256
 constexpr float kLog2e = 1.4426950408889634f;
 
 static_assert(kHeadDim == 64 || kHeadDim == 128, "hopper_bwd: head dim must be 64 or 128");
+static_assert(kHeadDimData == kHeadDim || (kHeadDim == 128 && kHeadDimData == 96),
+              "hopper_bwd: the tensors' head dim is the tiles' or 96 on d128's tiles");
 static_assert(kBlockN == 128, "hopper_bwd: block_n must be 128 (two consumer warpgroups of 64 keys)");
 static_assert(kBlockM == 64, "hopper_bwd: block_m must be 64 (one wgmma N of queries)");
 static_assert(kSmemBytes == kLayoutBytes, "kSmemBytes disagrees with the template's shared-memory layout");
@@ -201,10 +209,11 @@ __device__ __forceinline__ void gemm_t(float (&acc)[kBlockM / 2], u32 a_addr, u3
 // acc [64 keys x D] += A [64 keys x 64 queries] (registers) · B [64 queries x D]: B is a Q or
 // d_o stage, MN-major (rows = queries = the k dimension), as hopper_fwd's P V: leading byte
 // offset = the next 64 columns (chunk), stride = 8 rows (1024 B), a 16-query k-step 2048 B.
-__device__ __forceinline__ void gemm_rs(float (&acc)[kHeadDim / 2], const u32 (&a)[kBlockM / 16][4], u32 b_addr) {
+// D = the data's columns (kHeadDimData): d96's N = 96 leaves chunk 1's zero half out.
+__device__ __forceinline__ void gemm_rs(float (&acc)[kHeadDimData / 2], const u32 (&a)[kBlockM / 16][4], u32 b_addr) {
 #pragma unroll
   for (int kk = 0; kk < kBlockM / 16; ++kk)
-    Wgmma<kHeadDim>::rs(acc, a[kk], make_desc(b_addr + kk * 2048, kQChunkBytes, 1024), 1);
+    Wgmma<kHeadDimData>::rs(acc, a[kk], make_desc(b_addr + kk * 2048, kQChunkBytes, 1024), 1);
 }
 
 // dQ [64 queries x kDqCols columns] = dS · K over the block's 128 keys: A = the dSᵀ tile
@@ -222,13 +231,13 @@ __device__ __forceinline__ void gemm_dq(float (&acc)[kDqCols / 2], u32 ds_addr, 
 // 1. delta = rowsum(d_o ∘ o); zero the dq accumulator (and, deterministic, the ordering
 // counters). Grid (ceil(Nq / 16), Hq, B), 128 threads: one warp per row at a time.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads) FT_KERNEL_NAME(const __grid_constant__ ft::FtParams params) {
-  ft::bwd_preprocess_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32>(params.base, ft::kDeterministic);
+  ft::bwd_preprocess_rows<ft::kHeadDimData, ft::kPreRows, ft::kPreThreads / 32>(params.base, ft::kDeterministic);
 }
 
 // 3. dq = dq_accum · scale in the caller's dtype and strides. Grid as the preprocess.
 extern "C" __global__ void __launch_bounds__(ft::kPreThreads)
     FT_CAT(FT_KERNEL_NAME, _convert)(const __grid_constant__ ft::FtParams params) {
-  ft::bwd_convert_rows<ft::kHeadDim, ft::kPreRows, ft::kPreThreads / 32, ft::kDqSwizzled>(params.base);
+  ft::bwd_convert_rows<ft::kHeadDimData, ft::kPreRows, ft::kPreThreads / 32, ft::kDqSwizzled>(params.base);
 }
 
 // 2. The main kernel. Grid (ceil(Nk / kBlockN), Hkv, B), kThreads threads.
@@ -370,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
           }
         named_barrier_sync(kBarDqFull + b, 256 + 32);  // the tile written
         const int rows = min(kBlockM, Nq - m0);
-        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDim;
+        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0) * kHeadDimData;
         if constexpr (kDeterministic) {
           // The whole tile, one reduction, after the turn's acquire (lane 0's own).
           if (lane == 0) {
@@ -380,12 +389,17 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
                          : "memory");
           }
         } else {
-          // Padded rows: lane l adds rows l and l + 32.
-          for (int r = lane; r < rows; r += 32)
-            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                           dst + (i64)r * kHeadDim),
-                         "r"(tile + (u32)r * kDqRowBytes), "n"(kHeadDim * 4)
-                         : "memory");
+          // Padded rows: lane l adds rows l and l + 32 (two fixed steps: as a loop of unknown
+          // trip count ptxas unrolled it by 4, which spilled d96's row products on 24 registers).
+#pragma unroll
+          for (int j = 0; j < kBlockM / 32; ++j) {
+            const int r = lane + 32 * j;
+            if (r < rows)
+              asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                             dst + (i64)r * kHeadDimData),
+                           "r"(tile + (u32)r * kDqRowBytes), "n"(kHeadDimData * 4)
+                           : "memory");
+          }
         }
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -429,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
     constexpr int kSlabRows = 8;
     const int slab_row0 = (cw * 4 + warp) * 8;
 
-    float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
+    float acc_dk[kHeadDimData / 2], acc_dv[kHeadDimData / 2];
     zero(acc_dk);
     zero(acc_dv);
     bool adds_pending = false;
@@ -517,6 +531,8 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       // (swizzled: in 16-byte unit (column / 4) ^ (r % 8), r % 8 = g; recomputed here, g made
       // opaque: hoisted, its per-unit offsets took registers that d128 then spilled).
       // With the writer: buffer it % kDqBuffers, once its warp has read it (step it - kDqBuffers).
+      // Columns past the data's (d96: consumer 1's last 32, zeros) are not stored: the rows end
+      // at kHeadDimData.
       const u32 dq_tile = sdQ + (kDqWriter ? (u32)dq_buf * kDqBufBytes : 0u);
       if (kDqWriter && it >= kDqBuffers) named_barrier_sync(kBarDqEmpty + dq_buf, 256 + 32);
       const u32 gs = kDqSwizzled ? opaque((u32)g) : (u32)g;
@@ -525,6 +541,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       for (int i = 0; i < kDqCols / 8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          if (kHeadDimData < kHeadDim && cw == 1 && kDqCols + 8 * i >= kHeadDimData) continue;
           const u32 col = (u32)(dq_col0 + 8 * i + 2 * t);
           const u32 addr = dq_row + h * 8 * kDqRowBytes + (kDqSwizzled ? ((col / 4) ^ gs) * 16 + (col % 4) * 4 : col * 4);
           asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq[4 * i + 2 * h]),
@@ -541,11 +558,11 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       const int rows = min(kBlockM, Nq - m0);
       if (lane == 0 && slab_row0 < rows) {
         const int n = min(kSlabRows, rows - slab_row0);
-        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDim;
+        float* dst = p.dq_accum + (((i64)batch * p.heads_q + hq) * Nq + m0 + slab_row0) * kHeadDimData;
         for (int r = 0; r < n; ++r)
           asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                         dst + (i64)r * kHeadDim),
-                       "r"(dq_tile + (u32)(slab_row0 + r) * kDqRowBytes), "n"(kHeadDim * 4)
+                         dst + (i64)r * kHeadDimData),
+                       "r"(dq_tile + (u32)(slab_row0 + r) * kDqRowBytes), "n"(kHeadDimData * 4)
                        : "memory");
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         adds_pending = true;
@@ -562,7 +579,7 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
       const int key = key_base + 8 * h;
       if (key < Nk) {
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i) {
+        for (int i = 0; i < kHeadDimData / 8; ++i) {
           const int col = 8 * i + 2 * t;
           *reinterpret_cast<u32*>(dk + (i64)key * p.dk_stride[1] + col) =
               pack2(acc_dk[4 * i + 2 * h] * p.scale, acc_dk[4 * i + 2 * h + 1] * p.scale);

@@ -9,7 +9,8 @@
 // (SetDeterminism below), the tuner searches det 0 only), dg (deterministic mode: key blocks
 // of a head dispatched that many at a time; 0: all together), dqw (1: det 0's dQ tiles added by
 // the writer warps too, the default; 0: by the consumers).
-// Head dims 64 and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
+// Head dims 64, 96 (on d128's tiles: TMA reads the columns past 96 as zeros; dQ, dK and dV at the
+// data's width) and 128, bf16 / fp16, causal or not, GQA / MQA, dense strides TMA can describe.
 //
 // Searched by default and the untuned choice where it serves (preference 10, as hopper_fwd):
 // 1.40-1.45x fa2_bwd's default at d128 and 1.05-1.09x at d64 in session 16's A/B (bf16 B4
@@ -37,13 +38,18 @@ constexpr int kThreads = 384;     // main kernel: producer + two consumer warpgr
 
 Status Unsupported(std::string message) { return Status(Code::kUnsupported, std::move(message)); }
 
-// The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages, the 16-bit
-// dSᵀ tile, the fp32 dQ tile (64 rows of D floats, padded by 8 but in deterministic mode; two
-// buffers with the dQ writer), lse / delta stages, five mbarriers.
+// The head dim of a variant's tiles: d96 runs on d128's.
+int TileHeadDim(int head_dim) { return head_dim == 96 ? 128 : head_dim; }
+
+// The template's layout: 1 KB alignment slack, K and V, two Q and two d_o stages (at the tiles'
+// head dim), the 16-bit dSᵀ tile, the fp32 dQ tile (64 rows of the data's D floats, padded by 8
+// but in deterministic mode; two buffers with the dQ writer), lse / delta stages, five mbarriers.
 int64_t BwdSmemBytes(int head_dim, int block_n, int block_m, bool writer, bool deterministic) {
-  return 1024 + int64_t(2) * block_n * head_dim * 2 + int64_t(4) * block_m * head_dim * 2 + int64_t(block_n) * block_m * 2 +
+  const int tile = TileHeadDim(head_dim);
+  return 1024 + int64_t(2) * block_n * tile * 2 + int64_t(4) * block_m * tile * 2 + int64_t(block_n) * block_m * 2 +
          int64_t(writer ? 2 : 1) * 64 * (head_dim + (deterministic ? 0 : 8)) * 4 + 4 * block_m * 4 + 5 * 8;
 }
+bool ServesHeadDim(int head_dim) { return head_dim == 64 || head_dim == 96 || head_dim == 128; }
 // The writer warps add dQ in deterministic mode, and with dqw 1 without turns.
 bool DqWriter(const Variant& v) { return v.Param("det") != 0 || v.Param("dqw") != 0; }
 
@@ -72,7 +78,7 @@ class HopperBwd final : public BackwardFamily {
   std::string Unserved(const ProblemClass& cls, const Target& target) const override {
     if (cls.operation != Operation::kBackward) return "computes the backward pass only";
     if (std::string arch = NeedsWgmma(target); !arch.empty()) return arch;
-    if (cls.head_dim != 64 && cls.head_dim != 128) return "head dims 64 and 128 only";
+    if (!ServesHeadDim(cls.head_dim)) return "head dims 64, 96 and 128 only";
     return "";
   }
   int preference() const override { return 10; }
@@ -86,9 +92,9 @@ class HopperBwd final : public BackwardFamily {
   }
 
   Status CheckRules(const Variant& v, int64_t max_smem_bytes) const override {
-    if (v.head_dim != 64 && v.head_dim != 128)
+    if (!ServesHeadDim(v.head_dim))
       return Status(Code::kInvalidArgument,
-                    "hopper_bwd: head_dim (" + std::to_string(v.head_dim) + ") must be 64 or 128");
+                    "hopper_bwd: head_dim (" + std::to_string(v.head_dim) + ") must be 64, 96 or 128");
     if (v.Param("dg") != 0 && v.Param("det") == 0)
       return Status(Code::kInvalidArgument,
                     "hopper_bwd: dg (" + std::to_string(v.Param("dg")) +
@@ -113,7 +119,8 @@ class HopperBwd final : public BackwardFamily {
   std::string Prologue(const Variant& v) const override {
     return detail::PrologueBuilder(v.Uri())
         .Bool("kBf16", v.dtype == DType::kBF16, "false = fp16")
-        .Int("kHeadDim", v.head_dim)
+        .Int("kHeadDim", TileHeadDim(v.head_dim))
+        .Int("kHeadDimData", v.head_dim)
         .Int("kBlockN", v.Param("bn"))
         .Int("kBlockM", v.Param("bm"))
         .Bool("kCausal", v.causal)

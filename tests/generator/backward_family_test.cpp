@@ -137,10 +137,10 @@ TEST(Fa2BwdFamily, ServesBackwardClassesOnly) {
   auto forward = EnumerateSpace(fwd);
   ASSERT_TRUE(forward.ok());
   for (const Variant& v : *forward) EXPECT_NE(v.family.substr(v.family.size() - 4), "_bwd");
-  // The untuned choice: hopper_bwd where it serves, fa2_bwd elsewhere (sm_80, d96).
+  // The untuned choice: hopper_bwd where it serves, fa2_bwd elsewhere (sm_80, d256).
   EXPECT_EQ(DefaultVariant(bwd).family, "hopper_bwd");
   EXPECT_EQ(DefaultVariant(bwd, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_bwd");
-  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 96, false, Operation::kBackward}).family, "fa2_bwd");
+  EXPECT_EQ(DefaultVariant(ProblemClass{DType::kF16, 256, false, Operation::kBackward}).family, "fa2_bwd");
   EXPECT_NE(DefaultVariant(fwd).family, "fa2_bwd");
   // Every default fits the sm_80 limit too.
   for (int d : kSupportedHeadDims) {

@@ -256,8 +256,8 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
   CheckVariants(all, [](const ProblemClass& cls) { return cls.head_dim == 128; });
 }
 
-// hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64
-// and d128, causal and not, det 0, det 1 (deterministic mode), dqw 1 and, causal, det 2 (each
+// hopper_bwd (wgmma, sm_90a only; the default where it serves, named by URI here): both dtypes, d64,
+// d96 (on d128's tiles) and d128, causal and not, det 0, det 1 (deterministic mode), dqw 1 and, causal, det 2 (each
 // after det 0 of its class, sharing its cases), on the edge shapes (N 1, 17, 127, 1000, Nq != Nk both ways, GQA 8:1, MQA,
 // head-major strides, and heads of one query block walked by the dQ writer's warps: GQA 8:1 with
 // Nq 40, and GQA 3:1 causal where the last key block sees one query block); the same tolerances
@@ -265,7 +265,7 @@ TEST(BackwardGpu, DefaultVariantsMatchTheReference) {
 TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
   std::vector<Variant> all;
   for (DType dtype : {DType::kBF16, DType::kF16})
-    for (int d : {64, 128})
+    for (int d : {64, 96, 128})
       for (bool causal : {false, true})
         // (det0_dg0_dqw1: the writer without turns)
         for (const char* mode : {"det0_dg0_dqw0", "det1_dg0_dqw0", "det0_dg0_dqw1", "det2_dg0_dqw0"}) {
@@ -283,15 +283,15 @@ TEST(HopperBwdGpu, EveryClassMatchesTheReference) {
                 {Shape{1, 40, 300, 8, 1, false}, Shape{1, 100, 660, 6, 2, false}});
 }
 
-// hopper_bwd's deterministic mode (det 1): the same bits over 3 runs and within tolerance, d64
-// and d128, causal and not, on shapes where many key blocks add into
+// hopper_bwd's deterministic mode (det 1): the same bits over 3 runs and within tolerance, d64,
+// d96 and d128, causal and not, on shapes where many key blocks add into
 // each dq row: GQA 2:1 with 8 key blocks, MQA with Nk > Nq (12 key blocks, 8 query heads each
 // walked by every block; causal blocks see different numbers of query blocks), and MQA with one
 // query block (each writer warp's steps cross heads); det 2 (descending turns, causal) likewise;
 // and both with dispatch groups (dg 2; dg 8: 12 key blocks in a group of 8 and one of 4).
 TEST(HopperBwdGpuDeterministic, BitIdenticalOverThreeRunsAndCorrect) {
   std::vector<Variant> variants;
-  for (int d : {64, 128})
+  for (int d : {64, 96, 128})
     for (const char* mode : {"det1_dg0_dqw0_full", "det1_dg0_dqw0_causal", "det2_dg0_dqw0_causal", "det1_dg2_dqw0_full",
                              "det1_dg8_dqw0_causal", "det2_dg2_dqw0_causal"}) {
       auto v = Variant::FromUri("hopper_bwd_bf16_d" + std::to_string(d) + "_bn128_bm64_" + mode);

@@ -149,9 +149,9 @@ TEST(Family, PassedOverNamesEachPreferredFamilyThatDoesNotServeAndWhy) {
   EXPECT_EQ(PassedOver(d128, Target{"sm_90", kDefaultMaxSmemBytes}, "toy_fwd"),
             "hopper_fwd and hopper_paged: needs wgmma and setmaxnreg, which only sm_90a has; this target is sm_90");
   Problem bwd = d128;
-  bwd.head_dim = 96;
+  bwd.head_dim = 256;
   bwd.operation = Operation::kBackward;
-  EXPECT_EQ(PassedOver(bwd, Target{"sm_90a", kDefaultMaxSmemBytes}, "fa2_bwd"), "hopper_bwd: head dims 64 and 128 only");
+  EXPECT_EQ(PassedOver(bwd, Target{"sm_90a", kDefaultMaxSmemBytes}, "fa2_bwd"), "hopper_bwd: head dims 64, 96 and 128 only");
   EXPECT_EQ(NeedsCpAsync(ampere), "");
   EXPECT_EQ(NeedsWgmma(Target{"sm_90a", kDefaultMaxSmemBytes}), "");
   EXPECT_NE(NeedsWgmma(Target{"sm_12", kDefaultMaxSmemBytes}).find("sm_12"), std::string::npos);  // unknown target

@@ -57,19 +57,19 @@ BackwardArgs Args(const Problem& shape) {
   return a;
 }
 
-TEST(HopperBwdFamily, ServesBackwardD64AndD128OnSm90aOnly) {
+TEST(HopperBwdFamily, ServesBackwardD64D96AndD128OnSm90aOnly) {
   const Family& f = Hopper();
   EXPECT_EQ(f.operation(), Operation::kBackward);
-  for (int d : {64, 128}) {
+  for (int d : {64, 96, 128}) {
     EXPECT_TRUE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
     EXPECT_TRUE(f.Serves(Bwd(DType::kF16, d, true), Target{"sm_90a"})) << d;
     EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90"})) << d;  // no wgmma without "a"
     EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_80"})) << d;
   }
-  for (int d : {32, 96, 192, 256}) EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
+  for (int d : {32, 160, 192, 256}) EXPECT_FALSE(f.Serves(Bwd(DType::kBF16, d, false), Target{"sm_90a"})) << d;
   EXPECT_FALSE(f.Serves(ProblemClass{DType::kBF16, 128, false}, Target{"sm_90a"}));  // the forward pass
   // Each refusal says why, for a plan that passes the family over.
-  EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 96, false), Target{"sm_90a"}), "head dims 64 and 128 only");
+  EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 192, false), Target{"sm_90a"}), "head dims 64, 96 and 128 only");
   EXPECT_EQ(f.Unserved(Bwd(DType::kBF16, 128, false), Target{"sm_90"}),
             "needs wgmma and setmaxnreg, which only sm_90a has; this target is sm_90");
   EXPECT_EQ(f.Unserved(ProblemClass{DType::kBF16, 128, false}, Target{"sm_90a"}), "computes the backward pass only");
@@ -89,7 +89,8 @@ TEST(HopperBwdFamily, IsSearchedAndTheUntunedDefaultWhereItServes) {
   EXPECT_GT(fa2, 1);
   EXPECT_EQ(DefaultVariant(cls).family, "hopper_bwd");
   EXPECT_EQ(DefaultVariant(cls).Param("dqw"), 1);  // the writer warps add dQ
-  EXPECT_EQ(DefaultVariant(Bwd(DType::kBF16, 96, true)).family, "fa2_bwd");
+  EXPECT_EQ(DefaultVariant(Bwd(DType::kBF16, 96, true)).family, "hopper_bwd");  // on d128's tiles
+  EXPECT_EQ(DefaultVariant(Bwd(DType::kBF16, 256, true)).family, "fa2_bwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_bwd");
   // Named by URI it is valid (what `flashtune bench --variant` and the GPU tests use).
   auto v = Variant::FromUri("hopper_bwd_bf16_d128_bn128_bm64_det0_dg0_dqw0_causal");
@@ -152,6 +153,11 @@ TEST(HopperBwdFamily, SharedMemoryFollowsTheTemplatesLayout) {
   det = V(DType::kF16, 64, true);
   det.SetParam("det", 1);
   EXPECT_EQ(SharedMemoryBytes(det), 1024 + 32768 + 32768 + 16384 + 2 * 64 * 64 * 4 + 1024 + 40);
+  // d96 on d128's tiles: K, V, Q and d_o at 128 columns, the dQ tile at the data's 96 (+ 8).
+  EXPECT_EQ(SharedMemoryBytes(V(DType::kBF16, 96, false)), 1024 + 65536 + 65536 + 16384 + 64 * 104 * 4 + 1024 + 40);
+  det = V(DType::kBF16, 96, true);
+  det.SetParam("det", 1);
+  EXPECT_EQ(SharedMemoryBytes(det), 1024 + 65536 + 65536 + 16384 + 2 * 64 * 96 * 4 + 1024 + 40);
   // dqw 1: det 0 through the writer, two buffers of padded rows.
   Variant writer = V(DType::kF16, 64, true);
   writer.SetParam("dqw", 1);
@@ -215,6 +221,33 @@ TEST(HopperBwdFamily, PacksThreeKernelsAndFourTensorMaps) {
   EXPECT_FLOAT_EQ(p.base.scale_log2, 1.4426950408889634f / std::sqrt(128.f));
 }
 
+// d96 runs on d128's tiles: the maps describe the tensors' 96 columns (TMA reads the box's last 32
+// of chunk 1 as zeros), and the template is told both widths.
+TEST(HopperBwdFamily, D96RunsOnD128TilesWithMapsOfTheDatasWidth) {
+  const Problem shape{DType::kF16, 96, false, 1, 300, 300, 4, 1, Operation::kBackward};
+  const Variant v = V(DType::kF16, 96, false);
+  EXPECT_TRUE(CheckVariant(v).ok()) << CheckVariant(v).ToString();
+  const BackwardArgs a = Args(shape);
+  LaunchPacket packet;
+  Status s = PackBackward(v, a, &packet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(packet.tensor_maps, 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(packet.maps[i].dims[0], 96u) << i;
+    EXPECT_EQ(packet.maps[i].box[0], 64u) << i;
+    EXPECT_TRUE(packet.maps[i].oob_zero) << i;
+  }
+  EXPECT_EQ(packet.maps[0].strides_bytes[1], 4u * 96 * 2);  // q's seq stride: 4 heads of 96
+  const std::string prologue = Hopper().Prologue(v);
+  EXPECT_NE(prologue.find("kHeadDim = 128;"), std::string::npos) << prologue;
+  EXPECT_NE(prologue.find("kHeadDimData = 96;"), std::string::npos) << prologue;
+  // Other head dims have no tiles.
+  auto d160 = Variant::FromUri("hopper_bwd_bf16_d160_bn128_bm64_det0_dg0_dqw1_full");
+  ASSERT_FALSE(d160.ok());
+  EXPECT_NE(d160.status().message().find("hopper_bwd: head_dim (160) must be 64, 96 or 128"), std::string::npos)
+      << d160.status().ToString();
+}
+
 TEST(HopperBwdFamily, AcceptsDeterministicCallsRefusesStridesTmaCannotDescribe) {
   const Problem shape{DType::kF16, 64, false, 2, 100, 100, 2, 2, Operation::kBackward};
   const Variant v = V(DType::kF16, 64, false);
@@ -270,8 +303,12 @@ TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   descending64.SetParam("det", 2);  // the turn's key block computed on the writer's 24 registers
   Variant grouped128 = det128;  // the dispatch group's remapping of the block index
   grouped128.SetParam("dg", 8);
+  // d96 on d128's tiles: P V and dS Q at N = 96, the dQ stores of consumer 1 cut at column 96.
+  Variant writer96 = V(DType::kBF16, 96, false), det96 = V(DType::kF16, 96, true);
+  writer96.SetParam("dqw", 1);
+  det96.SetParam("det", 2);
   for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64,
-                           descending64, grouped128}) {
+                           descending64, grouped128, V(DType::kBF16, 96, true), writer96, det96}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();

@@ -39,7 +39,7 @@ TEST(PlannerBackward, BothBackwardFamiliesAcceptDetOne) {
 // policy: causal calls run det 2 (descending turns), the others det 1 with dispatch groups.
 TEST(PlannerBackward, DeterministicCallOfAHopperPlanStaysHopperBwd) {
   const DeviceState device = H200();
-  for (int d : {64, 128})
+  for (int d : {64, 96, 128})
     for (bool causal : {true, false}) {
       Problem p = Bwd(d);
       p.causal = causal;
@@ -63,12 +63,12 @@ TEST(PlannerBackward, DeterministicCallOfAHopperPlanStaysHopperBwd) {
       ASSERT_TRUE(SetDeterminism(planned, p, false));
       EXPECT_EQ(planned.Uri(), DefaultVariant(ClassOf(p)).Uri());
     }
-  // Where hopper_bwd does not serve (d96), fa2_bwd's deterministic default.
-  const Problem p96 = Bwd(96);
-  auto det96 = Planner::DeterministicVariant(device, p96, DefaultVariant(ClassOf(p96)));
-  ASSERT_TRUE(det96.ok()) << det96.status().ToString();
-  EXPECT_EQ(det96->family, "fa2_bwd");
-  EXPECT_EQ(det96->Param("det"), 1);
+  // Where hopper_bwd does not serve (d256), fa2_bwd's deterministic default.
+  const Problem p256 = Bwd(256);
+  auto det256 = Planner::DeterministicVariant(device, p256, DefaultVariant(ClassOf(p256)));
+  ASSERT_TRUE(det256.ok()) << det256.status().ToString();
+  EXPECT_EQ(det256->family, "fa2_bwd");
+  EXPECT_EQ(det256->Param("det"), 1);
 }
 
 // The dispatch group of a non-causal deterministic call: a quarter of the head's key blocks (128

@@ -376,10 +376,10 @@ TEST_F(RuntimeLookup, UntunedPlanSaysWhyThePreferredFamiliesDoNotServe) {
   EXPECT_NE(d32->why.find("; not hopper_fwd and hopper_paged: head dims 64 to 256 in steps of 32 only"),
             std::string::npos)
       << d32->why;
-  auto d96 = rt->plan(Problem{DType::kBF16, 96, false, 2, 2048, 2048, 16, 16, Operation::kBackward});
-  ASSERT_TRUE(d96.ok()) << d96.status().ToString();
-  EXPECT_EQ(d96->variant.family, "fa2_bwd");
-  EXPECT_NE(d96->why.find("; not hopper_bwd: head dims 64 and 128 only"), std::string::npos) << d96->why;
+  auto d256 = rt->plan(Problem{DType::kBF16, 256, false, 2, 2048, 2048, 16, 16, Operation::kBackward});
+  ASSERT_TRUE(d256.ok()) << d256.status().ToString();
+  EXPECT_EQ(d256->variant.family, "fa2_bwd");
+  EXPECT_NE(d256->why.find("; not hopper_bwd: head dims 64, 96 and 128 only"), std::string::npos) << d256->why;
   // The most preferred family serving: nothing passed over, nothing said.
   auto d128 = rt->plan(Problem{DType::kBF16, 128, false, 2, 2048, 2048, 16, 16, Operation::kBackward});
   ASSERT_TRUE(d128.ok()) << d128.status().ToString();
@@ -390,16 +390,16 @@ TEST_F(RuntimeLookup, UntunedPlanSaysWhyThePreferredFamiliesDoNotServe) {
 // A tuned plan says it too: the tuner searched only the families with kernels for the class.
 TEST(RuntimeTunedPlan, SaysWhyThePreferredFamiliesDoNotServe) {
   const std::string db = TempDir("runtime_passed_over") + "/tuned.db";
-  const Problem d96{DType::kBF16, 96, false, 2, 2048, 2048, 16, 16, Operation::kBackward};
-  ASSERT_NO_FATAL_FAILURE(RecordWinnerOf(db, d96, CurrentToolchain()));
+  const Problem d256{DType::kBF16, 256, false, 2, 2048, 2048, 16, 16, Operation::kBackward};
+  ASSERT_NO_FATAL_FAILURE(RecordWinnerOf(db, d256, CurrentToolchain()));
   Logged logged;
   auto rt = OpenOn(db, TunedDevice(), &logged);
-  auto plan = rt->plan(d96);
+  auto plan = rt->plan(d256);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->source, PlanSource::kExact) << plan->why;
   EXPECT_EQ(plan->variant.family, "fa2_bwd");
   EXPECT_NE(plan->why.find("tuned winner of bucket "), std::string::npos) << plan->why;
-  EXPECT_NE(plan->why.find("; not hopper_bwd: head dims 64 and 128 only"), std::string::npos) << plan->why;
+  EXPECT_NE(plan->why.find("; not hopper_bwd: head dims 64, 96 and 128 only"), std::string::npos) << plan->why;
 }
 
 // The untuned decode tile depends on the K/V stream's size, and the plan says so.
