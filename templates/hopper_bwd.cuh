@@ -197,13 +197,15 @@ __device__ __forceinline__ void zero(float (&r)[R]) {
 // Sᵀ (or dPᵀ) [64 keys x 64 queries] = A B^T over the head dim: A = 64 key rows of K (or V)
 // starting at byte `a_rows` of each chunk, B = the stage's Q (or d_o) tile; both K-major, as
 // hopper_fwd's S = Q K^T (k-steps 32 bytes apart within a chunk, 8-row atoms 1024 bytes apart).
+// Over the data's columns only: d96 leaves chunk 1's last two k-steps (zeros) out.
 __device__ __forceinline__ void gemm_t(float (&acc)[kBlockM / 2], u32 a_addr, u32 b_addr) {
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
-      Wgmma<kBlockM>::ss(acc, make_desc(a_addr + c * kKVChunkBytes + kk * 32, 16, 1024),
-                         make_desc(b_addr + c * kQChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
+      if (c * 64 + kk * 16 < kHeadDimData)
+        Wgmma<kBlockM>::ss(acc, make_desc(a_addr + c * kKVChunkBytes + kk * 32, 16, 1024),
+                           make_desc(b_addr + c * kQChunkBytes + kk * 32, 16, 1024), (c | kk) != 0);
 }
 
 // acc [64 keys x D] += A [64 keys x 64 queries] (registers) · B [64 queries x D]: B is a Q or
