@@ -150,8 +150,12 @@ constexpr int kBarDqEmpty = 6;  // + buffer: the writer warp arrives, the consum
 constexpr u32 kStatBytes = 4u * kBlockM * 4;             // lse2 and delta, two stages each
 constexpr int kBarriers = 5;                             // kv_full, full[2], empty[2]
 constexpr int kLayoutBytes = 1024 + 2 * kKVBytes + 4 * kQBytes + kDsBytes + kDqBytes + kStatBytes + kBarriers * 8;
-constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;  // (384 * 168 - 128 * 24) / 256
+// d96's accumulators are a quarter smaller (dK and dV at N = 96): its consumers give the producer
+// warpgroup 16 registers, which its deterministic writer needs for the row products by 96 (at
+// 24 it spilled 8 bytes).
+constexpr int kProducerRegs = kHeadDimData < kHeadDim ? 40 : 24;
+constexpr int kConsumerRegs = kHeadDimData < kHeadDim ? 232 : 240;  // (384 * 168 - 128 * kProducerRegs) / 256
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs == 384 * 168, "the register split must fill the launch bound");
 constexpr float kLog2e = 1.4426950408889634f;
 
 static_assert(kHeadDim == 64 || kHeadDim == 128, "hopper_bwd: head dim must be 64 or 128");

@@ -304,11 +304,18 @@ TEST(HopperBwdFamily, CompilesForSm90aWithoutSpills) {
   Variant grouped128 = det128;  // the dispatch group's remapping of the block index
   grouped128.SetParam("dg", 8);
   // d96 on d128's tiles: P V and dS Q at N = 96, the dQ stores of consumer 1 cut at column 96.
-  Variant writer96 = V(DType::kBF16, 96, false), det96 = V(DType::kF16, 96, true);
+  // Its deterministic writer's row products by 96 spilled 8 bytes on 24 registers (det 1 causal,
+  // det 1 with dispatch groups): d96's producer has 40.
+  Variant writer96 = V(DType::kBF16, 96, false), det96 = V(DType::kF16, 96, true), descending96 = det96;
   writer96.SetParam("dqw", 1);
-  det96.SetParam("det", 2);
+  det96.SetParam("det", 1);
+  descending96.SetParam("det", 2);
+  Variant grouped96 = V(DType::kBF16, 96, false);
+  grouped96.SetParam("det", 1);
+  grouped96.SetParam("dg", 8);
   for (const Variant& v : {V(DType::kBF16, 128, false), V(DType::kF16, 64, true), det128, det64, writer128, writer64,
-                           descending64, grouped128, V(DType::kBF16, 96, true), writer96, det96}) {
+                           descending64, grouped128, V(DType::kBF16, 96, true), writer96, det96, descending96,
+                           grouped96}) {
     SCOPED_TRACE(v.Uri());
     auto source = GenerateSource(v);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
