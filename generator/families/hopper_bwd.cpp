@@ -192,6 +192,7 @@ class HopperBwd final : public BackwardFamily {
 
   std::string Describe(const Variant& v) const override {
     return std::to_string(v.Param("bn")) + "x" + std::to_string(v.Param("bm")) + " wgmma" +
+           (TileHeadDim(v.head_dim) != v.head_dim ? " on d" + std::to_string(TileHeadDim(v.head_dim)) + "'s tiles" : "") +
            (v.Param("det") == 1 ? " deterministic" : v.Param("det") == 2 ? " deterministic, descending turns" : "") +
            (v.Param("dg") ? ", dispatched " + std::to_string(v.Param("dg")) + " key blocks a head at a time" : "") +
            (v.Param("dqw") && !v.Param("det") ? " writer" : "");

@@ -241,6 +241,7 @@ TEST(HopperBwdFamily, D96RunsOnD128TilesWithMapsOfTheDatasWidth) {
   const std::string prologue = Hopper().Prologue(v);
   EXPECT_NE(prologue.find("kHeadDim = 128;"), std::string::npos) << prologue;
   EXPECT_NE(prologue.find("kHeadDimData = 96;"), std::string::npos) << prologue;
+  EXPECT_EQ(Hopper().Describe(v), "128x64 wgmma on d128's tiles");
   // Other head dims have no tiles.
   auto d160 = Variant::FromUri("hopper_bwd_bf16_d160_bn128_bm64_det0_dg0_dqw1_full");
   ASSERT_FALSE(d160.ok());
