@@ -395,16 +395,21 @@ extern "C" __global__ void __launch_bounds__(ft::kThreads, 1)
                          : "memory");
           }
         } else {
-          // Padded rows: lane l adds rows l and l + 32 (two fixed steps: as a loop of unknown
-          // trip count ptxas unrolled it by 4, which spilled d96's row products on 24 registers).
+          // Padded rows: lane l adds rows l and l + 32. At d96 in two fixed steps: as a loop of
+          // unknown trip count ptxas unrolled it by 4, which spilled d96's row products by 96 on
+          // 24 registers (d64 and d128 keep the loop: the SASS they were measured with).
+          auto add_row = [&](int r) {
+            asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                           dst + (i64)r * kHeadDimData),
+                         "r"(tile + (u32)r * kDqRowBytes), "n"(kHeadDimData * 4)
+                         : "memory");
+          };
+          if constexpr (kHeadDimData < kHeadDim) {
 #pragma unroll
-          for (int j = 0; j < kBlockM / 32; ++j) {
-            const int r = lane + 32 * j;
-            if (r < rows)
-              asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
-                             dst + (i64)r * kHeadDimData),
-                           "r"(tile + (u32)r * kDqRowBytes), "n"(kHeadDimData * 4)
-                           : "memory");
+            for (int j = 0; j < kBlockM / 32; ++j)
+              if (lane + 32 * j < rows) add_row(lane + 32 * j);
+          } else {
+            for (int r = lane; r < rows; r += 32) add_row(r);
           }
         }
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
