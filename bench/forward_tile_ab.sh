@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A/B of two builds' prefill kernels by `flashtune bench` (queued launches, checked against the
-# reference, ROUNDS interleaved rounds a run): each pass runs every shape on the old build, then
-# on the new one, so drift between passes shows; the summary (bench/bench_ab_summary.py: new /
-# old of the mean medians per shape, head dim + mask and tile) is printed last.
+# A/B of two builds' prefill kernels (or, OPERATION=bwd, their backward kernels) by `flashtune
+# bench` (queued launches, checked against the reference, ROUNDS interleaved rounds a run): each
+# pass runs every shape on the old build, then on the new one, so drift between passes shows; the
+# summary (bench/bench_ab_summary.py: new / old of the mean medians per shape, head dim + mask and
+# tile) is printed last.
 # usage: bench/forward_tile_ab.sh LOG OLD_PACK NEW_PACK "DTYPE D CAUSAL B N H VARIANT[,VARIANT...]" ...
 #   PACK: a bench/pack_for_gpu.sh folder named .devcarry-NAME (NAME labels it in LOG); each
 #   further argument is one shape (Nq = Nk = N, Hq = Hkv = H) and the variants timed on it, or,
