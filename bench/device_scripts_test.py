@@ -125,8 +125,8 @@ class TileAbScripts(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_script(self, script, *args):
-        env = dict(os.environ, PASSES="2", ROUNDS="1")
+    def run_script(self, script, *args, **extra_env):
+        env = dict(os.environ, PASSES="2", ROUNDS="1", **extra_env)
         log = os.path.join(self.tmp.name, "bench.txt")
         out = subprocess.run(["bash", os.path.join(HERE, script), log, *self.packs, *args], capture_output=True,
                              text=True, env=env, cwd=self.tmp.name)
@@ -148,6 +148,7 @@ class TileAbScripts(unittest.TestCase):
             self.assertEqual(len(calls), 4)
             self.assertIn("--dtype f16 --head-dim 128 --causal 1 --batch 16 --seqlen-q 1024 --heads-q 16", calls[1])
             self.assertIn("--rounds 1", calls[1])
+            self.assertIn("--operation fwd", calls[1])  # OPERATION's default
         self.assertEqual(sorted(line.split()[3] for line in summary[1:]), ["d128c1:f16", "d64c0:bf16"])
         by_shape = {line.split()[0]: float(line.split()[-1]) for line in summary[1:]}
         self.assertAlmostEqual(by_shape["B32"], (8 + 32) / (10 + 32), places=3)
@@ -165,6 +166,17 @@ class TileAbScripts(unittest.TestCase):
                          [["B4", "x", "4096", "d128c0paged:bf16"]] * 2)  # a row per tile
         self.assertEqual(sorted(line.split()[4] for line in summary[1:]),
                          ["bm128_bn128_wg2_s3_p0_pp1_ov1", "bm192_bn80_wg3_s3_p0_pp1_ov1"])
+
+    def test_forward_tile_ab_times_the_backward_kernels_with_operation_bwd(self):
+        shape = ("bf16 96 1 4 4096 21 hopper_bwd_bf16_d96_bn128_bm64_det0_dg0_dqw1_causal,"
+                 "fa2_bwd_bf16_d96_bc128_br64_w8_s2_det0_dqc32_dqv2_dqs1_lay1_causal")
+        summary, log = self.run_script("forward_tile_ab.sh", shape, OPERATION="bwd")
+        self.assertEqual(log.count("== pass"), 4)
+        for pack in self.packs:
+            for call in self.calls(pack):
+                self.assertIn("--head-dim 96 --causal 1 --batch 4 --seqlen-q 4096 --heads-q 21 --operation bwd", call)
+        self.assertEqual(sorted(line.split()[4] for line in summary[1:]),
+                         ["bc128_br64_w8_s2_det0_dqc32_dqv2_dqs1_lay1", "bn128_bm64_det0_dg0_dqw1"])
 
     def test_forward_tile_ab_refuses_a_shape_of_other_length(self):
         out = subprocess.run(["bash", os.path.join(HERE, "forward_tile_ab.sh"), "log", *self.packs,

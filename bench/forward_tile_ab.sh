@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# A/B of two builds' prefill kernels by `flashtune bench` (queued launches, checked against the
-# reference, ROUNDS interleaved rounds a run): each pass runs every shape on the old build, then
-# on the new one, so drift between passes shows; the summary (bench/bench_ab_summary.py: new /
-# old of the mean medians per shape, head dim + mask and tile) is printed last.
+# A/B of two builds' prefill kernels (or, OPERATION=bwd, their backward kernels) by `flashtune
+# bench` (queued launches, checked against the reference, ROUNDS interleaved rounds a run): each
+# pass runs every shape on the old build, then on the new one, so drift between passes shows; the
+# summary (bench/bench_ab_summary.py: new / old of the mean medians per shape, head dim + mask and
+# tile) is printed last.
 # usage: bench/forward_tile_ab.sh LOG OLD_PACK NEW_PACK "DTYPE D CAUSAL B N H VARIANT[,VARIANT...]" ...
 #   PACK: a bench/pack_for_gpu.sh folder named .devcarry-NAME (NAME labels it in LOG); each
 #   further argument is one shape (Nq = Nk = N, Hq = Hkv = H) and the variants timed on it, or,
 #   for other shapes and K/V layouts, "DTYPE D CAUSAL B NQ NK HQ HKV LAYOUT VARIANT[,...]"
 #   (LAYOUT: `flashtune bench --layout`, e.g. paged: 16-key shuffled pages).
-#   env: PASSES (2), ROUNDS (5), FLASHTUNE_CACHE_DIR.
+#   env: PASSES (2), ROUNDS (5), FLASHTUNE_CACHE_DIR, OPERATION (fwd; bwd times the backward
+#   kernels of the shapes, `flashtune bench --operation bwd`).
 set -uo pipefail
 LOG=${1:?usage: forward_tile_ab.sh LOG OLD_PACK NEW_PACK SHAPE...}
 OLD=${2:?} NEW=${3:?}
@@ -33,7 +35,7 @@ for pass in $(seq 1 "${PASSES:-2}"); do
       fi
       echo "== pass $pass $(name "$C") B$4 x $keys $label" >> "$LOG"  # bench_ab_summary.py's header
       LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64 FLASHTUNE_WORKER=$C/flashtune timeout 60 "$C/flashtune" bench \
-        "${args[@]}" --variant "$variants" --rounds "${ROUNDS:-5}" >> "$LOG" 2>&1
+        "${args[@]}" --operation "${OPERATION:-fwd}" --variant "$variants" --rounds "${ROUNDS:-5}" >> "$LOG" 2>&1
     done
   done
 done

@@ -126,10 +126,16 @@ Variant Family::MakeVariant(const ProblemClass& cls, std::span<const int> values
   return v;
 }
 
+std::string Family::Unserved(const ProblemClass& cls, const Target& target) const {
+  if (cls.operation != operation())
+    return operation() == Operation::kBackward ? "computes the backward pass only" : "computes the forward pass only";
+  return UnservedFor(cls, target);
+}
+
 std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target,
                                    const std::vector<std::pair<std::string, std::vector<int>>>& overrides) const {
   std::vector<Variant> out;
-  if (cls.operation != operation() || !Serves(cls, target)) return out;
+  if (!Serves(cls, target)) return out;
   const auto& ax = axes();
   std::vector<std::vector<int>> values;
   for (const ParamAxis& a : ax) {

@@ -155,8 +155,10 @@ class Family {
   virtual const std::vector<ParamAxis>& axes() const = 0;
 
   // Why the family has no kernels for `cls` on `target` (its space is empty then), in a phrase
-  // for a plan's `why` ("head dims 64, 96 and 128 only"); empty when it has.
-  virtual std::string Unserved(const ProblemClass& cls, const Target& target) const = 0;
+  // for a plan's `why` ("computes the backward pass only", "head dims 64, 96 and 128 only"); empty
+  // when it has. A class of another operation is answered here, for every family alike; the
+  // rest is the family's UnservedFor.
+  std::string Unserved(const ProblemClass& cls, const Target& target) const;
   // Whether the family has kernels for `cls` on `target` at all.
   bool Serves(const ProblemClass& cls, const Target& target) const { return Unserved(cls, target).empty(); }
   // Dynamic shared memory the variant's kernel needs, in bytes.
@@ -247,6 +249,10 @@ class Family {
                              const std::vector<std::pair<std::string, std::vector<int>>>& values = {}) const;
   // A variant of this family with every parameter set.
   Variant MakeVariant(const ProblemClass& cls, std::span<const int> values) const;
+
+ private:
+  // Unserved for a class of the family's operation(): the target's arch, the head dim.
+  virtual std::string UnservedFor(const ProblemClass& cls, const Target& target) const = 0;
 };
 
 // Every registered family, in name order.

@@ -186,7 +186,7 @@ class DecodeFwd final : public Family {
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
     return NeedsCpAsync(target);
   }

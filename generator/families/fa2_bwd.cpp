@@ -94,8 +94,8 @@ class Fa2Bwd final : public BackwardFamily {
   }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
-    if (cls.operation != Operation::kBackward) return "computes the backward pass only";
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
+    (void)cls;
     return NeedsCpAsync(target);
   }
 

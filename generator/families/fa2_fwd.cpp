@@ -64,7 +64,7 @@ class Fa2Fwd final : public Family {
   bool reads_seqlens_k() const override { return true; }
 
   // mma.sync, ldmatrix and cp.async: the arch table's cp_async targets (sm_80 on).
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
     (void)cls;
     return NeedsCpAsync(target);
   }

@@ -75,8 +75,7 @@ class HopperBwd final : public BackwardFamily {
   }
 
   // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs.
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
-    if (cls.operation != Operation::kBackward) return "computes the backward pass only";
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
     if (std::string arch = NeedsWgmma(target); !arch.empty()) return arch;
     if (!ServesHeadDim(cls.head_dim)) return "head dims 64, 96 and 128 only";
     return "";

@@ -108,7 +108,7 @@ class HopperFwd final : public Family {
   // Packed sequences: the kernel reads cu_seqlens and bounds its O stores per sequence.
   bool reads_varlen() const override { return !paged_; }
 
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
     // wgmma and setmaxnreg exist only in arch-specific ("a") targets of wgmma GPUs. Head dims
     // 96, 160 and 224 run on the next multiple of 64 (detail::HopperTileHeadDim); 32 would
     // waste half its GEMMs and is left to fa2_fwd.

@@ -33,7 +33,7 @@ class ToyFamily final : public Family {
                                                  {"bn", "block_n (bn)", {64, 128}, {64, 128}}};
     return kAxes;
   }
-  std::string Unserved(const ProblemClass& cls, const Target& target) const override {
+  std::string UnservedFor(const ProblemClass& cls, const Target& target) const override {
     if (target.arch != "sm_90") return "sm_90 only";
     return cls.head_dim <= 128 ? "" : "head dims up to 128 only";
   }
@@ -106,6 +106,26 @@ TEST(Family, SpaceIsTheUnionOfTheFamiliesThatServeTheTarget) {
   // The preferred family's default is the untuned choice where it serves.
   EXPECT_EQ(DefaultVariant(cls, kDefaultMaxSmemBytes, "sm_90").family, "toy_fwd");
   EXPECT_EQ(DefaultVariant(cls, MaxSharedMemoryForArch("sm_80"), "sm_80").family, "fa2_fwd");
+}
+
+TEST(Family, EveryFamilyRefusesTheOtherOperationsClassesSayingWhichItComputes) {
+  // One home for the operation check (Family::Unserved): no family's own reasons are asked for
+  // a class it cannot compute, so Serves and Space agree for every family, built in or not.
+  for (const Family* f : Families()) {
+    for (Operation op : {Operation::kForward, Operation::kBackward}) {
+      const ProblemClass cls{DType::kBF16, 128, false, op};
+      const std::string why = f->Unserved(cls, Target{"sm_90a"});
+      if (op == f->operation()) {
+        EXPECT_EQ(why.find("computes the"), std::string::npos) << f->name() << ": " << why;
+        continue;
+      }
+      EXPECT_EQ(why, f->operation() == Operation::kBackward ? "computes the backward pass only"
+                                                            : "computes the forward pass only")
+          << f->name();
+      EXPECT_FALSE(f->Serves(cls, Target{"sm_90a"})) << f->name();
+      EXPECT_TRUE(f->Space(cls, Target{"sm_90a"}).empty()) << f->name();
+    }
+  }
 }
 
 TEST(Family, FamiliesServingAreMostPreferredFirst) {
