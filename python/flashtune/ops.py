@@ -28,9 +28,9 @@ CUDA graphs: a launch allocates nothing but o/lse (from torch's allocator, which
 handles) and never synchronises, so a warm call can be captured; the first call of a shape loads
 its kernel (not capturable): run it once before capturing.
 
-Autograd: the backward pass is flashtune's (ft_backward, the fa2_bwd family): a call whose inputs
-require grad goes through torch.ops.flashtune.attention_lse (the forward keeps lse, which the
-backward needs) and its gradient is torch.ops.flashtune.attention_backward (another custom op with
+Autograd: the backward pass is flashtune's (ft_backward: hopper_bwd on sm_90a, fa2_bwd
+elsewhere): a call whose inputs require grad goes through torch.ops.flashtune.attention_lse (the
+forward keeps lse, which the backward needs) and its gradient is torch.ops.flashtune.attention_backward (another custom op with
 a fake implementation, so torch.compile traces training graphs too). dq, dk, dv come back dense;
 k/v expanded over heads get their gradients summed by expand's own backward. deterministic=True
 makes the gradients bit-identical across runs. A gradient through lse itself is not supported
