@@ -221,12 +221,15 @@ class GpuMeasurer final : public Measurer {
   }
 
   // The worker's answer for one variant into its measurement (compile facts already there).
+  // Registers: the most of ptxas's (every kernel of the module: a backward module's main
+  // kernel, not the preprocess kernel its URI names) and the driver's (the URI's kernel; the
+  // only figure when the compile gave none), as spill_bytes is ptxas's most.
   static void Take(const detail::MeasureReply& r, Measurement& m) {
     m.status = r.status;
     m.median_us = r.median_us;
     m.iqr_us = r.iqr_us;
     m.reps = r.reps;
-    if (r.registers > 0) m.registers = r.registers;
+    m.registers = std::max(m.registers, r.registers);
   }
 
   // The variant's cubin (compiled or from the cache), its resources and compile time in `m`;

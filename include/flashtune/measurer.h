@@ -25,9 +25,9 @@ struct Measurement {
   double median_us = 0;
   double iqr_us = 0;
   int reps = 0;
-  int registers = 0;
+  int registers = 0;    // per thread, the most any kernel of the module uses
   int smem_bytes = 0;
-  int spill_bytes = 0;
+  int spill_bytes = 0;  // spill stores + loads, the most of any kernel of the module
   double compile_ms = 0;
   std::string source_hash;  // sha256 of the emitted source, "" when unknown
 };

@@ -210,6 +210,38 @@ TEST_F(GpuMeasurerWithFakeWorker, CompiledRegistersComeFromTheCompileWithoutALau
   EXPECT_EQ(WorkerLog(), "hello\n");
 }
 
+// A module of several kernels (the backward families' preprocess, main and convert): its
+// measurement's registers are the most any of its kernels uses (ptxas's count, as its spills),
+// not the driver's count for the first kernel, which the URI names (the fake worker says 32).
+TEST_F(GpuMeasurerWithFakeWorker, RegistersAreTheMostOfAnyKernelInTheModule) {
+  options_.source_overrides[a_.Uri()] =
+      TinyKernel(a_) + "extern \"C\" __global__ void " + a_.Uri() +
+      "_main(const float* __restrict__ in, float* __restrict__ out) {\n"
+      "  float v[64];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < 64; ++i) v[i] = in[threadIdx.x + 256 * i];\n"
+      "  float s = 0.0f;\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < 64; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = i; j < 64; ++j) s += v[i] * v[j];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < 64; ++i) out[threadIdx.x + 256 * i] = v[i] * s;\n"
+      "}\n";
+  auto measurer = Make();
+  ASSERT_NE(measurer, nullptr);
+  auto compiled = measurer->CompiledRegisters(a_);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ASSERT_GT(*compiled, 32);  // 64 live floats
+  auto m = measurer->Measure(kProblem, a_);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->status.ok()) << m->status.ToString();
+  EXPECT_EQ(m->registers, *compiled);
+  auto single = measurer->Measure(kProblem, b_);  // one small kernel: the driver's 32 is the most
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->registers, 32);
+}
+
 TEST_F(GpuMeasurerWithFakeWorker, AFaultIsRecordedAndTheWorkerRestarts) {
   ::setenv("FAKE_GPU_WORKER_FAULT", a_.Uri().c_str(), 1);
   auto measurer = Make();
