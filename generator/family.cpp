@@ -169,7 +169,7 @@ std::vector<Variant> Family::Space(const ProblemClass& cls, const Target& target
 std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target) {
   std::vector<const Family*> out;
   for (const Family* f : Families())
-    if (f->operation() == cls.operation && f->Serves(cls, target)) out.push_back(f);
+    if (f->Serves(cls, target)) out.push_back(f);  // Serves refuses the other operation's classes
   std::stable_sort(out.begin(), out.end(),
                    [](const Family* a, const Family* b) { return a->preference() > b->preference(); });
   return out;
