@@ -31,7 +31,12 @@ namespace fs = std::filesystem;
 // either the application or its worker lives.
 constexpr int kWorkerClaimFd = 3;
 
-bool Executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+// A file the worker can be spawned from: a regular file (or a link to one) we may execute. A
+// folder named flashtune (a checkout on $PATH) passes access(X_OK) and must not.
+bool Executable(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 

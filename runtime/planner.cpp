@@ -126,6 +126,9 @@ Result<Plan> Planner::Compute(DeviceState& device, const Problem& problem, const
     std::string gap;
     if (!have_device) {
       gap = "no CUDA GPU to plan for (" + device.absent_reason + ")";
+    } else if (found->database_unreadable) {
+      gap = DescribeDevice(device.record) + " is not tuned: the tuning database at " + db_->path() +
+            " cannot be read";
     } else if (!found->database_open) {
       gap = DescribeDevice(device.record) + " is not tuned: no tuning database at " + db_->path();
     } else if (!found->device_has_winners) {

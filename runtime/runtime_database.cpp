@@ -44,6 +44,7 @@ Database* RuntimeDatabase::ReadDb(LogBatch* logs) {
   auto db = Database::Open(path_, ro);
   if (!db.ok()) {
     if (db.status().code() == Code::kNotFound) return nullptr;  // being created: try again later
+    unreadable_ = true;
     if (!reported_error_) {
       reported_error_ = true;
       logs->push_back({LogLevel::kError, "cannot read the tuning database: " + db.status().ToString() +
@@ -51,6 +52,7 @@ Database* RuntimeDatabase::ReadDb(LogBatch* logs) {
     }
     return nullptr;
   }
+  unreadable_ = false;
   read_db_ = std::move(*db);
   return read_db_.get();
 }
@@ -67,6 +69,7 @@ Result<RuntimeDatabase::Lookup> RuntimeDatabase::FindWinner(const DeviceRecord& 
   Lookup out;
   Database* db = ReadDb(logs);
   out.database_open = db != nullptr;
+  out.database_unreadable = db == nullptr && unreadable_;
   if (db == nullptr || device.name.empty()) return out;
   auto exact = db->FindWinner(device, toolchain_, bucket);
   if (!exact.ok()) return exact.status();
@@ -107,21 +110,26 @@ Result<Cubin> RuntimeDatabase::CubinFor(const Variant& variant, const std::strin
   auto source = GenerateSource(variant);
   if (!source.ok()) return source.status();
   std::lock_guard lock(mutex_);
+  std::string why = "no tuning database";
   if (Database* db = ReadDb(logs)) {
     auto stored = db->GetCubin(source->sha256, arch, "", nvrtc_version_);
     if (stored.ok()) return CubinFromRecord(*stored, source->uri);
     if (stored.status().code() != Code::kNotFound)
       logs->push_back({LogLevel::kWarning, "reading a cubin from the database failed: " + stored.status().ToString()});
+    why = "no cubin for it in the database";
+  } else if (unreadable_) {
+    why = "the tuning database cannot be read";
   }
-  logs->push_back({LogLevel::kInfo, "compiling " + source->uri + " for " + arch +
-                                        " on first use (no cubin for it in the database)"});
+  logs->push_back({LogLevel::kInfo, "compiling " + source->uri + " for " + arch + " on first use (" + why + ")"});
   std::error_code ec;
   if (!write_db_ && std::filesystem::exists(path_, ec)) {
     auto db = Database::Open(path_);
     if (db.ok()) {
       write_db_ = std::move(*db);
-    } else {
-      logs->push_back({LogLevel::kWarning, "cannot store compiled kernels in " + path_ + ": " + db.status().ToString()});
+    } else if (!reported_store_error_) {
+      reported_store_error_ = true;
+      logs->push_back({LogLevel::kWarning, "cannot store compiled kernels in " + path_ + ": " + db.status().ToString() +
+                                               "; they are compiled in each process that uses them"});
     }
   }
   if (!write_db_) return compiler_.Compile(GeneratedSourceRequest(source->uri, source->text, arch));

@@ -41,6 +41,7 @@ class RuntimeDatabase {
     // When the class has no winner: a neighbouring class's, re-specialised (neighbour_guess.h).
     std::optional<NeighbourGuess> guess;
     bool database_open = false;
+    bool database_unreadable = false;  // the file is there but does not open (ReadDb logged why)
     bool device_has_winners = true;  // only computed when asked (check_tuned)
     // Not exact: the toolchain of the bucket's own winner, tuned with another build (never
     // served; `flashtune tune` re-tunes it), "" when it has none.
@@ -69,7 +70,9 @@ class RuntimeDatabase {
   mutable std::mutex mutex_;
   std::unique_ptr<Database> read_db_;
   std::unique_ptr<Database> write_db_;
-  bool reported_error_ = false;
+  bool unreadable_ = false;            // the last attempt to open the file for reading failed
+  bool reported_error_ = false;        // ... and that was logged (once)
+  bool reported_store_error_ = false;  // kernels could not be stored: logged once
 };
 
 }  // namespace flashtune

@@ -20,7 +20,7 @@ _FLAGS = {"retune", "dry_run", "compile_only"}
 def cli_path():
     """The flashtune CLI this package runs: $FLASHTUNE_CLI, else the package's own copy."""
     path = os.environ.get("FLASHTUNE_CLI") or os.path.join(_HERE, "bin", "flashtune")
-    if not os.access(path, os.X_OK):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # a folder passes X_OK
         raise _capi.FlashtuneError(f"the flashtune CLI is not at {path}: install the package (pip install .) "
                                    "or set FLASHTUNE_CLI to a flashtune binary")
     return path

@@ -285,6 +285,12 @@ class Cli(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("tune", proc.stdout)
 
+    def test_flashtune_cli_naming_a_folder_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:  # a folder passes os.access(X_OK)
+            proc = run_python("-c", "import flashtune; flashtune.cli_path()", env={**os.environ, "FLASHTUNE_CLI": tmp})
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn(f"the flashtune CLI is not at {tmp}", proc.stderr)
+
     def test_tune_options_become_the_clis(self):
         argv = _cli.command_line("tune", dict(dtypes=["bf16"], head_dims=(64, 128), causal=True, seqlens_q=[512],
                                               db="x.db", strategy="budgeted", retune=False, dry_run=True,

@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "flashtune/runtime.h"
+#include "runtime/online_tuner.h"
 #include "tests/runtime/tuned_db.h"
 
 namespace flashtune {
@@ -296,6 +298,77 @@ TEST_F(OnlineTuning, MissingCliTurnsItOffAtOpen) {
   EXPECT_NE(lines[0].find("online tuning is off: online_tuning_cli '" + o.online_tuning_cli + "'"), std::string::npos)
       << lines[0];
   EXPECT_EQ((*rt)->plan(Planted())->source, PlanSource::kNearest);
+}
+
+// Sets an environment variable for one scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// An executable (or, with mode 0644, a plain) file at `path`.
+std::string MakeFile(const std::string& path, mode_t mode = 0755) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << "#!/bin/sh\nexit 0\n";
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+// Where online tuning finds the CLI, in order: the option, $FLASHTUNE_CLI, beside the library
+// (no flashtune there for this test binary), $PATH; a place without an executable file is
+// passed over (a folder named flashtune too), and when none has one the error names what was tried and how to say where it is.
+TEST(FindFlashtuneCli, TakesTheOptionThenTheEnvironmentThenPath) {
+  const std::string dir = TempDir("find_cli");
+  const std::string option = MakeFile(dir + "/opt/flashtune");
+  const std::string env = MakeFile(dir + "/env/flashtune");
+  const std::string on_path = MakeFile(dir + "/path-b/flashtune");
+  MakeFile(dir + "/path-a/flashtune", 0644);  // earlier on $PATH but not executable
+  std::filesystem::create_directories(dir + "/path-c/flashtune");  // a folder (a checkout), earlier still
+  ScopedEnv path("PATH", dir + "/path-c:" + dir + "/path-a::" + dir + "/path-b");
+  {
+    ScopedEnv cli("FLASHTUNE_CLI", env);
+    auto found = FindFlashtuneCli(option);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, option);
+    found = FindFlashtuneCli("");
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, env);
+  }
+  {
+    ScopedEnv cli("FLASHTUNE_CLI", dir + "/env/missing");
+    auto found = FindFlashtuneCli("");
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, on_path);
+  }
+  // An option that names no executable is an error, never a fallback to the other places.
+  auto refused = FindFlashtuneCli(dir + "/path-a/flashtune");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kNotFound);
+  EXPECT_NE(refused.status().message().find("online_tuning_cli '" + dir + "/path-a/flashtune' is not an executable file"),
+            std::string::npos)
+      << refused.status().message();
+  ScopedEnv empty_path("PATH", dir + "/path-a");
+  ScopedEnv cli("FLASHTUNE_CLI", dir + "/env/missing");
+  auto none = FindFlashtuneCli("");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Code::kNotFound);
+  const std::string m = none.status().message();
+  EXPECT_NE(m.find("$FLASHTUNE_CLI (" + dir + "/env/missing)"), std::string::npos) << m;
+  EXPECT_NE(m.find("and $PATH); set RuntimeOptions::online_tuning_cli or $FLASHTUNE_CLI"), std::string::npos) << m;
 }
 
 TEST(OnlineTuningOptions, NegativeBudgetAndTimeoutAreRejected) {

@@ -35,12 +35,12 @@ inline std::vector<RecordedRow> TunedRows() {
   return rows;
 }
 
-// Tunes `problems` from the replayed `rows` into the database at `path`, as TunedDevice() with
-// this build's toolchain so the runtime's lookups match.
+// Tunes `problems` from the replayed `rows` into the database at `path`, as `device` with this
+// build's toolchain so the runtime's lookups match.
 inline void TuneRowsInto(const std::string& path, const std::vector<Problem>& problems,
-                         const std::vector<RecordedRow>& rows) {
+                         const std::vector<RecordedRow>& rows, const DeviceRecord& device = TunedDevice()) {
   ReplayMeasurer::Options o;
-  o.device = TunedDevice();
+  o.device = device;
   o.toolchain = CurrentToolchain();
   auto space = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
@@ -58,14 +58,15 @@ inline void TuneRowsInto(const std::string& path, const std::vector<Problem>& pr
 }
 
 // Tunes `problems` from synthetic replay rows (seeds from `seed`) into a fresh database at
-// `path` (TuneRowsInto).
-inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem>& problems, uint32_t seed = 7) {
+// `path`, as `device` (TuneRowsInto).
+inline void TuneSyntheticInto(const std::string& path, const std::vector<Problem>& problems, uint32_t seed = 7,
+                              const DeviceRecord& device = TunedDevice()) {
   std::vector<RecordedRow> rows;
   for (size_t i = 0; i < problems.size(); ++i) {
     auto r = SyntheticRows(problems[i], static_cast<uint32_t>(i + seed));
     rows.insert(rows.end(), r.begin(), r.end());
   }
-  TuneRowsInto(path, problems, rows);
+  TuneRowsInto(path, problems, rows, device);
 }
 
 // TunedProblems() tuned from TunedRows() into a fresh database at `dir`/t.db. Returns the path.
