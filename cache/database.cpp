@@ -645,14 +645,6 @@ Result<std::string> SameModelDevices(Database& db, const DeviceRecord& device) {
 
 }  // namespace
 
-Result<std::optional<WinnerRow>> Database::WinnerFor(int64_t device_id, int64_t toolchain_id, const BucketKey& bucket) {
-  Stmt q(db_, (std::string(kWinnerSelect) + "WHERE w.device_id=? AND w.toolchain_id=? AND w.bucket=?").c_str());
-  q.Bind(1, device_id).Bind(2, toolchain_id).Bind(3, BucketString(bucket));
-  Status st;
-  if (q.Step(&st)) return std::optional<WinnerRow>(ReadWinner(q));
-  if (!st.ok()) return st;
-  return std::optional<WinnerRow>();
-}
 
 Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, const ToolchainInfo& t, const BucketKey& b) {
   auto model = SameModelDevices(*this, d);

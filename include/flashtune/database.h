@@ -256,9 +256,6 @@ class Database {
   Status SetWinner(int64_t device_id, int64_t toolchain_id, const Problem& problem,
                    const Variant& variant, const std::string& source_hash, double median_us,
                    double tflops);
-  // The winner for this physical device row and toolchain row (used by the tuner to skip).
-  Result<std::optional<WinnerRow>> WinnerFor(int64_t device_id, int64_t toolchain_id,
-                                             const BucketKey& bucket);
   // The fastest winner for `bucket` measured on a GPU of the same model (name, cc, SM count)
   // and driver version, with exactly this toolchain; nullopt when none.
   Result<std::optional<WinnerRow>> FindWinner(const DeviceRecord& device, const ToolchainInfo& toolchain,
