@@ -411,6 +411,55 @@ TEST(Tuner, RetimeRoundsDecideNearTiesOnTheMedianRound) {
   }
 }
 
+// A finalist that faults when re-timed (a race that passed its first run) is out of contention,
+// with its failed re-timing recorded as a trial; the next finalist wins on its own re-timing.
+// When every finalist fails re-timing, the problem has no winner and says why.
+TEST(Tuner, AFinalistThatFailsItsRetimingIsOutAndRecorded) {
+  Problem p = SmallProblemSet()[0];
+  Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
+  auto tune = [&](const std::vector<RecordedRow>& rows, const std::string& db_path) {
+    auto space = Replay(rows);
+    std::vector<std::unique_ptr<Measurer>> ms;
+    ms.push_back(Replay(rows));
+    TuneOptions o = ReplayTuneOptions(db_path, {p}, space.get());
+    o.retime_rounds = 1;
+    auto s = Tune(o, std::move(ms));
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : TuneSummary{};
+  };
+  const std::string db_path = TempDir("tune_retime_fault") + "/t.db";
+  TuneSummary one = tune({{p, a, "ok", 100.0, 0.2, "search", ""},
+                          {p, b, "ok", 101.0, 0.2, "search", ""},
+                          {p, a, "fault", 0, 0, "retime", "illegal address"},
+                          {p, b, "ok", 102.0, 0.2, "retime", ""}},
+                         db_path);
+  ASSERT_EQ(one.problems.size(), 1u);
+  EXPECT_EQ(one.problems[0].outcome, ProblemOutcome::kTuned);
+  EXPECT_EQ(one.problems[0].winner_uri, b.Uri());
+  EXPECT_DOUBLE_EQ(one.problems[0].median_us, 102.0);
+  EXPECT_EQ(one.failed, 1);
+  auto db = Database::Open(db_path);
+  ASSERT_TRUE(db.ok());
+  auto trials = (*db)->TrialsForProblem(*(*db)->FindProblem(p));
+  ASSERT_TRUE(trials.ok());
+  int failed_retimes = 0;
+  for (const auto& t : *trials)
+    failed_retimes += t.trial.phase == "retime" && t.status_name == "fault" && t.variant_uri == a.Uri();
+  EXPECT_EQ(failed_retimes, 1);
+
+  TuneSummary none = tune({{p, a, "ok", 100.0, 0.2, "search", ""},
+                           {p, b, "ok", 101.0, 0.2, "search", ""},
+                           {p, a, "fault", 0, 0, "retime", "illegal address"},
+                           {p, b, "wrong_result", 0, 0, "retime", "max abs error 0.5"}},
+                          TempDir("tune_retime_all") + "/t.db");
+  ASSERT_EQ(none.problems.size(), 1u);
+  EXPECT_EQ(none.problems[0].outcome, ProblemOutcome::kNoWinner);
+  EXPECT_EQ(none.problems[0].message, "every finalist failed re-timing");
+  EXPECT_EQ(none.winners, 0);
+  EXPECT_EQ(none.failed, 2);
+}
+
 // Each re-timing round reaches the progress sink with what it timed; the console prints it (not
 // on a terminal, where the bar stays) so that a user sees which finalists decided the winner.
 TEST(Tuner, RetimeRoundsReachTheProgressSinkAndTheConsole) {
