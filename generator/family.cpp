@@ -186,15 +186,6 @@ bool VariantServes(const Variant& v, const Problem& problem) {
   return f != nullptr && f->PreferenceFor(problem) >= 0 && f->ReadsLayout(v, problem.layout);
 }
 
-std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target) {
-  std::vector<Variant> out;
-  for (const Family* f : Families()) {
-    std::vector<Variant> space = f->Space(cls, target);
-    out.insert(out.end(), space.begin(), space.end());
-  }
-  return out;
-}
-
 int64_t SharedMemoryBytes(const Variant& v) {
   const Family* f = FindFamily(v.family);
   return f ? f->SharedMemoryBytes(v) : 0;

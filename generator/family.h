@@ -215,6 +215,8 @@ class Family {
   // deterministic parameters. False, `v` unchanged, when the family has no such mode. Default:
   // the `det` parameter set to 1 or 0 where the family allows it.
   virtual bool SetDeterminism(Variant& v, const Problem& problem, bool deterministic) const;
+  // What the tuner's worker verifies this family's outputs with, against the float64 reference
+  // and the trusted variant (backward: per gradient, output_rel_l2 only).
   virtual Tolerances ToleranceFor(DType dtype) const {
     return {dtype == DType::kBF16 ? 1e-2 : 2e-3, 1e-3};
   }
@@ -278,9 +280,6 @@ void RegisterFamilyForTesting(const Family* family);
 // The families that serve (cls, target), most preferred first (ties in name order): the order
 // in which the runtime's planner takes a default and falls back.
 std::vector<const Family*> FamiliesServing(const ProblemClass& cls, const Target& target);
-
-// The union of the spaces of every family serving (cls, target), families in name order.
-std::vector<Variant> EnumerateAllFamilies(const ProblemClass& cls, const Target& target);
 
 // Whether `v` can serve `problem`: its family is registered, serves the problem
 // (PreferenceFor) and `v`'s kernel reads the problem's layout (ReadsLayout).

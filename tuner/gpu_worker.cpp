@@ -27,7 +27,10 @@
 
 namespace flashtune::detail {
 
-double OutputTolerance(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 2e-3; }
+Tolerances TolerancesOf(const Variant& v) {
+  const Family* f = FindFamily(v.family);
+  return f != nullptr ? f->ToleranceFor(v.dtype) : Tolerances{};
+}
 
 // A paged problem is timed and verified on pools of pages this long (vLLM's default; 16- and
 // 256-key pages read within 2% of each other untuned on the H200, docs/performance.md).
@@ -56,8 +59,6 @@ Result<ForwardKernel> LoadFromImage(const Context& context, const std::string& i
 }
 
 namespace {
-
-constexpr double kLseTolerance = 1e-3;
 
 // Device copies of a [B, N, H, D] problem's tensors, contiguous; for a paged problem k and v
 // are page pools and `table` and `lengths` its page table and key counts.
@@ -365,10 +366,11 @@ class GpuWorker {
       const ForwardArgs layout = ArgsFor(c.problem, nullptr);
       const double err = RelativeL2Error(GatherOutput(layout, o.data()), c.expected.o);
       const LseComparison lse_cmp = CompareLse(lse, c.expected.lse);
-      if (!(err <= OutputTolerance(c.problem.dtype)) || !lse_cmp.Within(kLseTolerance)) {
+      const Tolerances tol = TolerancesOf(kernel.variant());
+      if (!(err <= tol.output_rel_l2) || !lse_cmp.Within(tol.lse_abs)) {
         return Status(Code::kWrongResult, who + " disagrees with the float64 reference on " + c.problem.ToString() +
                                               ": |o-ref|/|ref| = " + Format3g(err) + " (tolerance " +
-                                              Format3g(OutputTolerance(c.problem.dtype)) + "), lse max error " +
+                                              Format3g(tol.output_rel_l2) + "), lse max error " +
                                               Format3g(lse_cmp.max_error) + ", lse -inf mismatches " +
                                               std::to_string(lse_cmp.infinity_mismatches));
       }
@@ -396,7 +398,7 @@ class GpuWorker {
     candidate_output_.resize(QElems(request.problem));  // reused: tens of MB per candidate
     FT_RETURN_IF_ERROR(output_.o->CopyToHost(candidate_output_.data(), candidate_output_.size() * 2));
     const double err = RelativeError16(candidate_output_, trusted_output_, request.problem.dtype);
-    if (!(err <= OutputTolerance(request.problem.dtype)))
+    if (!(err <= TolerancesOf(kernel.variant()).output_rel_l2))
       return Status(Code::kWrongResult, "output on the timed shape differs from the trusted variant " +
                                             request.trusted.Uri() + ": relative error " + Format3g(err));
     return Status::Ok();

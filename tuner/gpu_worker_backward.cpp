@@ -118,7 +118,7 @@ Status BackwardWorker::CheckAgainstReference(const ForwardKernel& kernel, std::v
   for (Case& c : cases) {
     Gradients got;
     FT_RETURN_IF_ERROR(RunPoisoned(kernel, c.problem, c.device, c.device, &got));
-    const double tol = OutputTolerance(c.problem.dtype);
+    const double tol = TolerancesOf(kernel.variant()).output_rel_l2;
     const std::pair<const char*, double> errors[] = {
         {"dq", RelativeL2Error(ToDouble(got.dq, c.problem.dtype), c.dq)},
         {"dk", RelativeL2Error(ToDouble(got.dk, c.problem.dtype), c.dk)},
@@ -181,7 +181,7 @@ Status BackwardWorker::Verify(const ForwardKernel& candidate, const MeasureReque
                                                    {"dk", RelativeError16(got.dk, trusted_.dk, dt)},
                                                    {"dv", RelativeError16(got.dv, trusted_.dv, dt)}};
   for (const auto& [name, err] : errors)
-    if (!(err <= OutputTolerance(dt)))
+    if (!(err <= TolerancesOf(candidate.variant()).output_rel_l2))
       return Status(Code::kWrongResult, std::string(name) + " on the timed shape differs from the trusted variant " +
                                             request.trusted.Uri() + ": relative error " + Format3g(err));
   return Status::Ok();

@@ -5,8 +5,8 @@
 // against the float64 reference (ReferenceBackward of the reference forward's o and lse) on two
 // ragged shapes of the class (GQA with Nq < Nk, MQA with Nq > Nk: causal rows that see no key),
 // then on the timed shape against the trusted variant (the class default, itself checked against
-// the reference once per problem). Tolerances are the forward's (relative L2 1e-2 bf16, 2e-3
-// fp16), per gradient.
+// the reference once per problem). Tolerances: the candidate's family's output tolerance
+// (Family::ToleranceFor; relative L2 1e-2 bf16, 2e-3 fp16 by default), per gradient.
 // Timing inputs: random q, k, v, o and d_o with lse = log(keys the row sees) (what lse is for
 // such inputs, so P stays a probability), replicated until a pass exceeds 3x the L2 cache
 // (TimedInputSets).
@@ -22,6 +22,7 @@
 
 #include "flashtune/kernel.h"
 #include "flashtune/status.h"
+#include "generator/family.h"
 #include "tuner/gpu_protocol.h"
 
 namespace flashtune::detail {
@@ -29,8 +30,8 @@ namespace flashtune::detail {
 // Shared with gpu_worker.cpp, which defines them:
 // ‖a − b‖ / ‖b‖ over 16-bit values; +inf when `a` holds a NaN/inf.
 double RelativeError16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, DType dtype);
-// The relative L2 tolerance of a dtype's outputs.
-double OutputTolerance(DType dtype);
+// What `v`'s outputs are verified with: its family's tolerances (Family::ToleranceFor).
+Tolerances TolerancesOf(const Variant& v);
 // Elements of q (and o, d_o), of k (and v), and of lse for `p`, densely packed.
 size_t QElems(const Problem& p);
 size_t KElems(const Problem& p);
