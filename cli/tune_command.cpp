@@ -33,18 +33,24 @@ namespace {
 
 int Fail(const Status& s);
 
-// The space of each problem's class: every family serving `arch`, limited to the shared
-// memory of the smallest target.
+std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
+
+// The space of each problem's class on the GPU measuring it: every family serving the GPU's
+// arch, within its shared memory (each GPU of a mixed machine searches its own). Without a GPU
+// (dry run, compile only): `arch` and `max_smem_bytes`.
 EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
-  return [arch, max_smem_bytes](const Problem& p) -> Result<std::vector<Variant>> {
+  return [arch, max_smem_bytes](const Problem& p, const DeviceRecord& device) -> Result<std::vector<Variant>> {
     SpaceOptions space_options;
     space_options.arch = arch;
     space_options.max_smem_bytes = max_smem_bytes;
+    if (!device.name.empty()) {
+      space_options.arch = ArchOf(device);
+      const int64_t limit = MaxSharedMemoryForArch(space_options.arch);
+      space_options.max_smem_bytes = limit > 0 ? limit : kDefaultMaxSmemBytes;
+    }
     return EnumerateSpaceFor(p, space_options);
   };
 }
-
-std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
 
 // Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in
 // the database, so a later run on a GPU of that arch starts warm. Nothing is timed.
@@ -55,7 +61,7 @@ int CompileOnly(const TuneOptions& options, const std::string& arch, const std::
   std::set<std::string> seen;
   std::vector<Variant> variants;
   for (const Problem& p : options.problems) {
-    auto space = options.enumerate(p);
+    auto space = options.enumerate(p, DeviceRecord{});  // for `arch` (DefaultEnumerate's)
     if (!space.ok()) return Fail(space.status());
     for (const Variant& v : *space)
       if (seen.insert(v.Uri()).second) variants.push_back(v);
@@ -283,7 +289,7 @@ int RunTune(const std::vector<std::string>& args) {
     auto m = ReplayMeasurer::FromFile(replay, {});
     if (!m.ok()) return Fail(m.status());
     replay_space = std::move(*m);
-    options.enumerate = [space = replay_space.get()](const Problem& p) -> Result<std::vector<Variant>> {
+    options.enumerate = [space = replay_space.get()](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> {
       return space->Variants(p);
     };
   } else {
@@ -519,21 +525,11 @@ int RunTune(const std::vector<std::string>& args) {
     }
     measurers = std::move(*gpu);
   }
+  // Each GPU searches the space of its own arch and shared memory (DefaultEnumerate): variants
+  // it cannot compile or fit are pruned, not measured.
   std::vector<DeviceRecord> tuned_devices;
-  if (replay.empty()) {
-    // Variants that cannot get their shared memory on a GPU here are pruned, not measured.
-    // One space for every device: the first device's arch (families that need its instructions,
-    // e.g. sm_90a's wgmma) and the smallest shared memory of all.
-    int64_t max_smem = kDefaultMaxSmemBytes;
-    std::string arch;
-    for (const auto& m : measurers) {
-      tuned_devices.push_back(m->Device());
-      if (arch.empty()) arch = ArchOf(tuned_devices.back());
-      const int64_t limit = MaxSharedMemoryForArch(ArchOf(tuned_devices.back()));
-      if (limit > 0) max_smem = std::min(max_smem, limit);
-    }
-    options.enumerate = DefaultEnumerate(arch.empty() ? "sm_90a" : arch, max_smem);
-  }
+  if (replay.empty())
+    for (const auto& m : measurers) tuned_devices.push_back(m->Device());
   auto progress = MakeConsoleProgress(stderr, isatty(fileno(stderr)) != 0);
   options.progress = progress.get();
   options.store_winner_cubins = !tuned_devices.empty();  // real GPUs, not a replay

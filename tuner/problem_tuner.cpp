@@ -69,17 +69,17 @@ Measurement FromTrial(const TrialRecord& t) {
 }  // namespace
 
 Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Strategy& strategy, const Problem& p,
-                              const std::string& device_name, int64_t toolchain_id) {
+                              const DeviceRecord& device, int64_t toolchain_id) {
   if (!strategy.MeasuresEverything(p)) return false;
   auto pid = db.FindProblem(p);
   if (!pid.ok()) return pid.status().code() == Code::kNotFound ? Result<bool>(true) : Result<bool>(pid.status());
   auto rows = db.TrialsForProblem(*pid, 0, toolchain_id);
   if (!rows.ok()) return rows.status();
-  auto space = o.enumerate(p);
+  auto space = o.enumerate(p, device);
   if (!space.ok()) return false;  // the measuring path reports it
   for (const Variant& v : *space)
     if (std::none_of(rows->begin(), rows->end(), [&](const TrialRow& r) {
-          return r.trial.phase == "search" && r.device_name == device_name && r.trial.variant == v;
+          return r.trial.phase == "search" && r.device_name == device.name && r.trial.variant == v;
         }))
       return true;
   return false;
@@ -135,7 +135,7 @@ Result<bool> ProblemTuner::Admit(Work& w, ProblemSummary& s) {
   if (!existing.ok()) return existing.status();
   w.existing = std::move(*existing);
   if (!w.existing || o.retune) return true;
-  auto incomplete = SearchIncomplete(db_, o, strategy_, w.problem, device.name, toolchain_id_);
+  auto incomplete = SearchIncomplete(db_, o, strategy_, w.problem, device, toolchain_id_);
   if (!incomplete.ok()) return incomplete.status();
   if (*incomplete) return true;
   s.outcome = ProblemOutcome::kSkipped;
@@ -147,7 +147,7 @@ Result<bool> ProblemTuner::Admit(Work& w, ProblemSummary& s) {
 
 Result<bool> ProblemTuner::Gather(Work& w, ProblemSummary& s) {
   const TuneOptions& o = *shared_.options;
-  auto space = o.enumerate(w.problem);
+  auto space = o.enumerate(w.problem, measurer_.Device());
   if (!space.ok()) {
     s.outcome = ProblemOutcome::kError;
     s.message = "enumerate: " + space.status().ToString();

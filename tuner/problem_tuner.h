@@ -28,7 +28,7 @@ namespace flashtune {
 // finds candidates of its space that no GPU of this model measured with this toolchain (false
 // for other strategies).
 Result<bool> SearchIncomplete(Database& db, const TuneOptions& o, const Strategy& strategy, const Problem& p,
-                              const std::string& device_name, int64_t toolchain_id);
+                              const DeviceRecord& device, int64_t toolchain_id);
 
 class ProblemTuner {
  public:

@@ -198,13 +198,13 @@ Result<std::vector<DryRunProblem>> PlanTuning(const TuneOptions& options, const 
       if (!w.ok()) return w.status();
       d.skipped = w->has_value();
       if (d.skipped && toolchain_id > 0) {
-        auto incomplete = SearchIncomplete(*db, options, **strategy, p, device.name, toolchain_id);
+        auto incomplete = SearchIncomplete(*db, options, **strategy, p, device, toolchain_id);
         if (!incomplete.ok()) return incomplete.status();
         d.skipped = !*incomplete;
       }
     }
     if (!d.skipped) {
-      auto space = options.enumerate(p);
+      auto space = options.enumerate(p, device);
       if (!space.ok()) return space.status();
       std::vector<Variant> recorded;
       if (db && !options.retune && device_id > 0 && toolchain_id > 0) {

@@ -54,8 +54,12 @@ class Measurer {
   virtual void Prefetch(const Problem& /*problem*/) {}
 };
 
-// The candidates of a problem (the search space). The GPU build passes EnumerateSpace.
-using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&)>;
+// The candidates of a problem (the search space) on `device`: the GPU they are measured on, whose
+// arch and shared memory decide which families and tiles exist (a tune over GPUs of two
+// architectures searches each GPU's own space). An empty record (name "": no GPU, as in a dry
+// run or a compile-only run) means the enumerator's own target. The CLI passes
+// EnumerateSpaceFor over the device's target.
+using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&, const DeviceRecord&)>;
 
 
 struct CandidateResult {

@@ -65,7 +65,7 @@ Filled FillDatabase(const std::string& name) {
   o.db_path = f.db_path;
   o.problems = f.problems;
   ReplayMeasurer* sp = space->get();
-  o.enumerate = [sp](const Problem& p) -> Result<std::vector<Variant>> { return sp->Variants(p); };
+  o.enumerate = [sp](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> { return sp->Variants(p); };
   std::vector<std::unique_ptr<Measurer>> ms;
   ms.push_back(std::move(*measurer));
   auto summary = Tune(o, std::move(ms));
@@ -185,7 +185,7 @@ TEST(HtmlReport, OneSectionPerGpu) {
   o.db_path = TempDir("report_two_gpus") + "/t.db";
   o.problems = problems;
   ReplayMeasurer* sp = space.get();
-  o.enumerate = [sp](const Problem& p) -> Result<std::vector<Variant>> { return sp->Variants(p); };
+  o.enumerate = [sp](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> { return sp->Variants(p); };
   std::vector<std::unique_ptr<Measurer>> ms;
   ms.push_back(make("NVIDIA H200", "GPU-h200"));
   ms.push_back(make("NVIDIA A100", "GPU-a100"));

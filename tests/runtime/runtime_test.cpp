@@ -645,7 +645,7 @@ TEST(Runtime, ReadsWhileATunerWrites) {
     t.db_path = path;
     t.problems = problems;
     ReplayMeasurer* s = space->get();
-    t.enumerate = [s](const Problem& p) -> Result<std::vector<Variant>> { return s->Variants(p); };
+    t.enumerate = [s](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> { return s->Variants(p); };
     auto summary = Tune(t, std::move(ms));
     tuned = summary.ok() ? Status::Ok() : summary.status();
     done = true;

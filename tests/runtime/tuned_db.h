@@ -51,7 +51,7 @@ inline void TuneRowsInto(const std::string& path, const std::vector<Problem>& pr
   t.db_path = path;
   t.problems = problems;
   ReplayMeasurer* s = space->get();
-  t.enumerate = [s](const Problem& p) -> Result<std::vector<Variant>> { return s->Variants(p); };
+  t.enumerate = [s](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> { return s->Variants(p); };
   auto summary = Tune(t, std::move(measurers));
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->winners, static_cast<int64_t>(problems.size()));

@@ -97,7 +97,7 @@ TuneOptions ReplayTuneOptions(const std::string& db, std::vector<Problem> proble
   TuneOptions o;
   o.db_path = db;
   o.problems = std::move(problems);
-  o.enumerate = [space](const Problem& p) -> Result<std::vector<Variant>> { return space->Variants(p); };
+  o.enumerate = [space](const Problem& p, const DeviceRecord&) -> Result<std::vector<Variant>> { return space->Variants(p); };
   return o;
 }
 

@@ -226,6 +226,32 @@ TEST(TuneCli, WithoutAGpuCompilesStoresCubinsAndSaysTimingNeedsAGpu) {
   EXPECT_EQ(std::string(cubin->image.data(), 4), "\x7f" "ELF");
 }
 
+// A machine with an H200 and an A100 (the recording fake driver, whose GPUs run nothing, so
+// every candidate is a wrong result: what matters here is which candidates each GPU is given).
+// Each GPU searches its own arch's space: the A100 no wgmma family (it could compile none of
+// it), the H200 its families and its shared memory (not the A100's).
+TEST(TuneCli, EachGpuOfAMixedMachineSearchesItsOwnSpace) {
+  const std::string dir = TempDir("cli_mixed");
+  const std::string db = dir + "/t.db", out = dir + "/out.txt";
+  EXPECT_EQ(RunShell("FLASHTUNE_LIBCUDA='" FLASHTUNE_FAKE_GPU_LIBCUDA "' FLASHTUNE_CACHE_DIR='" + dir + "/cubins' '" +
+                     std::string(FLASHTUNE_CLI_PATH) + "' tune --db " + db + " --strategy exhaustive --dtypes bf16 "
+                     "--head-dims 64 --causal 0 --seqlens-q 512 --hidden 256 --tokens 1024 --decode none "
+                     "--operation fwd > " + out + " 2>&1"),
+            0)
+      << ReadTextFile(out);
+  const std::string trials_on = "SELECT count(*) FROM trials t JOIN devices d ON d.id = t.device_id "
+                                "JOIN variants v ON v.id = t.variant_id WHERE d.name ";
+  const std::string a100 = "= 'NVIDIA A100-SXM4-80GB'", h200 = "= 'NVIDIA H200'";
+  EXPECT_GT(Query(db, trials_on + a100), 0) << ReadTextFile(out);
+  EXPECT_EQ(Query(db, trials_on + a100 + " AND v.uri NOT LIKE 'fa2_fwd_%'"), 0) << ReadTextFile(out);
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM trials WHERE status = 'compile_error'"), 0) << ReadTextFile(out);
+  EXPECT_GT(Query(db, trials_on + h200 + " AND v.uri LIKE 'hopper_fwd_%'"), 0) << ReadTextFile(out);
+  // The H200's space, fitted to its 227 KB, not the A100's 163 KB.
+  auto space = EnumerateSpaceFor(Problem{DType::kBF16, 64, false, 2, 512, 512, 4, 4});
+  ASSERT_TRUE(space.ok());
+  EXPECT_EQ(Query(db, trials_on + h200), static_cast<int64_t>(space->size())) << ReadTextFile(out);
+}
+
 TEST(DbCli, ExitCodesAndRoundTrip) {
   const Scratch s("cli_db");
   const std::string &dir = s.dir, &cli = s.cli, &db = s.db;

@@ -70,7 +70,7 @@ std::map<std::string, std::string> TuneAndReadStatuses(const Problem& problem, c
   TuneOptions options;
   options.db_path = db_path;
   options.problems = {problem};
-  options.enumerate = [&](const Problem&) -> Result<std::vector<Variant>> { return candidates; };
+  options.enumerate = [&](const Problem&, const DeviceRecord&) -> Result<std::vector<Variant>> { return candidates; };
   auto summary = Tune(options, std::move(measurers));
   EXPECT_TRUE(summary.ok()) << summary.status().ToString();
   if (!summary.ok()) return {};

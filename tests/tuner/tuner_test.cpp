@@ -613,6 +613,45 @@ TEST(Tuner, ResumeSkipsRecordedVariants) {
   EXPECT_EQ(third->measured, 0);
 }
 
+// GPUs of two models tune every problem each, and each searches the space the enumerator gives
+// for its own device (a GPU of another arch has other families): here one variant for the
+// cc 8.0 GPU, another for the cc 9.0 one, and each GPU's winner is its own space's.
+TEST(Tuner, EachDeviceModelSearchesTheSpaceEnumeratedForIt) {
+  const Problem p = SmallProblemSet()[0];
+  const Variant a = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 64, 4, 2);
+  const Variant b = Fa2Variant(p.dtype, p.head_dim, p.causal, 128, 128, 4, 2);
+  const std::vector<RecordedRow> rows = {{p, a, "ok", 100.0, 0.2, "search", ""}, {p, b, "ok", 90.0, 0.2, "search", ""}};
+  auto model = [&](DeviceRecord device) {
+    ReplayMeasurer::Options o;
+    o.device = std::move(device);
+    auto r = ReplayMeasurer::FromText(ReplayCsv(rows), "rows", o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(*r);
+  };
+  const DeviceRecord hopper{"NVIDIA H200", "GPU-h", 9, 0, 132, "580"}, ampere{"NVIDIA A100", "GPU-a", 8, 0, 108, "580"};
+  std::vector<std::unique_ptr<Measurer>> ms;
+  ms.push_back(model(hopper));
+  ms.push_back(model(ampere));
+  const std::string db_path = TempDir("tune_models") + "/t.db";
+  TuneOptions o;
+  o.db_path = db_path;
+  o.problems = {p};
+  o.strategy = "exhaustive";
+  o.enumerate = [&](const Problem&, const DeviceRecord& device) -> Result<std::vector<Variant>> {
+    return std::vector<Variant>{device.cc_major == 9 ? a : b};
+  };
+  auto s = Tune(o, std::move(ms));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->winners, 2);
+  auto db = Database::Open(db_path);
+  ASSERT_TRUE(db.ok());
+  for (const auto& [device, want] : {std::pair{hopper, a}, std::pair{ampere, b}}) {
+    auto w = (*db)->FindWinner(device, ReplayMeasurer::Options{}.toolchain, BucketOf(p));
+    ASSERT_TRUE(w.ok() && w->has_value()) << device.name;
+    EXPECT_EQ((*w)->variant_uri, want.Uri()) << device.name;
+  }
+}
+
 TEST(Tuner, MultiDeviceSplitsProblemsAndLosesNothing) {
   std::vector<RecordedRow> rows;
   auto problems = SmallProblemSet();
