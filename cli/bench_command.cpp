@@ -47,9 +47,9 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The variants the --variant argument names: "all" (the class's space) or a comma list of URIs.
+// The variants a comma list of URIs in --variant names, checked against the problem (before any
+// GPU work starts; "all" is resolved on the measuring GPU, VariantsOn).
 Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem& problem) {
-  if (arg == "all") return EnumerateSpaceFor(problem);  // what the tuner searches for this shape
   std::vector<Variant> out;
   std::stringstream list(arg);
   std::string uri;
@@ -74,6 +74,21 @@ Result<std::vector<Variant>> ParseVariants(const std::string& arg, const Problem
   }
   if (out.empty()) return Status(Code::kInvalidArgument, "--variant: give a variant URI, a comma list of them, or all");
   return out;
+}
+
+// What runs on `device`: for "all", the space the tuner searches for this shape on that GPU (its
+// arch's families, its shared memory); a named variant of a family that does not exist there
+// is refused with the family's reason, not sent to NVRTC to fail.
+Result<std::vector<Variant>> VariantsOn(const std::string& arg, const Problem& problem, std::vector<Variant> named,
+                                        const DeviceRecord& device) {
+  const SpaceOptions space = SpaceOptionsOn(device);
+  if (arg == "all") return EnumerateSpaceFor(problem, space);
+  for (const Variant& v : named)
+    if (const Family* family = FindFamily(v.family); family != nullptr)
+      if (std::string why = family->Unserved(ClassOf(problem), Target{space.arch, space.max_smem_bytes}); !why.empty())
+        return Status(Code::kInvalidArgument, "--variant " + v.Uri() + " cannot run on " + device.name + ": " +
+                                                  v.family + " " + why);
+  return named;
 }
 
 // Round 0 verifies and times every variant; later rounds re-time those that passed, in
@@ -168,8 +183,10 @@ int RunBench(const std::vector<std::string>& args) {
   problem.operation = *operation;
   if (problem.operation == Operation::kBackward && problem.layout != Layout::kDense)
     return Fail(Status(Code::kInvalidArgument, "--operation bwd: the backward pass serves the dense layout only"));
-  auto variants = ParseVariants(variant_arg, problem);
-  if (!variants.ok()) return Fail(variants.status());
+  Result<std::vector<Variant>> named =
+      variant_arg == "all" ? Result<std::vector<Variant>>(std::vector<Variant>{}) : ParseVariants(variant_arg, problem);
+  if (!named.ok()) return Fail(named.status());
+  const Problem asked = problem;  // the variants' problem (varlen is timed as dense below)
   if (problem.layout == Layout::kVarlen) {
     // The measurer times dense and paged inputs; varlen's variants are the same kernels, which
     // read cu_seqlens through one branch (bench/varlen_bench.py times ragged batches).
@@ -192,6 +209,8 @@ int RunBench(const std::vector<std::string>& args) {
     owned = std::move(measurers->front());
   }
   Measurer& measurer = *owned;
+  auto variants = VariantsOn(variant_arg, asked, std::move(*named), measurer.Device());
+  if (!variants.ok()) return Fail(variants.status());
 
   const bool json = vm.count("json") > 0;
   if (!json) {

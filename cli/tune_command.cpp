@@ -33,22 +33,15 @@ namespace {
 
 int Fail(const Status& s);
 
-std::string ArchOf(const DeviceRecord& d) { return ArchFor(d.cc_major, d.cc_minor); }
-
 // The space of each problem's class on the GPU measuring it: every family serving the GPU's
 // arch, within its shared memory (each GPU of a mixed machine searches its own). Without a GPU
 // (dry run, compile only): `arch` and `max_smem_bytes`.
 EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_smem_bytes = kDefaultMaxSmemBytes) {
   return [arch, max_smem_bytes](const Problem& p, const DeviceRecord& device) -> Result<std::vector<Variant>> {
-    SpaceOptions space_options;
-    space_options.arch = arch;
-    space_options.max_smem_bytes = max_smem_bytes;
-    if (!device.name.empty()) {
-      space_options.arch = ArchOf(device);
-      const int64_t limit = MaxSharedMemoryForArch(space_options.arch);
-      space_options.max_smem_bytes = limit > 0 ? limit : kDefaultMaxSmemBytes;
-    }
-    return EnumerateSpaceFor(p, space_options);
+    SpaceOptions no_gpu;
+    no_gpu.arch = arch;
+    no_gpu.max_smem_bytes = max_smem_bytes;
+    return EnumerateSpaceFor(p, SpaceOptionsOn(device, no_gpu));
   };
 }
 

@@ -11,6 +11,7 @@
 
 #include "flashtune/database.h"
 #include "flashtune/export.h"
+#include "flashtune/space.h"
 #include "flashtune/status.h"
 #include "flashtune/toolchain.h"  // CurrentToolchain, which measurers report
 #include "flashtune/variant.h"
@@ -60,6 +61,10 @@ class Measurer {
 // run or a compile-only run) means the enumerator's own target. The CLI passes
 // EnumerateSpaceFor over the device's target.
 using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&, const DeviceRecord&)>;
+
+// The space's target on `device`: `base` with the arch of its compute capability and that
+// arch's opt-in shared memory; `base` as given for an empty record (no GPU).
+SpaceOptions SpaceOptionsOn(const DeviceRecord& device, SpaceOptions base = {});
 
 
 struct CandidateResult {
