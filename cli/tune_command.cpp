@@ -45,6 +45,18 @@ EnumerateFn DefaultEnumerate(const std::string& arch = "sm_90a", int64_t max_sme
   };
 }
 
+// The GPU a dry run plans for: the first of --devices (all: GPU 0), as its worker would report it
+// (so winners it already has are skipped, and the space is its arch's); empty without a driver
+// or that GPU.
+DeviceRecord DryRunDevice(const std::vector<int>& device_list) {
+  auto driver = Driver::Load();
+  if (!driver.ok()) return {};
+  auto info = (*driver)->Device(device_list.empty() ? 0 : device_list.front());
+  if (!info.ok()) return {};
+  return DeviceRecord{info->name, info->uuid, info->cc_major, info->cc_minor, info->sm_count,
+                      (*driver)->VersionString()};
+}
+
 // Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in
 // the database, so a later run on a GPU of that arch starts warm. Nothing is timed.
 int CompileOnly(const TuneOptions& options, const std::string& arch, const std::string& why) {
@@ -480,7 +492,13 @@ int RunTune(const std::vector<std::string>& args) {
   auto compile_only = [&](const std::string& why) { return CompileOnly(options, arch.empty() ? "sm_90a" : arch, why); };
 
   if (vm.count("dry-run")) {
-    DeviceRecord device = measurers.empty() ? DeviceRecord{} : measurers[0]->Device();
+    // Replayed: the first replayed device. Else the first local GPU unless --arch names the target.
+    DeviceRecord device = !measurers.empty() ? measurers[0]->Device()
+                          : arch.empty()     ? DryRunDevice(device_list)
+                                             : DeviceRecord{};
+    if (measurers.empty() && !device.name.empty())
+      std::fprintf(stderr, "flashtune tune: dry run for GPU %d, %s (%s)\n", device_list.empty() ? 0 : device_list.front(),
+                   device.name.c_str(), SpaceOptionsOn(device).arch.c_str());
     ToolchainInfo toolchain = measurers.empty() ? CurrentToolchain() : measurers[0]->Toolchain();
     auto plan = PlanTuning(options, device, toolchain);
     if (!plan.ok()) return Fail(plan.status());

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "flashtune/database.h"
+#include "flashtune/toolchain.h"
 #include "tests/support/replay_fixture.h"
 
 namespace flashtune {
@@ -250,6 +251,52 @@ TEST(TuneCli, EachGpuOfAMixedMachineSearchesItsOwnSpace) {
   auto space = EnumerateSpaceFor(Problem{DType::kBF16, 64, false, 2, 512, 512, 4, 4});
   ASSERT_TRUE(space.ok());
   EXPECT_EQ(Query(db, trials_on + h200), static_cast<int64_t>(space->size())) << ReadTextFile(out);
+}
+
+// A dry run on a GPU machine plans for the GPU a run would measure on (the fake driver's: GPU 0
+// an H200, GPU 1 an A100): its arch's candidates, and the winners that GPU model already has
+// skipped, as the run itself would.
+TEST(TuneCli, ADryRunPlansForTheLocalGpu) {
+  const std::string dir = TempDir("cli_dry_gpu");
+  const std::string db = dir + "/t.db", out = dir + "/out.txt";
+  const Problem tuned{DType::kBF16, 64, false, 32, 512, 512, 32, 32};
+  {  // a winner for the H200 of the fake driver (its worker's device record), this build
+    auto d = Database::Open(db);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    const DeviceRecord h200{"NVIDIA H200", "GPU-f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff", 9, 0, 132, "13.0"};
+    const int64_t dev = *(*d)->UpsertDevice(h200), tc = *(*d)->UpsertToolchain(CurrentToolchain());
+    auto space = EnumerateSpaceFor(tuned);
+    ASSERT_TRUE(space.ok());
+    TrialRecord t;
+    t.problem = tuned;
+    t.variant = space->front();
+    t.source_hash = "src";
+    t.median_us = 100;
+    t.reps = 10;
+    ASSERT_TRUE((*d)->RecordTrial(dev, tc, t).ok());
+    ASSERT_TRUE((*d)->SetWinner(dev, tc, tuned, t.variant, "src", 100, 1).ok());
+  }
+  auto dry = [&](const std::string& extra) {
+    EXPECT_EQ(RunShell("FLASHTUNE_LIBCUDA='" FLASHTUNE_FAKE_GPU_LIBCUDA "' '" + std::string(FLASHTUNE_CLI_PATH) +
+                       "' tune --dry-run --db " + db + " --strategy budgeted --dtypes bf16 --head-dims 64 --causal 0 "
+                       "--seqlens-q 512,1024 --decode none " + extra + " > " + out + " 2>&1"),
+              0);
+    return ReadTextFile(out);
+  };
+  std::string text = dry("");
+  EXPECT_NE(text.find("dry run for GPU 0, NVIDIA H200 (sm_90a)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Nq512 Nk512 Hq32 Hkv32  [bf16/d64/full/q9/k9/bh10]  skip (winner present)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hopper_fwd_"), std::string::npos) << text;
+  text = dry("--devices 1");
+  EXPECT_NE(text.find("dry run for GPU 1, NVIDIA A100-SXM4-80GB (sm_80)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("skip (winner present)"), std::string::npos) << text;  // the A100 has no winner
+  EXPECT_EQ(text.find("hopper_fwd_"), std::string::npos) << text;
+  EXPECT_NE(text.find("fa2_fwd_"), std::string::npos) << text;
+  // --arch names the target: the dry run lists its space whatever the GPU here.
+  text = dry("--arch sm_80");
+  EXPECT_EQ(text.find("dry run for GPU"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hopper_fwd_"), std::string::npos) << text;
 }
 
 TEST(DbCli, ExitCodesAndRoundTrip) {
