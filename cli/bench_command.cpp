@@ -20,6 +20,7 @@
 #include "flashtune/problem_set.h"
 #include "flashtune/replay_measurer.h"
 #include "flashtune/space.h"
+#include "tuner/device_space.h"
 #include "generator/family.h"
 
 namespace flashtune::cli {

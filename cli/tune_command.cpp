@@ -25,6 +25,7 @@
 #include "flashtune/gpu_measurer.h"
 #include "flashtune/source.h"
 #include "flashtune/space.h"
+#include "tuner/device_space.h"
 
 namespace po = boost::program_options;
 

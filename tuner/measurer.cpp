@@ -1,9 +1,7 @@
-// The Measurer's default behaviours and a device's search target; see include/flashtune/measurer.h.
+// The Measurer's default behaviours; see include/flashtune/measurer.h.
 #include "flashtune/measurer.h"
 
 #include <utility>
-
-#include "flashtune/arch.h"
 
 namespace flashtune {
 
@@ -15,14 +13,6 @@ Result<std::vector<Measurement>> Measurer::Remeasure(const Problem& problem, con
     out.push_back(std::move(*m));
   }
   return out;
-}
-
-SpaceOptions SpaceOptionsOn(const DeviceRecord& device, SpaceOptions base) {
-  if (device.name.empty()) return base;
-  base.arch = ArchFor(device.cc_major, device.cc_minor);
-  const int64_t limit = MaxSharedMemoryForArch(base.arch);
-  base.max_smem_bytes = limit > 0 ? limit : kDefaultMaxSmemBytes;
-  return base;
 }
 
 Result<int> Measurer::CompiledRegisters(const Variant& variant) {

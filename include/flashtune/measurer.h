@@ -11,7 +11,6 @@
 
 #include "flashtune/database.h"
 #include "flashtune/export.h"
-#include "flashtune/space.h"
 #include "flashtune/status.h"
 #include "flashtune/toolchain.h"  // CurrentToolchain, which measurers report
 #include "flashtune/variant.h"
@@ -59,12 +58,8 @@ class Measurer {
 // arch and shared memory decide which families and tiles exist (a tune over GPUs of two
 // architectures searches each GPU's own space). An empty record (name "": no GPU, as in a dry
 // run or a compile-only run) means the enumerator's own target. The CLI passes
-// EnumerateSpaceFor over the device's target.
+// EnumerateSpaceFor over the device's target (SpaceOptionsOn, tuner/device_space.h).
 using EnumerateFn = std::function<Result<std::vector<Variant>>(const Problem&, const DeviceRecord&)>;
-
-// The space's target on `device`: `base` with the arch of its compute capability and that
-// arch's opt-in shared memory; `base` as given for an empty record (no GPU).
-SpaceOptions SpaceOptionsOn(const DeviceRecord& device, SpaceOptions base = {});
 
 
 struct CandidateResult {

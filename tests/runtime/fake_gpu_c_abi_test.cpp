@@ -2,28 +2,38 @@
 // ft_forward_ex reads every field of ft_attention_args it is given and none past struct_size
 // (a version-1 caller's mixed batch runs as one call), a paged decode call launches the paged
 // split kernel and its combine, a mixed prefill + decode batch launches decode_fwd first and
-// the prefill family second, and a refused call launches nothing.
+// the prefill family second, a refused call launches nothing, and ft_runtime_options'
+// online_tuning decides over the environment whether an untuned bucket spawns a worker.
 #include "flashtune/flashtune.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/fake_gpu_record.h"
 #include "tests/support/temp_dir.h"
+#include "tests/runtime/tuned_db.h"
 
 namespace flashtune {
 namespace {
 
+using flashtune::testing::FakeDeviceRecord;
 using flashtune::testing::FakeGpuRecord;
 using flashtune::testing::HostBuffers;
-using flashtune::testing::TempDir;
+using flashtune::testing::TuneSyntheticInto;
 
 struct Handle {
-  TempDir dir;
+  class flashtune::testing::TempDir dir;  // the class (replay_fixture.h also has a TempDir function)
   ft_runtime* rt = nullptr;
   Handle() {
     EXPECT_TRUE(flashtune::testing::UseFakeDevice(0));
@@ -179,6 +189,45 @@ TEST(FakeGpuCAbi, RefusedCallsLaunchNothingAndSayWhy) {
   fake.Reset();
   EXPECT_EQ(ft_forward_ex(h.rt, nullptr, nullptr), FT_INVALID_ARGUMENT);
   EXPECT_TRUE(fake.Launches().empty());
+}
+
+// ft_runtime_options.online_tuning over $FLASHTUNE_ONLINE_TUNE=1: OFF spawns no worker for an
+// untuned bucket (its plan is the nearest tuned bucket's), ON does, FROM_ENV follows the
+// variable. The worker is a stand-in that logs its call.
+TEST(FakeGpuCAbi, OnlineTuningOptionOverridesTheEnvironment) {
+  ASSERT_TRUE(flashtune::testing::UseFakeDevice(0));
+  class flashtune::testing::TempDir dir;  // the class (replay_fixture.h also has a TempDir function)
+  const std::string db = dir.path() + "/t.db", calls = dir.path() + "/calls.txt", cli = dir.path() + "/fake-flashtune";
+  TuneSyntheticInto(db, {Problem{DType::kBF16, 128, false, 2, 512, 512, 4, 4}}, 7, FakeDeviceRecord());
+  std::ofstream(cli) << "#!/bin/sh\necho \"$*\" >> '" << calls << "'\n";
+  ::chmod(cli.c_str(), 0755);
+  ::setenv("FLASHTUNE_ONLINE_TUNE", "1", 1);
+  // Whether a worker was spawned: waited for up to 20 s where one is expected, 1 s where not.
+  auto spawned = [&](int setting, int64_t seqlen, bool expected) {
+    ft_runtime_options o{};
+    o.struct_size = sizeof o;
+    o.db_path = db.c_str();
+    o.online_tuning = setting;
+    o.online_tuning_cli = cli.c_str();
+    ft_runtime* rt = nullptr;
+    EXPECT_EQ(ft_runtime_open_ex(&o, &rt), FT_OK) << ft_last_error();
+    ft_problem p = {FT_DTYPE_BF16, 128, 0, 2, seqlen, seqlen, 4, 4};  // untuned: a bucket of its own
+    ft_plan_info info;
+    EXPECT_EQ(ft_plan(rt, &p, &info), FT_OK) << ft_last_error();
+    EXPECT_STREQ(info.source_name, "nearest");
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(expected ? 20 : 1);
+    while (!std::filesystem::exists(calls) && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ft_runtime_close(rt);
+    const bool any = std::filesystem::exists(calls);
+    std::filesystem::remove(calls);
+    return any;
+  };
+  EXPECT_FALSE(spawned(FT_ONLINE_TUNING_OFF, 1024, false));
+  EXPECT_TRUE(spawned(FT_ONLINE_TUNING_ON, 2048, true));
+  EXPECT_TRUE(spawned(FT_ONLINE_TUNING_FROM_ENV, 4096, true));
+  ::unsetenv("FLASHTUNE_ONLINE_TUNE");
+  EXPECT_FALSE(spawned(FT_ONLINE_TUNING_FROM_ENV, 8192, false));
 }
 
 }  // namespace

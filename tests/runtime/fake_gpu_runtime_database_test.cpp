@@ -21,7 +21,6 @@
 #include "flashtune/database.h"
 #include "flashtune/runtime.h"
 #include "flashtune/source.h"
-#include "runtime/planner.h"
 #include "tests/support/fake_gpu_record.h"
 #include "tests/runtime/tuned_db.h"
 
@@ -35,16 +34,6 @@ using namespace std::chrono_literals;
 // one of the same class (N 1024), whose nearest winner is the tuned one's.
 Problem Tuned() { return Problem{DType::kBF16, 128, false, 2, 512, 512, 4, 4}; }
 Problem Untuned() { return Problem{DType::kBF16, 128, false, 2, 1024, 1024, 4, 4}; }
-
-// The fake's device 0 as the runtime records it (name, UUID, compute capability, SMs, driver).
-DeviceRecord FakeDevice() {
-  auto driver = Driver::Load();
-  EXPECT_TRUE(driver.ok()) << driver.status().ToString();
-  if (!driver.ok()) return {};
-  auto info = (*driver)->Device(0);
-  EXPECT_TRUE(info.ok()) << info.status().ToString();
-  return info.ok() ? DeviceState::FromDevice(*info, **driver).record : DeviceRecord{};
-}
 
 class FakeGpuRuntimeDatabase : public ::testing::Test {
  protected:
@@ -106,7 +95,7 @@ class FakeGpuRuntimeDatabase : public ::testing::Test {
 // the cubin in the database; the next process loads that cubin and compiles nothing, though
 // its cubin cache folder is empty.
 TEST_F(FakeGpuRuntimeDatabase, AWinnerCompiledOnFirstUseIsStoredAndLoadedFromTheDatabaseAfter) {
-  TuneSyntheticInto(db_, {Tuned()}, 7, FakeDevice());
+  TuneSyntheticInto(db_, {Tuned()}, 7, FakeDeviceRecord());
   std::string winner;
   {
     auto rt = Open("cache-a");
@@ -174,7 +163,7 @@ TEST_F(FakeGpuRuntimeDatabase, ADamagedDatabaseIsReportedOnceServedAroundAndLeft
 // runtime loads the bucket's winner and later calls launch it. Every call in between launches
 // one or the other.
 TEST_F(FakeGpuRuntimeDatabase, OnlineTuningSwapsTheLaunchedKernelForTheRecordedWinner) {
-  const DeviceRecord device = FakeDevice();
+  const DeviceRecord device = FakeDeviceRecord();
   TuneSyntheticInto(db_, {Tuned()}, 7, device);
   const std::string source = dir_ + "/source.db";
   TuneSyntheticInto(source, {Untuned()}, 30, device);  // another optimum: bn 64, 4 warps, 2 stages

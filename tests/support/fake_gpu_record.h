@@ -85,6 +85,18 @@ inline bool UseFakeDevice(int ordinal) {
   return context.ok();
 }
 
+// Device `ordinal` of the fake as the runtime and the tuner's worker record it (name, UUID,
+// compute capability, SMs, driver version): what a database tuned "on" it is keyed by.
+inline DeviceRecord FakeDeviceRecord(int ordinal = 0) {
+  auto driver = Driver::Load();
+  EXPECT_TRUE(driver.ok()) << driver.status().ToString();
+  if (!driver.ok()) return {};
+  auto info = (*driver)->Device(ordinal);
+  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  if (!info.ok()) return {};
+  return DeviceRecord{info->name, info->uuid, info->cc_major, info->cc_minor, info->sm_count, (*driver)->VersionString()};
+}
+
 // "Device" memory for the fake, whose memory is the host's: zeroed, 256-byte aligned.
 class HostBuffers {
  public:
