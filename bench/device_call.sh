@@ -25,9 +25,11 @@ card_line() {
 }
 
 # On an H200: the forward grid of head dims $2 on pack $1 within what is left, then the script
-# ends with the grid's status. Elsewhere nothing happens.
+# ends with the grid's status. Elsewhere, or with FT_NO_H200_GRID=1 (a script run for its own
+# work on either card), nothing happens.
 h200_grid() {
   local pack=${1:?h200_grid PACK DIMS} dims=${2:?h200_grid PACK DIMS}
+  [ "${FT_NO_H200_GRID:-0}" = 1 ] && return 0
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 0
   PACK=$pack DIMS=$dims LIMIT=$(left) OUT=$OUT bash "${FT_H200_GRID:-bench/data/h200-2026-12-05-s27/call2.sh}"
   exit

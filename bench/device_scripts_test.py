@@ -269,6 +269,12 @@ class DeviceCall(unittest.TestCase):
         self.assertEqual((fields["PACK"], fields["DIMS"], fields["OUT"]), ("/packs/.devcarry-N", "64,256", self.out))
         self.assertTrue(295 <= int(fields["LIMIT"]) <= 300, fields)
 
+    def test_with_ft_no_h200_grid_an_h200_goes_on_with_the_scripts_own_work(self):
+        r = self.run_call("NVIDIA H200", FT_NO_H200_GRID="1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "grid.txt")))
+        self.assertIn("left", r.stdout)
+
     def test_elsewhere_the_script_goes_on_with_its_clock_and_the_cards_line(self):
         r = self.run_call("NVIDIA H100 80GB HBM3")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -23,6 +23,7 @@
 #include "flashtune/source.h"
 #include "tests/support/fake_gpu_record.h"
 #include "tests/runtime/tuned_db.h"
+#include "tests/support/log_lines.h"
 
 namespace flashtune {
 namespace {
@@ -50,28 +51,14 @@ class FakeGpuRuntimeDatabase : public ::testing::Test {
     o.cache_dir = dir_ + "/" + cache;
     o.online_tuning = !online_cli.empty();
     o.online_tuning_cli = online_cli;
-    o.log = [this](LogLevel level, const std::string& m) {
-      std::lock_guard lock(log_mutex_);
-      log_.push_back(std::string(LogLevelName(level)) + ": " + m);
-    };
+    o.log = logs_.Sink();
     auto rt = Runtime::Open(o);
     EXPECT_TRUE(rt.ok()) << rt.status().ToString();
     return rt.ok() ? std::move(*rt) : nullptr;
   }
 
-  // Log lines containing `text`, and the whole log.
-  int Logged(const std::string& text) {
-    std::lock_guard lock(log_mutex_);
-    int n = 0;
-    for (const std::string& line : log_) n += line.find(text) != std::string::npos;
-    return n;
-  }
-  std::string AllLog() {
-    std::lock_guard lock(log_mutex_);
-    std::string out;
-    for (const std::string& line : log_) out += line + "\n";
-    return out;
-  }
+  int Logged(const std::string& text) const { return logs_.Count(text); }
+  std::string AllLog() const { return logs_.All(); }
 
   // One forward() of `p` on fresh buffers; the kernel it launched ("" when it failed or launched
   // nothing).
@@ -87,8 +74,7 @@ class FakeGpuRuntimeDatabase : public ::testing::Test {
 
   FakeGpuRecord fake;
   std::string dir_, db_;
-  std::mutex log_mutex_;
-  std::vector<std::string> log_;
+  LogLines logs_;
 };
 
 // A tuned user's first call compiles the winner (the replayed tune stored no cubin) and keeps
@@ -120,7 +106,7 @@ TEST_F(FakeGpuRuntimeDatabase, AWinnerCompiledOnFirstUseIsStoredAndLoadedFromThe
     EXPECT_GT(stored->image.size(), 1000u);
     EXPECT_GT(stored->registers, 0);
   }
-  log_.clear();
+  logs_.Clear();
   auto again = Open("cache-b");
   ASSERT_TRUE(again);
   EXPECT_EQ(LaunchedBy(*again, Tuned()), winner);

@@ -21,6 +21,7 @@
 #include "flashtune/runtime.h"
 #include "runtime/online_tuner.h"
 #include "tests/runtime/tuned_db.h"
+#include "tests/support/log_lines.h"
 
 namespace flashtune {
 namespace {
@@ -85,10 +86,7 @@ class OnlineTuning : public ::testing::Test {
     o.online_tuning = online;
     o.online_tuning_cli = cli;
     o.online_tuning_timeout_s = timeout_s;
-    o.log = [this](LogLevel level, const std::string& m) {
-      std::lock_guard lock(log_mutex_);
-      log_.push_back(std::string(LogLevelName(level)) + ": " + m);
-    };
+    o.log = logs_.Sink();
     auto rt = Runtime::Open(o);
     EXPECT_TRUE(rt.ok()) << rt.status().ToString();
     return rt.ok() ? std::move(*rt) : nullptr;
@@ -108,23 +106,11 @@ class OnlineTuning : public ::testing::Test {
     return done();
   }
 
-  // Log lines containing `text`.
-  int Logged(const std::string& text) {
-    std::lock_guard lock(log_mutex_);
-    int n = 0;
-    for (const std::string& line : log_) n += line.find(text) != std::string::npos;
-    return n;
-  }
-  std::string AllLog() {
-    std::lock_guard lock(log_mutex_);
-    std::string out;
-    for (const std::string& line : log_) out += line + "\n";
-    return out;
-  }
+  int Logged(const std::string& text) const { return logs_.Count(text); }
+  std::string AllLog() const { return logs_.All(); }
 
   std::string dir_, db_, source_, calls_;
-  std::mutex log_mutex_;
-  std::vector<std::string> log_;
+  LogLines logs_;
 };
 
 TEST_F(OnlineTuning, ClaimsAnUntunedBucketOnceAcrossTwoRuntimes) {
