@@ -645,7 +645,6 @@ Result<std::string> SameModelDevices(Database& db, const DeviceRecord& device) {
 
 }  // namespace
 
-
 Result<std::optional<WinnerRow>> Database::FindWinner(const DeviceRecord& d, const ToolchainInfo& t, const BucketKey& b) {
   auto model = SameModelDevices(*this, d);
   if (!model.ok()) return model.status();
