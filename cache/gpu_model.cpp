@@ -1,9 +1,14 @@
-// SameGpuModel and the winners it admits; see include/flashtune/database.h.
-#include "flashtune/database.h"
+// SameGpuModel and the winners it admits (include/flashtune/database.h); a GPU's record
+// (cache/gpu_model.h).
+#include "cache/gpu_model.h"
 
 #include <map>
 
 namespace flashtune {
+
+DeviceRecord DeviceRecordOf(const DeviceInfo& info, const std::string& driver_version) {
+  return DeviceRecord{info.name, info.uuid, info.cc_major, info.cc_minor, info.sm_count, driver_version};
+}
 
 bool SameGpuModel(const DeviceRecord& a, const DeviceRecord& b) {
   return a.name == b.name && a.cc_major == b.cc_major && a.cc_minor == b.cc_minor && a.sm_count == b.sm_count &&

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "cache/gpu_model.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "flashtune/database.h"
@@ -54,8 +55,7 @@ DeviceRecord DryRunDevice(const std::vector<int>& device_list) {
   if (!driver.ok()) return {};
   auto info = (*driver)->Device(device_list.empty() ? 0 : device_list.front());
   if (!info.ok()) return {};
-  return DeviceRecord{info->name, info->uuid, info->cc_major, info->cc_minor, info->sm_count,
-                      (*driver)->VersionString()};
+  return DeviceRecordOf(*info, (*driver)->VersionString());
 }
 
 // Without a GPU: compile every candidate of the problem set for `arch` and keep the cubins in

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "cache/gpu_model.h"
 #include "flashtune/arch.h"
 #include "flashtune/driver.h"
 #include "flashtune/problem_set.h"
@@ -39,7 +40,7 @@ uint64_t BucketCode(const BucketKey& b, Layout layout) {
 
 DeviceState DeviceState::FromDevice(const DeviceInfo& info, const Driver& driver) {
   DeviceState s;
-  s.record = DeviceRecord{info.name, info.uuid, info.cc_major, info.cc_minor, info.sm_count, driver.VersionString()};
+  s.record = DeviceRecordOf(info, driver.VersionString());
   s.arch = info.Arch();
   s.max_smem_bytes = info.max_smem_per_block_optin > 0 ? info.max_smem_per_block_optin : kDefaultMaxSmemBytes;
   s.ordinal = info.ordinal;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "cache/gpu_model.h"
 #include "flashtune/compiler.h"
 #include "flashtune/hash.h"
 #include "flashtune/source.h"
@@ -68,7 +69,7 @@ class GpuMeasurer final : public Measurer {
   }
 
   DeviceRecord Device() const override {
-    return DeviceRecord{device_.name, device_.uuid, device_.cc_major, device_.cc_minor, device_.sm_count, driver_version_};
+    return DeviceRecordOf(device_, driver_version_);
   }
   ToolchainInfo Toolchain() const override { return CurrentToolchain(); }
 

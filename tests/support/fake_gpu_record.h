@@ -16,6 +16,7 @@
 
 #include <string>
 
+#include "cache/gpu_model.h"
 #include "flashtune/driver.h"
 #include "flashtune/forward_args.h"
 #include "flashtune/runtime.h"
@@ -94,7 +95,7 @@ inline DeviceRecord FakeDeviceRecord(int ordinal = 0) {
   auto info = (*driver)->Device(ordinal);
   EXPECT_TRUE(info.ok()) << info.status().ToString();
   if (!info.ok()) return {};
-  return DeviceRecord{info->name, info->uuid, info->cc_major, info->cc_minor, info->sm_count, (*driver)->VersionString()};
+  return DeviceRecordOf(*info, (*driver)->VersionString());
 }
 
 // "Device" memory for the fake, whose memory is the host's: zeroed, 256-byte aligned.
